@@ -1,0 +1,379 @@
+/*
+ * redlock.h - distributed locks over N independent Redis masters (the Redlock algorithm).
+ *
+ * This is the only public header of libredlock. It has four parts:
+ *
+ *   1. error codes                   (redlock_strerror, redlock_err_name)
+ *   2. the quorum core               (redlock_round_*): the decision logic of one round, with no
+ *                                    IO, no allocation and no clock of its own, so a caller's
+ *                                    tests can drive it vote by vote
+ *   3. node URLs                     (redlock_url_*)
+ *   4. the async client on libuv     (redlock_client_*, redlock_acquire, redlock_extend,
+ *                                    redlock_release)
+ *
+ * Conventions (as in libuv): errors are negative ints; a call that fails at once returns the
+ * error and never calls back; a call that returns 0 calls back exactly once. Borrowed data
+ * handed to a callback (results, error texts) is valid only while the callback runs.
+ * See docs/api.md for the full contract and docs/algorithm.md for the round.
+ */
+#ifndef REDLOCK_H
+#define REDLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Only the loop's type is needed, so uv.h (which wants POSIX feature macros) is not included:
+ * this header compiles under plain -std=c11. The typedef is identical to uv.h's, which C11 and
+ * C++ allow to appear twice. */
+struct uv_loop_s;
+typedef struct uv_loop_s uv_loop_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define REDLOCK_EXTERN __declspec(dllexport)
+#elif defined(__GNUC__)
+#define REDLOCK_EXTERN __attribute__((visibility("default")))
+#else
+#define REDLOCK_EXTERN
+#endif
+
+#define REDLOCK_VERSION_MAJOR 0
+#define REDLOCK_VERSION_MINOR 1
+#define REDLOCK_VERSION_PATCH 0
+#define REDLOCK_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------------------------------------
+ * 1. Errors
+ * ------------------------------------------------------------------------------------------- */
+
+/* XX(name, value, message). Values are negative and stable across releases; they do not collide
+ * with libuv's or errno's (all below -30000). */
+#define REDLOCK_ERRNO_MAP(XX)                                                                      \
+    XX(EINVAL, -30001, "invalid argument")                                                         \
+    XX(ENOMEM, -30002, "out of memory")                                                            \
+    XX(EBUSY, -30003, "resource is locked by another holder")                                      \
+    XX(ENOQUORUM, -30004, "no quorum: too many nodes failed or timed out")                         \
+    XX(EEXPIRED, -30005, "lock validity ran out")                                                  \
+    XX(ELOST, -30006, "lock lost: a quorum of nodes no longer holds its token")                    \
+    XX(ECANCELED, -30007, "operation canceled")                                                    \
+    XX(ECLOSING, -30008, "client is closing")                                                      \
+    XX(ERELEASED, -30009, "lock was already released")                                             \
+    XX(EURL, -30010, "invalid node URL")                                                           \
+    XX(EDUPNODE, -30011, "the same node is given twice")                                           \
+    XX(ECONNECT, -30012, "cannot connect to node")                                                 \
+    XX(EPROTO, -30013, "protocol error")                                                           \
+    XX(EREPLY, -30014, "error reply from node")                                                    \
+    XX(ETIMEDOUT, -30015, "node did not answer in time")                                           \
+    XX(EAUTH, -30016, "authentication failed")                                                     \
+    XX(EAGAIN, -30017, "round still pending")
+
+typedef enum {
+#define REDLOCK_XX_(name, value, msg) REDLOCK_##name = (value),
+    REDLOCK_ERRNO_MAP(REDLOCK_XX_)
+#undef REDLOCK_XX_
+} redlock_errno;
+
+/* A static English message for any code this library returns ("unknown error" for others). */
+REDLOCK_EXTERN const char *redlock_strerror(int err);
+/* The code's name, e.g. "REDLOCK_EBUSY" ("REDLOCK_UNKNOWN" for others). */
+REDLOCK_EXTERN const char *redlock_err_name(int err);
+
+/* The library version as "MAJOR.MINOR.PATCH". */
+REDLOCK_EXTERN const char *redlock_version_string(void);
+
+/* Monotonic time in microseconds, on the same clock as uv_hrtime() (uv_hrtime() / 1000). Lock
+ * deadlines are on this clock. */
+REDLOCK_EXTERN uint64_t redlock_now_us(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * 2. The quorum core
+ *
+ * One round (acquire, extend or release) over N nodes. Feed it one vote per node with the time
+ * the vote arrived; it answers pending / won / lost as soon as that is known:
+ *   won   as soon as votes_yes >= quorum (quorum = N/2 + 1), provided the validity left,
+ *         validity = ttl - elapsed - drift, drift = ttl * drift_factor + 2 ms,
+ *         is > 0 and >= min_validity;
+ *   lost  as soon as votes_no + votes_error + votes_timeout > N - quorum, or when a quorum is
+ *         reached with too little validity left.
+ * The decision never changes once made; votes after it are still recorded (so a caller can
+ * report every node) but count for nothing. Time is whatever clock the caller uses, in
+ * microseconds; elapsed is clamped at 0 if the clock goes backwards.
+ * ------------------------------------------------------------------------------------------- */
+
+#define REDLOCK_MAX_NODES 64
+/* The largest ttl accepted anywhere (about 139 years): ttl_ms * 1000 and drift never overflow. */
+#define REDLOCK_TTL_MAX_MS (UINT64_C(1) << 42)
+#define REDLOCK_DRIFT_FIXED_US 2000 /* the "+ 2 ms" of the drift allowance */
+
+typedef enum {
+    REDLOCK_VOTE_NONE = 0, /* no vote yet (or the round was decided before this node answered) */
+    REDLOCK_VOTE_YES,      /* OK / 1: the node did what was asked */
+    REDLOCK_VOTE_NO,       /* nil / 0: held by someone else, or not ours any more */
+    REDLOCK_VOTE_ERROR,    /* error reply, connection down, protocol garbage */
+    REDLOCK_VOTE_TIMEOUT   /* no answer before the node's deadline */
+} redlock_vote;
+
+typedef enum {
+    REDLOCK_ROUND_PENDING = 0,
+    REDLOCK_ROUND_WON,
+    REDLOCK_ROUND_LOST
+} redlock_decision;
+
+/* A round. The caller owns the memory (stack, embedded, anything); the core never allocates.
+ * Read the members through the functions below; they are public only so the struct can live on
+ * the caller's stack. */
+typedef struct redlock_round {
+    unsigned n_nodes;
+    unsigned quorum;
+    unsigned votes_yes, votes_no, votes_error, votes_timeout;
+    uint64_t ttl_us;
+    uint64_t drift_us;
+    uint64_t min_validity_us;
+    uint64_t start_us;
+    uint64_t decided_us;  /* time of the deciding vote (check the decision, not this, for pending) */
+    uint64_t validity_us; /* on a win: validity left at decided_us; else 0 */
+    uint64_t voted_mask;  /* bit i set once node i voted */
+    redlock_decision decision;
+    int status; /* see redlock_round_status */
+    unsigned char votes[REDLOCK_MAX_NODES]; /* redlock_vote per node */
+} redlock_round;
+
+/* Start a round over n_nodes (1..REDLOCK_MAX_NODES) at time start_us (first command not yet
+ * written). ttl_ms in 1..REDLOCK_TTL_MAX_MS; drift_factor finite in [0, 1); min_validity_ms may be
+ * 0 (a value above the ttl simply makes every win count as lost). The drift allowance is
+ * floor(ttl_us * drift_factor) + 2000 us, computed exactly. Returns 0 or REDLOCK_EINVAL (the
+ * round is then zeroed and unusable: its status reads REDLOCK_EINVAL). */
+REDLOCK_EXTERN int redlock_round_init(redlock_round *round, unsigned n_nodes, uint64_t ttl_ms,
+                                      double drift_factor, uint64_t min_validity_ms,
+                                      uint64_t start_us);
+
+/* Record node's vote, arrived at now_us. Returns the decision after this vote
+ * (REDLOCK_ROUND_PENDING / _WON / _LOST, all >= 0), or REDLOCK_EINVAL if node is out of range,
+ * the node already voted, or vote is not YES/NO/ERROR/TIMEOUT - such a vote is not counted. */
+REDLOCK_EXTERN int redlock_round_vote(redlock_round *round, unsigned node, redlock_vote vote,
+                                      uint64_t now_us);
+
+/* The decision so far. */
+REDLOCK_EXTERN redlock_decision redlock_round_decision(const redlock_round *round);
+
+/* The status of the round as an error code: 0 won; REDLOCK_EAGAIN still pending; REDLOCK_EINVAL
+ * for a round whose init failed; when lost,
+ * REDLOCK_EEXPIRED if a quorum said yes but too little validity was left, otherwise
+ * REDLOCK_EBUSY if at the decision the "no" votes were at least as many as the errors and
+ * timeouts together (the resource is held elsewhere), else REDLOCK_ENOQUORUM (nodes failed). */
+REDLOCK_EXTERN int redlock_round_status(const redlock_round *round);
+
+/* Validity left at the winning vote, in microseconds (0 unless won). */
+REDLOCK_EXTERN uint64_t redlock_round_validity_us(const redlock_round *round);
+
+/* The drift allowance of the round in microseconds: ttl * drift_factor + 2 ms. */
+REDLOCK_EXTERN uint64_t redlock_round_drift_us(const redlock_round *round);
+
+/* The vote recorded for node (REDLOCK_VOTE_NONE if none or out of range). */
+REDLOCK_EXTERN redlock_vote redlock_round_node_vote(const redlock_round *round, unsigned node);
+
+/* "none", "yes", "no", "error", "timeout". */
+REDLOCK_EXTERN const char *redlock_vote_name(redlock_vote vote);
+
+/* ---------------------------------------------------------------------------------------------
+ * 3. Node URLs
+ *
+ *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
+ *   unix:///path/to.sock[?db=N&timeout_ms=N]
+ *
+ *   unix://[[user]:password@]/path/to.sock[?db=N&timeout_ms=N]
+ *
+ * host is an IPv4 address, an IPv6 address in brackets ([::1]) or a host name (resolved at
+ * connect time). port defaults to 6379; without a db the connection stays on the server's
+ * default (db 0). timeout_ms overrides the client's node timeout for this node. user and
+ * password may be percent-encoded ('@' must be, as %40); "user@" without a password is an
+ * error.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct redlock_url {
+    bool is_unix;
+    char *host;     /* host name or address, brackets removed; NULL for unix */
+    int port;       /* 1..65535; 0 for unix */
+    char *path;     /* socket path for unix; NULL for TCP */
+    char *user;     /* NULL when none */
+    char *password; /* NULL when none */
+    int db;         /* -1 when not given */
+    int timeout_ms; /* -1 when not given */
+    char *redacted; /* the URL with the password replaced by "***", for logs and errors */
+} redlock_url;
+
+/* Parse text into url (all strings malloc'ed; release with redlock_url_free, also after a
+ * failure, which leaves url zeroed). On REDLOCK_EURL, err (if not NULL) receives a message that
+ * says what is wrong, with any password redacted, truncated to err_len. */
+REDLOCK_EXTERN int redlock_url_parse(redlock_url *url, const char *text, char *err, size_t err_len);
+REDLOCK_EXTERN void redlock_url_free(redlock_url *url);
+/* Write text with any password replaced by "***" into out (always NUL-terminated when
+ * out_len > 0); works on text that does not parse too. Returns the length it would have
+ * written, like snprintf. */
+REDLOCK_EXTERN size_t redlock_url_redact(const char *text, char *out, size_t out_len);
+
+/* ---------------------------------------------------------------------------------------------
+ * 4. The async client
+ *
+ * A client holds one ordered connection per node on a caller's uv_loop_t and is used from the
+ * loop's thread only (like a libuv handle). Every callback fires exactly once, on the loop
+ * thread, never from inside the call that started the operation. Calling back into the client
+ * from a callback is allowed (acquire or release from an acquire callback, close from any
+ * callback).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct redlock_client redlock_client;
+typedef struct redlock_lock redlock_lock;
+
+/* Memory for the library's own allocations: ptr NULL allocates, size 0 frees (returns NULL),
+ * otherwise reallocates; like realloc(3). hiredis and libuv keep their own allocators. */
+typedef void *(*redlock_realloc_fn)(void *ud, void *ptr, size_t size);
+
+typedef struct redlock_options {
+    uint64_t ttl_ms;             /* default lock ttl (10000) */
+    uint64_t node_timeout_ms;    /* per-request deadline on each node (50); a URL's timeout_ms wins */
+    uint64_t connect_timeout_ms; /* TCP connect + AUTH/SELECT (1000) */
+    double drift_factor;         /* clock drift allowance per ms of ttl (0.01) */
+    uint64_t min_validity_ms;    /* a win with less validity left counts as lost (0) */
+    int retry_count;             /* retries after the first attempt when no wait is given (3) */
+    uint64_t retry_delay_ms;     /* base delay between attempts (200) */
+    uint64_t retry_jitter_ms;    /* the delay varies uniformly by +/- this much (100) */
+    const char *key_prefix;      /* prepended to every resource (""); copied */
+    uint64_t reconnect_min_ms;   /* first reconnect backoff (50), doubled up to ... */
+    uint64_t reconnect_max_ms;   /* ... this (5000), each with +/- 50% jitter */
+    unsigned max_inflight_per_node; /* answers a node may owe before it is dropped (65536) */
+    redlock_realloc_fn realloc_fn;  /* NULL: libc realloc/free */
+    void *realloc_ud;
+} redlock_options;
+
+/* Fill opts with the defaults above. Always call it before setting fields, so fields added later
+ * get their defaults. */
+REDLOCK_EXTERN void redlock_options_init(redlock_options *opts);
+
+/* Per-node outcome of one round, as handed to a callback. */
+typedef struct redlock_node_result {
+    const char *url;     /* the node's URL, password redacted */
+    redlock_vote vote;   /* REDLOCK_VOTE_NONE: not answered when the round was decided */
+    uint64_t latency_us; /* from write to answer (or to the deadline); 0 if no vote */
+    const char *error;   /* what went wrong (server text, connection error), or NULL */
+} redlock_node_result;
+
+/* The outcome of one operation; valid only while the callback runs. */
+typedef struct redlock_result {
+    int status;                /* same as the callback's status */
+    unsigned n_nodes;
+    unsigned votes_yes, votes_no, votes_error, votes_timeout; /* of the last round */
+    unsigned attempts;         /* rounds made (acquire retries + 1) */
+    uint64_t elapsed_us;       /* from the call to the callback */
+    const redlock_node_result *nodes; /* n_nodes entries, last round */
+} redlock_result;
+
+/* One callback type for acquire, extend and release.
+ *   acquire: status 0 and lock set on success; lock NULL on failure.
+ *   extend:  lock is the extended lock, status 0 if its validity was renewed.
+ *   release: lock is the released lock; result->votes_yes is the number of nodes that deleted
+ *            the key. status 0 when a quorum of nodes answered (the resource is free).
+ * The result and everything it points to are valid only during the call. */
+typedef void (*redlock_cb)(redlock_lock *lock, int status, const redlock_result *result,
+                           void *data);
+typedef void (*redlock_close_cb)(redlock_client *client, void *data);
+
+/* Create a client on loop for n_nodes node URLs (1..REDLOCK_MAX_NODES). opts may be NULL for the
+ * defaults; it and the URLs are copied. The client starts connecting at once; operations issued
+ * before a node is connected wait for the connection within their deadline. Returns 0 and sets
+ * *client_out, or REDLOCK_EINVAL / REDLOCK_EURL / REDLOCK_EDUPNODE / REDLOCK_ENOMEM with a message
+ * in err (if not NULL), passwords redacted. Nothing is left allocated on failure. */
+REDLOCK_EXTERN int redlock_client_new(uv_loop_t *loop, const char *const *node_urls,
+                                      unsigned n_nodes, const redlock_options *opts,
+                                      redlock_client **client_out, char *err, size_t err_len);
+
+/* Close the client: every pending operation completes with REDLOCK_ECANCELED, then, once every
+ * handle is closed, close_cb runs (may be NULL). After close_cb the client and every lock handle
+ * it gave out are freed. Returns REDLOCK_ECLOSING if already closing. */
+REDLOCK_EXTERN int redlock_client_close(redlock_client *client, redlock_close_cb close_cb,
+                                        void *data);
+
+/* The message of the last error returned at once by a call on this client (the reason behind a
+ * REDLOCK_EINVAL, say). Valid until the next call on the client. "" if none. */
+REDLOCK_EXTERN const char *redlock_client_last_error(const redlock_client *client);
+
+REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
+/* Node i's URL with the password redacted (NULL if out of range). */
+REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
+REDLOCK_EXTERN uv_loop_t *redlock_client_loop(const redlock_client *client);
+
+/* Optional per-call settings of redlock_acquire; NULL means all defaults. */
+typedef struct redlock_lock_opts {
+    const char *token;  /* caller's token (copied), NULL: 128 random bits as 32 hex digits */
+    size_t token_len;   /* 1..REDLOCK_TOKEN_MAX bytes when token is set */
+    int retry_count;    /* -1: the client's retry_count; used when wait_ms is 0 */
+    uint64_t wait_ms;   /* > 0: keep retrying until this long after the call (retry_count is
+                           then not consulted) */
+} redlock_lock_opts;
+
+#define REDLOCK_TOKEN_MAX 256
+#define REDLOCK_RESOURCE_MAX (64u * 1024 * 1024)
+
+REDLOCK_EXTERN void redlock_lock_opts_init(redlock_lock_opts *opts);
+
+/* Acquire the lock on resource (len bytes, binary-safe, 1..REDLOCK_RESOURCE_MAX, copied) for
+ * ttl_ms (0: the client's ttl). Rounds are retried after retry_delay +/- jitter while the retry
+ * count or wait deadline allows; after each lost round the key is released on every node.
+ * cb fires once: status 0 with a lock handle, or REDLOCK_EBUSY (held by others),
+ * REDLOCK_ENOQUORUM (nodes failed), REDLOCK_EEXPIRED (quorum came too late for the validity),
+ * REDLOCK_ECANCELED (client closed). Returns 0, or REDLOCK_EINVAL / REDLOCK_ECLOSING /
+ * REDLOCK_ENOMEM at once (no callback). */
+REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const void *resource, size_t len,
+                                   uint64_t ttl_ms, const redlock_lock_opts *opts, redlock_cb cb,
+                                   void *data);
+
+/* Flags of redlock_extend. */
+#define REDLOCK_EXTEND_RETAKE 1u /* on a node where the key is gone, SET it again (NX) */
+
+/* Extend the lock to ttl_ms (0: the lock's ttl) from now with a compare-and-pexpire round. Won
+ * only if a quorum renews it before the current validity runs out; then the lock's validity and
+ * deadline are updated. With REDLOCK_EXTEND_RETAKE a node that lost the key (restarted) gets it
+ * back with SET NX and counts toward the quorum. cb: 0, REDLOCK_ELOST (a quorum no longer holds
+ * our token), REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED (validity ran out during the round),
+ * REDLOCK_ECANCELED. Returns at once REDLOCK_EEXPIRED if the validity already ran out,
+ * REDLOCK_ERELEASED after release, REDLOCK_EINVAL, REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
+REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags,
+                                  redlock_cb cb, void *data);
+
+/* Release the lock on every node with a compare-and-delete round (waits for every node's answer
+ * or deadline so the count is exact). The handle stays valid (for its token, say) until
+ * redlock_lock_free or the client's close. cb: 0 when a quorum answered, REDLOCK_ENOQUORUM
+ * otherwise (the key may live on until its ttl), REDLOCK_ECANCELED. Returns at once
+ * REDLOCK_ERELEASED if already released, REDLOCK_ECLOSING or REDLOCK_ENOMEM. Allowed while an
+ * extend is in flight: on each node the release runs after it. */
+REDLOCK_EXTERN int redlock_release(redlock_lock *lock, redlock_cb cb, void *data);
+
+/* Forget the handle (without releasing anything on the nodes). If an operation on it is still in
+ * flight, its callback still fires and the handle is freed after it. NULL is allowed. */
+REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
+
+/* Accessors. Returned pointers live as long as the handle. */
+REDLOCK_EXTERN const void *redlock_lock_resource(const redlock_lock *lock, size_t *len);
+/* The token, NUL-terminated (a caller's token may contain NULs; use len). */
+REDLOCK_EXTERN const char *redlock_lock_token(const redlock_lock *lock, size_t *len);
+/* Validity left at the last won round (acquire or extend), in ms. */
+REDLOCK_EXTERN uint64_t redlock_lock_validity_ms(const redlock_lock *lock);
+/* When that validity runs out, on the redlock_now_us() clock. */
+REDLOCK_EXTERN uint64_t redlock_lock_deadline_us(const redlock_lock *lock);
+REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
+/* true until release is called and while now < deadline. */
+REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);
+REDLOCK_EXTERN redlock_client *redlock_lock_client(const redlock_lock *lock);
+/* A pointer for the caller; the library never touches it. */
+REDLOCK_EXTERN void redlock_lock_set_data(redlock_lock *lock, void *data);
+REDLOCK_EXTERN void *redlock_lock_get_data(const redlock_lock *lock);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDLOCK_H */

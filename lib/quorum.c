@@ -1,0 +1,194 @@
+/* quorum.c - the decision logic of one round (acquire, extend or release) over N nodes.
+ *
+ * Sans-IO, like hiredis' reader: the caller feeds one vote per node together with the time it
+ * arrived, and the round answers pending / won / lost as soon as that is known. No allocation,
+ * no clock, no IO, no global state, so every rule below can be tested with a fake clock.
+ *
+ * All arithmetic is on unsigned 64-bit microseconds. The only floating point is the drift
+ * allowance, computed once in redlock_round_init. */
+#include "quorum.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ttl_us * drift_factor, truncated toward zero, exactly: floor of the real product of the two
+ * given numbers (drift_factor being the double the caller passed, so 0.03, which is stored as
+ * 0.0299999999999999989, gives 299999 us for a 10 s ttl). Exact (0) for a factor of 0, and
+ * monotonic in both arguments, because floor is.
+ *
+ * ttl_us <= REDLOCK_TTL_MAX_MS * 1000 < 2^53 converts to double without loss. The product rounded
+ * to the nearest double has the integer part of the real product, except when the rounding
+ * carried it up onto an integer. fma(ttl, factor, -whole) is the real product minus that integer
+ * with a single rounding, so its sign is exact and says which case it is. The product is below
+ * ttl_us (factor < 1), so the conversion back to uint64_t is always defined. */
+static uint64_t drift_product_us(uint64_t ttl_us, double drift_factor)
+{
+    double ttl = (double)ttl_us;
+    double whole = trunc(ttl * drift_factor);
+    if (fma(ttl, drift_factor, -whole) < 0)
+        whole -= 1; /* rounded up onto an integer: the real product is just below it */
+    return (uint64_t)whole;
+}
+
+int redlock_round_init(redlock_round *round, unsigned n_nodes, uint64_t ttl_ms, double drift_factor,
+                       uint64_t min_validity_ms, uint64_t start_us)
+{
+    if (round == NULL)
+        return REDLOCK_EINVAL;
+    /* Zero first: a rejected round is then inert (no node is in range, so every vote is
+     * refused) instead of holding whatever the caller's stack had. */
+    memset(round, 0, sizeof(*round));
+
+    /* !(x >= 0 && x < 1) also rejects NaN, which fails every comparison; +-inf fail the range. */
+    if (n_nodes < 1 || n_nodes > REDLOCK_MAX_NODES || ttl_ms < 1 || ttl_ms > REDLOCK_TTL_MAX_MS ||
+        !(drift_factor >= 0.0 && drift_factor < 1.0))
+        return REDLOCK_EINVAL;
+
+    round->n_nodes = n_nodes;
+    round->quorum = n_nodes / 2 + 1; /* a strict majority: two rounds can never both win */
+    round->ttl_us = ttl_ms * 1000;   /* cannot overflow: ttl_ms <= 2^42 */
+    round->drift_us = drift_product_us(round->ttl_us, drift_factor) + REDLOCK_DRIFT_FIXED_US;
+    /* The contract puts no bound on min_validity_ms. Saturate instead of wrapping: any minimum
+     * above the ttl already means "never won", so the exact value no longer matters. */
+    round->min_validity_us =
+        min_validity_ms > UINT64_MAX / 1000 ? UINT64_MAX : min_validity_ms * 1000;
+    round->start_us = start_us;
+    round->decision = REDLOCK_ROUND_PENDING;
+    round->status = REDLOCK_EAGAIN;
+    return 0;
+}
+
+/* The counter a vote adds to, or NULL for a value that is not a vote. */
+static unsigned *vote_counter(redlock_round *round, redlock_vote vote)
+{
+    switch (vote) {
+    case REDLOCK_VOTE_YES:
+        return &round->votes_yes;
+    case REDLOCK_VOTE_NO:
+        return &round->votes_no;
+    case REDLOCK_VOTE_ERROR:
+        return &round->votes_error;
+    case REDLOCK_VOTE_TIMEOUT:
+        return &round->votes_timeout;
+    case REDLOCK_VOTE_NONE:
+    default:
+        return NULL;
+    }
+}
+
+/* Validity left at now_us: ttl - elapsed - drift, or 0 when that is <= 0. Written so that no
+ * step can wrap: elapsed may be anything up to 2^64 - 1 (a caller's clock is a caller's). */
+static uint64_t validity_left_us(const redlock_round *round, uint64_t now_us)
+{
+    /* A monotonic clock never goes back, but a caller's fake or mixed clock might; a negative
+     * elapsed would grant more validity than the ttl, so clamp it at 0. */
+    uint64_t elapsed_us = now_us > round->start_us ? now_us - round->start_us : 0;
+    if (elapsed_us >= round->ttl_us)
+        return 0;
+    uint64_t left_us = round->ttl_us - elapsed_us;
+    return left_us > round->drift_us ? left_us - round->drift_us : 0;
+}
+
+/* Decide a pending round if its counts allow it. Only called while pending: a decision, once
+ * made, is final - the caller may already have acted on it (released, handed out the lock). */
+static void decide(redlock_round *round, uint64_t now_us)
+{
+    unsigned failures = round->votes_no + round->votes_error + round->votes_timeout;
+
+    /* Both rules cannot hold at once: yes >= quorum and failures > n - quorum would need more
+     * than n votes. */
+    if (round->votes_yes >= round->quorum) {
+        uint64_t validity_us = validity_left_us(round, now_us);
+        if (validity_us > 0 && validity_us >= round->min_validity_us) {
+            round->decision = REDLOCK_ROUND_WON;
+            round->status = 0;
+            round->validity_us = validity_us;
+        } else {
+            /* A quorum that came too late: the keys may expire before the caller could use the
+             * lock, so it is not a lock. */
+            round->decision = REDLOCK_ROUND_LOST;
+            round->status = REDLOCK_EEXPIRED;
+        }
+    } else if (failures > round->n_nodes - round->quorum) {
+        /* Even if every missing vote were yes, the quorum is out of reach: stop waiting. Name the
+         * cause by the majority of failures at this moment: mostly "held elsewhere" is worth
+         * retrying later, mostly errors/timeouts means the nodes are in trouble. */
+        round->decision = REDLOCK_ROUND_LOST;
+        round->status = round->votes_no >= round->votes_error + round->votes_timeout
+                            ? REDLOCK_EBUSY
+                            : REDLOCK_ENOQUORUM;
+    } else {
+        return;
+    }
+    round->decided_us = now_us;
+}
+
+int redlock_round_vote(redlock_round *round, unsigned node, redlock_vote vote, uint64_t now_us)
+{
+    /* Check everything before touching anything: a refused vote leaves the round as it was. */
+    if (round == NULL || node >= round->n_nodes)
+        return REDLOCK_EINVAL;
+    uint64_t bit = UINT64_C(1) << node; /* node < n_nodes <= 64 */
+    if (round->voted_mask & bit)
+        return REDLOCK_EINVAL; /* one vote per node, or a node could make the quorum alone */
+    unsigned *counter = vote_counter(round, vote);
+    if (counter == NULL)
+        return REDLOCK_EINVAL;
+
+    /* Recorded even after the decision, so the caller can report every node's answer. */
+    round->voted_mask |= bit;
+    round->votes[node] = (unsigned char)vote;
+    ++*counter;
+
+    if (round->decision == REDLOCK_ROUND_PENDING)
+        decide(round, now_us);
+    return (int)round->decision;
+}
+
+redlock_decision redlock_round_decision(const redlock_round *round)
+{
+    return round->decision;
+}
+
+int redlock_round_status(const redlock_round *round)
+{
+    /* A round whose init failed is all zeros; status 0 would read as "won". */
+    if (round->n_nodes == 0)
+        return REDLOCK_EINVAL;
+    return round->status;
+}
+
+uint64_t redlock_round_validity_us(const redlock_round *round)
+{
+    return round->validity_us;
+}
+
+uint64_t redlock_round_drift_us(const redlock_round *round)
+{
+    return round->drift_us;
+}
+
+redlock_vote redlock_round_node_vote(const redlock_round *round, unsigned node)
+{
+    if (node >= round->n_nodes)
+        return REDLOCK_VOTE_NONE;
+    return (redlock_vote)round->votes[node];
+}
+
+const char *redlock_vote_name(redlock_vote vote)
+{
+    switch (vote) {
+    case REDLOCK_VOTE_NONE:
+        return "none";
+    case REDLOCK_VOTE_YES:
+        return "yes";
+    case REDLOCK_VOTE_NO:
+        return "no";
+    case REDLOCK_VOTE_ERROR:
+        return "error";
+    case REDLOCK_VOTE_TIMEOUT:
+        return "timeout";
+    default:
+        return "unknown";
+    }
+}

@@ -1,0 +1,12 @@
+/* quorum.h - the quorum core (redlock_round_*), internal side.
+ *
+ * The core is public (see part 2 of redlock.h) so that a caller's tests can drive it vote by
+ * vote; this header only gives the library's own files one place to include it from. The core
+ * is sans-IO: no allocation, no clock, no IO, no global state. Votes and timestamps in,
+ * decisions out. */
+#ifndef REDLOCK_QUORUM_H
+#define REDLOCK_QUORUM_H
+
+#include "redlock.h"
+
+#endif /* REDLOCK_QUORUM_H */

@@ -1,0 +1,47 @@
+/* command.h - what a round sends to one node and what the answer means.
+ *
+ * A command is described by its kind and arguments; this file turns it into RESP (with
+ * hiredis's redisFormatCommandArgv) and turns a reply into a vote. No IO. */
+#ifndef REDLOCK_COMMAND_H
+#define REDLOCK_COMMAND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "common.h"
+
+typedef enum {
+    REDLOCK__CMD_ACQUIRE, /* SET key token NX PX ttl */
+    REDLOCK__CMD_EXTEND,  /* compare-and-pexpire script (optionally re-take) */
+    REDLOCK__CMD_RELEASE  /* compare-and-delete script */
+} redlock__cmd_kind;
+
+typedef struct redlock__cmd {
+    redlock__cmd_kind kind;
+    bool retake; /* EXTEND only */
+    const char *key;
+    size_t key_len;
+    const char *token;
+    size_t token_len;
+    uint64_t ttl_ms;
+    uint64_t key_hash; /* redlock__hash(key) */
+} redlock__cmd;
+
+/* Append the RESP encoding of cmd to out. Scripts go as EVALSHA, or as EVAL when use_eval (the
+ * NOSCRIPT fallback). Returns 0 or REDLOCK_ENOMEM (out unchanged). */
+int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
+                        const redlock__alloc *alloc);
+
+/* What the reply means for cmd: YES / NO / ERROR. On ERROR a message (the server's text, or what
+ * was wrong with the reply) goes to err. *noscript is set when the reply is a NOSCRIPT error to
+ * an EVALSHA (the caller then resends with EVAL). */
+redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
+                               size_t err_len, bool *noscript);
+
+/* "SET", "extend", "release": for messages. */
+const char *redlock__cmd_name(redlock__cmd_kind kind);
+
+#endif

@@ -1,0 +1,106 @@
+/* common.c - allocation through the caller's hook, buffers, formatting. */
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void *default_realloc(void *ud, void *ptr, size_t size)
+{
+    (void)ud;
+    if (size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, size);
+}
+
+void redlock__alloc_init(redlock__alloc *a, redlock_realloc_fn fn, void *ud)
+{
+    a->fn = fn != NULL ? fn : default_realloc;
+    a->ud = fn != NULL ? ud : NULL;
+}
+
+void *redlock__malloc(const redlock__alloc *a, size_t size)
+{
+    return a->fn(a->ud, NULL, size == 0 ? 1 : size);
+}
+
+void *redlock__calloc(const redlock__alloc *a, size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    void *p = redlock__malloc(a, n * size);
+    if (p != NULL)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *redlock__realloc(const redlock__alloc *a, void *ptr, size_t size)
+{
+    return a->fn(a->ud, ptr, size == 0 ? 1 : size);
+}
+
+void redlock__free(const redlock__alloc *a, void *ptr)
+{
+    if (ptr != NULL)
+        a->fn(a->ud, ptr, 0);
+}
+
+char *redlock__strdup(const redlock__alloc *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = redlock__malloc(a, n);
+    if (p != NULL)
+        memcpy(p, s, n);
+    return p;
+}
+
+int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n)
+{
+    if (n > SIZE_MAX - b->len)
+        return REDLOCK_ENOMEM;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap != 0 ? b->cap : 256;
+        while (cap < b->len + n)
+            cap = cap > SIZE_MAX / 2 ? b->len + n : cap * 2;
+        char *p = redlock__realloc(a, b->data, cap);
+        if (p == NULL)
+            return REDLOCK_ENOMEM;
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+void redlock__buf_free(redlock__buf *b, const redlock__alloc *a)
+{
+    redlock__free(a, b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
+{
+    if (out_len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, out_len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        out[0] = '\0';
+}
+
+uint64_t redlock__hash(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= UINT64_C(1099511628211);
+    }
+    return h;
+}

@@ -1,0 +1,84 @@
+/* common.h - small internal helpers shared by the library's files: allocation through the
+ * caller's hook, intrusive lists, string buffers. Nothing here is public. */
+#ifndef REDLOCK_COMMON_H
+#define REDLOCK_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "redlock.h"
+
+#define REDLOCK__CONTAINER_OF(ptr, type, member)                                                   \
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+#define REDLOCK__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define REDLOCK__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* The library's allocator: a realloc-like hook (see redlock_realloc_fn) and its user data. */
+typedef struct redlock__alloc {
+    redlock_realloc_fn fn;
+    void *ud;
+} redlock__alloc;
+
+void redlock__alloc_init(redlock__alloc *a, redlock_realloc_fn fn, void *ud);
+void *redlock__malloc(const redlock__alloc *a, size_t size);
+void *redlock__calloc(const redlock__alloc *a, size_t n, size_t size);
+void *redlock__realloc(const redlock__alloc *a, void *ptr, size_t size);
+void redlock__free(const redlock__alloc *a, void *ptr);
+char *redlock__strdup(const redlock__alloc *a, const char *s);
+
+/* Doubly linked intrusive list with a sentinel head. */
+typedef struct redlock__list {
+    struct redlock__list *prev, *next;
+} redlock__list;
+
+static inline void redlock__list_init(redlock__list *head)
+{
+    head->prev = head->next = head;
+}
+
+static inline int redlock__list_empty(const redlock__list *head)
+{
+    return head->next == head;
+}
+
+static inline void redlock__list_push(redlock__list *head, redlock__list *item)
+{
+    item->prev = head->prev;
+    item->next = head;
+    head->prev->next = item;
+    head->prev = item;
+}
+
+static inline void redlock__list_remove(redlock__list *item)
+{
+    item->prev->next = item->next;
+    item->next->prev = item->prev;
+    item->prev = item->next = item;
+}
+
+/* A growable byte buffer. */
+typedef struct redlock__buf {
+    char *data;
+    size_t len, cap;
+} redlock__buf;
+
+/* Append n bytes; returns 0 or REDLOCK_ENOMEM (buffer unchanged). */
+int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n);
+void redlock__buf_free(redlock__buf *b, const redlock__alloc *a);
+
+/* snprintf into a fixed buffer that never fails (truncates). */
+void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* FNV-1a 64 of bytes: cheap identity for "same key" checks (a collision only makes a check
+ * conservative). */
+uint64_t redlock__hash(const void *data, size_t len);
+
+#endif

@@ -1,0 +1,54 @@
+/* io.h - the only way the client's round logic reaches nodes and time.
+ *
+ * The libuv implementation (io_uv.c + node.c) drives real sockets; the deterministic simulator
+ * (test/sim/) implements the same table with virtual time and simulated nodes, so the
+ * simulation runs the very round code that production runs.
+ *
+ * Contract of send: the request completes exactly once through req->cb - with the node's vote,
+ * an error (node down, connection lost, canceled by close) or a timeout at the node's deadline.
+ * A completion may come synchronously from inside send (a node that is down fails fast); the
+ * caller must be ready for that. Requests to one node run on the node in the order they were
+ * sent. */
+#ifndef REDLOCK_IO_H
+#define REDLOCK_IO_H
+
+#include <stdint.h>
+
+#include "command.h"
+
+typedef struct redlock__req redlock__req;
+typedef struct redlock__io redlock__io;
+
+/* error: NULL unless vote is ERROR or TIMEOUT; valid only during the call. */
+typedef void (*redlock__req_cb)(redlock__req *req, redlock_vote vote, const char *error,
+                                uint64_t now_us);
+
+struct redlock__req {
+    redlock__req *next;       /* the IO layer's FIFO link while in flight */
+    const redlock__cmd *cmd;  /* must stay valid until cb */
+    redlock__req_cb cb;
+    uint64_t sent_us;         /* set by the IO layer when queued */
+    uint64_t deadline_us;     /* set by the IO layer */
+};
+
+typedef struct redlock__io_ops {
+    void (*send)(redlock__io *io, unsigned node, redlock__req *req);
+    uint64_t (*now_us)(redlock__io *io);
+    /* Call io->on_wake once the clock reaches due_us (UINT64_MAX: never). Replaces any earlier
+     * wake-up. */
+    void (*wake_at)(redlock__io *io, uint64_t due_us);
+    /* Fill buf with random bytes (a CSPRNG for real IO). Returns 0 or a negative error. */
+    int (*random)(redlock__io *io, void *buf, size_t len);
+    /* Complete every pending request with an ERROR ("canceled"), stop all activity, then call
+     * io->on_closed. Frees the io itself after on_closed returns. */
+    void (*close)(redlock__io *io);
+} redlock__io_ops;
+
+struct redlock__io {
+    const redlock__io_ops *ops;
+    void *owner; /* the client */
+    void (*on_wake)(redlock__io *io);
+    void (*on_closed)(redlock__io *io);
+};
+
+#endif

@@ -1,0 +1,34 @@
+/* scripts.c - the Lua scripts. Compare-and-X is done server-side so that no other client's
+ * command can slip between the comparison and the change. */
+#include "scripts.h"
+
+#define EXTEND_SOURCE                                                                              \
+    "local v = redis.call(\"get\", KEYS[1])\n"                                                     \
+    "if v == ARGV[1] then\n"                                                                       \
+    "    return redis.call(\"pexpire\", KEYS[1], ARGV[2])\n"                                       \
+    "end\n"                                                                                        \
+    "if v == false and ARGV[3] == \"1\" then\n"                                                    \
+    "    redis.call(\"set\", KEYS[1], ARGV[1], \"px\", ARGV[2])\n"                                 \
+    "    return 1\n"                                                                               \
+    "end\n"                                                                                        \
+    "return 0\n"
+
+#define RELEASE_SOURCE                                                                             \
+    "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n"                                            \
+    "    return redis.call(\"del\", KEYS[1])\n"                                                    \
+    "end\n"                                                                                        \
+    "return 0\n"
+
+const redlock__script redlock__script_extend = {
+    "extend",
+    EXTEND_SOURCE,
+    sizeof(EXTEND_SOURCE) - 1,
+    "e8d0177eea86a7a2517ed17a5fc662d1c3f5b5df",
+};
+
+const redlock__script redlock__script_release = {
+    "release",
+    RELEASE_SOURCE,
+    sizeof(RELEASE_SOURCE) - 1,
+    "4123ec057c25a9feb4eb12cb191520152206624e",
+};

@@ -1,0 +1,23 @@
+/* scripts.h - the Lua scripts of extend and release, and their SHA1s for EVALSHA.
+ *
+ * The SHA1s are computed offline from the exact source text below; test/integration checks them
+ * against SCRIPT LOAD on a real server, so an edit to a script without its SHA1 fails the suite. */
+#ifndef REDLOCK_SCRIPTS_H
+#define REDLOCK_SCRIPTS_H
+
+#include <stddef.h>
+
+typedef struct redlock__script {
+    const char *name;
+    const char *source;
+    size_t source_len;
+    const char *sha1; /* 40 lowercase hex digits */
+} redlock__script;
+
+/* KEYS[1] = key, ARGV[1] = token, ARGV[2] = ttl in ms, ARGV[3] = "1" to re-take a missing key.
+ * 1 if the key holds the token (its ttl is reset) or was re-taken, else 0. */
+extern const redlock__script redlock__script_extend;
+/* KEYS[1] = key, ARGV[1] = token. 1 if the key held the token and was deleted, else 0. */
+extern const redlock__script redlock__script_release;
+
+#endif

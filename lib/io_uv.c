@@ -1,0 +1,135 @@
+/* io_uv.c - io.h on libuv. */
+#include "io_uv.h"
+
+#include <stdint.h>
+
+#define RANDOM_POOL 512
+
+typedef struct io_uv {
+    redlock__io base;
+    uv_loop_t *loop;
+    redlock__alloc alloc; /* a copy: the io outlives the client's memory by a moment at close */
+    uv_timer_t timer;
+    unsigned n_nodes;
+    unsigned closes_pending;
+    /* Tokens take 16 bytes each; one getrandom() per 32 of them keeps syscalls off the lock
+     * path without weakening the randomness. */
+    unsigned char pool[RANDOM_POOL];
+    size_t pool_left;
+    redlock__node *nodes[];
+} io_uv;
+
+static uint64_t io_now_us(redlock__io *io)
+{
+    (void)io;
+    return uv_hrtime() / 1000;
+}
+
+static void io_send(redlock__io *base, unsigned node, redlock__req *req)
+{
+    io_uv *io = (io_uv *)base;
+    redlock__node_send(io->nodes[node], req);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    io_uv *io = REDLOCK__CONTAINER_OF(t, io_uv, timer);
+    io->base.on_wake(&io->base);
+}
+
+static void io_wake_at(redlock__io *base, uint64_t due_us)
+{
+    io_uv *io = (io_uv *)base;
+    if (due_us == UINT64_MAX) {
+        uv_timer_stop(&io->timer);
+        return;
+    }
+    uint64_t now = io_now_us(base);
+    uint64_t wait_ms = due_us > now ? (due_us - now + 999) / 1000 : 0;
+    uv_timer_start(&io->timer, on_timer, wait_ms, 0);
+}
+
+static int io_random(redlock__io *base, void *buf, size_t len)
+{
+    io_uv *io = (io_uv *)base;
+    unsigned char *out = buf;
+    while (len > 0) {
+        if (io->pool_left == 0) {
+            int rc = uv_random(NULL, NULL, io->pool, sizeof(io->pool), 0, NULL);
+            if (rc != 0)
+                return rc;
+            io->pool_left = sizeof(io->pool);
+        }
+        size_t take = REDLOCK__MIN(len, io->pool_left);
+        unsigned char *src = io->pool + sizeof(io->pool) - io->pool_left;
+        memcpy(out, src, take);
+        memset(src, 0, take); /* a token is never handed out twice, even from a core dump */
+        io->pool_left -= take;
+        out += take;
+        len -= take;
+    }
+    return 0;
+}
+
+static void maybe_closed(io_uv *io)
+{
+    if (--io->closes_pending > 0)
+        return;
+    void (*on_closed)(redlock__io *) = io->base.on_closed;
+    redlock__alloc alloc = io->alloc;
+    /* on_closed frees the client, so the io goes first; on_closed gets a pointer that is only
+     * compared, never read: it reads its owner from a copy. */
+    redlock__io copy = io->base;
+    redlock__free(&alloc, io);
+    if (on_closed != NULL)
+        on_closed(&copy);
+}
+
+static void on_node_closed(void *data)
+{
+    maybe_closed(data);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    maybe_closed(h->data);
+}
+
+static void io_close(redlock__io *base)
+{
+    io_uv *io = (io_uv *)base;
+    io->closes_pending = io->n_nodes + 1;
+    io->timer.data = io;
+    uv_close((uv_handle_t *)&io->timer, on_timer_closed);
+    for (unsigned i = 0; i < io->n_nodes; i++)
+        redlock__node_close(io->nodes[i], on_node_closed, io);
+}
+
+static const redlock__io_ops io_uv_ops = {
+    io_send, io_now_us, io_wake_at, io_random, io_close,
+};
+
+int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,
+                       const redlock__alloc *alloc, redlock__io **out)
+{
+    io_uv *io = redlock__calloc(alloc, 1, sizeof(*io) + n * sizeof(io->nodes[0]));
+    if (io == NULL)
+        return REDLOCK_ENOMEM;
+    io->base.ops = &io_uv_ops;
+    io->loop = loop;
+    io->alloc = *alloc;
+    io->n_nodes = n;
+    for (unsigned i = 0; i < n; i++) {
+        if (redlock__node_new(loop, &cfgs[i], &io->nodes[i]) != 0) {
+            while (i-- > 0)
+                redlock__node_free_unstarted(io->nodes[i]);
+            redlock__free(alloc, io);
+            return REDLOCK_ENOMEM;
+        }
+    }
+    uv_timer_init(loop, &io->timer);
+    for (unsigned i = 0; i < n; i++)
+        redlock__node_start(io->nodes[i]);
+    *out = &io->base;
+    return 0;
+}

@@ -1,0 +1,57 @@
+/* node.h - one Redis master on libuv.
+ *
+ * A node owns one ordered connection (uv_tcp_t, or uv_pipe_t for unix://). Commands are
+ * appended to one output buffer and written at once when no write is in flight, otherwise with
+ * the next write (pipelining without a Nagle delay). Replies are parsed with hiredis's
+ * redisReader and matched to a FIFO of outstanding requests. Every request has a deadline
+ * (send time + the node's timeout); one uv_timer_t, armed at the FIFO's head, serves them all
+ * because deadlines grow in FIFO order. A timed-out request leaves the FIFO at once and only a
+ * counter remembers that its reply is still owed: the late reply is read and dropped.
+ *
+ * A node that is down fails every request at once (nothing queues) and reconnects in the
+ * background with exponential backoff and jitter. While a (re)connection is being made,
+ * requests queue behind the AUTH/SELECT handshake, each within its own deadline. A node that
+ * owes replies and has answered nothing for three timeouts is dropped and reconnected, so
+ * nothing grows without bound. */
+#ifndef REDLOCK_NODE_H
+#define REDLOCK_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common.h"
+#include "io.h"
+
+typedef struct redlock__node redlock__node;
+
+typedef struct redlock__node_config {
+    const redlock_url *url; /* must outlive the node */
+    const char *name;       /* redacted URL for messages; must outlive the node */
+    uint64_t timeout_us;
+    uint64_t connect_timeout_us;
+    uint64_t reconnect_min_us;
+    uint64_t reconnect_max_us;
+    unsigned max_inflight;
+    const redlock__alloc *alloc; /* must outlive the node */
+} redlock__node_config;
+
+/* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
+int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock__node **out);
+/* Free a node that was never started. */
+void redlock__node_free_unstarted(redlock__node *node);
+/* Initialise its handles and start connecting. */
+void redlock__node_start(redlock__node *node);
+
+/* Send req (see io.h for the completion contract). */
+void redlock__node_send(redlock__node *node, redlock__req *req);
+
+/* Complete every request with ERROR "canceled", close every handle, then call cb and free the
+ * node. */
+void redlock__node_close(redlock__node *node, void (*cb)(void *data), void *data);
+
+/* true while the connection is up and its handshake done. */
+bool redlock__node_is_ready(const redlock__node *node);
+
+#endif

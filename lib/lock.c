@@ -1,0 +1,113 @@
+/* lock.c - the lock handle: memory, reference counting and accessors.
+ *
+ * A handle is referenced by the user (once a lock callback handed it out), by each operation on
+ * it and by each round still waiting for replies (late replies read the key and token), and is
+ * freed when the last reference goes - or all at once when the client is closed. */
+#include "client.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len)
+{
+    redlock_lock *lock = redlock__calloc(&c->alloc, 1, sizeof(*lock));
+    if (lock == NULL)
+        return NULL;
+    lock->key = redlock__malloc(&c->alloc, c->key_prefix_len + len + 1);
+    if (lock->key == NULL) {
+        redlock__free(&c->alloc, lock);
+        return NULL;
+    }
+    memcpy(lock->key, c->key_prefix, c->key_prefix_len);
+    memcpy(lock->key + c->key_prefix_len, resource, len);
+    lock->key[c->key_prefix_len + len] = '\0';
+    lock->key_len = c->key_prefix_len + len;
+    lock->prefix_len = c->key_prefix_len;
+    lock->key_hash = redlock__hash(lock->key, lock->key_len);
+    lock->client = c;
+    lock->refs = 1;
+    redlock__list_push(&c->locks, &lock->link);
+    return lock;
+}
+
+static void lock_destroy(redlock_lock *lock)
+{
+    redlock_client *c = lock->client;
+    redlock__list_remove(&lock->link);
+    redlock__free(&c->alloc, lock->key);
+    redlock__free(&c->alloc, lock);
+}
+
+void redlock__lock_ref(redlock_lock *lock)
+{
+    lock->refs++;
+}
+
+void redlock__lock_unref(redlock_lock *lock)
+{
+    if (--lock->refs == 0)
+        lock_destroy(lock);
+}
+
+void redlock__lock_free_all(redlock_client *c)
+{
+    while (!redlock__list_empty(&c->locks))
+        lock_destroy(REDLOCK__CONTAINER_OF(c->locks.next, redlock_lock, link));
+}
+
+void redlock_lock_free(redlock_lock *lock)
+{
+    if (lock == NULL || !lock->user_owned)
+        return;
+    lock->user_owned = false;
+    redlock__lock_unref(lock);
+}
+
+const void *redlock_lock_resource(const redlock_lock *lock, size_t *len)
+{
+    if (len != NULL)
+        *len = lock->key_len - lock->prefix_len;
+    return lock->key + lock->prefix_len;
+}
+
+const char *redlock_lock_token(const redlock_lock *lock, size_t *len)
+{
+    if (len != NULL)
+        *len = lock->token_len;
+    return lock->token;
+}
+
+uint64_t redlock_lock_validity_ms(const redlock_lock *lock)
+{
+    return lock->validity_ms;
+}
+
+uint64_t redlock_lock_deadline_us(const redlock_lock *lock)
+{
+    return lock->deadline_us;
+}
+
+uint64_t redlock_lock_ttl_ms(const redlock_lock *lock)
+{
+    return lock->ttl_ms;
+}
+
+bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us)
+{
+    return !lock->released && now_us < lock->deadline_us;
+}
+
+redlock_client *redlock_lock_client(const redlock_lock *lock)
+{
+    return lock->client;
+}
+
+void redlock_lock_set_data(redlock_lock *lock, void *data)
+{
+    lock->data = data;
+}
+
+void *redlock_lock_get_data(const redlock_lock *lock)
+{
+    return lock->data;
+}

@@ -1,0 +1,233 @@
+/* harness.c - see harness.h. */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void h_record_cb(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    h_record *rec = data;
+    rec->calls++;
+    rec->status = status;
+    rec->lock = lock;
+    rec->at_us = redlock_now_us();
+    assert_int_equal(result->status, status);
+    rec->votes_yes = result->votes_yes;
+    rec->votes_no = result->votes_no;
+    rec->votes_error = result->votes_error;
+    rec->votes_timeout = result->votes_timeout;
+    rec->attempts = result->attempts;
+    rec->elapsed_us = result->elapsed_us;
+    rec->n_nodes = result->n_nodes;
+    for (unsigned i = 0; i < result->n_nodes && i < H_MAX_NODES; i++) {
+        rec->node_vote[i] = result->nodes[i].vote;
+        rec->node_latency_us[i] = result->nodes[i].latency_us;
+        snprintf(rec->node_error[i], sizeof(rec->node_error[i]), "%s",
+                 result->nodes[i].error != NULL ? result->nodes[i].error : "");
+        snprintf(rec->node_url[i], sizeof(rec->node_url[i]), "%s",
+                 result->nodes[i].url != NULL ? result->nodes[i].url : "");
+    }
+}
+
+void h_test_options(redlock_options *opts)
+{
+    redlock_options_init(opts);
+    opts->node_timeout_ms = 200;
+    opts->retry_count = 0;
+}
+
+void h_env_start(h_env *env, unsigned n, const char *extra_conf)
+{
+    memset(env, 0, sizeof(*env));
+    assert_int_equal(uv_loop_init(&env->loop), 0);
+    assert_int_equal(fixture_start(&env->cluster, n, extra_conf), 0);
+}
+
+static void on_closed(redlock_client *client, void *data)
+{
+    (void)client;
+    *(bool *)data = true;
+}
+
+void h_close_client(h_env *env, redlock_client *client)
+{
+    bool closed = false;
+    assert_int_equal(redlock_client_close(client, on_closed, &closed), 0);
+    int flag = 0;
+    uint64_t deadline = uv_hrtime() + 5000000000ull;
+    while (!closed && uv_hrtime() < deadline)
+        uv_run(&env->loop, UV_RUN_ONCE);
+    (void)flag;
+    assert_true(closed);
+    if (env->client == client)
+        env->client = NULL;
+}
+
+static void walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "left open: handle type %s\n", uv_handle_type_name(uv_handle_get_type(h)));
+}
+
+void h_env_stop(h_env *env)
+{
+    if (env->client != NULL)
+        h_close_client(env, env->client);
+    /* Let closing handles finish, then the loop must be empty. */
+    uv_run(&env->loop, UV_RUN_NOWAIT);
+    int rc = uv_loop_close(&env->loop);
+    if (rc != 0)
+        uv_walk(&env->loop, walk_cb, NULL);
+    fixture_stop(&env->cluster);
+    assert_int_equal(rc, 0);
+}
+
+redlock_client *h_client(h_env *env, const redlock_options *opts)
+{
+    redlock_options defaults;
+    if (opts == NULL) {
+        h_test_options(&defaults);
+        opts = &defaults;
+    }
+    redlock_client *c = NULL;
+    char err[256];
+    int rc = redlock_client_new(&env->loop, env->cluster.urls, env->cluster.n, opts, &c, err,
+                                sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "redlock_client_new: %s: %s\n", redlock_err_name(rc), err);
+    assert_int_equal(rc, 0);
+    if (env->client == NULL)
+        env->client = c;
+    return c;
+}
+
+typedef struct guard {
+    uv_timer_t timer;
+    bool fired;
+} guard;
+
+static void on_guard(uv_timer_t *t)
+{
+    ((guard *)t)->fired = true;
+}
+
+static void guard_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+bool h_run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
+{
+    guard g = {.fired = false};
+    uv_timer_init(loop, &g.timer);
+    uv_timer_start(&g.timer, on_guard, timeout_ms, 0);
+    while (*counter < target && !g.fired)
+        uv_run(loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&g.timer, guard_closed);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return *counter >= target;
+}
+
+void h_run_for(uv_loop_t *loop, uint64_t ms)
+{
+    int never = 0;
+    h_run_until(loop, &never, 1, ms);
+}
+
+int h_acquire(h_env *env, redlock_client *c, const char *resource, uint64_t ttl_ms,
+              const redlock_lock_opts *opts, h_record *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    int rc = redlock_acquire(c, resource, strlen(resource), ttl_ms, opts, h_record_cb, rec);
+    if (rc != 0)
+        return rc;
+    assert_int_equal(rec->calls, 0); /* never called back from inside the call */
+    assert_true(h_run_until(&env->loop, &rec->calls, 1, 30000));
+    assert_int_equal(rec->calls, 1);
+    return rec->status;
+}
+
+int h_release(h_env *env, redlock_lock *lock, h_record *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    int rc = redlock_release(lock, h_record_cb, rec);
+    if (rc != 0)
+        return rc;
+    assert_true(h_run_until(&env->loop, &rec->calls, 1, 30000));
+    assert_int_equal(rec->calls, 1);
+    return rec->status;
+}
+
+int h_extend(h_env *env, redlock_lock *lock, uint64_t ttl_ms, unsigned flags, h_record *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    int rc = redlock_extend(lock, ttl_ms, flags, h_record_cb, rec);
+    if (rc != 0)
+        return rc;
+    assert_true(h_run_until(&env->loop, &rec->calls, 1, 30000));
+    assert_int_equal(rec->calls, 1);
+    return rec->status;
+}
+
+void h_wait_connected(h_env *env, redlock_client *c)
+{
+    /* A throwaway acquire + release waits for every connection: the first command to each node
+     * is queued behind its connect. */
+    h_record rec;
+    char name[64];
+    snprintf(name, sizeof(name), "h-warmup-%llu", (unsigned long long)redlock_now_us());
+    int rc = h_acquire(env, c, name, 1000, NULL, &rec);
+    if (rc == 0) {
+        h_record rel;
+        h_release(env, rec.lock, &rel);
+        redlock_lock_free(rec.lock);
+    }
+}
+
+char *h_get(h_env *env, unsigned i, const void *key, size_t key_len, size_t *len)
+{
+    const char *argv[2] = {"GET", key};
+    size_t argvlen[2] = {3, key_len};
+    redisReply *r = fixture_command_argv(&env->cluster, i, 2, argv, argvlen);
+    char *out = NULL;
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        out = malloc(r->len + 1);
+        memcpy(out, r->str, r->len);
+        out[r->len] = '\0';
+        if (len != NULL)
+            *len = r->len;
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    return out;
+}
+
+long long h_pttl(h_env *env, unsigned i, const void *key, size_t key_len)
+{
+    const char *argv[2] = {"PTTL", key};
+    size_t argvlen[2] = {4, key_len};
+    redisReply *r = fixture_command_argv(&env->cluster, i, 2, argv, argvlen);
+    long long v = -100;
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+unsigned h_count_holding(h_env *env, const void *key, size_t key_len, const char *token,
+                         size_t token_len)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < env->cluster.n; i++) {
+        if (env->cluster.servers[i].pid == 0 || env->cluster.servers[i].paused)
+            continue;
+        size_t len = 0;
+        char *v = h_get(env, i, key, key_len, &len);
+        if (v != NULL && len == token_len && memcmp(v, token, len) == 0)
+            n++;
+        free(v);
+    }
+    return n;
+}

@@ -1,0 +1,79 @@
+/* harness.h - what every integration test needs: a loop, a cluster of real redis-server
+ * processes, a client on them, callbacks that record what happened, and a way to run the loop
+ * until something happened (with a bound, so no test can hang). */
+#ifndef REDLOCK_TEST_HARNESS_H
+#define REDLOCK_TEST_HARNESS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "fixture.h"
+#include "redlock.h"
+
+#define H_MAX_NODES 16
+
+/* What one callback saw, copied out of the borrowed result. */
+typedef struct h_record {
+    int calls;
+    int status;
+    redlock_lock *lock;
+    unsigned votes_yes, votes_no, votes_error, votes_timeout, attempts, n_nodes;
+    uint64_t elapsed_us;
+    uint64_t at_us; /* redlock_now_us() when the callback ran */
+    redlock_vote node_vote[H_MAX_NODES];
+    uint64_t node_latency_us[H_MAX_NODES];
+    char node_error[H_MAX_NODES][160];
+    char node_url[H_MAX_NODES][160];
+} h_record;
+
+/* A redlock_cb that fills the h_record passed as data. */
+void h_record_cb(redlock_lock *lock, int status, const redlock_result *result, void *data);
+
+typedef struct h_env {
+    uv_loop_t loop;
+    fixture_cluster cluster;
+    redlock_client *client;
+    bool closed;
+} h_env;
+
+/* Start n servers and a loop. extra_conf may be NULL. Fails the test on error. */
+void h_env_start(h_env *env, unsigned n, const char *extra_conf);
+/* Close the client (if any) and wait for its close callback, check the loop has nothing left
+ * open, stop the servers. */
+void h_env_stop(h_env *env);
+/* A client on the env's servers with opts (NULL: test defaults: node timeout 200 ms so a loaded
+ * CI machine does not trip it, retry_count 0). */
+redlock_client *h_client(h_env *env, const redlock_options *opts);
+void h_test_options(redlock_options *opts);
+/* Close a client and run the loop until its close callback ran. */
+void h_close_client(h_env *env, redlock_client *client);
+
+/* Run the loop until *counter >= target or timeout_ms passed. Returns true if reached. */
+bool h_run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms);
+/* Run the loop for ms milliseconds. */
+void h_run_for(uv_loop_t *loop, uint64_t ms);
+
+/* Acquire / release / extend and wait for the callback (bounded), recording into rec. */
+int h_acquire(h_env *env, redlock_client *c, const char *resource, uint64_t ttl_ms,
+              const redlock_lock_opts *opts, h_record *rec);
+int h_release(h_env *env, redlock_lock *lock, h_record *rec);
+int h_extend(h_env *env, redlock_lock *lock, uint64_t ttl_ms, unsigned flags, h_record *rec);
+
+/* Wait until every node of the client is connected (bounded). */
+void h_wait_connected(h_env *env, redlock_client *c);
+
+/* GET key on server i: returns a malloc'ed copy (NULL if nil or error; *len set). */
+char *h_get(h_env *env, unsigned i, const void *key, size_t key_len, size_t *len);
+/* PTTL key on server i (-2 missing, -1 no ttl, -100 error). */
+long long h_pttl(h_env *env, unsigned i, const void *key, size_t key_len);
+/* How many servers hold key with exactly this token. */
+unsigned h_count_holding(h_env *env, const void *key, size_t key_len, const char *token,
+                         size_t token_len);
+
+#endif

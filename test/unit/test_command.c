@@ -1,0 +1,202 @@
+/* test_command.c - RESP encoding of the three commands and the meaning of every reply. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "command.h"
+#include "scripts.h"
+
+static redlock__alloc alloc;
+
+static redlock__cmd make(redlock__cmd_kind kind, const char *key, size_t key_len)
+{
+    redlock__cmd c = {kind, false, key, key_len, "tok", 3, 1500, 0};
+    return c;
+}
+
+/* Parse what was encoded with hiredis's reader: the bytes must be one RESP array. */
+static redisReply *decode(const redlock__buf *b)
+{
+    redisReader *r = redisReaderCreate();
+    assert_int_equal(redisReaderFeed(r, b->data, b->len), REDIS_OK);
+    void *reply = NULL;
+    assert_int_equal(redisReaderGetReply(r, &reply), REDIS_OK);
+    assert_non_null(reply);
+    void *more = NULL;
+    assert_int_equal(redisReaderGetReply(r, &more), REDIS_OK);
+    assert_null(more); /* exactly one command */
+    redisReaderFree(r);
+    return reply;
+}
+
+static void assert_arg(const redisReply *a, size_t i, const void *s, size_t n)
+{
+    assert_true(i < a->elements);
+    assert_int_equal(a->element[i]->len, n);
+    assert_memory_equal(a->element[i]->str, s, n);
+}
+
+static void encodes_set_nx_px(void **state)
+{
+    (void)state;
+    const char key[] = {'a', 0, ' ', 'b'};
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, key, sizeof(key));
+    redlock__buf b = {0};
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    redisReply *a = decode(&b);
+    assert_int_equal(a->elements, 6);
+    assert_arg(a, 0, "SET", 3);
+    assert_arg(a, 1, key, sizeof(key)); /* binary-safe */
+    assert_arg(a, 2, "tok", 3);
+    assert_arg(a, 3, "NX", 2);
+    assert_arg(a, 4, "PX", 2);
+    assert_arg(a, 5, "1500", 4);
+    freeReplyObject(a);
+    redlock__buf_free(&b, &alloc);
+}
+
+static void encodes_scripts_as_evalsha_or_eval(void **state)
+{
+    (void)state;
+    redlock__cmd c = make(REDLOCK__CMD_EXTEND, "k", 1);
+    c.retake = true;
+    redlock__buf b = {0};
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    redisReply *a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 0, "EVALSHA", 7);
+    assert_arg(a, 1, redlock__script_extend.sha1, 40);
+    assert_arg(a, 2, "1", 1);
+    assert_arg(a, 3, "k", 1);
+    assert_arg(a, 4, "tok", 3);
+    assert_arg(a, 5, "1500", 4);
+    assert_arg(a, 6, "1", 1);
+    freeReplyObject(a);
+    b.len = 0;
+
+    c = make(REDLOCK__CMD_RELEASE, "k", 1);
+    assert_int_equal(redlock__cmd_append(&c, true, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 5);
+    assert_arg(a, 0, "EVAL", 4);
+    assert_arg(a, 1, redlock__script_release.source, redlock__script_release.source_len);
+    assert_arg(a, 3, "k", 1);
+    assert_arg(a, 4, "tok", 3);
+    freeReplyObject(a);
+    redlock__buf_free(&b, &alloc);
+}
+
+static void appends_after_existing_bytes(void **state)
+{
+    (void)state;
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
+    redlock__buf b = {0};
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    size_t one = b.len;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    assert_int_equal(b.len, 2 * one);
+    assert_memory_equal(b.data, b.data + one, one);
+    redlock__buf_free(&b, &alloc);
+}
+
+/* A reply as the reader would build it. */
+static redisReply *reply_of(const char *resp)
+{
+    redisReader *r = redisReaderCreate();
+    assert_int_equal(redisReaderFeed(r, resp, strlen(resp)), REDIS_OK);
+    void *reply = NULL;
+    assert_int_equal(redisReaderGetReply(r, &reply), REDIS_OK);
+    assert_non_null(reply);
+    redisReaderFree(r);
+    return reply;
+}
+
+typedef struct vote_case {
+    redlock__cmd_kind kind;
+    const char *resp;
+    redlock_vote vote;
+    bool noscript;
+    const char *error_has; /* substring of the error text, or NULL for no error */
+} vote_case;
+
+static const vote_case vote_cases[] = {
+    {REDLOCK__CMD_ACQUIRE, "+OK\r\n", REDLOCK_VOTE_YES, false, NULL},
+    {REDLOCK__CMD_ACQUIRE, "$-1\r\n", REDLOCK_VOTE_NO, false, NULL},
+    {REDLOCK__CMD_ACQUIRE, "+QUEUED\r\n", REDLOCK_VOTE_ERROR, false, "unexpected status"},
+    {REDLOCK__CMD_ACQUIRE, ":1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer reply"},
+    {REDLOCK__CMD_ACQUIRE, "$2\r\nOK\r\n", REDLOCK_VOTE_ERROR, false, "bulk string"},
+    {REDLOCK__CMD_ACQUIRE, "-READONLY You can't write against a read only replica.\r\n",
+     REDLOCK_VOTE_ERROR, false, "READONLY You can't write"},
+    {REDLOCK__CMD_ACQUIRE, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, false, "NOSCRIPT"},
+    {REDLOCK__CMD_ACQUIRE, "-OOM command not allowed\r\n", REDLOCK_VOTE_ERROR, false, "OOM"},
+    {REDLOCK__CMD_EXTEND, ":1\r\n", REDLOCK_VOTE_YES, false, NULL},
+    {REDLOCK__CMD_EXTEND, ":0\r\n", REDLOCK_VOTE_NO, false, NULL},
+    {REDLOCK__CMD_EXTEND, ":2\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer 2"},
+    {REDLOCK__CMD_EXTEND, "$-1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected nil"},
+    {REDLOCK__CMD_EXTEND, "-NOSCRIPT No matching script.\r\n", REDLOCK_VOTE_ERROR, true,
+     "NOSCRIPT"},
+    {REDLOCK__CMD_RELEASE, ":1\r\n", REDLOCK_VOTE_YES, false, NULL},
+    {REDLOCK__CMD_RELEASE, ":0\r\n", REDLOCK_VOTE_NO, false, NULL},
+    {REDLOCK__CMD_RELEASE, ":-1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer -1"},
+    {REDLOCK__CMD_RELEASE, "*0\r\n", REDLOCK_VOTE_ERROR, false, "unexpected array"},
+    {REDLOCK__CMD_RELEASE, "+OK\r\n", REDLOCK_VOTE_ERROR, false, "unexpected status"},
+    {REDLOCK__CMD_RELEASE, "-NOSCRIPT\r\n", REDLOCK_VOTE_ERROR, true, "NOSCRIPT"},
+    {REDLOCK__CMD_RELEASE, "-LOADING Redis is loading the dataset in memory\r\n",
+     REDLOCK_VOTE_ERROR, false, "LOADING"},
+    {REDLOCK__CMD_RELEASE, "-NOAUTH Authentication required.\r\n", REDLOCK_VOTE_ERROR, false,
+     "NOAUTH"},
+};
+
+static void maps_every_reply_to_a_vote(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(vote_cases) / sizeof(vote_cases[0]); i++) {
+        const vote_case *vc = &vote_cases[i];
+        redlock__cmd c = make(vc->kind, "k", 1);
+        redisReply *r = reply_of(vc->resp);
+        char err[160] = "";
+        bool noscript = !vc->noscript; /* must be overwritten */
+        redlock_vote v = redlock__cmd_vote(&c, r, err, sizeof(err), &noscript);
+        if (v != vc->vote || noscript != vc->noscript ||
+            (vc->error_has != NULL && strstr(err, vc->error_has) == NULL))
+            fail_msg("case %zu (%s): vote %d noscript %d err \"%s\"", i, vc->resp, v, noscript,
+                     err);
+        freeReplyObject(r);
+    }
+}
+
+static void long_error_text_is_truncated_safely(void **state)
+{
+    (void)state;
+    char resp[1200] = "-ERR ";
+    memset(resp + 5, 'x', 1000);
+    strcpy(resp + 1005, "\r\n");
+    redisReply *r = reply_of(resp);
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
+    char err[64];
+    bool noscript;
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript), REDLOCK_VOTE_ERROR);
+    assert_int_equal(strlen(err), sizeof(err) - 1);
+    assert_memory_equal(err, "ERR xxx", 7);
+    freeReplyObject(r);
+}
+
+int main(void)
+{
+    redlock__alloc_init(&alloc, NULL, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(encodes_set_nx_px),
+        cmocka_unit_test(encodes_scripts_as_evalsha_or_eval),
+        cmocka_unit_test(appends_after_existing_bytes),
+        cmocka_unit_test(maps_every_reply_to_a_vote),
+        cmocka_unit_test(long_error_text_is_truncated_safely),
+    };
+    return cmocka_run_group_tests_name("command", tests, NULL, NULL);
+}

@@ -13,6 +13,7 @@
 #define ERR_LEN 160
 /* A node that owes replies and has answered nothing for this many timeouts is dropped. */
 #define DROP_AFTER_TIMEOUTS 3
+#define MAX_ADDRS 8
 
 typedef enum {
     NODE_IDLE,       /* no connection; requests fail fast; a reconnect may be scheduled */
@@ -52,7 +53,10 @@ struct redlock__node {
     uv_timer_t conn_timer;     /* connect timeout, then reconnect backoff */
     uv_getaddrinfo_t gai;
     bool gai_active;
-    unsigned attempt; /* connection attempt number: stale resolver answers are ignored */
+    /* Addresses of a resolved host name, tried in turn until one accepts ("localhost" may give
+     * ::1 first while the server listens on 127.0.0.1 only). */
+    struct sockaddr_storage addrs[MAX_ADDRS];
+    unsigned n_addrs, next_addr;
 
     redlock__buf out;               /* appended commands not yet handed to uv_write */
     redlock__req *head, *tail;      /* requests whose replies are awaited, in write order */
@@ -229,7 +233,6 @@ static void node_fail(redlock__node *n, const char *why, bool immediate_retry)
     bool was_ready = n->state == NODE_READY;
     drop_conn(n);
     n->state = NODE_IDLE;
-    n->attempt++;
     n->out.len = 0;
     n->skip_replies = 0;
     n->handshake_pending = 0;
@@ -411,12 +414,23 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- connecting ---------------------------------------------------------------------------- */
 
+static void connect_to(redlock__node *n, const struct sockaddr *addr);
+
 static void on_connect(uv_connect_t *req, int status)
 {
     conn *c = REDLOCK__CONTAINER_OF(req, conn, connect_req);
     if (c->detached)
         return;
     redlock__node *n = c->node;
+    if (status < 0 && n->next_addr < n->n_addrs) {
+        /* Another address of the host may answer: retry on a fresh handle, same handshake. */
+        n->conn = NULL;
+        c->detached = true;
+        n->closes_pending++;
+        uv_close(&c->h.handle, on_conn_closed);
+        connect_to(n, (const struct sockaddr *)&n->addrs[n->next_addr++]);
+        return;
+    }
     if (status < 0) {
         char why[ERR_LEN];
         redlock__fmt(why, sizeof(why), "connect: %s", uv_strerror(status));
@@ -531,11 +545,22 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         node_fail(n, why, false);
         return;
     }
-    struct sockaddr_storage ss;
-    memcpy(&ss, res->ai_addr, res->ai_addrlen);
+    n->n_addrs = n->next_addr = 0;
+    for (struct addrinfo *ai = res; ai != NULL && n->n_addrs < MAX_ADDRS; ai = ai->ai_next) {
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+            continue;
+        memcpy(&n->addrs[n->n_addrs], ai->ai_addr, ai->ai_addrlen);
+        set_port((struct sockaddr *)&n->addrs[n->n_addrs], n->cfg.url->port);
+        n->n_addrs++;
+    }
     uv_freeaddrinfo(res);
-    set_port((struct sockaddr *)&ss, n->cfg.url->port);
-    connect_to(n, (struct sockaddr *)&ss);
+    if (n->n_addrs == 0) {
+        char why[ERR_LEN];
+        redlock__fmt(why, sizeof(why), "resolve %s: no IPv4 or IPv6 address", n->cfg.url->host);
+        node_fail(n, why, false);
+        return;
+    }
+    connect_to(n, (const struct sockaddr *)&n->addrs[n->next_addr++]);
 }
 
 static int append_handshake(redlock__node *n)
@@ -576,7 +601,7 @@ static int append_handshake(redlock__node *n)
 static void node_connect(redlock__node *n)
 {
     n->state = NODE_CONNECTING;
-    n->attempt++;
+    n->n_addrs = n->next_addr = 0;
     n->out.len = 0;
     n->skip_replies = 0;
     n->handshake_pending = 0;

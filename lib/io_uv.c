@@ -75,14 +75,12 @@ static void maybe_closed(io_uv *io)
 {
     if (--io->closes_pending > 0)
         return;
-    void (*on_closed)(redlock__io *) = io->base.on_closed;
+    /* on_closed may free the client; the io frees itself after, with its own copy of the
+     * allocator, so the client can still use the io (its clock) while it delivers. */
+    if (io->base.on_closed != NULL)
+        io->base.on_closed(&io->base);
     redlock__alloc alloc = io->alloc;
-    /* on_closed frees the client, so the io goes first; on_closed gets a pointer that is only
-     * compared, never read: it reads its owner from a copy. */
-    redlock__io copy = io->base;
     redlock__free(&alloc, io);
-    if (on_closed != NULL)
-        on_closed(&copy);
 }
 
 static void on_node_closed(void *data)

@@ -8,6 +8,7 @@
 #include <hiredis/read.h>
 
 #include "command.h"
+#include "scripts.h"
 
 #define READ_BUF_SIZE 65536
 #define ERR_LEN 160
@@ -62,7 +63,12 @@ struct redlock__node {
     redlock__req *head, *tail;      /* requests whose replies are awaited, in write order */
     unsigned fifo_len;
     unsigned skip_replies;          /* replies owed to requests that already timed out */
-    unsigned handshake_pending;     /* AUTH/SELECT replies still to come */
+    /* The handshake sent on every new connection, in order: AUTH and SELECT when asked, then
+     * SCRIPT LOAD of both scripts (so EVALSHA finds them; NOSCRIPT then only follows a SCRIPT
+     * FLUSH on a live connection). hs_fatal[i]: may an error to step i fail the connection? */
+    unsigned handshake_pending;     /* handshake replies still to come */
+    unsigned hs_total;
+    bool hs_fatal[4];
     uint64_t last_reply_us;         /* last reply (or connect) time */
     uint64_t backoff_us;
     uint64_t rng;                   /* xorshift state for backoff jitter (not a secret) */
@@ -303,8 +309,11 @@ static void set_ready(redlock__node *n)
 
 static void handshake_reply(redlock__node *n, const redisReply *r)
 {
+    unsigned step = n->hs_total - n->handshake_pending;
     n->handshake_pending--;
-    if (r->type == REDIS_REPLY_ERROR) {
+    /* AUTH or SELECT refused: the node is unusable. A refused SCRIPT LOAD (an ACL without
+     * SCRIPT, say) is not: EVALSHA will get NOSCRIPT and fall back to EVAL. */
+    if (r->type == REDIS_REPLY_ERROR && n->hs_fatal[step]) {
         char why[ERR_LEN];
         redlock__fmt(why, sizeof(why), "handshake: %.*s", (int)REDLOCK__MIN(r->len, (size_t)120),
                      r->str);
@@ -315,16 +324,24 @@ static void handshake_reply(redlock__node *n, const redisReply *r)
         set_ready(n);
 }
 
+static bool same_lock(const redlock__cmd *a, const redlock__cmd *b)
+{
+    return a->key_hash == b->key_hash && a->key_len == b->key_len &&
+           a->token_len == b->token_len && memcmp(a->token, b->token, a->token_len) == 0 &&
+           memcmp(a->key, b->key, a->key_len) == 0;
+}
+
 /* A NOSCRIPT answer to EVALSHA: resend as EVAL, which also loads the script. The resend goes to
- * the FIFO's tail, so it would run after commands written since; if one of those is for the
- * same key (a retry's SET with the same token, say), running the script now could undo it, so
- * the request fails instead. */
+ * the FIFO's tail, so it runs after commands written since. For another token that is harmless
+ * (the script only touches a key holding its own token), but a later command of the same lock
+ * (an acquire retry's SET, a release after an extend) could be undone by replaying the script
+ * after it, so then the request fails instead. */
 static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
 {
     for (redlock__req *r = n->head; r != NULL; r = r->next) {
-        if (r->cmd->key_hash == req->cmd->key_hash) {
+        if (same_lock(r->cmd, req->cmd)) {
             req->cb(req, REDLOCK_VOTE_ERROR,
-                    "NOSCRIPT, and a later command for the same key is already queued", now);
+                    "NOSCRIPT, and a later command of the same lock is already queued", now);
             return;
         }
     }
@@ -563,39 +580,52 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     connect_to(n, (const struct sockaddr *)&n->addrs[n->next_addr++]);
 }
 
+static int append_step(redlock__node *n, int argc, const char **argv, const size_t *argvlen,
+                       bool fatal)
+{
+    char *cmd;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    if (len < 0)
+        return REDLOCK_ENOMEM;
+    int rc = redlock__buf_append(&n->out, n->cfg.alloc, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    if (rc != 0)
+        return rc;
+    n->hs_fatal[n->hs_total++] = fatal;
+    n->handshake_pending++;
+    return 0;
+}
+
 static int append_handshake(redlock__node *n)
 {
     const redlock_url *u = n->cfg.url;
     const char *argv[3];
     size_t argvlen[3];
-    int argc = 0;
-    char *cmd;
-    int len;
+    int rc = 0;
+    n->hs_total = 0;
     if (u->password != NULL) {
+        int argc = 0;
         argv[argc] = "AUTH", argvlen[argc++] = 4;
         if (u->user != NULL)
             argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
         argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
-        len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
-        if (len < 0)
-            return REDLOCK_ENOMEM;
-        int rc = redlock__buf_append(&n->out, n->cfg.alloc, cmd, (size_t)len);
-        redisFreeCommand(cmd);
-        if (rc != 0)
-            return rc;
-        n->handshake_pending++;
+        rc = append_step(n, argc, argv, argvlen, true);
     }
-    if (u->db > 0) {
-        len = redisFormatCommand(&cmd, "SELECT %d", u->db);
-        if (len < 0)
-            return REDLOCK_ENOMEM;
-        int rc = redlock__buf_append(&n->out, n->cfg.alloc, cmd, (size_t)len);
-        redisFreeCommand(cmd);
-        if (rc != 0)
-            return rc;
-        n->handshake_pending++;
+    if (rc == 0 && u->db > 0) {
+        char db[16];
+        int len = snprintf(db, sizeof(db), "%d", u->db);
+        argv[0] = "SELECT", argvlen[0] = 6;
+        argv[1] = db, argvlen[1] = (size_t)len;
+        rc = append_step(n, 2, argv, argvlen, true);
     }
-    return 0;
+    const redlock__script *scripts[2] = {&redlock__script_extend, &redlock__script_release};
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        argv[0] = "SCRIPT", argvlen[0] = 6;
+        argv[1] = "LOAD", argvlen[1] = 4;
+        argv[2] = scripts[i]->source, argvlen[2] = scripts[i]->source_len;
+        rc = append_step(n, 3, argv, argvlen, false);
+    }
+    return rc;
 }
 
 static void node_connect(redlock__node *n)

@@ -51,7 +51,9 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 /* XX(name, value, message). Values are negative and stable across releases; they do not collide
- * with libuv's or errno's (all below -30000). */
+ * with libuv's or errno's (all below -30000). Failures of single nodes (refused connection,
+ * error reply, timeout) are not codes but votes with an error text, in each result's per-node
+ * outcome; a code says what happened to the whole operation. */
 #define REDLOCK_ERRNO_MAP(XX)                                                                      \
     XX(EINVAL, -30001, "invalid argument")                                                         \
     XX(ENOMEM, -30002, "out of memory")                                                            \
@@ -64,12 +66,7 @@ extern "C" {
     XX(ERELEASED, -30009, "lock was already released")                                             \
     XX(EURL, -30010, "invalid node URL")                                                           \
     XX(EDUPNODE, -30011, "the same node is given twice")                                           \
-    XX(ECONNECT, -30012, "cannot connect to node")                                                 \
-    XX(EPROTO, -30013, "protocol error")                                                           \
-    XX(EREPLY, -30014, "error reply from node")                                                    \
-    XX(ETIMEDOUT, -30015, "node did not answer in time")                                           \
-    XX(EAUTH, -30016, "authentication failed")                                                     \
-    XX(EAGAIN, -30017, "round still pending")
+    XX(EAGAIN, -30012, "round still pending")
 
 typedef enum {
 #define REDLOCK_XX_(name, value, msg) REDLOCK_##name = (value),
@@ -246,7 +243,8 @@ typedef struct redlock_options {
     uint64_t reconnect_min_ms;   /* first reconnect backoff (50), doubled up to ... */
     uint64_t reconnect_max_ms;   /* ... this (5000), each with +/- 50% jitter */
     unsigned max_inflight_per_node; /* answers a node may owe before it is dropped (65536) */
-    redlock_realloc_fn realloc_fn;  /* NULL: libc realloc/free */
+    redlock_realloc_fn realloc_fn;  /* NULL: libc realloc/free. Covers the client, its rounds and
+                                       lock handles; parsed URL strings use malloc */
     void *realloc_ud;
 } redlock_options;
 
@@ -291,9 +289,11 @@ REDLOCK_EXTERN int redlock_client_new(uv_loop_t *loop, const char *const *node_u
                                       unsigned n_nodes, const redlock_options *opts,
                                       redlock_client **client_out, char *err, size_t err_len);
 
-/* Close the client: every pending operation completes with REDLOCK_ECANCELED, then, once every
- * handle is closed, close_cb runs (may be NULL). After close_cb the client and every lock handle
- * it gave out are freed. Returns REDLOCK_ECLOSING if already closing. */
+/* Close the client: every pending operation completes with REDLOCK_ECANCELED, once every libuv
+ * handle is closed; then every lock handle the client gave out is freed, then close_cb runs (may
+ * be NULL), then the client is freed. An acquire in flight at close may leave its key on nodes
+ * until its ttl; held locks are not released (release them first). Returns REDLOCK_ECLOSING if
+ * already closing, REDLOCK_EINVAL for NULL. */
 REDLOCK_EXTERN int redlock_client_close(redlock_client *client, redlock_close_cb close_cb,
                                         void *data);
 
@@ -325,8 +325,8 @@ REDLOCK_EXTERN void redlock_lock_opts_init(redlock_lock_opts *opts);
  * count or wait deadline allows; after each lost round the key is released on every node.
  * cb fires once: status 0 with a lock handle, or REDLOCK_EBUSY (held by others),
  * REDLOCK_ENOQUORUM (nodes failed), REDLOCK_EEXPIRED (quorum came too late for the validity),
- * REDLOCK_ECANCELED (client closed). Returns 0, or REDLOCK_EINVAL / REDLOCK_ECLOSING /
- * REDLOCK_ENOMEM at once (no callback). */
+ * REDLOCK_ECANCELED (client closed), REDLOCK_ENOMEM (a retry could not be allocated). Returns 0,
+ * or REDLOCK_EINVAL / REDLOCK_ECLOSING / REDLOCK_ENOMEM at once (no callback). */
 REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const void *resource, size_t len,
                                    uint64_t ttl_ms, const redlock_lock_opts *opts, redlock_cb cb,
                                    void *data);
@@ -348,7 +348,8 @@ REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned 
  * or deadline so the count is exact). The handle stays valid (for its token, say) until
  * redlock_lock_free or the client's close. cb: 0 when a quorum answered, REDLOCK_ENOQUORUM
  * otherwise (the key may live on until its ttl), REDLOCK_ECANCELED. Returns at once
- * REDLOCK_ERELEASED if already released, REDLOCK_ECLOSING or REDLOCK_ENOMEM. Allowed while an
+ * REDLOCK_ERELEASED if already released, REDLOCK_EINVAL (NULL lock or cb), REDLOCK_ECLOSING or
+ * REDLOCK_ENOMEM. Allowed while an
  * extend is in flight: on each node the release runs after it. */
 REDLOCK_EXTERN int redlock_release(redlock_lock *lock, redlock_cb cb, void *data);
 

@@ -1,0 +1,74 @@
+/* async_lock.c - take a lock over N Redis masters, print it, release it, exit.
+ *
+ *   async_lock redis://10.0.1.5:6379 redis://10.0.2.5:6379 redis://10.0.3.5:6379
+ *
+ * Exit status: 0 when the lock was taken and released, 1 when it was not, 2 on bad usage. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <redlock.h>
+#include <uv.h>
+
+typedef struct app {
+    redlock_client *client;
+    int exit_code;
+} app;
+
+static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    app *a = data;
+    printf("released on %u of %u nodes: %s\n", result->votes_yes, result->n_nodes,
+           redlock_strerror(status));
+    a->exit_code = status != 0;
+    redlock_lock_free(lock);                     /* freed once this callback returns */
+    redlock_client_close(a->client, NULL, NULL); /* frees the client when the loop runs on */
+}
+
+static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    app *a = data;
+    if (status != 0) { /* lock is NULL: say why, node by node */
+        fprintf(stderr, "lock failed after %u attempts: %s\n", result->attempts,
+                redlock_strerror(status));
+        for (unsigned i = 0; i < result->n_nodes; i++) {
+            const redlock_node_result *node = &result->nodes[i];
+            fprintf(stderr, "  %s: %s%s%s\n", node->url, redlock_vote_name(node->vote),
+                    node->error != NULL ? ", " : "", node->error != NULL ? node->error : "");
+        }
+        redlock_client_close(a->client, NULL, NULL);
+        return;
+    }
+    printf("locked, token %s, valid for %llu ms\n", redlock_lock_token(lock, NULL),
+           (unsigned long long)redlock_lock_validity_ms(lock));
+    /* ... work that must finish before redlock_lock_deadline_us(lock) ... */
+    if (redlock_release(lock, on_released, a) != 0)
+        redlock_client_close(a->client, NULL, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s redis://host:port ... (one URL per Redis master)\n", argv[0]);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN); /* a write to a node that just died must not kill the process */
+    uv_loop_t *loop = uv_default_loop();
+    app a = {NULL, 1};
+    char err[256];
+    int rc = redlock_client_new(loop, (const char *const *)(argv + 1), (unsigned)(argc - 1), NULL,
+                                &a.client, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", redlock_err_name(rc), err);
+        return 2;
+    }
+    rc = redlock_acquire(a.client, "my-resource", strlen("my-resource"), 0, NULL, on_acquired, &a);
+    if (rc != 0) {
+        fprintf(stderr, "acquire: %s\n", redlock_client_last_error(a.client));
+        redlock_client_close(a.client, NULL, NULL);
+    }
+    uv_run(loop, UV_RUN_DEFAULT); /* returns once the client is closed */
+    uv_loop_close(loop);
+    return a.exit_code;
+}

@@ -10,7 +10,7 @@
 #include "io.h"
 #include "timerq.h"
 
-#define REDLOCK__ERR_LEN 160
+#define REDLOCK__ERR_LEN REDLOCK_ERROR_TEXT_MAX
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 
 struct redlock_client {
@@ -36,15 +36,32 @@ struct redlock_client {
     char last_error[256];
 };
 
+/* Auto-extension state of one lock (autoextend.c). */
+typedef struct redlock__auto {
+    bool active;
+    bool extending; /* an extend round is in flight */
+    redlock_auto_opts opts;
+    uint64_t margin_us;
+    redlock_lost_cb lost_cb;
+    void *lost_data;
+    redlock__timer extend_timer; /* the next extension (or retry) */
+    redlock__timer guard_timer;  /* deadline - margin: "lost" if nothing renewed the lock */
+    unsigned extensions;
+    int last_failure; /* status of the last failed extension, 0 if none */
+} redlock__auto;
+
 struct redlock_lock {
     redlock_client *client;
     redlock__list link; /* client->locks */
     unsigned refs;      /* the user's (once handed out), each operation's, each round's */
     bool user_owned;
     bool released; /* unlock was called */
+    bool attached; /* made by redlock_lock_attach: validity unknown until an extend wins */
     uint64_t ttl_ms;
     uint64_t validity_ms;
     uint64_t deadline_us;
+    uint64_t won_start_us; /* start of the last won round (acquire or extend) */
+    redlock__auto autox;
     void *data;
     char *key; /* key prefix + resource; the resource starts at key + prefix length */
     size_t key_len;
@@ -60,6 +77,23 @@ int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* The clock and the timer queue (client.c). */
+uint64_t redlock__client_now(redlock_client *c);
+void redlock__client_timer_start(redlock_client *c, redlock__timer *t, uint64_t due_us,
+                                 redlock__timer_cb cb);
+void redlock__client_timer_stop(redlock_client *c, redlock__timer *t);
+
+/* Deliver every pending operation with REDLOCK_ECANCELED (ops.c); the client is closed. */
+void redlock__ops_cancel_all(redlock_client *c);
+
+/* Auto-extension (autoextend.c): stop without a callback; tell every auto-extended lock of the
+ * client that it is lost with REDLOCK_ECANCELED. */
+void redlock__auto_stop(redlock_lock *lock);
+/* Check auto-extension options for a lock of ttl_ms; sets the client's last error. */
+int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,
+                        redlock_lost_cb lost_cb);
+void redlock__auto_cancel_all(redlock_client *c);
 
 /* Lock handles (lock.c). */
 redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len);

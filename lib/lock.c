@@ -59,6 +59,7 @@ void redlock_lock_free(redlock_lock *lock)
 {
     if (lock == NULL || !lock->user_owned)
         return;
+    redlock__auto_stop(lock);
     lock->user_owned = false;
     redlock__lock_unref(lock);
 }
@@ -110,4 +111,36 @@ void redlock_lock_set_data(redlock_lock *lock, void *data)
 void *redlock_lock_get_data(const redlock_lock *lock)
 {
     return lock->data;
+}
+
+int redlock_lock_attach(redlock_client *c, const void *resource, size_t len, const void *token,
+                        size_t token_len, uint64_t ttl_ms, redlock_lock **lock_out)
+{
+    if (c == NULL || lock_out == NULL)
+        return REDLOCK_EINVAL;
+    *lock_out = NULL;
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX)
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource must be 1..%u bytes",
+                                     (unsigned)REDLOCK_RESOURCE_MAX);
+    if (token == NULL || token_len == 0 || token_len > REDLOCK_TOKEN_MAX)
+        return redlock__client_error(c, REDLOCK_EINVAL, "token must be 1..%d bytes",
+                                     REDLOCK_TOKEN_MAX);
+    if (ttl_ms == 0)
+        ttl_ms = c->opts.ttl_ms;
+    if (ttl_ms > REDLOCK_TTL_MAX_MS)
+        return redlock__client_error(c, REDLOCK_EINVAL, "ttl_ms is out of range");
+    redlock_lock *lock = redlock__lock_new(c, resource, len);
+    if (lock == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    memcpy(lock->token, token, token_len);
+    lock->token[token_len] = '\0';
+    lock->token_len = token_len;
+    lock->ttl_ms = ttl_ms;
+    lock->attached = true;
+    lock->deadline_us = UINT64_MAX; /* unknown: extend is not refused as expired */
+    lock->user_owned = true;        /* the creation reference is the caller's */
+    *lock_out = lock;
+    return 0;
 }

@@ -1,0 +1,640 @@
+/* ops.c - operations (acquire, extend, release, inspect) and the rounds they run.
+ *
+ * An operation runs one or more rounds. A round sends one command to every node through the io
+ * interface and feeds the votes to the quorum core; the operation acts as soon as the core
+ * decides (acquire, extend) or every node has answered (release, inspect). A round lives until
+ * its last node answers or times out, even after its operation moved on, so late replies always
+ * land in valid memory and are ignored.
+ *
+ * Callbacks never run inside a public call: a completion that happens there (every node down)
+ * is delivered from the timer queue on the next loop turn. */
+#include "client.h"
+
+#include <stdio.h>
+
+#include "quorum.h"
+
+typedef enum { OP_LOCK, OP_EXTEND, OP_UNLOCK, OP_INSPECT } op_kind;
+
+typedef struct round round;
+
+typedef struct op {
+    op_kind kind;
+    redlock_client *client;
+    redlock_lock *lock;
+    redlock_cb cb;
+    void *data;
+    redlock__list link; /* client->ops */
+    redlock__timer timer; /* retry delay, or deferred delivery */
+    round *round;         /* the latest round: its per-node outcome goes to the callback */
+    uint64_t call_us;
+    uint64_t ttl_ms;
+    unsigned flags;
+    unsigned attempts;
+    int retries_left;
+    uint64_t wait_deadline_us; /* 0: none */
+    uint64_t prev_deadline_us; /* extend: the validity the round must beat */
+    int status;
+    bool done; /* status is final; only the delivery is left */
+    bool has_auto; /* acquire: start auto-extension on success */
+    redlock_auto_opts auto_opts;
+    redlock_lost_cb lost_cb;
+    void *lost_data;
+} op;
+
+typedef struct round_req {
+    redlock__req req;
+    round *round;
+    unsigned node;
+} round_req;
+
+struct round {
+    redlock_client *client;
+    op *op; /* NULL once no operation listens */
+    redlock_lock *lock;
+    redlock__cmd cmd;
+    redlock_round q;
+    unsigned outstanding; /* requests not yet completed */
+    bool busy; /* inside the send loop or a check: decisions wait, and the round is not freed */
+    bool acted;
+    bool held;            /* the operation keeps it for its callback's result */
+    redlock_node_result *results;
+    char *errors; /* n_nodes * REDLOCK__ERR_LEN */
+    char *values; /* INSPECT: n_nodes * REDLOCK_TOKEN_MAX */
+    round_req reqs[];
+};
+
+static void round_check(round *r);
+static void op_deliver(op *o);
+
+/* ---- rounds ---------------------------------------------------------------------------------- */
+
+static void round_maybe_free(round *r)
+{
+    if (r->outstanding > 0 || r->busy || r->held)
+        return;
+    redlock_lock *lock = r->lock;
+    redlock__free(&r->client->alloc, r);
+    redlock__lock_unref(lock);
+}
+
+static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
+                        uint64_t ttl_ms, bool retake)
+{
+    unsigned n = c->n_nodes;
+    size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
+    size_t size = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result) +
+                  (size_t)n * REDLOCK__ERR_LEN + values;
+    round *r = redlock__calloc(&c->alloc, 1, size);
+    if (r == NULL)
+        return NULL;
+    r->client = c;
+    r->op = o;
+    r->lock = lock;
+    redlock__lock_ref(lock);
+    r->results = (redlock_node_result *)(void *)((char *)r + sizeof(round) + n * sizeof(round_req));
+    r->errors = (char *)(r->results + n);
+    r->values = values != 0 ? r->errors + (size_t)n * REDLOCK__ERR_LEN : NULL;
+    r->cmd.kind = kind;
+    r->cmd.retake = retake;
+    r->cmd.key = lock->key;
+    r->cmd.key_len = lock->key_len;
+    r->cmd.key_hash = lock->key_hash;
+    r->cmd.token = lock->token;
+    r->cmd.token_len = lock->token_len;
+    r->cmd.ttl_ms = ttl_ms;
+    for (unsigned i = 0; i < n; i++) {
+        r->results[i].url = c->urls[i].redacted;
+        r->results[i].pttl_ms = -2;
+    }
+    return r;
+}
+
+static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
+                        const redlock__reply_data *data, uint64_t now_us)
+{
+    round_req *rr = (round_req *)req;
+    round *r = rr->round;
+    unsigned i = rr->node;
+    redlock_node_result *res = &r->results[i];
+    res->vote = vote;
+    res->latency_us = now_us > req->sent_us ? now_us - req->sent_us : 0;
+    if (error != NULL) {
+        char *slot = r->errors + (size_t)i * REDLOCK__ERR_LEN;
+        redlock__fmt(slot, REDLOCK__ERR_LEN, "%s", error);
+        res->error = slot;
+    }
+    if (data != NULL && r->values != NULL) {
+        res->pttl_ms = data->pttl_ms;
+        if (data->value != NULL) {
+            char *slot = r->values + (size_t)i * REDLOCK_TOKEN_MAX;
+            res->value_len = REDLOCK__MIN(data->value_len, (size_t)REDLOCK_TOKEN_MAX);
+            memcpy(slot, data->value, res->value_len);
+            res->value = slot;
+        }
+    }
+    r->outstanding--;
+    redlock_round_vote(&r->q, i, vote, now_us);
+    /* Completions can nest (a callback closes the client, which fails every request): only the
+     * outermost one acts on the round and may free it. */
+    if (r->busy)
+        return;
+    r->busy = true;
+    round_check(r);
+    r->busy = false;
+    round_maybe_free(r);
+}
+
+/* Write the round's command to every node. Completions may arrive during the loop (a node that
+ * is down fails at once); the round acts only after the loop, so a release never overtakes an
+ * acquire that is still to be written. */
+static void round_send(round *r)
+{
+    redlock_client *c = r->client;
+    unsigned n = c->n_nodes;
+    double drift = c->opts.drift_factor;
+    uint64_t ttl = r->cmd.ttl_ms;
+    int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, redlock__client_now(c));
+    (void)rc; /* arguments were checked by the caller */
+    r->busy = true;
+    r->outstanding = n;
+    for (unsigned i = 0; i < n; i++) {
+        round_req *rr = &r->reqs[i];
+        rr->round = r;
+        rr->node = i;
+        rr->req.cmd = &r->cmd;
+        rr->req.cb = on_req_done;
+        c->io->ops->send(c->io, i, &rr->req);
+    }
+    round_check(r);
+    r->busy = false;
+    round_maybe_free(r);
+}
+
+/* Release the lock's key on every node; nobody waits for the answers. Written after the
+ * acquire on each ordered connection, so it runs after it even where the SET's reply is still
+ * on its way. */
+static void release_everywhere(redlock_client *c, redlock_lock *lock)
+{
+    round *r = round_new(c, NULL, lock, REDLOCK__CMD_RELEASE, lock->ttl_ms, false);
+    if (r == NULL)
+        return; /* out of memory: the keys expire with their ttl */
+    round_send(r);
+}
+
+
+/* ---- operations ------------------------------------------------------------------------------ */
+
+static void op_hold_round(op *o, round *r)
+{
+    if (o->round == r)
+        return;
+    if (o->round != NULL) {
+        round *old = o->round;
+        old->held = false;
+        if (old->op == o)
+            old->op = NULL;
+        round_maybe_free(old);
+    }
+    o->round = r;
+    if (r != NULL)
+        r->held = true;
+}
+
+static void on_deliver_timer(redlock__timer *t)
+{
+    op_deliver(REDLOCK__CONTAINER_OF(t, op, timer));
+}
+
+/* The operation's outcome is known: deliver it now, or on the next loop turn when inside a
+ * public call, or at close. */
+static void op_complete(op *o, int status)
+{
+    redlock_client *c = o->client;
+    o->status = status;
+    o->done = true;
+    if (c->closing)
+        return; /* delivered by the close, with REDLOCK_ECANCELED */
+    if (c->api_depth > 0) {
+        redlock__client_timer_start(c, &o->timer, 0, on_deliver_timer);
+        return;
+    }
+    op_deliver(o);
+}
+
+static void op_deliver(op *o)
+{
+    redlock_client *c = o->client;
+    redlock__list_remove(&o->link);
+    redlock__client_timer_stop(c, &o->timer);
+    redlock_lock *lock = o->lock;
+    round *r = o->round;
+
+    redlock_node_result none[1];
+    redlock_result res;
+    memset(&res, 0, sizeof(res));
+    res.status = o->status;
+    res.n_nodes = c->n_nodes;
+    res.attempts = o->attempts;
+    uint64_t now = redlock__client_now(c);
+    res.elapsed_us = now > o->call_us ? now - o->call_us : 0;
+    if (r != NULL) {
+        res.votes_yes = r->q.votes_yes;
+        res.votes_no = r->q.votes_no;
+        res.votes_error = r->q.votes_error;
+        res.votes_timeout = r->q.votes_timeout;
+        res.nodes = r->results;
+    } else {
+        memset(none, 0, sizeof(none));
+        res.nodes = none;
+        res.n_nodes = 0;
+    }
+
+    redlock_lock *handed = lock;
+    if (o->kind == OP_LOCK) {
+        if (o->status == 0) {
+            lock->user_owned = true;
+            redlock__lock_ref(lock);
+        } else {
+            /* Won but canceled by a close before delivery: the caller never sees this lock, so
+             * its auto-extension must not report on it either. */
+            redlock__auto_stop(lock);
+            handed = NULL;
+        }
+    } else if (o->kind == OP_INSPECT) {
+        handed = NULL;
+    }
+    o->cb(handed, o->status, &res, o->data);
+
+    op_hold_round(o, NULL);
+    redlock__lock_unref(lock);
+    redlock__free(&c->alloc, o);
+}
+
+static bool op_may_retry(op *o, uint64_t now)
+{
+    if (o->wait_deadline_us != 0)
+        return now < o->wait_deadline_us;
+    if (o->retries_left > 0) {
+        o->retries_left--;
+        return true;
+    }
+    return false;
+}
+
+static uint64_t retry_delay_us(redlock_client *c)
+{
+    uint64_t base = c->opts.retry_delay_ms * 1000;
+    uint64_t jitter = c->opts.retry_jitter_ms * 1000;
+    if (jitter == 0)
+        return base;
+    uint64_t r = 0;
+    if (c->io->ops->random(c->io, &r, sizeof(r)) != 0)
+        r = redlock__client_now(c);
+    uint64_t span = 2 * jitter + 1;
+    uint64_t offset = r % span; /* base - jitter .. base + jitter */
+    return base + offset > jitter ? base + offset - jitter : 0;
+}
+
+static int op_start_round(op *o);
+
+static void on_retry_timer(redlock__timer *t)
+{
+    op *o = REDLOCK__CONTAINER_OF(t, op, timer);
+    int rc = op_start_round(o);
+    if (rc != 0)
+        op_complete(o, rc);
+}
+
+static void lock_round_done(op *o, round *r)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    int status = redlock_round_status(&r->q);
+    if (status == 0) {
+        uint64_t validity = redlock_round_validity_us(&r->q);
+        lock->validity_ms = validity / 1000;
+        lock->deadline_us = r->q.decided_us + validity;
+        lock->won_start_us = r->q.start_us;
+        /* Auto-extension starts before the caller hears of the lock, so no window is left
+         * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
+         * validity already gone, and then the lock is not worth handing out. */
+        int rc = o->has_auto ? redlock_auto_extend(lock, &o->auto_opts, o->lost_cb, o->lost_data)
+                             : 0;
+        if (rc == 0) {
+            op_complete(o, 0);
+            return;
+        }
+        status = rc;
+    }
+    release_everywhere(c, lock);
+    uint64_t now = redlock__client_now(c);
+    if (!c->closing && op_may_retry(o, now)) {
+        uint64_t due = now + retry_delay_us(c);
+        if (o->wait_deadline_us != 0 && due > o->wait_deadline_us)
+            due = o->wait_deadline_us;
+        redlock__client_timer_start(c, &o->timer, due, on_retry_timer);
+        return;
+    }
+    op_complete(o, status);
+}
+
+static void extend_round_done(op *o, round *r)
+{
+    redlock_lock *lock = o->lock;
+    int status = redlock_round_status(&r->q);
+    /* Won too late: the quorum renewed keys that had already run out of validity. */
+    if (status == 0 && r->q.decided_us >= o->prev_deadline_us)
+        status = REDLOCK_EEXPIRED;
+    if (status == REDLOCK_EBUSY)
+        status = REDLOCK_ELOST;
+    if (status == 0) {
+        uint64_t validity = redlock_round_validity_us(&r->q);
+        lock->ttl_ms = o->ttl_ms;
+        lock->validity_ms = validity / 1000;
+        lock->deadline_us = r->q.decided_us + validity;
+        lock->won_start_us = r->q.start_us;
+        lock->attached = false;
+    }
+    op_complete(o, status);
+}
+
+/* The round reached the point where its operation acts on it. */
+static void round_check(round *r)
+{
+    op *o = r->op;
+    if (r->acted || o == NULL)
+        return;
+    if (o->kind == OP_UNLOCK || o->kind == OP_INSPECT) {
+        /* No early decision: the count of deleted keys, or the picture of every node, is what
+         * the caller asked for. Every node answers or times out within its deadline. */
+        if (r->outstanding > 0)
+            return;
+        r->acted = true;
+        unsigned answered = r->q.votes_yes + r->q.votes_no;
+        op_complete(o, answered >= r->q.quorum ? 0 : REDLOCK_ENOQUORUM);
+        return;
+    }
+    if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
+        return;
+    r->acted = true;
+    if (o->client->closing) {
+        op_complete(o, REDLOCK_ECANCELED);
+        return;
+    }
+    if (o->kind == OP_LOCK)
+        lock_round_done(o, r);
+    else
+        extend_round_done(o, r);
+}
+
+static int op_start_round(op *o)
+{
+    redlock_client *c = o->client;
+    static const redlock__cmd_kind kinds[] = {
+        [OP_LOCK] = REDLOCK__CMD_ACQUIRE,
+        [OP_EXTEND] = REDLOCK__CMD_EXTEND,
+        [OP_UNLOCK] = REDLOCK__CMD_RELEASE,
+        [OP_INSPECT] = REDLOCK__CMD_INSPECT,
+    };
+    redlock__cmd_kind kind = kinds[o->kind];
+    round *r = round_new(c, o, o->lock, kind, o->ttl_ms, (o->flags & REDLOCK_EXTEND_RETAKE) != 0);
+    if (r == NULL)
+        return REDLOCK_ENOMEM;
+    o->attempts++;
+    op_hold_round(o, r);
+    round_send(r);
+    return 0;
+}
+
+static op *op_new(redlock_client *c, op_kind kind, redlock_lock *lock, redlock_cb cb, void *data)
+{
+    op *o = redlock__calloc(&c->alloc, 1, sizeof(*o));
+    if (o == NULL)
+        return NULL;
+    o->kind = kind;
+    o->client = c;
+    o->lock = lock;
+    o->cb = cb;
+    o->data = data;
+    o->call_us = redlock__client_now(c);
+    redlock__list_push(&c->ops, &o->link);
+    return o;
+}
+
+/* Start o's first round from inside a public call; a failure to start leaves nothing behind. */
+static int op_launch(op *o)
+{
+    redlock_client *c = o->client;
+    c->api_depth++;
+    int rc = op_start_round(o);
+    c->api_depth--;
+    if (rc != 0) {
+        redlock__list_remove(&o->link);
+        redlock__lock_unref(o->lock);
+        redlock__free(&c->alloc, o);
+        return redlock__client_error(c, rc, "out of memory");
+    }
+    return 0;
+}
+
+
+void redlock__ops_cancel_all(redlock_client *c)
+{
+    while (!redlock__list_empty(&c->ops)) {
+        op *o = REDLOCK__CONTAINER_OF(c->ops.next, op, link);
+        o->status = REDLOCK_ECANCELED;
+        op_deliver(o);
+    }
+}
+
+/* ---- public operations ----------------------------------------------------------------------- */
+
+static void hex(char *out, const unsigned char *in, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int check_ttl(redlock_client *c, uint64_t ttl_ms)
+{
+    if (ttl_ms == 0 || ttl_ms > REDLOCK_TTL_MAX_MS)
+        return redlock__client_error(c, REDLOCK_EINVAL, "ttl_ms %llu is out of range 1..%llu",
+                                     (unsigned long long)ttl_ms,
+                                     (unsigned long long)REDLOCK_TTL_MAX_MS);
+    redlock_round probe;
+    redlock_round_init(&probe, 1, ttl_ms, c->opts.drift_factor, 0, 0);
+    uint64_t need = redlock_round_drift_us(&probe) + c->opts.min_validity_ms * 1000;
+    if (ttl_ms * 1000 <= need)
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "ttl_ms %llu leaves no validity after the drift allowance "
+                                     "and min_validity_ms",
+                                     (unsigned long long)ttl_ms);
+    return 0;
+}
+
+void redlock_lock_opts_init(redlock_lock_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->retry_count = -1;
+}
+
+int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
+                    const redlock_lock_opts *opts, redlock_cb cb, void *data)
+{
+    if (c == NULL)
+        return REDLOCK_EINVAL;
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (resource == NULL || len == 0)
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource is empty");
+    if (len > REDLOCK_RESOURCE_MAX)
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, over %u", len,
+                                     (unsigned)REDLOCK_RESOURCE_MAX);
+    if (cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
+    if (ttl_ms == 0)
+        ttl_ms = c->opts.ttl_ms;
+    int rc = check_ttl(c, ttl_ms);
+    if (rc != 0)
+        return rc;
+    redlock_lock_opts defaults;
+    if (opts == NULL) {
+        redlock_lock_opts_init(&defaults);
+        opts = &defaults;
+    }
+    if (opts->token != NULL && (opts->token_len == 0 || opts->token_len > REDLOCK_TOKEN_MAX))
+        return redlock__client_error(c, REDLOCK_EINVAL, "token length must be 1..%d",
+                                     REDLOCK_TOKEN_MAX);
+    if (opts->retry_count < -1)
+        return redlock__client_error(c, REDLOCK_EINVAL, "retry_count must be >= -1");
+    if (opts->wait_ms > REDLOCK_TTL_MAX_MS)
+        return redlock__client_error(c, REDLOCK_EINVAL, "wait_ms is out of range");
+    if (opts->auto_extend != NULL) {
+        rc = redlock__auto_check(c, opts->auto_extend, ttl_ms, opts->lost_cb);
+        if (rc != 0)
+            return rc;
+    }
+
+    redlock_lock *lock = redlock__lock_new(c, resource, len);
+    if (lock == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    lock->ttl_ms = ttl_ms;
+    if (opts->token != NULL) {
+        memcpy(lock->token, opts->token, opts->token_len);
+        lock->token_len = opts->token_len;
+    } else {
+        unsigned char raw[REDLOCK__TOKEN_BYTES];
+        rc = c->io->ops->random(c->io, raw, sizeof(raw));
+        if (rc != 0) {
+            redlock__lock_unref(lock);
+            return redlock__client_error(c, REDLOCK_ENOMEM, "no randomness for the token: %s",
+                                         uv_strerror(rc));
+        }
+        hex(lock->token, raw, sizeof(raw));
+        lock->token_len = 2 * sizeof(raw);
+    }
+    lock->token[lock->token_len] = '\0';
+
+    op *o = op_new(c, OP_LOCK, lock, cb, data);
+    if (o == NULL) {
+        redlock__lock_unref(lock);
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    }
+    o->ttl_ms = ttl_ms;
+    o->retries_left = opts->retry_count >= 0 ? opts->retry_count : c->opts.retry_count;
+    if (opts->wait_ms > 0)
+        o->wait_deadline_us = o->call_us + opts->wait_ms * 1000;
+    if (opts->auto_extend != NULL) {
+        o->has_auto = true;
+        o->auto_opts = *opts->auto_extend;
+        o->lost_cb = opts->lost_cb;
+        o->lost_data = opts->lost_data;
+    }
+    return op_launch(o); /* the op holds the lock's first reference */
+}
+
+int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data)
+{
+    if (lock == NULL)
+        return REDLOCK_EINVAL;
+    redlock_client *c = lock->client;
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
+    if ((flags & ~REDLOCK_EXTEND_RETAKE) != 0)
+        return redlock__client_error(c, REDLOCK_EINVAL, "unknown flags 0x%x", flags);
+    if (lock->released)
+        return redlock__client_error(c, REDLOCK_ERELEASED, "lock was already released");
+    if (ttl_ms == 0)
+        ttl_ms = lock->ttl_ms;
+    int rc = check_ttl(c, ttl_ms);
+    if (rc != 0)
+        return rc;
+    uint64_t now = redlock__client_now(c);
+    if (now >= lock->deadline_us)
+        return redlock__client_error(c, REDLOCK_EEXPIRED, "lock validity ran out %llu ms ago",
+                                     (unsigned long long)((now - lock->deadline_us) / 1000));
+    op *o = op_new(c, OP_EXTEND, lock, cb, data);
+    if (o == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    redlock__lock_ref(lock);
+    o->ttl_ms = ttl_ms;
+    o->flags = flags;
+    o->prev_deadline_us = lock->deadline_us;
+    return op_launch(o);
+}
+
+int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
+{
+    if (lock == NULL)
+        return REDLOCK_EINVAL;
+    redlock_client *c = lock->client;
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
+    if (lock->released)
+        return redlock__client_error(c, REDLOCK_ERELEASED, "lock was already released");
+    op *o = op_new(c, OP_UNLOCK, lock, cb, data);
+    if (o == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    redlock__lock_ref(lock);
+    o->ttl_ms = lock->ttl_ms;
+    int rc = op_launch(o);
+    if (rc == 0) {
+        lock->released = true;
+        redlock__auto_stop(lock); /* nothing is extended after release */
+    }
+    return rc;
+}
+
+int redlock_inspect(redlock_client *c, const void *resource, size_t len, redlock_cb cb, void *data)
+{
+    if (c == NULL)
+        return REDLOCK_EINVAL;
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX)
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource must be 1..%u bytes",
+                                     (unsigned)REDLOCK_RESOURCE_MAX);
+    if (cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
+    /* A handle nobody sees carries the key for the round. */
+    redlock_lock *lock = redlock__lock_new(c, resource, len);
+    if (lock == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    lock->ttl_ms = c->opts.ttl_ms;
+    op *o = op_new(c, OP_INSPECT, lock, cb, data);
+    if (o == NULL) {
+        redlock__lock_unref(lock);
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    }
+    o->ttl_ms = lock->ttl_ms;
+    return op_launch(o);
+}

@@ -66,7 +66,8 @@ extern "C" {
     XX(ERELEASED, -30009, "lock was already released")                                             \
     XX(EURL, -30010, "invalid node URL")                                                           \
     XX(EDUPNODE, -30011, "the same node is given twice")                                           \
-    XX(EAGAIN, -30012, "round still pending")
+    XX(EAGAIN, -30012, "round still pending")                                                      \
+    XX(ELIMIT, -30013, "auto-extension reached its maximum number of extensions")
 
 typedef enum {
 #define REDLOCK_XX_(name, value, msg) REDLOCK_##name = (value),
@@ -258,7 +259,15 @@ typedef struct redlock_node_result {
     redlock_vote vote;   /* REDLOCK_VOTE_NONE: not answered when the round was decided */
     uint64_t latency_us; /* from write to answer (or to the deadline); 0 if no vote */
     const char *error;   /* what went wrong (server text, connection error), or NULL */
+    /* redlock_inspect only (NULL / 0 / -2 otherwise): the key's value on this node (binary, not
+     * NUL-terminated; NULL when the key does not exist) and its PTTL in ms (-2 no key, -1 no
+     * ttl). */
+    const char *value;
+    size_t value_len;
+    int64_t pttl_ms;
 } redlock_node_result;
+
+#define REDLOCK_ERROR_TEXT_MAX 160 /* per-node error texts are at most this long, NUL included */
 
 /* The outcome of one operation; valid only while the callback runs. */
 typedef struct redlock_result {
@@ -306,6 +315,21 @@ REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
 REDLOCK_EXTERN uv_loop_t *redlock_client_loop(const redlock_client *client);
 
+/* Auto-extension: the client keeps a held lock alive with extend rounds until it is released.
+ * If it cannot (the keys were taken, too few nodes answer in time, the cap is reached, the
+ * client closes), the lost callback fires exactly once, at the latest lost_margin before the
+ * validity deadline - never after it, never silently. */
+typedef void (*redlock_lost_cb)(redlock_lock *lock, int reason, void *data);
+
+typedef struct redlock_auto_opts {
+    double extend_at;        /* extend when this fraction of the ttl has passed (1/3), (0, 1) */
+    unsigned max_extensions; /* 0: no cap; else "lost" with REDLOCK_ELIMIT after this many */
+    uint64_t lost_margin_ms; /* 0: ttl / 10 (at least 5 ms). Must be below the ttl */
+    unsigned extend_flags;   /* passed to every extend: REDLOCK_EXTEND_RETAKE or 0 */
+} redlock_auto_opts;
+
+REDLOCK_EXTERN void redlock_auto_opts_init(redlock_auto_opts *opts);
+
 /* Optional per-call settings of redlock_acquire; NULL means all defaults. */
 typedef struct redlock_lock_opts {
     const char *token;  /* caller's token (copied), NULL: 128 random bits as 32 hex digits */
@@ -313,6 +337,11 @@ typedef struct redlock_lock_opts {
     int retry_count;    /* -1: the client's retry_count; used when wait_ms is 0 */
     uint64_t wait_ms;   /* > 0: keep retrying until this long after the call (retry_count is
                            then not consulted) */
+    /* Non-NULL: auto-extend the lock once taken (copied), as redlock_auto_extend would, started
+     * before the acquire callback runs. */
+    const redlock_auto_opts *auto_extend;
+    redlock_lost_cb lost_cb; /* required with auto_extend */
+    void *lost_data;
 } redlock_lock_opts;
 
 #define REDLOCK_TOKEN_MAX 256
@@ -372,6 +401,98 @@ REDLOCK_EXTERN redlock_client *redlock_lock_client(const redlock_lock *lock);
 /* A pointer for the caller; the library never touches it. */
 REDLOCK_EXTERN void redlock_lock_set_data(redlock_lock *lock, void *data);
 REDLOCK_EXTERN void *redlock_lock_get_data(const redlock_lock *lock);
+
+/* Start auto-extension of a held lock (opts NULL: defaults; copied). lost_cb is required and
+ * fires exactly once if the hold ends other than by redlock_release, redlock_auto_extend_stop
+ * or redlock_lock_free, with reason REDLOCK_ELOST (a quorum no longer holds the token),
+ * REDLOCK_ENOQUORUM or REDLOCK_EEXPIRED (no extension could be won in time), REDLOCK_ELIMIT
+ * (max_extensions reached) or REDLOCK_ECANCELED (the client is closing; fires before the
+ * close callback). Returns 0, REDLOCK_EEXPIRED (validity already ran out), REDLOCK_ERELEASED,
+ * REDLOCK_EINVAL (bad opts, NULL lost_cb, already auto-extended) or REDLOCK_ECLOSING. */
+REDLOCK_EXTERN int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts,
+                                       redlock_lost_cb lost_cb, void *data);
+/* Stop auto-extension (no lost callback). Harmless when not auto-extended. */
+REDLOCK_EXTERN void redlock_auto_extend_stop(redlock_lock *lock);
+/* Extensions won by auto-extension so far. */
+REDLOCK_EXTERN unsigned redlock_lock_extensions(const redlock_lock *lock);
+
+/* A handle for a lock taken elsewhere (another process: the command-line tool's "release KEY
+ * TOKEN"), so it can be extended or released. resource and token are copied. Its validity is
+ * unknown until an extend wins: redlock_lock_validity_ms() is 0 and extend is not refused as
+ * expired. Free it with redlock_lock_free. Returns 0, REDLOCK_EINVAL, REDLOCK_ECLOSING or
+ * REDLOCK_ENOMEM. */
+REDLOCK_EXTERN int redlock_lock_attach(redlock_client *client, const void *resource, size_t len,
+                                       const void *token, size_t token_len, uint64_t ttl_ms,
+                                       redlock_lock **lock_out);
+
+/* Read the resource's key on every node: its value (the holder's token) and PTTL, in each
+ * node's result entry (value, value_len, pttl_ms). One round, decided when every node answered
+ * or timed out; it never changes anything. cb gets lock NULL and status 0 when a quorum
+ * answered, else REDLOCK_ENOQUORUM. Returns at once REDLOCK_EINVAL, REDLOCK_ECLOSING or
+ * REDLOCK_ENOMEM. */
+REDLOCK_EXTERN int redlock_inspect(redlock_client *client, const void *resource, size_t len,
+                                   redlock_cb cb, void *data);
+
+/* ---------------------------------------------------------------------------------------------
+ * 5. The blocking, thread-safe client
+ *
+ * A redlock_sync owns a loop thread with an async client on it; any thread may call it at
+ * once. Each call blocks until its operation completes. Lock handles of a sync client are
+ * redlock_sync_lock, safe to read from any thread.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct redlock_sync redlock_sync;
+typedef struct redlock_sync_lock redlock_sync_lock;
+
+/* An owned copy of a redlock_result, for callers that outlive a callback. */
+typedef struct redlock_report {
+    int status;
+    unsigned n_nodes;
+    unsigned votes_yes, votes_no, votes_error, votes_timeout;
+    unsigned attempts;
+    uint64_t elapsed_us;
+    /* url points to the client's copy (valid while the client lives), error into errors[],
+     * value into values[] (truncated to REDLOCK_TOKEN_MAX bytes). */
+    redlock_node_result nodes[REDLOCK_MAX_NODES];
+    char errors[REDLOCK_MAX_NODES][REDLOCK_ERROR_TEXT_MAX];
+    char values[REDLOCK_MAX_NODES][REDLOCK_TOKEN_MAX + 1];
+} redlock_report;
+
+/* Copy result into report (deep: error texts and values are copied). */
+REDLOCK_EXTERN void redlock_report_copy(redlock_report *report, const redlock_result *result);
+
+/* Start the loop thread and a client on it (arguments as redlock_client_new). Returns 0 and
+ * *sync_out, or an error with a message in err. */
+REDLOCK_EXTERN int redlock_sync_new(const char *const *node_urls, unsigned n_nodes,
+                                    const redlock_options *opts, redlock_sync **sync_out,
+                                    char *err, size_t err_len);
+
+/* Close: calls in flight on other threads return REDLOCK_ECANCELED, auto-extended locks get
+ * their lost callback with REDLOCK_ECANCELED, the thread is joined, everything is freed
+ * (including every redlock_sync_lock not yet freed). Must not be called from a lost callback.
+ * NULL is allowed. */
+REDLOCK_EXTERN void redlock_sync_free(redlock_sync *sync);
+
+/* Acquire (as redlock_acquire; opts may ask for wait_ms and auto_extend; the lost callback then
+ * runs on the library's thread). On success *lock_out is set. report may be NULL. Returns the
+ * operation's status. */
+REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len,
+                                        uint64_t ttl_ms, const redlock_lock_opts *opts,
+                                        redlock_sync_lock **lock_out, redlock_report *report);
+REDLOCK_EXTERN int redlock_sync_extend(redlock_sync_lock *lock, uint64_t ttl_ms, unsigned flags,
+                                       redlock_report *report);
+REDLOCK_EXTERN int redlock_sync_release(redlock_sync_lock *lock, redlock_report *report);
+/* Free the handle (without releasing; stops auto-extension). NULL is allowed. */
+REDLOCK_EXTERN void redlock_sync_lock_free(redlock_sync_lock *lock);
+
+/* Thread-safe reads. The token is NUL-terminated; resource and token live with the handle. */
+REDLOCK_EXTERN const void *redlock_sync_lock_resource(const redlock_sync_lock *lock, size_t *len);
+REDLOCK_EXTERN const char *redlock_sync_lock_token(const redlock_sync_lock *lock, size_t *len);
+REDLOCK_EXTERN uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock);
+REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock);
+/* 0 while held; after an auto-extended lock was lost, the reason given to its lost callback;
+ * REDLOCK_ERELEASED after release. */
+REDLOCK_EXTERN int redlock_sync_lock_status(const redlock_sync_lock *lock);
 
 #ifdef __cplusplus
 }

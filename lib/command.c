@@ -16,6 +16,8 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
         return "extend";
     case REDLOCK__CMD_RELEASE:
         return "release";
+    case REDLOCK__CMD_INSPECT:
+        return "inspect";
     }
     return "?";
 }
@@ -38,8 +40,9 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
         ARG("PX", 2);
         ARG(ttl, (size_t)ttl_len);
     } else {
-        const redlock__script *s =
-            cmd->kind == REDLOCK__CMD_EXTEND ? &redlock__script_extend : &redlock__script_release;
+        const redlock__script *s = cmd->kind == REDLOCK__CMD_EXTEND    ? &redlock__script_extend
+                                   : cmd->kind == REDLOCK__CMD_RELEASE ? &redlock__script_release
+                                                                       : &redlock__script_inspect;
         if (use_eval) {
             ARG("EVAL", 4);
             ARG(s->source, s->source_len);
@@ -49,7 +52,8 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
         }
         ARG("1", 1);
         ARG(cmd->key, cmd->key_len);
-        ARG(cmd->token, cmd->token_len);
+        if (cmd->kind != REDLOCK__CMD_INSPECT)
+            ARG(cmd->token, cmd->token_len);
         if (cmd->kind == REDLOCK__CMD_EXTEND) {
             ARG(ttl, (size_t)ttl_len);
             ARG(cmd->retake ? "1" : "0", 1);
@@ -86,10 +90,30 @@ static const char *reply_type_name(int type)
     }
 }
 
+static redlock_vote inspect_vote(const redisReply *reply, char *err, size_t err_len,
+                                 redlock__reply_data *data)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        (reply->element[0]->type != REDIS_REPLY_STRING &&
+         reply->element[0]->type != REDIS_REPLY_NIL) ||
+        reply->element[1]->type != REDIS_REPLY_INTEGER) {
+        redlock__fmt(err, err_len, "unexpected %s reply to inspect", reply_type_name(reply->type));
+        return REDLOCK_VOTE_ERROR;
+    }
+    const redisReply *value = reply->element[0];
+    data->value = value->type == REDIS_REPLY_STRING ? value->str : NULL;
+    data->value_len = value->type == REDIS_REPLY_STRING ? value->len : 0;
+    data->pttl_ms = reply->element[1]->integer;
+    return data->value != NULL ? REDLOCK_VOTE_YES : REDLOCK_VOTE_NO;
+}
+
 redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
-                               size_t err_len, bool *noscript)
+                               size_t err_len, bool *noscript, redlock__reply_data *data)
 {
     *noscript = false;
+    data->value = NULL;
+    data->value_len = 0;
+    data->pttl_ms = -2;
     if (reply->type == REDIS_REPLY_ERROR) {
         if (cmd->kind != REDLOCK__CMD_ACQUIRE && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
@@ -103,6 +127,8 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
             return REDLOCK_VOTE_YES;
         if (reply->type == REDIS_REPLY_NIL)
             return REDLOCK_VOTE_NO;
+    } else if (cmd->kind == REDLOCK__CMD_INSPECT) {
+        return inspect_vote(reply, err, err_len, data);
     } else if (reply->type == REDIS_REPLY_INTEGER) {
         if (reply->integer == 1)
             return REDLOCK_VOTE_YES;

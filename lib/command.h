@@ -16,8 +16,16 @@
 typedef enum {
     REDLOCK__CMD_ACQUIRE, /* SET key token NX PX ttl */
     REDLOCK__CMD_EXTEND,  /* compare-and-pexpire script (optionally re-take) */
-    REDLOCK__CMD_RELEASE  /* compare-and-delete script */
+    REDLOCK__CMD_RELEASE, /* compare-and-delete script */
+    REDLOCK__CMD_INSPECT  /* read value and PTTL (script) */
 } redlock__cmd_kind;
+
+/* What an INSPECT reply carried; value points into the reply (valid while it lives). */
+typedef struct redlock__reply_data {
+    const char *value; /* NULL: no key */
+    size_t value_len;
+    int64_t pttl_ms;
+} redlock__reply_data;
 
 typedef struct redlock__cmd {
     redlock__cmd_kind kind;
@@ -35,11 +43,12 @@ typedef struct redlock__cmd {
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc);
 
-/* What the reply means for cmd: YES / NO / ERROR. On ERROR a message (the server's text, or what
- * was wrong with the reply) goes to err. *noscript is set when the reply is a NOSCRIPT error to
- * an EVALSHA (the caller then resends with EVAL). */
+/* What the reply means for cmd: YES / NO / ERROR (for INSPECT: YES the key exists, NO it does
+ * not, and *data is filled). On ERROR a message (the server's text, or what was wrong with the
+ * reply) goes to err. *noscript is set when the reply is a NOSCRIPT error to an EVALSHA (the
+ * caller then resends with EVAL). */
 redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
-                               size_t err_len, bool *noscript);
+                               size_t err_len, bool *noscript, redlock__reply_data *data);
 
 /* "SET", "extend", "release": for messages. */
 const char *redlock__cmd_name(redlock__cmd_kind kind);

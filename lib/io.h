@@ -19,9 +19,10 @@
 typedef struct redlock__req redlock__req;
 typedef struct redlock__io redlock__io;
 
-/* error: NULL unless vote is ERROR or TIMEOUT; valid only during the call. */
+/* error: NULL unless vote is ERROR or TIMEOUT; data: NULL except for INSPECT answers. Both are
+ * valid only during the call. */
 typedef void (*redlock__req_cb)(redlock__req *req, redlock_vote vote, const char *error,
-                                uint64_t now_us);
+                                const redlock__reply_data *data, uint64_t now_us);
 
 struct redlock__req {
     redlock__req *next;       /* the IO layer's FIFO link while in flight */

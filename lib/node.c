@@ -68,7 +68,7 @@ struct redlock__node {
      * FLUSH on a live connection). hs_fatal[i]: may an error to step i fail the connection? */
     unsigned handshake_pending;     /* handshake replies still to come */
     unsigned hs_total;
-    bool hs_fatal[4];
+    bool hs_fatal[8];
     uint64_t last_reply_us;         /* last reply (or connect) time */
     uint64_t backoff_us;
     uint64_t rng;                   /* xorshift state for backoff jitter (not a secret) */
@@ -130,7 +130,7 @@ static void fail_all(redlock__node *n, const char *why)
     while (req != NULL) {
         redlock__req *next = req->next;
         req->next = NULL;
-        req->cb(req, REDLOCK_VOTE_ERROR, why, now);
+        req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
         req = next;
     }
 }
@@ -158,7 +158,7 @@ static void on_deadline(uv_timer_t *t)
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
         redlock__req *req = fifo_pop(n);
         n->skip_replies++; /* its reply, if it ever comes, is read and dropped */
-        req->cb(req, REDLOCK_VOTE_TIMEOUT, why, now);
+        req->cb(req, REDLOCK_VOTE_TIMEOUT, why, NULL, now);
     }
     if (n->state == NODE_CLOSING)
         return;
@@ -341,12 +341,12 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
     for (redlock__req *r = n->head; r != NULL; r = r->next) {
         if (same_lock(r->cmd, req->cmd)) {
             req->cb(req, REDLOCK_VOTE_ERROR,
-                    "NOSCRIPT, and a later command of the same lock is already queued", now);
+                    "NOSCRIPT, and a later command of the same lock is already queued", NULL, now);
             return;
         }
     }
     if (redlock__cmd_append(req->cmd, true, &n->out, n->cfg.alloc) != 0) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", now);
+        req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
     req->deadline_us = now + n->cfg.timeout_us;
@@ -376,12 +376,14 @@ static void handle_reply(redlock__node *n, const redisReply *r)
     }
     char err[ERR_LEN];
     bool noscript;
-    redlock_vote vote = redlock__cmd_vote(req->cmd, r, err, sizeof(err), &noscript);
+    redlock__reply_data data;
+    redlock_vote vote = redlock__cmd_vote(req->cmd, r, err, sizeof(err), &noscript, &data);
     if (noscript) {
         resend_with_eval(n, req, now);
         return;
     }
-    req->cb(req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL, now);
+    req->cb(req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
+            req->cmd->kind == REDLOCK__CMD_INSPECT ? &data : NULL, now);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -618,8 +620,9 @@ static int append_handshake(redlock__node *n)
         argv[1] = db, argvlen[1] = (size_t)len;
         rc = append_step(n, 2, argv, argvlen, true);
     }
-    const redlock__script *scripts[2] = {&redlock__script_extend, &redlock__script_release};
-    for (int i = 0; rc == 0 && i < 2; i++) {
+    const redlock__script *scripts[3] = {&redlock__script_extend, &redlock__script_release,
+                                         &redlock__script_inspect};
+    for (int i = 0; rc == 0 && i < 3; i++) {
         argv[0] = "SCRIPT", argvlen[0] = 6;
         argv[1] = "LOAD", argvlen[1] = 4;
         argv[2] = scripts[i]->source, argvlen[2] = scripts[i]->source_len;
@@ -706,21 +709,21 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     req->sent_us = now;
     req->deadline_us = now + n->cfg.timeout_us;
     if (n->state == NODE_CLOSING) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", now);
+        req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
         return;
     }
     if (n->state == NODE_IDLE) {
         char why[ERR_LEN + 16];
         redlock__fmt(why, sizeof(why), "node down: %s", n->last_error);
-        req->cb(req, REDLOCK_VOTE_ERROR, why, now);
+        req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
     }
     if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", now);
+        req->cb(req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", NULL, now);
         return;
     }
     if (redlock__cmd_append(req->cmd, false, &n->out, n->cfg.alloc) != 0) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", now);
+        req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
     bool was_empty = n->head == NULL;

@@ -19,6 +19,8 @@
     "end\n"                                                                                        \
     "return 0\n"
 
+#define INSPECT_SOURCE "return {redis.call(\"get\", KEYS[1]), redis.call(\"pttl\", KEYS[1])}\n"
+
 const redlock__script redlock__script_extend = {
     "extend",
     EXTEND_SOURCE,
@@ -31,4 +33,11 @@ const redlock__script redlock__script_release = {
     RELEASE_SOURCE,
     sizeof(RELEASE_SOURCE) - 1,
     "4123ec057c25a9feb4eb12cb191520152206624e",
+};
+
+const redlock__script redlock__script_inspect = {
+    "inspect",
+    INSPECT_SOURCE,
+    sizeof(INSPECT_SOURCE) - 1,
+    "a41269ff9fe0f625b1fdfc6ecb6b59dddf8a816c",
 };

@@ -19,5 +19,7 @@ typedef struct redlock__script {
 extern const redlock__script redlock__script_extend;
 /* KEYS[1] = key, ARGV[1] = token. 1 if the key held the token and was deleted, else 0. */
 extern const redlock__script redlock__script_release;
+/* KEYS[1] = key. {value or nil, PTTL}: read-only. */
+extern const redlock__script redlock__script_inspect;
 
 #endif

@@ -152,7 +152,45 @@ static const vote_case vote_cases[] = {
      REDLOCK_VOTE_ERROR, false, "LOADING"},
     {REDLOCK__CMD_RELEASE, "-NOAUTH Authentication required.\r\n", REDLOCK_VOTE_ERROR, false,
      "NOAUTH"},
+    {REDLOCK__CMD_INSPECT, "*2\r\n$3\r\nabc\r\n:1500\r\n", REDLOCK_VOTE_YES, false, NULL},
+    {REDLOCK__CMD_INSPECT, "*2\r\n$-1\r\n:-2\r\n", REDLOCK_VOTE_NO, false, NULL},
+    {REDLOCK__CMD_INSPECT, "*1\r\n:1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected array"},
+    {REDLOCK__CMD_INSPECT, "*2\r\n:1\r\n:1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected"},
+    {REDLOCK__CMD_INSPECT, ":1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer"},
+    {REDLOCK__CMD_INSPECT, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, true, "NOSCRIPT"},
 };
+
+static void inspect_reply_carries_value_and_pttl(void **state)
+{
+    (void)state;
+    redlock__cmd c = make(REDLOCK__CMD_INSPECT, "k", 1);
+    redisReply *r = reply_of("*2\r\n$5\r\ntoken\r\n:1234\r\n");
+    char err[64];
+    bool noscript;
+    redlock__reply_data data;
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data),
+                     REDLOCK_VOTE_YES);
+    assert_int_equal(data.value_len, 5);
+    assert_memory_equal(data.value, "token", 5);
+    assert_int_equal(data.pttl_ms, 1234);
+    freeReplyObject(r);
+    r = reply_of("*2\r\n$-1\r\n:-2\r\n");
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data),
+                     REDLOCK_VOTE_NO);
+    assert_null(data.value);
+    assert_int_equal(data.pttl_ms, -2);
+    freeReplyObject(r);
+    /* Encoded as EVALSHA of the inspect script with the key and no token. */
+    redlock__buf b = {0};
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    redisReply *a = decode(&b);
+    assert_int_equal(a->elements, 4);
+    assert_arg(a, 0, "EVALSHA", 7);
+    assert_arg(a, 1, redlock__script_inspect.sha1, 40);
+    assert_arg(a, 3, "k", 1);
+    freeReplyObject(a);
+    redlock__buf_free(&b, &alloc);
+}
 
 static void maps_every_reply_to_a_vote(void **state)
 {
@@ -163,7 +201,8 @@ static void maps_every_reply_to_a_vote(void **state)
         redisReply *r = reply_of(vc->resp);
         char err[160] = "";
         bool noscript = !vc->noscript; /* must be overwritten */
-        redlock_vote v = redlock__cmd_vote(&c, r, err, sizeof(err), &noscript);
+        redlock__reply_data data;
+        redlock_vote v = redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data);
         if (v != vc->vote || noscript != vc->noscript ||
             (vc->error_has != NULL && strstr(err, vc->error_has) == NULL))
             fail_msg("case %zu (%s): vote %d noscript %d err \"%s\"", i, vc->resp, v, noscript,
@@ -182,7 +221,9 @@ static void long_error_text_is_truncated_safely(void **state)
     redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
     char err[64];
     bool noscript;
-    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript), REDLOCK_VOTE_ERROR);
+    redlock__reply_data data;
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data),
+                     REDLOCK_VOTE_ERROR);
     assert_int_equal(strlen(err), sizeof(err) - 1);
     assert_memory_equal(err, "ERR xxx", 7);
     freeReplyObject(r);
@@ -197,6 +238,7 @@ int main(void)
         cmocka_unit_test(appends_after_existing_bytes),
         cmocka_unit_test(maps_every_reply_to_a_vote),
         cmocka_unit_test(long_error_text_is_truncated_safely),
+        cmocka_unit_test(inspect_reply_carries_value_and_pttl),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

@@ -1,0 +1,212 @@
+/* autoextend.c - keep a held lock alive with extend rounds until it is released.
+ *
+ * Two timers per lock: the extension timer, at won_start + ttl * extend_at (or sooner, to retry a
+ * failed extension), and the guard, at deadline - margin. Every won extension moves both. If the
+ * guard fires, nothing renewed the lock in time and it is reported lost, before its validity
+ * runs out: the holder hears of it while it is still safe to stop. */
+#include "client.h"
+
+#define MIN_MARGIN_US 5000
+
+void redlock_auto_opts_init(redlock_auto_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->extend_at = 1.0 / 3.0;
+}
+
+unsigned redlock_lock_extensions(const redlock_lock *lock)
+{
+    return lock != NULL ? lock->autox.extensions : 0;
+}
+
+static uint64_t margin_us(const redlock_auto_opts *opts, uint64_t ttl_ms)
+{
+    uint64_t margin = opts->lost_margin_ms != 0 ? opts->lost_margin_ms * 1000 : ttl_ms * 100;
+    return REDLOCK__MAX(margin, MIN_MARGIN_US);
+}
+
+static void stop_timers(redlock_lock *lock)
+{
+    redlock__client_timer_stop(lock->client, &lock->autox.extend_timer);
+    redlock__client_timer_stop(lock->client, &lock->autox.guard_timer);
+}
+
+void redlock__auto_stop(redlock_lock *lock)
+{
+    if (!lock->autox.active)
+        return;
+    lock->autox.active = false;
+    stop_timers(lock);
+}
+
+/* The hold ended badly: tell the caller, exactly once. */
+static void fire_lost(redlock_lock *lock, int reason)
+{
+    redlock__auto *a = &lock->autox;
+    if (!a->active)
+        return;
+    a->active = false;
+    stop_timers(lock);
+    a->lost_cb(lock, reason, a->lost_data);
+}
+
+static void on_extend_timer(redlock__timer *t);
+static void on_guard_timer(redlock__timer *t);
+
+static uint64_t guard_due(const redlock_lock *lock)
+{
+    uint64_t margin = lock->autox.margin_us;
+    return lock->deadline_us > margin ? lock->deadline_us - margin : 0;
+}
+
+/* Plan the next extension after a won round. */
+static void schedule(redlock_lock *lock)
+{
+    redlock__auto *a = &lock->autox;
+    redlock_client *c = lock->client;
+    redlock__client_timer_start(c, &a->guard_timer, guard_due(lock), on_guard_timer);
+    if (a->opts.max_extensions != 0 && a->extensions >= a->opts.max_extensions)
+        return; /* the guard ends the hold with REDLOCK_ELIMIT */
+    uint64_t after = (uint64_t)((double)lock->ttl_ms * 1000.0 * a->opts.extend_at);
+    redlock__client_timer_start(c, &a->extend_timer, lock->won_start_us + after, on_extend_timer);
+}
+
+static void on_extended(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    (void)data;
+    redlock__auto *a = &lock->autox;
+    a->extending = false;
+    if (!a->active)
+        return; /* released, stopped or already lost meanwhile */
+    if (status == 0) {
+        a->extensions++;
+        a->last_failure = 0;
+        schedule(lock);
+        return;
+    }
+    if (status == REDLOCK_ELOST || status == REDLOCK_ECANCELED) {
+        fire_lost(lock, status); /* definitive: the keys are gone, or the client is closing */
+        return;
+    }
+    /* Too few nodes answered in time: try again while the validity allows; the guard reports
+     * the loss if no attempt wins before it. */
+    a->last_failure = status;
+    uint64_t now = redlock__client_now(lock->client);
+    uint64_t guard = guard_due(lock);
+    if (now >= guard) {
+        fire_lost(lock, status);
+        return;
+    }
+    uint64_t wait = REDLOCK__MIN(lock->client->opts.retry_delay_ms * 1000, (guard - now) / 2);
+    redlock__client_timer_start(lock->client, &a->extend_timer, now + REDLOCK__MAX(wait, 1000),
+                                on_extend_timer);
+}
+
+static void on_extend_timer(redlock__timer *t)
+{
+    redlock_lock *lock = REDLOCK__CONTAINER_OF(t, redlock_lock, autox.extend_timer);
+    redlock__auto *a = &lock->autox;
+    if (!a->active || a->extending)
+        return;
+    a->extending = true;
+    int rc = redlock_extend(lock, lock->ttl_ms, a->opts.extend_flags, on_extended, NULL);
+    if (rc != 0) {
+        a->extending = false;
+        fire_lost(lock, rc);
+    }
+}
+
+static void on_guard_timer(redlock__timer *t)
+{
+    redlock_lock *lock = REDLOCK__CONTAINER_OF(t, redlock_lock, autox.guard_timer);
+    redlock__auto *a = &lock->autox;
+    int reason;
+    if (a->opts.max_extensions != 0 && a->extensions >= a->opts.max_extensions)
+        reason = REDLOCK_ELIMIT;
+    else if (a->last_failure != 0)
+        reason = a->last_failure;
+    else
+        reason = REDLOCK_EEXPIRED; /* the extension in flight did not come back in time */
+    fire_lost(lock, reason);
+}
+
+int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,
+                        redlock_lost_cb lost_cb)
+{
+    if (lost_cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "lost callback is NULL");
+    if (!(opts->extend_at > 0 && opts->extend_at < 1))
+        return redlock__client_error(c, REDLOCK_EINVAL, "extend_at must be in (0, 1)");
+    if ((opts->extend_flags & ~REDLOCK_EXTEND_RETAKE) != 0)
+        return redlock__client_error(c, REDLOCK_EINVAL, "unknown extend_flags 0x%x",
+                                     opts->extend_flags);
+    if (margin_us(opts, ttl_ms) >= ttl_ms * 1000)
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "lost_margin_ms must be below the ttl (%llu ms)",
+                                     (unsigned long long)ttl_ms);
+    return 0;
+}
+
+int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts, redlock_lost_cb lost_cb,
+                        void *data)
+{
+    if (lock == NULL)
+        return REDLOCK_EINVAL;
+    redlock_client *c = lock->client;
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (lock->released)
+        return redlock__client_error(c, REDLOCK_ERELEASED, "lock was already released");
+    if (lock->autox.active)
+        return redlock__client_error(c, REDLOCK_EINVAL, "lock is already auto-extended");
+    if (lock->attached)
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "validity of an attached lock is unknown: extend it first");
+    redlock_auto_opts defaults;
+    if (opts == NULL) {
+        redlock_auto_opts_init(&defaults);
+        opts = &defaults;
+    }
+    int rc = redlock__auto_check(c, opts, lock->ttl_ms, lost_cb);
+    if (rc != 0)
+        return rc;
+    uint64_t now = redlock__client_now(c);
+    if (now >= lock->deadline_us)
+        return redlock__client_error(c, REDLOCK_EEXPIRED, "lock validity already ran out");
+
+    redlock__auto *a = &lock->autox;
+    memset(a, 0, sizeof(*a));
+    a->active = true;
+    a->opts = *opts;
+    a->margin_us = margin_us(opts, lock->ttl_ms);
+    a->lost_cb = lost_cb;
+    a->lost_data = data;
+    schedule(lock);
+    return 0;
+}
+
+void redlock_auto_extend_stop(redlock_lock *lock)
+{
+    if (lock != NULL)
+        redlock__auto_stop(lock);
+}
+
+void redlock__auto_cancel_all(redlock_client *c)
+{
+    /* A lost callback may free its lock (redlock_lock_free), so walk carefully: restart from the
+     * head after each callback; a lock that was told is no longer active. */
+    for (;;) {
+        redlock_lock *found = NULL;
+        for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
+            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+            if (lock->autox.active) {
+                found = lock;
+                break;
+            }
+        }
+        if (found == NULL)
+            return;
+        fire_lost(found, REDLOCK_ECANCELED);
+    }
+}

@@ -642,6 +642,9 @@ static void node_connect(redlock__node *n)
         node_fail(n, "connect: out of memory", false);
         return;
     }
+    /* libuv times timers from the loop's cached clock, which is stale when the caller was busy
+     * before creating the client: refresh it, or the timeout fires early. */
+    uv_update_time(n->loop);
     uv_timer_start(&n->conn_timer, on_connect_timeout, ms_ceil(n->cfg.connect_timeout_us), 0);
 
     const redlock_url *u = n->cfg.url;

@@ -122,7 +122,7 @@ void redlock__client_timer_stop(redlock_client *c, redlock__timer *t)
 
 static void client_free(redlock_client *c)
 {
-    for (unsigned i = 0; i < c->n_nodes; i++)
+    for (unsigned i = 0; c->urls != NULL && i < c->n_nodes; i++)
         redlock_url_free(&c->urls[i]);
     redlock__alloc alloc = c->alloc;
     redlock__free(&alloc, c->urls);

@@ -1,9 +1,12 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "scripts.h"
 
 void h_record_cb(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
@@ -121,7 +124,12 @@ bool h_run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeo
 {
     guard g = {.fired = false};
     uv_timer_init(loop, &g.timer);
-    uv_timer_start(&g.timer, on_guard, timeout_ms, 0);
+    /* The loop's cached time may be stale (blocking fixture calls ran since the last turn). */
+    uv_update_time(loop);
+    /* Repeat every 1 ms once due: libuv < 1.45 runs due timers at the top of a UV_RUN_ONCE turn
+     * and then polls with no timeout if no timer is left, so a one-shot guard that comes due
+     * there would leave uv_run blocked on idle sockets forever. */
+    uv_timer_start(&g.timer, on_guard, timeout_ms, 1);
     while (*counter < target && !g.fired)
         uv_run(loop, UV_RUN_ONCE);
     uv_close((uv_handle_t *)&g.timer, guard_closed);
@@ -230,4 +238,177 @@ unsigned h_count_holding(h_env *env, const void *key, size_t key_len, const char
         free(v);
     }
     return n;
+}
+
+/* ---- helpers added for the integration suite ------------------------------------------------ */
+
+int h_acquire_bin(h_env *env, redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
+                  const redlock_lock_opts *opts, h_record *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    int rc = redlock_acquire(c, resource, len, ttl_ms, opts, h_record_cb, rec);
+    if (rc != 0)
+        return rc;
+    assert_int_equal(rec->calls, 0);
+    assert_true(h_run_until(&env->loop, &rec->calls, 1, 30000));
+    assert_int_equal(rec->calls, 1);
+    return rec->status;
+}
+
+int h_client_urls(h_env *env, const char *const *urls, unsigned n, const redlock_options *opts,
+                  redlock_client **out, char *err, size_t err_len)
+{
+    redlock_options defaults;
+    if (opts == NULL) {
+        h_test_options(&defaults);
+        opts = &defaults;
+    }
+    int rc = redlock_client_new(&env->loop, urls, n, opts, out, err, err_len);
+    if (rc == 0 && env->client == NULL)
+        env->client = *out;
+    return rc;
+}
+
+bool h_wait_holding(h_env *env, const void *key, size_t key_len, const char *token,
+                    size_t token_len, unsigned want, uint64_t timeout_ms)
+{
+    uint64_t deadline = redlock_now_us() + timeout_ms * 1000;
+    for (;;) {
+        if (h_count_holding(env, key, key_len, token, token_len) == want)
+            return true;
+        if (redlock_now_us() >= deadline)
+            return false;
+        h_run_for(&env->loop, 10);
+    }
+}
+
+void h_set(h_env *env, unsigned i, const void *key, size_t key_len, const char *value)
+{
+    const char *argv[3] = {"SET", key, value};
+    size_t argvlen[3] = {3, key_len, strlen(value)};
+    redisReply *r = fixture_command_argv(&env->cluster, i, 3, argv, argvlen);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    assert_string_equal(r->str, "OK");
+    freeReplyObject(r);
+}
+
+long long h_del(h_env *env, unsigned i, const void *key, size_t key_len)
+{
+    const char *argv[2] = {"DEL", key};
+    size_t argvlen[2] = {3, key_len};
+    redisReply *r = fixture_command_argv(&env->cluster, i, 2, argv, argvlen);
+    long long v = -1;
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+long long h_dbsize(h_env *env, unsigned i)
+{
+    redisReply *r = fixture_command(&env->cluster, i, "DBSIZE");
+    long long v = -1;
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+bool h_wait_release_votes(h_env *env, redlock_client *c, unsigned want, uint64_t timeout_ms)
+{
+    uint64_t deadline = redlock_now_us() + timeout_ms * 1000;
+    char name[64];
+    snprintf(name, sizeof(name), "h-probe-%llu", (unsigned long long)redlock_now_us());
+    for (;;) {
+        h_record rec;
+        if (h_acquire(env, c, name, 2000, NULL, &rec) == 0) {
+            h_record rel;
+            int rc = h_release(env, rec.lock, &rel);
+            redlock_lock_free(rec.lock);
+            if (rc == 0 && rel.votes_yes == want)
+                return true;
+        }
+        if (redlock_now_us() >= deadline)
+            return false;
+        h_run_for(&env->loop, 20);
+    }
+}
+
+uint64_t h_since_us(uint64_t t0_us)
+{
+    uint64_t now = redlock_now_us();
+    return now > t0_us ? now - t0_us : 0;
+}
+
+void h_test_main_init(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const char *filter = getenv("H_TEST_FILTER");
+    if (filter != NULL && filter[0] != '\0')
+        cmocka_set_test_filter(filter);
+    const char *skip = getenv("H_TEST_SKIP");
+    if (skip != NULL && skip[0] != '\0')
+        cmocka_set_skip_filter(skip);
+}
+
+void h_load_scripts(h_env *env)
+{
+    const redlock__script *scripts[2] = {&redlock__script_extend, &redlock__script_release};
+    for (unsigned i = 0; i < env->cluster.n; i++) {
+        if (env->cluster.servers[i].pid == 0 || env->cluster.servers[i].paused)
+            continue;
+        for (int k = 0; k < 2; k++) {
+            const char *argv[3] = {"SCRIPT", "LOAD", scripts[k]->source};
+            size_t argvlen[3] = {6, 4, scripts[k]->source_len};
+            redisReply *r = fixture_command_argv(&env->cluster, i, 3, argv, argvlen);
+            assert_non_null(r);
+            assert_int_equal(r->type, REDIS_REPLY_STRING);
+            freeReplyObject(r);
+        }
+    }
+}
+
+void h_dump_record(const char *what, const h_record *rec)
+{
+    fprintf(stderr, "%s: %s, yes %u no %u error %u timeout %u, attempts %u, %llu us\n", what,
+            rec->status == 0 ? "ok" : redlock_err_name(rec->status), rec->votes_yes, rec->votes_no,
+            rec->votes_error, rec->votes_timeout, rec->attempts,
+            (unsigned long long)rec->elapsed_us);
+    for (unsigned i = 0; i < rec->n_nodes && i < H_MAX_NODES; i++)
+        fprintf(stderr, "  node %u %s: %s after %llu us %s\n", i, rec->node_url[i],
+                redlock_vote_name(rec->node_vote[i]), (unsigned long long)rec->node_latency_us[i],
+                rec->node_error[i]);
+}
+
+void h_wait_ready(h_env *env, redlock_client *c)
+{
+    unsigned running = 0;
+    for (unsigned i = 0; i < env->cluster.n; i++)
+        running += env->cluster.servers[i].pid != 0 && !env->cluster.servers[i].paused;
+    uint64_t deadline = redlock_now_us() + 5000000;
+    char name[64];
+    snprintf(name, sizeof(name), "h-ready-%llu", (unsigned long long)redlock_now_us());
+    for (int attempt = 1;; attempt++) {
+        h_record rec, rel;
+        memset(&rel, 0, sizeof(rel));
+        int rc = h_acquire(env, c, name, 2000, NULL, &rec);
+        if (rc == 0) {
+            rc = h_release(env, rec.lock, &rel);
+            redlock_lock_free(rec.lock);
+            if (rc == 0 && rel.votes_yes == running)
+                return;
+            fprintf(stderr, "h_wait_ready: probe %d: release confirmed by %u of %u\n", attempt,
+                    rel.votes_yes, running);
+            h_dump_record("  release", &rel);
+        } else {
+            fprintf(stderr, "h_wait_ready: probe %d failed\n", attempt);
+            h_dump_record("  acquire", &rec);
+        }
+        if (redlock_now_us() >= deadline)
+            fail_msg("client not ready after 5 s");
+        h_run_for(&env->loop, 20);
+    }
 }

@@ -4,10 +4,10 @@
 #ifndef REDLOCK_TEST_HARNESS_H
 #define REDLOCK_TEST_HARNESS_H
 
-#include <stdarg.h>
-#include <stddef.h>
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <cmocka.h>
@@ -75,5 +75,45 @@ long long h_pttl(h_env *env, unsigned i, const void *key, size_t key_len);
 /* How many servers hold key with exactly this token. */
 unsigned h_count_holding(h_env *env, const void *key, size_t key_len, const char *token,
                          size_t token_len);
+
+/* ---- helpers added for the integration suite ------------------------------------------------ */
+
+/* As h_acquire, for a binary-safe resource of len bytes. */
+int h_acquire_bin(h_env *env, redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
+                  const redlock_lock_opts *opts, h_record *rec);
+/* A client on explicit URLs. Returns redlock_client_new's code; on success *out is set and, if
+ * the env has no client yet, it becomes the env's client (closed by h_env_stop). err may be
+ * NULL. */
+int h_client_urls(h_env *env, const char *const *urls, unsigned n, const redlock_options *opts,
+                  redlock_client **out, char *err, size_t err_len);
+/* Run the loop in short slices until h_count_holding(key, token) == want, at most timeout_ms.
+ * Returns true if reached. */
+bool h_wait_holding(h_env *env, const void *key, size_t key_len, const char *token,
+                    size_t token_len, unsigned want, uint64_t timeout_ms);
+/* SET key value on server i (no options); fails the test unless the reply is OK. */
+void h_set(h_env *env, unsigned i, const void *key, size_t key_len, const char *value);
+/* DEL key on server i; returns the number deleted (-1 on error). */
+long long h_del(h_env *env, unsigned i, const void *key, size_t key_len);
+/* DBSIZE of server i (-1 on error). */
+long long h_dbsize(h_env *env, unsigned i);
+/* Probe the client with short acquire/release cycles on a throwaway resource until a release is
+ * confirmed by want nodes (votes_yes == want), at most timeout_ms. Returns true if reached. */
+bool h_wait_release_votes(h_env *env, redlock_client *c, unsigned want, uint64_t timeout_ms);
+/* SCRIPT LOAD the library's extend and release scripts on every running server, so that EVALSHA
+ * finds them (a test that is not about the NOSCRIPT fallback should not depend on it). */
+void h_load_scripts(h_env *env);
+/* Print what rec saw (status, votes, per-node vote and error) on stderr, prefixed by what. For
+ * failure messages: call it before an assertion on rec is expected to fail. */
+void h_dump_record(const char *what, const h_record *rec);
+/* For a test program's main(): ignore SIGPIPE; if $H_TEST_FILTER is set run only the tests whose
+ * names match it, and if $H_TEST_SKIP is set skip those that match it (cmocka's filters: '*' and
+ * '?' wildcards). */
+void h_test_main_init(void);
+/* Wait (at most 5 s, else fail the test) until the client has every running server of the env
+ * connected and working: a probe acquire/release on each of them confirmed by all. Probes that
+ * fail on the way are printed on stderr (so a flaky start leaves a trace in the test log). */
+void h_wait_ready(h_env *env, redlock_client *c);
+/* Microseconds since t0_us on the redlock_now_us() clock. */
+uint64_t h_since_us(uint64_t t0_us);
 
 #endif

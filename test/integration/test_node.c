@@ -1,0 +1,207 @@
+/* test_node.c - how a node behaves when its server is slow, stopped, dead or far: fail fast,
+ * queue behind a connect, drop and reconnect a node that stopped answering, bound the requests
+ * a node may owe, resolve host names. */
+#include "harness.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Operations issued before any node is connected wait for the connection within their
+ * deadline, instead of failing: a client is usable right after redlock_client_new. */
+static void acquire_right_after_create_waits_for_connect(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "node:early", 5000, NULL, &rec), 0);
+    h_run_for(&env.loop, 20);
+    h_record rel;
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(rel.votes_yes, 5);
+    h_env_stop(&env);
+}
+
+/* A dead node answers at once with an error vote, not at its deadline. */
+static void dead_node_fails_fast(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_options o;
+    h_test_options(&o);
+    o.node_timeout_ms = 2000;
+    redlock_client *c = h_client(&env, &o);
+    h_wait_connected(&env, c);
+    fixture_kill(&env.cluster, 4);
+    h_run_for(&env.loop, 100); /* the client sees the connection close */
+    for (int round = 0; round < 3; round++) {
+        h_record rec;
+        assert_int_equal(h_acquire(&env, c, "node:dead", 5000, NULL, &rec), 0);
+        /* The round was decided at quorum; by the time it is, node 4 already answered. */
+        assert_int_equal(rec.node_vote[4], REDLOCK_VOTE_ERROR);
+        assert_true(rec.node_latency_us[4] < 1000000); /* far from the 2 s deadline */
+        assert_non_null(strstr(rec.node_error[4], "node down"));
+        h_record rel;
+        assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+        assert_true(rel.elapsed_us < 1000000); /* release does not wait for a deadline either */
+        redlock_lock_free(rec.lock);
+    }
+    h_env_stop(&env);
+}
+
+/* A stopped server keeps its TCP connection open and never answers: requests time out; once it
+ * owes answers and has been silent for three node timeouts its connection is dropped, it fails
+ * fast while down, and once it answers again it is used again. */
+static void silent_node_is_dropped_and_comes_back(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_options o;
+    h_test_options(&o);
+    o.node_timeout_ms = 100;
+    o.connect_timeout_ms = 300;
+    o.reconnect_max_ms = 200;
+    redlock_client *c = h_client(&env, &o);
+    h_wait_connected(&env, c);
+    fixture_pause(&env.cluster, 0);
+    bool saw_timeout = false, saw_dropped_or_down = false;
+    uint64_t until = redlock_now_us() + 1500000;
+    while (redlock_now_us() < until) {
+        h_record rec;
+        assert_int_equal(h_acquire(&env, c, "node:silent", 5000, NULL, &rec), 0);
+        h_record rel;
+        h_release(&env, rec.lock, &rel);
+        redlock_lock_free(rec.lock);
+        if (rel.node_vote[0] == REDLOCK_VOTE_TIMEOUT)
+            saw_timeout = true;
+        if (rel.node_vote[0] == REDLOCK_VOTE_ERROR &&
+            (strstr(rel.node_error[0], "dropped") != NULL ||
+             strstr(rel.node_error[0], "node down") != NULL ||
+             strstr(rel.node_error[0], "connect") != NULL))
+            saw_dropped_or_down = true;
+        /* A round never waits for the paused node beyond its deadline (generous slack). */
+        assert_true(rel.elapsed_us < 100000 + 400000);
+    }
+    assert_true(saw_timeout);
+    assert_true(saw_dropped_or_down);
+    fixture_resume(&env.cluster, 0);
+    bool back = false;
+    until = redlock_now_us() + 5000000;
+    while (!back && redlock_now_us() < until) {
+        h_record rec;
+        assert_int_equal(h_acquire(&env, c, "node:silent", 5000, NULL, &rec), 0);
+        h_record rel;
+        h_release(&env, rec.lock, &rel);
+        redlock_lock_free(rec.lock);
+        back = rel.votes_yes == 5;
+        if (!back)
+            h_run_for(&env.loop, 50);
+    }
+    assert_true(back);
+    h_env_stop(&env);
+}
+
+/* A node may owe at most max_inflight_per_node answers; past that it fails at once, so a
+ * stopped server cannot make the client queue without bound. */
+static void inflight_cap_bounds_a_stopped_node(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_options o;
+    h_test_options(&o);
+    o.node_timeout_ms = 3000;
+    o.max_inflight_per_node = 4;
+    redlock_client *c = h_client(&env, &o);
+    h_wait_connected(&env, c);
+    fixture_pause(&env.cluster, 2);
+    /* One at a time, so healthy nodes owe at most one answer while the paused one piles up. */
+    enum { K = 10 };
+    h_record recs[K];
+    uint64_t t0 = redlock_now_us();
+    int capped = 0;
+    for (int i = 0; i < K; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "node:cap:%d", i);
+        assert_int_equal(h_acquire(&env, c, name, 5000, NULL, &recs[i]), 0);
+        if (recs[i].node_vote[2] == REDLOCK_VOTE_ERROR &&
+            strstr(recs[i].node_error[2], "too many requests") != NULL)
+            capped++;
+    }
+    assert_true(redlock_now_us() - t0 < 2500000); /* decided at quorum, not at the deadline */
+    /* The first 4 wait for the paused node; the other 6 were refused at once. */
+    assert_int_equal(capped, K - 4);
+    fixture_resume(&env.cluster, 2);
+    h_env_stop(&env);
+}
+
+/* Host names are resolved; every address is tried ("localhost" may give ::1 first while the
+ * server listens on 127.0.0.1 only). */
+static void host_names_are_resolved(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    char urls[3][64];
+    const char *list[3];
+    for (unsigned i = 0; i < 3; i++) {
+        snprintf(urls[i], sizeof(urls[i]), "redis://localhost:%d", env.cluster.servers[i].port);
+        list[i] = urls[i];
+    }
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    char err[256];
+    assert_int_equal(redlock_client_new(&env.loop, list, 3, &o, &c, err, sizeof(err)), 0);
+    env.client = c;
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "node:dns", 5000, NULL, &rec), 0);
+    h_record rel;
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(rel.votes_yes, 3);
+    h_env_stop(&env);
+}
+
+/* A name that does not resolve is an error vote naming the host, not a hang. */
+static void unresolvable_host_is_an_error(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    char url[64];
+    snprintf(url, sizeof(url), "redis://no-such-host.invalid:6379");
+    const char *list[3] = {env.cluster.urls[0], env.cluster.urls[1], url};
+    redlock_options o;
+    h_test_options(&o);
+    o.connect_timeout_ms = 3000;
+    redlock_client *c = NULL;
+    assert_int_equal(redlock_client_new(&env.loop, list, 3, &o, &c, NULL, 0), 0);
+    env.client = c;
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "node:nxdomain", 5000, NULL, &rec), 0);
+    h_run_for(&env.loop, 300);
+    h_record rel;
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(rel.node_vote[2], REDLOCK_VOTE_ERROR);
+    assert_non_null(strstr(rel.node_error[2], "no-such-host.invalid"));
+    h_env_stop(&env);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(acquire_right_after_create_waits_for_connect),
+        cmocka_unit_test(dead_node_fails_fast),
+        cmocka_unit_test(silent_node_is_dropped_and_comes_back),
+        cmocka_unit_test(inflight_cap_bounds_a_stopped_node),
+        cmocka_unit_test(host_names_are_resolved),
+        cmocka_unit_test(unresolvable_host_is_an_error),
+    };
+    return cmocka_run_group_tests_name("node", tests, NULL, NULL);
+}

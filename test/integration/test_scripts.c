@@ -1,0 +1,230 @@
+/* test_scripts.c - the Lua scripts of extend and release: their SHA1s match what a real server
+ * computes, and a server that lost its script cache (SCRIPT FLUSH, restart) is served with EVAL. */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scripts.h"
+
+#define N 5
+
+static const redlock__script *const all_scripts[] = {
+    &redlock__script_extend, &redlock__script_release, &redlock__script_inspect};
+
+/* 1 if server i has the script cached, 0 if not, -1 on error. */
+static int script_exists(h_env *env, unsigned i, const char *sha1)
+{
+    redisReply *r = fixture_command(&env->cluster, i, "SCRIPT EXISTS %s", sha1);
+    int v = -1;
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER)
+        v = (int)r->element[0]->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+static void flush_scripts(h_env *env)
+{
+    for (unsigned i = 0; i < env->cluster.n; i++) {
+        redisReply *r = fixture_command(&env->cluster, i, "SCRIPT FLUSH");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        for (size_t k = 0; k < sizeof(all_scripts) / sizeof(all_scripts[0]); k++)
+            assert_int_equal(script_exists(env, i, all_scripts[k]->sha1), 0);
+    }
+}
+
+/* 6. each script's SHA1 is what SCRIPT LOAD of its source returns. */
+static void script_sha1s_match_the_server(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL);
+    for (size_t k = 0; k < sizeof(all_scripts) / sizeof(all_scripts[0]); k++) {
+        const redlock__script *s = all_scripts[k];
+        assert_int_equal(strlen(s->source), s->source_len);
+        assert_int_equal(strlen(s->sha1), 40);
+        const char *argv[3] = {"SCRIPT", "LOAD", s->source};
+        size_t argvlen[3] = {6, 4, s->source_len};
+        redisReply *r = fixture_command_argv(&env.cluster, 0, 3, argv, argvlen);
+        assert_non_null(r);
+        if (r->type != REDIS_REPLY_STRING)
+            fprintf(stderr, "SCRIPT LOAD %s: %.*s\n", s->name, (int)r->len, r->str);
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        if (strcmp(r->str, s->sha1) != 0)
+            fprintf(stderr, "script %s: server says %s, scripts.c says %s\n", s->name, r->str,
+                    s->sha1);
+        assert_string_equal(r->str, s->sha1);
+        freeReplyObject(r);
+        assert_int_equal(script_exists(&env, 0, s->sha1), 1);
+    }
+    h_env_stop(&env);
+}
+
+/* 6. SCRIPT FLUSH between acquire and release / extend: the NOSCRIPT fallback still gets the
+ * job done on every node. */
+static void script_flush_before_release_and_extend(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    h_record rec, ext, rel;
+    /* One full cycle with the scripts cached first, so EVALSHA is what goes out. */
+    h_load_scripts(&env);
+    assert_int_equal(h_acquire(&env, c, "scripts:warm", 5000, NULL, &rec), 0);
+    assert_int_equal(h_extend(&env, rec.lock, 5000, 0, &ext), 0);
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(rel.votes_yes, N);
+    redlock_lock_free(rec.lock);
+    for (unsigned i = 0; i < N; i++) {
+        assert_int_equal(script_exists(&env, i, redlock__script_release.sha1), 1);
+        assert_int_equal(script_exists(&env, i, redlock__script_extend.sha1), 1);
+    }
+
+    assert_int_equal(h_acquire(&env, c, "scripts:flush", 1000, NULL, &rec), 0);
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    assert_true(h_wait_holding(&env, "scripts:flush", 13, token, token_len, N, 2000));
+
+    flush_scripts(&env);
+    assert_int_equal(h_extend(&env, rec.lock, 8000, 0, &ext), 0);
+    assert_true(ext.votes_yes >= 3);
+    assert_int_equal(ext.votes_error, 0);
+    h_run_for(&env.loop, 100);
+    for (unsigned i = 0; i < N; i++) {
+        long long pttl = h_pttl(&env, i, "scripts:flush", 13);
+        assert_true(pttl > 1000 && pttl <= 8000); /* renewed beyond the first ttl everywhere */
+        assert_int_equal(script_exists(&env, i, redlock__script_extend.sha1), 1);
+    }
+
+    flush_scripts(&env);
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(rel.votes_yes, N);
+    assert_int_equal(rel.votes_error, 0);
+    for (unsigned i = 0; i < N; i++) {
+        assert_int_equal(h_pttl(&env, i, "scripts:flush", 13), -2);
+        assert_int_equal(script_exists(&env, i, redlock__script_release.sha1), 1);
+    }
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+/* A script missing on only some nodes: those fall back, the others run EVALSHA. */
+static void script_flush_on_some_nodes(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    h_load_scripts(&env);
+    h_record rec, rel;
+    assert_int_equal(h_acquire(&env, c, "scripts:some", 5000, NULL, &rec), 0);
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    assert_true(h_wait_holding(&env, "scripts:some", 12, token, token_len, N, 2000));
+    for (unsigned i = 0; i < N; i += 2) {
+        redisReply *r = fixture_command(&env.cluster, i, "SCRIPT FLUSH");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(rel.votes_yes, N);
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(rel.node_vote[i], REDLOCK_VOTE_YES);
+    assert_int_equal(h_count_holding(&env, "scripts:some", 12, token, token_len), 0);
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+/* Extend and release written back to back after a SCRIPT FLUSH: whatever the extend's fate, the
+ * release must still delete the key everywhere, and nothing may bring it back. */
+static void script_flush_then_extend_and_release_back_to_back(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    h_wait_ready(&env, c);
+    h_record rec, ext, rel;
+    assert_int_equal(h_acquire(&env, c, "scripts:b2b", 5000, NULL, &rec), 0);
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    assert_true(h_wait_holding(&env, "scripts:b2b", 11, token, token_len, N, 2000));
+    flush_scripts(&env);
+    memset(&ext, 0, sizeof(ext));
+    memset(&rel, 0, sizeof(rel));
+    assert_int_equal(redlock_extend(rec.lock, 5000, REDLOCK_EXTEND_RETAKE, h_record_cb, &ext), 0);
+    assert_int_equal(redlock_release(rec.lock, h_record_cb, &rel), 0);
+    assert_true(h_run_until(&env.loop, &rel.calls, 1, 10000));
+    assert_true(h_run_until(&env.loop, &ext.calls, 1, 10000));
+    h_run_for(&env.loop, 100);
+    assert_int_equal(ext.calls, 1);
+    assert_int_equal(rel.calls, 1);
+    assert_int_equal(rel.status, 0);
+    assert_int_equal(rel.votes_yes, N);
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(h_pttl(&env, i, "scripts:b2b", 11), -2);
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+/* The common "unlock, then lock again" pattern on servers that have not cached the release
+ * script yet (fresh start, restart, SCRIPT FLUSH): the release is written, then the acquire of
+ * the same resource right behind it on the same connections. Written in that order, the release
+ * must free the resource and the acquire must get it. */
+static void release_then_reacquire_on_cold_script_cache(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = h_client(&env, NULL); /* no warm-up: nothing cached on the servers */
+    h_record rec, rel, again;
+    assert_int_equal(h_acquire(&env, c, "scripts:again", 10000, NULL, &rec), 0);
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    assert_true(h_wait_holding(&env, "scripts:again", 13, token, token_len, N, 2000));
+
+    memset(&rel, 0, sizeof(rel));
+    memset(&again, 0, sizeof(again));
+    assert_int_equal(redlock_release(rec.lock, h_record_cb, &rel), 0);
+    assert_int_equal(redlock_acquire(c, "scripts:again", 13, 10000, NULL, h_record_cb, &again), 0);
+    assert_true(h_run_until(&env.loop, &rel.calls, 1, 10000));
+    assert_true(h_run_until(&env.loop, &again.calls, 1, 10000));
+    h_run_for(&env.loop, 50);
+    for (unsigned i = 0; i < N; i++) {
+        if (rel.node_vote[i] != REDLOCK_VOTE_YES)
+            fprintf(stderr, "release on node %u: %s: %s\n", i, redlock_vote_name(rel.node_vote[i]),
+                    rel.node_error[i]);
+    }
+    if (again.status != 0)
+        fprintf(stderr, "second acquire: %s\n", redlock_err_name(again.status));
+    assert_int_equal(rel.status, 0);
+    assert_int_equal(rel.votes_yes, N);
+    assert_int_equal(again.status, 0);
+    /* The old token is gone from every node. */
+    assert_int_equal(h_count_holding(&env, "scripts:again", 13, token, token_len), 0);
+    h_record rel2;
+    assert_int_equal(h_release(&env, again.lock, &rel2), 0);
+    assert_int_equal(rel2.votes_yes, N);
+    redlock_lock_free(again.lock);
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+int main(void)
+{
+    h_test_main_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(script_sha1s_match_the_server),
+        cmocka_unit_test(script_flush_before_release_and_extend),
+        cmocka_unit_test(script_flush_on_some_nodes),
+        cmocka_unit_test(script_flush_then_extend_and_release_back_to_back),
+        cmocka_unit_test(release_then_reacquire_on_cold_script_cache),
+    };
+    return cmocka_run_group_tests_name("scripts", tests, NULL, NULL);
+}

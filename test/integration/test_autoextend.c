@@ -1,0 +1,350 @@
+/* test_autoextend.c - auto-extension against five real servers: a short-ttl lock stays held as
+ * long as its holder wants; when it cannot be kept, "lost" fires exactly once and before the
+ * validity deadline; nothing is extended after release. */
+#include "harness.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct lost_record {
+    int calls;
+    int reason;
+    uint64_t at_us;
+    uint64_t deadline_us; /* the lock's deadline when "lost" fired */
+    bool free_in_cb;
+} lost_record;
+
+static void on_lost(redlock_lock *lock, int reason, void *data)
+{
+    lost_record *l = data;
+    l->calls++;
+    l->reason = reason;
+    l->at_us = redlock_now_us();
+    l->deadline_us = redlock_lock_deadline_us(lock);
+    if (l->free_in_cb)
+        redlock_lock_free(lock);
+}
+
+static int acquire_auto(h_env *env, redlock_client *c, const char *name, uint64_t ttl_ms,
+                        const redlock_auto_opts *auto_opts, lost_record *lost, h_record *rec)
+{
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    redlock_auto_opts defaults;
+    redlock_auto_opts_init(&defaults);
+    lo.auto_extend = auto_opts != NULL ? auto_opts : &defaults;
+    lo.lost_cb = on_lost;
+    lo.lost_data = lost;
+    return h_acquire(env, c, name, ttl_ms, &lo, rec);
+}
+
+/* ttl 300 ms, held 2 s: still ours, a second client is refused throughout, and the keys' PTTL
+ * never ran out. */
+static void short_ttl_lock_stays_held(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *a = h_client(&env, NULL);
+    redlock_client *b = h_client(&env, NULL);
+    lost_record lost = {0};
+    h_record rec;
+    assert_int_equal(acquire_auto(&env, a, "auto:held", 300, NULL, &lost, &rec), 0);
+    redlock_lock *lock = rec.lock;
+    uint64_t until = redlock_now_us() + 2000000;
+    int refused = 0;
+    while (redlock_now_us() < until) {
+        h_record other;
+        assert_int_equal(h_acquire(&env, b, "auto:held", 300, NULL, &other), REDLOCK_EBUSY);
+        refused++;
+        h_run_for(&env.loop, 100);
+        assert_true(redlock_lock_is_held(lock, redlock_now_us()));
+    }
+    assert_int_equal(lost.calls, 0);
+    assert_true(refused >= 10);
+    /* A third of 300 ms is 100 ms: about 20 extensions in 2 s (loose bounds for a busy CI). */
+    assert_true(redlock_lock_extensions(lock) >= 8);
+    size_t token_len;
+    const char *token = redlock_lock_token(lock, &token_len);
+    assert_true(h_count_holding(&env, "auto:held", 9, token, token_len) >= 3);
+
+    /* Released: nothing is extended after, and "lost" never fires. */
+    h_record rel;
+    assert_int_equal(h_release(&env, lock, &rel), 0);
+    unsigned ext = redlock_lock_extensions(lock);
+    h_run_for(&env.loop, 500);
+    assert_int_equal(redlock_lock_extensions(lock), ext);
+    assert_int_equal(lost.calls, 0);
+    assert_int_equal(h_count_holding(&env, "auto:held", 9, token, token_len), 0);
+    h_record got;
+    assert_int_equal(h_acquire(&env, b, "auto:held", 300, NULL, &got), 0);
+    h_close_client(&env, b);
+    h_env_stop(&env);
+}
+
+/* 3 of 5 nodes stopped during the hold: "lost" fires once, before the validity deadline. */
+static void quorum_gone_fires_lost_before_deadline(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_options o;
+    h_test_options(&o);
+    o.node_timeout_ms = 50;
+    o.retry_delay_ms = 20;
+    o.retry_jitter_ms = 0;
+    redlock_client *c = h_client(&env, &o);
+    lost_record lost = {0};
+    h_record rec;
+    assert_int_equal(acquire_auto(&env, c, "auto:lost", 600, NULL, &lost, &rec), 0);
+    h_run_for(&env.loop, 250); /* a couple of extensions first */
+    assert_true(redlock_lock_extensions(rec.lock) >= 1);
+    fixture_pause(&env.cluster, 0);
+    fixture_pause(&env.cluster, 1);
+    fixture_pause(&env.cluster, 2);
+    uint64_t stopped_at = redlock_now_us();
+    assert_true(h_run_until(&env.loop, &lost.calls, 1, 3000));
+    assert_int_equal(lost.calls, 1);
+    assert_true(lost.reason == REDLOCK_ENOQUORUM || lost.reason == REDLOCK_EEXPIRED);
+    /* Before the deadline, never after it; and not absurdly early either. */
+    assert_true(lost.at_us < lost.deadline_us);
+    assert_true(lost.at_us - stopped_at < 600000);
+    /* Exactly once: nothing more arrives. */
+    h_run_for(&env.loop, 700);
+    assert_int_equal(lost.calls, 1);
+    for (unsigned i = 0; i < 3; i++)
+        fixture_resume(&env.cluster, i);
+    h_env_stop(&env);
+}
+
+/* Someone deletes the keys behind the holder's back: the next extension says ELOST at once. */
+static void keys_taken_fires_lost_elost(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    lost_record lost = {0};
+    h_record rec;
+    assert_int_equal(acquire_auto(&env, c, "auto:stolen", 600, NULL, &lost, &rec), 0);
+    for (unsigned i = 0; i < 5; i++) {
+        redisReply *r = fixture_command(&env.cluster, i, "SET auto:stolen intruder");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    assert_true(h_run_until(&env.loop, &lost.calls, 1, 2000));
+    assert_int_equal(lost.reason, REDLOCK_ELOST);
+    assert_true(lost.at_us < lost.deadline_us);
+    h_run_for(&env.loop, 300);
+    assert_int_equal(lost.calls, 1);
+    h_env_stop(&env);
+}
+
+/* The cap on extensions ends the hold through the same path, with REDLOCK_ELIMIT, before the
+ * deadline of the last extension. */
+static void extension_cap_fires_elimit(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    ao.max_extensions = 2;
+    lost_record lost = {0};
+    h_record rec;
+    assert_int_equal(acquire_auto(&env, c, "auto:cap", 300, &ao, &lost, &rec), 0);
+    assert_true(h_run_until(&env.loop, &lost.calls, 1, 3000));
+    assert_int_equal(lost.reason, REDLOCK_ELIMIT);
+    assert_int_equal(redlock_lock_extensions(rec.lock), 2);
+    assert_true(lost.at_us < lost.deadline_us);
+    h_run_for(&env.loop, 300);
+    assert_int_equal(lost.calls, 1);
+    h_env_stop(&env);
+}
+
+/* Closing the client tells every auto-extended lock, once, before the close callback; a lost
+ * callback may free its lock. */
+static bool closed_seen;
+static lost_record *close_lost;
+
+static void on_closed(redlock_client *client, void *data)
+{
+    (void)client;
+    (void)data;
+    assert_int_equal(close_lost->calls, 1); /* lost came first */
+    closed_seen = true;
+}
+
+static void close_fires_lost_ecanceled(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    lost_record lost = {0};
+    lost.free_in_cb = true;
+    h_record rec;
+    assert_int_equal(acquire_auto(&env, c, "auto:close", 1000, NULL, &lost, &rec), 0);
+    close_lost = &lost;
+    closed_seen = false;
+    assert_int_equal(redlock_client_close(c, on_closed, NULL), 0);
+    env.client = NULL;
+    int dummy = 0;
+    uint64_t until = redlock_now_us() + 3000000;
+    while (!closed_seen && redlock_now_us() < until)
+        uv_run(&env.loop, UV_RUN_ONCE);
+    (void)dummy;
+    assert_true(closed_seen);
+    assert_int_equal(lost.calls, 1);
+    assert_int_equal(lost.reason, REDLOCK_ECANCELED);
+    h_env_stop(&env);
+}
+
+/* Bad options are refused at once and nothing is acquired. */
+static void bad_auto_options_are_refused(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    h_record rec;
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    lo.auto_extend = &ao;
+    lo.lost_cb = NULL;
+    assert_int_equal(redlock_acquire(c, "auto:bad", 8, 1000, &lo, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_client_last_error(c), "lost"));
+    lo.lost_cb = on_lost;
+    ao.extend_at = 1.0;
+    assert_int_equal(redlock_acquire(c, "auto:bad", 8, 1000, &lo, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    ao.extend_at = 0.5;
+    ao.lost_margin_ms = 1000;
+    assert_int_equal(redlock_acquire(c, "auto:bad", 8, 1000, &lo, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    ao.lost_margin_ms = 0;
+    ao.extend_flags = 0x80;
+    assert_int_equal(redlock_acquire(c, "auto:bad", 8, 1000, &lo, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(h_pttl(&env, i, "auto:bad", 8), -2);
+    /* redlock_auto_extend on an attached lock, twice, and after release. */
+    redlock_lock *att = NULL;
+    assert_int_equal(redlock_lock_attach(c, "auto:att", 8, "tok", 3, 1000, &att), 0);
+    assert_int_equal(redlock_auto_extend(att, NULL, on_lost, NULL), REDLOCK_EINVAL);
+    redlock_lock_free(att);
+    assert_int_equal(h_acquire(&env, c, "auto:twice", 1000, NULL, &rec), 0);
+    lost_record lost = {0};
+    assert_int_equal(redlock_auto_extend(rec.lock, NULL, on_lost, &lost), 0);
+    assert_int_equal(redlock_auto_extend(rec.lock, NULL, on_lost, &lost), REDLOCK_EINVAL);
+    h_record rel;
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(redlock_auto_extend(rec.lock, NULL, on_lost, &lost), REDLOCK_ERELEASED);
+    assert_int_equal(lost.calls, 0);
+    h_env_stop(&env);
+}
+
+/* attach + extend + release by token, as another process would (the command-line tool). */
+static void attach_extend_release_by_token(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *a = h_client(&env, NULL);
+    redlock_client *b = h_client(&env, NULL);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, a, "auto:attach", 1000, NULL, &rec), 0);
+    size_t token_len;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    redlock_lock *att = NULL;
+    assert_int_equal(redlock_lock_attach(b, "auto:attach", 11, token, token_len, 5000, &att), 0);
+    assert_int_equal(redlock_lock_validity_ms(att), 0);
+    h_record ext;
+    assert_int_equal(h_extend(&env, att, 5000, 0, &ext), 0);
+    assert_true(redlock_lock_validity_ms(att) > 4800);
+    for (unsigned i = 0; i < 5; i++)
+        assert_true(h_pttl(&env, i, "auto:attach", 11) > 4000);
+    h_record rel;
+    assert_int_equal(h_release(&env, att, &rel), 0);
+    assert_int_equal(rel.votes_yes, 5);
+    /* A wrong token attaches fine but extends nothing: ELOST. */
+    redlock_lock *wrong = NULL;
+    assert_int_equal(redlock_lock_attach(b, "auto:attach", 11, "nope", 4, 1000, &wrong), 0);
+    assert_int_equal(h_extend(&env, wrong, 1000, 0, &ext), REDLOCK_ELOST);
+    redlock_lock_free(wrong);
+    h_close_client(&env, b);
+    h_env_stop(&env);
+}
+
+typedef struct inspect_record {
+    h_record rec;
+    char values[5][64];
+    int64_t pttl[5];
+} inspect_record;
+
+static void on_inspect(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    inspect_record *ir = data;
+    assert_null(lock);
+    for (unsigned i = 0; i < result->n_nodes && i < 5; i++) {
+        ir->pttl[i] = result->nodes[i].pttl_ms;
+        snprintf(ir->values[i], sizeof(ir->values[i]), "%.*s", (int)result->nodes[i].value_len,
+                 result->nodes[i].value != NULL ? result->nodes[i].value : "");
+    }
+    h_record_cb(lock, status, result, &ir->rec);
+}
+
+/* inspect shows the holder and PTTL on every node, and errors for a dead one. */
+static void inspect_shows_holder_per_node(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "auto:inspect", 5000, NULL, &rec), 0);
+    h_run_for(&env.loop, 30);
+    fixture_kill(&env.cluster, 4);
+    inspect_record ir;
+    memset(&ir, 0, sizeof(ir));
+    assert_int_equal(redlock_inspect(c, "auto:inspect", 12, on_inspect, &ir), 0);
+    assert_true(h_run_until(&env.loop, &ir.rec.calls, 1, 5000));
+    assert_int_equal(ir.rec.status, 0);
+    const char *token = redlock_lock_token(rec.lock, NULL);
+    for (unsigned i = 0; i < 4; i++) {
+        assert_int_equal(ir.rec.node_vote[i], REDLOCK_VOTE_YES);
+        assert_string_equal(ir.values[i], token);
+        assert_true(ir.pttl[i] > 0 && ir.pttl[i] <= 5000);
+    }
+    assert_int_equal(ir.rec.node_vote[4], REDLOCK_VOTE_ERROR);
+    /* A free resource: every live node says no key. */
+    memset(&ir, 0, sizeof(ir));
+    assert_int_equal(redlock_inspect(c, "auto:none", 9, on_inspect, &ir), 0);
+    assert_true(h_run_until(&env.loop, &ir.rec.calls, 1, 5000));
+    assert_int_equal(ir.rec.status, 0);
+    assert_int_equal(ir.rec.votes_no, 4);
+    assert_int_equal(ir.pttl[0], -2);
+    h_env_stop(&env);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(short_ttl_lock_stays_held),
+        cmocka_unit_test(quorum_gone_fires_lost_before_deadline),
+        cmocka_unit_test(keys_taken_fires_lost_elost),
+        cmocka_unit_test(extension_cap_fires_elimit),
+        cmocka_unit_test(close_fires_lost_ecanceled),
+        cmocka_unit_test(bad_auto_options_are_refused),
+        cmocka_unit_test(attach_extend_release_by_token),
+        cmocka_unit_test(inspect_shows_holder_per_node),
+    };
+    return cmocka_run_group_tests_name("autoextend", tests, NULL, NULL);
+}

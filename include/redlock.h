@@ -473,9 +473,10 @@ REDLOCK_EXTERN int redlock_sync_new(const char *const *node_urls, unsigned n_nod
  * NULL is allowed. */
 REDLOCK_EXTERN void redlock_sync_free(redlock_sync *sync);
 
-/* Acquire (as redlock_acquire; opts may ask for wait_ms and auto_extend; the lost callback then
- * runs on the library's thread). On success *lock_out is set. report may be NULL. Returns the
- * operation's status. */
+/* Acquire (as redlock_acquire; opts may ask for wait_ms and auto_extend). The lost callback then
+ * runs on the library's thread and gets the inner async handle, whose redlock_lock_get_data()
+ * is the redlock_sync_lock (do not overwrite it); blocking calls from it return REDLOCK_EINVAL.
+ * On success *lock_out is set. report may be NULL. Returns the operation's status. */
 REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len,
                                         uint64_t ttl_ms, const redlock_lock_opts *opts,
                                         redlock_sync_lock **lock_out, redlock_report *report);
@@ -491,7 +492,7 @@ REDLOCK_EXTERN const char *redlock_sync_lock_token(const redlock_sync_lock *lock
 REDLOCK_EXTERN uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock);
 /* 0 while held; after an auto-extended lock was lost, the reason given to its lost callback;
- * REDLOCK_ERELEASED after release. */
+ * REDLOCK_ERELEASED after release; REDLOCK_EEXPIRED once the deadline passed otherwise. */
 REDLOCK_EXTERN int redlock_sync_lock_status(const redlock_sync_lock *lock);
 
 #ifdef __cplusplus

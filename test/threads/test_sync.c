@@ -1,0 +1,976 @@
+/* test_sync.c - the blocking, thread-safe API (redlock_sync_*) from many threads at once,
+ * against five real redis-server processes.
+ *
+ * cmocka's assertions jump back into the test function, so they are used on the main thread
+ * only; worker threads count what they saw and the main thread checks the counts. The fixture
+ * is driven from the main thread too (it is not thread-safe). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+#include <sched.h>
+#include <uv.h>
+
+#include "fixture.h"
+#include "redlock.h"
+
+#define N_NODES 5
+
+/* Options for a loaded machine (sanitizers, valgrind): generous node timeouts, short retries. */
+static void test_options(redlock_options *opts)
+{
+    redlock_options_init(opts);
+    opts->node_timeout_ms = 500;
+    opts->retry_count = 0;
+    opts->retry_delay_ms = 3;
+    opts->retry_jitter_ms = 2;
+}
+
+static redlock_sync *start_sync(fixture_cluster *cluster, const redlock_options *opts)
+{
+    redlock_options defaults;
+    if (opts == NULL) {
+        test_options(&defaults);
+        opts = &defaults;
+    }
+    redlock_sync *sync = NULL;
+    char err[256];
+    int rc = redlock_sync_new(cluster->urls, cluster->n, opts, &sync, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "redlock_sync_new: %s: %s\n", redlock_err_name(rc), err);
+    assert_int_equal(rc, 0);
+    assert_non_null(sync);
+    return sync;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    uv_sleep(ms);
+}
+
+static int acquire_str(redlock_sync *sync, const char *resource, uint64_t ttl_ms,
+                       const redlock_lock_opts *opts, redlock_sync_lock **out,
+                       redlock_report *report)
+{
+    return redlock_sync_acquire(sync, resource, strlen(resource), ttl_ms, opts, out, report);
+}
+
+/* ---- 1. contention: a plain counter per resource, incremented under the lock ---------------- */
+
+#define CONTENDERS 8
+#define CYCLES 200
+#define RESOURCES 4
+
+typedef struct contention {
+    redlock_sync *sync;
+    long counters[RESOURCES]; /* plain, non-atomic: only the distributed lock protects them */
+} contention;
+
+typedef struct contender {
+    contention *shared;
+    unsigned index;
+    uint64_t rng;
+    long increments[RESOURCES]; /* this thread's successful increments, per resource */
+    int failures;               /* acquires or releases that did not return 0 */
+    int first_error;
+} contender;
+
+static uint64_t xorshift(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
+static void contender_main(void *arg)
+{
+    contender *me = arg;
+    contention *sh = me->shared;
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.wait_ms = 10000; /* a contended acquire retries until it gets the lock */
+    for (int cycle = 0; cycle < CYCLES; cycle++) {
+        unsigned r = (unsigned)(xorshift(&me->rng) % RESOURCES);
+        char resource[32];
+        snprintf(resource, sizeof(resource), "threads:counter:%u", r);
+        redlock_sync_lock *lock = NULL;
+        int rc = acquire_str(sh->sync, resource, 10000, &lo, &lock, NULL);
+        if (rc != 0) {
+            me->failures++;
+            if (me->first_error == 0)
+                me->first_error = rc;
+            continue;
+        }
+        /* Read, let others run, write: any overlap of two holders loses an increment. */
+        long value = sh->counters[r];
+        sched_yield();
+        sh->counters[r] = value + 1;
+        me->increments[r]++;
+        rc = redlock_sync_release(lock, NULL);
+        if (rc != 0) {
+            me->failures++;
+            if (me->first_error == 0)
+                me->first_error = rc;
+        }
+        redlock_sync_lock_free(lock);
+    }
+}
+
+static void contended_counters_are_exact(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    contention sh;
+    memset(&sh, 0, sizeof(sh));
+    sh.sync = start_sync(&cluster, NULL);
+
+    contender workers[CONTENDERS];
+    uv_thread_t threads[CONTENDERS];
+    memset(workers, 0, sizeof(workers));
+    uint64_t t0 = redlock_now_us();
+    for (unsigned i = 0; i < CONTENDERS; i++) {
+        workers[i].shared = &sh;
+        workers[i].index = i;
+        workers[i].rng = 0x9e3779b97f4a7c15ull * (i + 1);
+        assert_int_equal(uv_thread_create(&threads[i], contender_main, &workers[i]), 0);
+    }
+    for (unsigned i = 0; i < CONTENDERS; i++)
+        assert_int_equal(uv_thread_join(&threads[i]), 0);
+    uint64_t took_ms = (redlock_now_us() - t0) / 1000;
+
+    long total = 0;
+    int failures = 0;
+    for (unsigned r = 0; r < RESOURCES; r++) {
+        long expected = 0;
+        for (unsigned i = 0; i < CONTENDERS; i++)
+            expected += workers[i].increments[r];
+        assert_int_equal(sh.counters[r], expected);
+        total += sh.counters[r];
+    }
+    for (unsigned i = 0; i < CONTENDERS; i++) {
+        if (workers[i].failures != 0)
+            fprintf(stderr, "thread %u: %d failures, first %s\n", i, workers[i].failures,
+                    redlock_err_name(workers[i].first_error));
+        failures += workers[i].failures;
+    }
+    assert_int_equal(failures, 0);
+    assert_int_equal(total, CONTENDERS * CYCLES);
+    fprintf(stderr, "# %d acquire/release cycles on %d threads in %llu ms\n", CONTENDERS * CYCLES,
+            CONTENDERS, (unsigned long long)took_ms);
+
+    redlock_sync_free(sh.sync);
+    fixture_stop(&cluster);
+}
+
+/* ---- 2. reports: the per-node outcome survives the call ---------------------------------------
+ */
+
+static void report_shows_each_node(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+    redlock_report *report = calloc(1, sizeof(*report));
+    assert_non_null(report);
+
+    /* Every node connected and answering: a release is confirmed by all five. */
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(acquire_str(sync, "threads:report", 5000, NULL, &lock, report), 0);
+    assert_int_equal(report->status, 0);
+    assert_int_equal(redlock_sync_release(lock, report), 0);
+    assert_int_equal(report->votes_yes, N_NODES);
+    redlock_sync_lock_free(lock);
+
+    const unsigned dead = 2;
+    assert_int_equal(fixture_kill(&cluster, dead), 0);
+    sleep_ms(100); /* let the client see the connection drop */
+
+    assert_int_equal(acquire_str(sync, "threads:report", 5000, NULL, &lock, report), 0);
+    assert_int_equal(report->status, 0);
+    assert_int_equal(report->n_nodes, N_NODES);
+    assert_int_equal(report->attempts, 1);
+    assert_true(report->votes_yes >= 3);
+    assert_int_equal(report->votes_no, 0);
+    assert_int_equal(report->nodes[dead].vote, REDLOCK_VOTE_ERROR);
+    assert_non_null(report->nodes[dead].error);
+    assert_ptr_equal(report->nodes[dead].error, report->errors[dead]);
+    assert_true(strlen(report->nodes[dead].error) > 0);
+    char port[16];
+    snprintf(port, sizeof(port), ":%d", cluster.servers[dead].port);
+    assert_non_null(strstr(report->nodes[dead].url, port));
+
+    /* A release waits for every node: exactly the four live ones said yes. */
+    assert_int_equal(redlock_sync_release(lock, report), 0);
+    assert_int_equal(report->status, 0);
+    assert_int_equal(report->votes_yes, N_NODES - 1);
+    assert_int_equal(report->votes_error, 1);
+    for (unsigned i = 0; i < N_NODES; i++) {
+        if (i == dead) {
+            assert_int_equal(report->nodes[i].vote, REDLOCK_VOTE_ERROR);
+            assert_true(strlen(report->nodes[i].error) > 0);
+        } else {
+            assert_int_equal(report->nodes[i].vote, REDLOCK_VOTE_YES);
+            assert_null(report->nodes[i].error);
+        }
+    }
+    fprintf(stderr, "# dead node %s: %s\n", report->nodes[dead].url, report->nodes[dead].error);
+    /* Released: a second release is refused at once, and the report says so. */
+    assert_int_equal(redlock_sync_lock_status(lock), REDLOCK_ERELEASED);
+    assert_int_equal(redlock_sync_release(lock, report), REDLOCK_ERELEASED);
+    assert_int_equal(report->status, REDLOCK_ERELEASED);
+    assert_int_equal(report->n_nodes, 0);
+    redlock_sync_lock_free(lock);
+
+    free(report);
+    redlock_sync_free(sync);
+    fixture_stop(&cluster);
+}
+
+static void report_copy_is_deep(void **state)
+{
+    (void)state;
+    char long_value[REDLOCK_TOKEN_MAX + 40];
+    memset(long_value, 'v', sizeof(long_value));
+    char long_error[400];
+    memset(long_error, 'e', sizeof(long_error) - 1);
+    long_error[sizeof(long_error) - 1] = '\0';
+    char url0[] = "redis://a:1", url1[] = "redis://b:2";
+    redlock_node_result nodes[2] = {
+        {.url = url0,
+         .vote = REDLOCK_VOTE_YES,
+         .latency_us = 7,
+         .pttl_ms = 900,
+         .value = long_value,
+         .value_len = sizeof(long_value)},
+        {.url = url1, .vote = REDLOCK_VOTE_ERROR, .error = long_error, .pttl_ms = -2},
+    };
+    redlock_result result = {.status = REDLOCK_ENOQUORUM,
+                             .n_nodes = 2,
+                             .votes_yes = 1,
+                             .votes_error = 1,
+                             .attempts = 3,
+                             .elapsed_us = 1234,
+                             .nodes = nodes};
+    redlock_report *report = malloc(sizeof(*report));
+    assert_non_null(report);
+    memset(report, 0xa5, sizeof(*report));
+    redlock_report_copy(report, &result);
+    memset(long_value, 'x', sizeof(long_value)); /* the report owns its copies */
+    memset(long_error, 'x', sizeof(long_error) - 1);
+
+    assert_int_equal(report->status, REDLOCK_ENOQUORUM);
+    assert_int_equal(report->n_nodes, 2);
+    assert_int_equal(report->votes_yes, 1);
+    assert_int_equal(report->votes_error, 1);
+    assert_int_equal(report->attempts, 3);
+    assert_int_equal(report->elapsed_us, 1234);
+    assert_ptr_equal(report->nodes[0].url, url0);
+    assert_int_equal(report->nodes[0].latency_us, 7);
+    assert_int_equal(report->nodes[0].pttl_ms, 900);
+    assert_int_equal(report->nodes[0].value_len, REDLOCK_TOKEN_MAX);
+    assert_ptr_equal(report->nodes[0].value, report->values[0]);
+    for (size_t k = 0; k < REDLOCK_TOKEN_MAX; k++)
+        assert_int_equal(report->values[0][k], 'v');
+    assert_int_equal(report->values[0][REDLOCK_TOKEN_MAX], '\0');
+    assert_null(report->nodes[0].error);
+    assert_null(report->nodes[1].value);
+    assert_int_equal(report->nodes[1].pttl_ms, -2);
+    assert_ptr_equal(report->nodes[1].error, report->errors[1]);
+    assert_int_equal(strlen(report->errors[1]), REDLOCK_ERROR_TEXT_MAX - 1);
+    assert_int_equal(report->errors[1][0], 'e');
+    free(report);
+}
+
+/* ---- 3. creation errors are reported at once ---------------------------------------------- */
+
+static void new_reports_bad_arguments(void **state)
+{
+    (void)state;
+    redlock_sync *sync = (redlock_sync *)(uintptr_t)1;
+    char err[256];
+
+    const char *bad[] = {"redis://127.0.0.1:6379", "http://example.com"};
+    err[0] = '\0';
+    assert_int_equal(redlock_sync_new(bad, 2, NULL, &sync, err, sizeof(err)), REDLOCK_EURL);
+    assert_null(sync);
+    assert_true(strlen(err) > 0);
+    fprintf(stderr, "# bad URL: %s\n", err);
+
+    const char *dup[] = {"redis://127.0.0.1:7001", "redis://127.0.0.1:7002",
+                         "redis://127.0.0.1:7001"};
+    sync = (redlock_sync *)(uintptr_t)1;
+    err[0] = '\0';
+    assert_int_equal(redlock_sync_new(dup, 3, NULL, &sync, err, sizeof(err)), REDLOCK_EDUPNODE);
+    assert_null(sync);
+    assert_true(strlen(err) > 0);
+    fprintf(stderr, "# duplicate: %s\n", err);
+
+    const char *pw[] = {"redis://:hunter2@127.0.0.1:7001", "redis://:hunter2@127.0.0.1:7001"};
+    assert_int_equal(redlock_sync_new(pw, 2, NULL, &sync, err, sizeof(err)), REDLOCK_EDUPNODE);
+    assert_null(strstr(err, "hunter2"));
+
+    sync = (redlock_sync *)(uintptr_t)1;
+    assert_int_equal(redlock_sync_new(bad, 0, NULL, &sync, err, sizeof(err)), REDLOCK_EINVAL);
+    assert_null(sync);
+    assert_true(strlen(err) > 0);
+
+    redlock_options opts;
+    redlock_options_init(&opts);
+    opts.ttl_ms = 0;
+    assert_int_equal(redlock_sync_new(dup, 1, &opts, &sync, NULL, 0), REDLOCK_EINVAL);
+    assert_null(sync);
+    assert_int_equal(redlock_sync_new(dup, 1, NULL, NULL, err, sizeof(err)), REDLOCK_EINVAL);
+
+    /* NULL everywhere a handle is allowed to be NULL. */
+    redlock_sync_free(NULL);
+    redlock_sync_lock_free(NULL);
+    redlock_report report;
+    assert_int_equal(redlock_sync_release(NULL, &report), REDLOCK_EINVAL);
+    assert_int_equal(report.status, REDLOCK_EINVAL);
+    assert_int_equal(redlock_sync_extend(NULL, 0, 0, NULL), REDLOCK_EINVAL);
+    redlock_sync_lock *lock = (redlock_sync_lock *)(uintptr_t)1;
+    assert_int_equal(redlock_sync_acquire(NULL, "x", 1, 0, NULL, &lock, NULL), REDLOCK_EINVAL);
+    assert_null(lock);
+}
+
+/* Bad arguments to calls on a live sync client come back at once with the async API's code. */
+static void calls_report_bad_arguments(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+    redlock_report report;
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(redlock_sync_acquire(sync, "", 0, 0, NULL, &lock, &report), REDLOCK_EINVAL);
+    assert_int_equal(report.status, REDLOCK_EINVAL);
+    assert_int_equal(redlock_sync_acquire(sync, "x", 1, 0, NULL, NULL, NULL), REDLOCK_EINVAL);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.retry_count = -5;
+    assert_int_equal(acquire_str(sync, "threads:bad", 1000, &lo, &lock, &report), REDLOCK_EINVAL);
+    assert_int_equal(report.status, REDLOCK_EINVAL);
+    assert_null(lock);
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao; /* without a lost callback */
+    assert_int_equal(acquire_str(sync, "threads:bad", 1000, &lo, &lock, NULL), REDLOCK_EINVAL);
+
+    assert_int_equal(acquire_str(sync, "threads:bad", 5000, NULL, &lock, &report), 0);
+    assert_int_equal(redlock_sync_extend(lock, 0, 0x80, &report), REDLOCK_EINVAL);
+    assert_int_equal(report.status, REDLOCK_EINVAL);
+    /* A custom token comes back as given, with its NUL. */
+    size_t len = 0;
+    const char *token = redlock_sync_lock_token(lock, &len);
+    assert_int_equal(len, 32);
+    assert_int_equal(strlen(token), 32);
+    const char *res = redlock_sync_lock_resource(lock, &len);
+    assert_int_equal(len, strlen("threads:bad"));
+    assert_memory_equal(res, "threads:bad", len);
+    redlock_sync_lock *other = NULL;
+    redlock_lock_opts_init(&lo);
+    lo.token = "tok\0en";
+    lo.token_len = 6;
+    assert_int_equal(redlock_sync_acquire(sync, "a\0b", 3, 5000, &lo, &other, NULL), 0);
+    token = redlock_sync_lock_token(other, &len);
+    assert_int_equal(len, 6);
+    assert_memory_equal(token, "tok\0en", 7);
+    res = redlock_sync_lock_resource(other, &len);
+    assert_int_equal(len, 3);
+    assert_memory_equal(res, "a\0b", 3);
+    assert_int_equal(redlock_sync_release(other, NULL), 0);
+    redlock_sync_lock_free(other);
+    /* lock is left held and not freed: the free takes care of it. */
+    redlock_sync_free(sync);
+    fixture_stop(&cluster);
+}
+
+/* ---- 4. free with calls in flight -------------------------------------------------------- */
+
+#define WAITERS 4
+
+typedef struct waiter {
+    redlock_sync *sync;
+    atomic_int started;
+    int rc;
+    int report_status;
+    uint64_t took_us;
+    redlock_sync_lock *lock;
+} waiter;
+
+static void waiter_main(void *arg)
+{
+    waiter *w = arg;
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.wait_ms = 30000;
+    redlock_report *report = malloc(sizeof(*report));
+    if (report == NULL) {
+        w->rc = REDLOCK_ENOMEM;
+        return;
+    }
+    atomic_store(&w->started, 1);
+    uint64_t t0 = redlock_now_us();
+    w->rc = acquire_str(w->sync, "threads:held", 30000, &lo, &w->lock, report);
+    w->took_us = redlock_now_us() - t0;
+    w->report_status = report->status;
+    free(report);
+}
+
+typedef struct lost_record {
+    atomic_int calls;
+    atomic_int reason;
+    atomic_int status_seen; /* redlock_sync_lock_status() inside the callback */
+    atomic_int on_main_thread;
+    atomic_int reentrant_rc;    /* a blocking call from inside the callback */
+    atomic_int sigpipe_blocked; /* on the library's thread */
+    bool try_reentrant;
+    bool free_inside;
+    redlock_sync *sync;
+    uv_thread_t main_thread;
+} lost_record;
+
+static void record_lost(redlock_lock *lock, int reason, void *data)
+{
+    lost_record *rec = data;
+    redlock_sync_lock *sl = redlock_lock_get_data(lock);
+    atomic_store(&rec->reason, reason);
+    atomic_store(&rec->status_seen, sl != NULL ? redlock_sync_lock_status(sl) : 1);
+    uv_thread_t self = uv_thread_self();
+    atomic_store(&rec->on_main_thread, uv_thread_equal(&self, &rec->main_thread));
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, NULL, &mask);
+    atomic_store(&rec->sigpipe_blocked, sigismember(&mask, SIGPIPE) == 1);
+    if (rec->try_reentrant) {
+        redlock_sync_lock *other = NULL;
+        atomic_store(&rec->reentrant_rc,
+                     acquire_str(rec->sync, "threads:reentrant", 1000, NULL, &other, NULL));
+    }
+    if (rec->free_inside)
+        redlock_sync_lock_free(sl);
+    atomic_fetch_add(&rec->calls, 1);
+}
+
+static void free_cancels_calls_in_flight(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+
+    /* The main thread holds the resource; an auto-extended lock hears of the free too. */
+    redlock_sync_lock *held = NULL;
+    assert_int_equal(acquire_str(sync, "threads:held", 30000, NULL, &held, NULL), 0);
+    lost_record lost;
+    memset(&lost, 0, sizeof(lost));
+    lost.main_thread = uv_thread_self();
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = record_lost;
+    lo.lost_data = &lost;
+    redlock_sync_lock *extended = NULL;
+    assert_int_equal(acquire_str(sync, "threads:auto", 5000, &lo, &extended, NULL), 0);
+
+    waiter waiters[WAITERS];
+    uv_thread_t threads[WAITERS];
+    memset(waiters, 0, sizeof(waiters));
+    for (unsigned i = 0; i < WAITERS; i++) {
+        waiters[i].sync = sync;
+        assert_int_equal(uv_thread_create(&threads[i], waiter_main, &waiters[i]), 0);
+    }
+    for (unsigned i = 0; i < WAITERS; i++)
+        while (!atomic_load(&waiters[i].started))
+            sleep_ms(1);
+    sleep_ms(300); /* well inside their retries */
+
+    uint64_t t0 = redlock_now_us();
+    redlock_sync_free(sync); /* also frees held and extended */
+    uint64_t free_ms = (redlock_now_us() - t0) / 1000;
+    for (unsigned i = 0; i < WAITERS; i++) {
+        assert_int_equal(uv_thread_join(&threads[i]), 0);
+        assert_int_equal(waiters[i].rc, REDLOCK_ECANCELED);
+        assert_int_equal(waiters[i].report_status, REDLOCK_ECANCELED);
+        assert_null(waiters[i].lock);
+        assert_true(waiters[i].took_us < 10000000);
+    }
+    assert_true(free_ms < 5000);
+    assert_int_equal(atomic_load(&lost.calls), 1);
+    assert_int_equal(atomic_load(&lost.reason), REDLOCK_ECANCELED);
+    assert_int_equal(atomic_load(&lost.status_seen), REDLOCK_ECANCELED);
+    assert_false(atomic_load(&lost.on_main_thread));
+    fixture_stop(&cluster);
+}
+
+/* ---- 5. reading a handle while another thread extends it ---------------------------------- */
+
+typedef struct reader {
+    redlock_sync_lock *lock;
+    atomic_int stop;
+    long reads;
+    int bad_status;
+    int deadline_went_back;
+    int bad_validity;
+    int bad_token;
+} reader;
+
+static void reader_main(void *arg)
+{
+    reader *r = arg;
+    uint64_t last_deadline = 0;
+    while (!atomic_load(&r->stop)) {
+        uint64_t deadline = redlock_sync_lock_deadline_us(r->lock);
+        uint64_t validity = redlock_sync_lock_validity_ms(r->lock);
+        int status = redlock_sync_lock_status(r->lock);
+        size_t len = 0;
+        const char *token = redlock_sync_lock_token(r->lock, &len);
+        if (status != 0)
+            r->bad_status++;
+        if (deadline < last_deadline)
+            r->deadline_went_back++;
+        if (validity == 0 || validity > 5000)
+            r->bad_validity++;
+        if (len != 32 || strlen(token) != 32)
+            r->bad_token++;
+        last_deadline = deadline;
+        r->reads++;
+        sched_yield(); /* under valgrind (one thread at a time) a pure spin starves the loop */
+    }
+}
+
+typedef struct extender {
+    redlock_sync_lock *lock;
+    int rounds;
+    int failures;
+    int first_error;
+    int deadline_not_moved;
+} extender;
+
+static void extender_main(void *arg)
+{
+    extender *e = arg;
+    for (int i = 0; i < e->rounds; i++) {
+        uint64_t before = redlock_sync_lock_deadline_us(e->lock);
+        redlock_report report;
+        int rc = redlock_sync_extend(e->lock, 5000, 0, &report);
+        if (rc != 0 || report.status != 0) {
+            if (e->first_error == 0)
+                e->first_error = rc;
+            e->failures++;
+        } else if (redlock_sync_lock_deadline_us(e->lock) <= before) {
+            e->deadline_not_moved++;
+        }
+    }
+}
+
+static void reads_race_free_with_extends(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(acquire_str(sync, "threads:read", 5000, NULL, &lock, NULL), 0);
+
+    reader readers[2];
+    uv_thread_t reader_threads[2];
+    memset(readers, 0, sizeof(readers));
+    for (int i = 0; i < 2; i++) {
+        readers[i].lock = lock;
+        assert_int_equal(uv_thread_create(&reader_threads[i], reader_main, &readers[i]), 0);
+    }
+    extender ext = {.lock = lock, .rounds = 200};
+    uv_thread_t ext_thread;
+    assert_int_equal(uv_thread_create(&ext_thread, extender_main, &ext), 0);
+    assert_int_equal(uv_thread_join(&ext_thread), 0);
+    for (int i = 0; i < 2; i++) {
+        atomic_store(&readers[i].stop, 1);
+        assert_int_equal(uv_thread_join(&reader_threads[i]), 0);
+    }
+    if (ext.failures != 0)
+        fprintf(stderr, "extend failed %d times, first %s\n", ext.failures,
+                redlock_err_name(ext.first_error));
+    assert_int_equal(ext.failures, 0);
+    assert_int_equal(ext.deadline_not_moved, 0);
+    for (int i = 0; i < 2; i++) {
+        assert_true(readers[i].reads > 0);
+        assert_int_equal(readers[i].bad_status, 0);
+        assert_int_equal(readers[i].deadline_went_back, 0);
+        assert_int_equal(readers[i].bad_validity, 0);
+        assert_int_equal(readers[i].bad_token, 0);
+    }
+    assert_int_equal(redlock_sync_release(lock, NULL), 0);
+    assert_int_equal(redlock_sync_lock_status(lock), REDLOCK_ERELEASED);
+    assert_int_equal(redlock_sync_extend(lock, 0, 0, NULL), REDLOCK_ERELEASED);
+    redlock_sync_lock_free(lock);
+    redlock_sync_free(sync);
+    fixture_stop(&cluster);
+}
+
+/* ---- 6. auto-extension through the blocking API ------------------------------------------ */
+
+typedef struct prober {
+    redlock_sync *sync;
+    const char *resource;
+    atomic_int stop;
+    int attempts;
+    int busy;
+    int other;
+    int other_rc;
+} prober;
+
+static void prober_main(void *arg)
+{
+    prober *p = arg;
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.retry_count = 0; /* no wait */
+    while (!atomic_load(&p->stop)) {
+        redlock_sync_lock *lock = NULL;
+        int rc = acquire_str(p->sync, p->resource, 300, &lo, &lock, NULL);
+        p->attempts++;
+        if (rc == REDLOCK_EBUSY) {
+            p->busy++;
+        } else {
+            p->other++;
+            p->other_rc = rc;
+            if (rc == 0) {
+                redlock_sync_release(lock, NULL);
+                redlock_sync_lock_free(lock);
+            }
+        }
+        uv_sleep(50);
+    }
+}
+
+static void auto_extension_keeps_lock(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+
+    lost_record lost;
+    memset(&lost, 0, sizeof(lost));
+    lost.main_thread = uv_thread_self();
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = record_lost;
+    lo.lost_data = &lost;
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(acquire_str(sync, "threads:auto", 300, &lo, &lock, NULL), 0);
+    uint64_t first_deadline = redlock_sync_lock_deadline_us(lock);
+
+    prober p = {.sync = sync, .resource = "threads:auto"};
+    uv_thread_t probe_thread;
+    assert_int_equal(uv_thread_create(&probe_thread, prober_main, &p), 0);
+    uint64_t t0 = redlock_now_us();
+    int checks = 0, not_held = 0;
+    while (redlock_now_us() - t0 < 2000000) {
+        if (redlock_sync_lock_status(lock) != 0 ||
+            redlock_sync_lock_deadline_us(lock) <= redlock_now_us())
+            not_held++;
+        checks++;
+        sleep_ms(20);
+    }
+    atomic_store(&p.stop, 1);
+    assert_int_equal(uv_thread_join(&probe_thread), 0);
+
+    assert_int_equal(not_held, 0);
+    assert_true(checks > 10);
+    assert_int_equal(atomic_load(&lost.calls), 0);
+    assert_true(p.attempts >= 5);
+    if (p.other != 0)
+        fprintf(stderr, "prober: %d unexpected results, last %s\n", p.other,
+                redlock_err_name(p.other_rc));
+    assert_int_equal(p.busy, p.attempts);
+    /* Extended many times: 2 s of a 300 ms lock. */
+    assert_true(redlock_sync_lock_deadline_us(lock) > first_deadline + 1500000);
+    assert_int_equal(redlock_sync_lock_status(lock), 0);
+
+    assert_int_equal(redlock_sync_release(lock, NULL), 0);
+    assert_int_equal(redlock_sync_lock_status(lock), REDLOCK_ERELEASED);
+    redlock_sync_lock_free(lock);
+    /* Free at once for another holder; no lost callback for a release. */
+    redlock_sync_lock *next = NULL;
+    assert_int_equal(acquire_str(sync, "threads:auto", 300, NULL, &next, NULL), 0);
+    assert_int_equal(redlock_sync_release(next, NULL), 0);
+    redlock_sync_lock_free(next);
+    sleep_ms(400);
+    assert_int_equal(atomic_load(&lost.calls), 0);
+
+    redlock_sync_free(sync);
+    assert_int_equal(atomic_load(&lost.calls), 0);
+    fixture_stop(&cluster);
+}
+
+/* Keys deleted behind the holder's back: the lost callback runs on the library's thread, the
+ * handle's status is the reason by then, a blocking call from inside it is refused, and freeing
+ * the handle from inside it is allowed. */
+static void lost_callback_sets_status(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+
+    lost_record lost;
+    memset(&lost, 0, sizeof(lost));
+    lost.main_thread = uv_thread_self();
+    lost.try_reentrant = true;
+    lost.sync = sync;
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = record_lost;
+    lo.lost_data = &lost;
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(acquire_str(sync, "threads:lost", 600, &lo, &lock, NULL), 0);
+    assert_int_equal(redlock_sync_lock_status(lock), 0);
+    for (unsigned i = 0; i < N_NODES; i++) {
+        redisReply *r = fixture_command(&cluster, i, "DEL %s", "threads:lost");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    uint64_t t0 = redlock_now_us();
+    while (atomic_load(&lost.calls) == 0 && redlock_now_us() - t0 < 3000000)
+        sleep_ms(5);
+    assert_int_equal(atomic_load(&lost.calls), 1);
+    assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
+    assert_int_equal(atomic_load(&lost.status_seen), REDLOCK_ELOST);
+    assert_false(atomic_load(&lost.on_main_thread));
+    /* The library's thread blocks signals: SIGPIPE there cannot kill the process. */
+    assert_true(atomic_load(&lost.sigpipe_blocked));
+    assert_int_equal(atomic_load(&lost.reentrant_rc), REDLOCK_EINVAL);
+    assert_int_equal(redlock_sync_lock_status(lock), REDLOCK_ELOST);
+    assert_int_equal(redlock_sync_release(lock, NULL), 0);
+    redlock_sync_lock_free(lock);
+
+    /* Again, and this time the callback frees the handle itself. */
+    memset(&lost, 0, sizeof(lost));
+    lost.main_thread = uv_thread_self();
+    lost.free_inside = true;
+    assert_int_equal(acquire_str(sync, "threads:lost", 600, &lo, &lock, NULL), 0);
+    for (unsigned i = 0; i < N_NODES; i++) {
+        redisReply *r = fixture_command(&cluster, i, "DEL %s", "threads:lost");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    t0 = redlock_now_us();
+    while (atomic_load(&lost.calls) == 0 && redlock_now_us() - t0 < 3000000)
+        sleep_ms(5);
+    assert_int_equal(atomic_load(&lost.calls), 1);
+    assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
+
+    redlock_sync_free(sync);
+    fixture_stop(&cluster);
+}
+
+/* Freeing an auto-extended handle without releasing stops the extension: the key runs out with
+ * its ttl and nobody is told it was lost. */
+static void lock_free_stops_auto_extension(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+    lost_record lost;
+    memset(&lost, 0, sizeof(lost));
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = record_lost;
+    lo.lost_data = &lost;
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(acquire_str(sync, "threads:forget", 300, &lo, &lock, NULL), 0);
+    uint64_t t0 = redlock_now_us();
+    redlock_sync_lock_free(lock);
+
+    redlock_lock_opts wait;
+    redlock_lock_opts_init(&wait);
+    wait.wait_ms = 3000;
+    redlock_sync_lock *next = NULL;
+    assert_int_equal(acquire_str(sync, "threads:forget", 1000, &wait, &next, NULL), 0);
+    uint64_t took_ms = (redlock_now_us() - t0) / 1000;
+    assert_true(took_ms >= 200 && took_ms < 2000); /* the old key lived out its ttl */
+    assert_int_equal(redlock_sync_release(next, NULL), 0);
+    redlock_sync_lock_free(next);
+    assert_int_equal(atomic_load(&lost.calls), 0);
+    redlock_sync_free(sync);
+    assert_int_equal(atomic_load(&lost.calls), 0);
+    fixture_stop(&cluster);
+}
+
+/* ---- allocation failures -------------------------------------------------------------- */
+
+/* A realloc hook that fails on request. It is called from the library's thread as well, so its
+ * state is atomic. */
+typedef struct failing_alloc {
+    atomic_long countdown;   /* > 0: fail the allocation that brings it to 0; <= 0: never */
+    atomic_size_t fail_size; /* non-zero: fail every allocation of exactly this size */
+    atomic_size_t watch_min; /* record the first allocation of at least this size ... */
+    atomic_size_t seen;      /* ... here */
+    atomic_long live;        /* allocations not yet freed */
+} failing_alloc;
+
+static void *failing_realloc(void *ud, void *ptr, size_t size)
+{
+    failing_alloc *fa = ud;
+    if (size == 0) {
+        if (ptr != NULL)
+            atomic_fetch_sub(&fa->live, 1);
+        free(ptr);
+        return NULL;
+    }
+    if (ptr != NULL)
+        return realloc(ptr, size);
+    if (atomic_fetch_sub(&fa->countdown, 1) == 1 || size == atomic_load(&fa->fail_size))
+        return NULL;
+    size_t watch = atomic_load(&fa->watch_min);
+    size_t none = 0;
+    if (watch != 0 && size >= watch)
+        atomic_compare_exchange_strong(&fa->seen, &none, size);
+    void *p = malloc(size);
+    if (p != NULL)
+        atomic_fetch_add(&fa->live, 1);
+    return p;
+}
+
+static void failing_options(redlock_options *opts, failing_alloc *fa)
+{
+    atomic_init(&fa->countdown, 0);
+    atomic_init(&fa->fail_size, 0);
+    atomic_init(&fa->watch_min, 0);
+    atomic_init(&fa->seen, 0);
+    atomic_init(&fa->live, 0);
+    test_options(opts);
+    opts->realloc_fn = failing_realloc;
+    opts->realloc_ud = fa;
+}
+
+/* Fail the first, second, ... allocation of redlock_sync_new until it succeeds: each failure is
+ * REDLOCK_ENOMEM with a message and leaves nothing allocated. */
+static void new_survives_every_allocation_failure(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    static failing_alloc fa; /* outlives a failed assertion, as the library's thread may */
+    redlock_options opts;
+    failing_options(&opts, &fa);
+    redlock_sync *sync = NULL;
+    int failures = 0;
+    for (long k = 1; k < 1000; k++) {
+        atomic_store(&fa.countdown, k);
+        char err[256] = "";
+        int rc = redlock_sync_new(cluster.urls, cluster.n, &opts, &sync, err, sizeof(err));
+        if (rc == 0)
+            break;
+        assert_int_equal(rc, REDLOCK_ENOMEM);
+        assert_null(sync);
+        assert_true(strlen(err) > 0);
+        assert_int_equal(atomic_load(&fa.live), 0);
+        failures++;
+    }
+    atomic_store(&fa.countdown, 0);
+    assert_non_null(sync);
+    assert_true(failures >= 2); /* the sync client itself, then the async client */
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(acquire_str(sync, "threads:alloc", 5000, NULL, &lock, NULL), 0);
+    assert_int_equal(redlock_sync_release(lock, NULL), 0);
+    redlock_sync_free(sync);
+    assert_int_equal(atomic_load(&fa.live), 0);
+    fixture_stop(&cluster);
+}
+
+/* The handle of an acquire cannot be allocated: REDLOCK_ENOMEM, nothing taken. */
+static void acquire_out_of_memory_takes_nothing(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    static failing_alloc fa; /* outlives a failed assertion, as the library's thread may */
+    redlock_options opts;
+    failing_options(&opts, &fa);
+    redlock_sync *sync = start_sync(&cluster, &opts);
+
+    /* A resource of an unusual length singles out the handle's allocation: the first one of at
+     * least that length (the handle embeds its copy of the resource, and is allocated before
+     * the acquire starts). */
+    size_t len = 100003;
+    char *resource = malloc(len);
+    assert_non_null(resource);
+    memset(resource, 'r', len);
+    redlock_sync_lock *lock = NULL;
+    atomic_store(&fa.watch_min, len);
+    assert_int_equal(redlock_sync_acquire(sync, resource, len, 5000, NULL, &lock, NULL), 0);
+    atomic_store(&fa.watch_min, 0);
+    assert_int_equal(redlock_sync_release(lock, NULL), 0);
+    redlock_sync_lock_free(lock);
+    size_t handle_size = atomic_load(&fa.seen);
+    assert_true(handle_size > len + REDLOCK_TOKEN_MAX); /* not the async key copy */
+
+    long live_before = atomic_load(&fa.live);
+    atomic_store(&fa.fail_size, handle_size);
+    redlock_report report;
+    lock = (redlock_sync_lock *)(uintptr_t)1;
+    assert_int_equal(redlock_sync_acquire(sync, resource, len, 5000, NULL, &lock, &report),
+                     REDLOCK_ENOMEM);
+    atomic_store(&fa.fail_size, 0);
+    assert_null(lock);
+    assert_int_equal(report.status, REDLOCK_ENOMEM);
+    assert_int_equal(report.n_nodes, 0);
+    assert_int_equal(atomic_load(&fa.live), live_before);
+    /* Nothing was taken: the resource is free at once (no retries). */
+    assert_int_equal(redlock_sync_acquire(sync, resource, len, 5000, NULL, &lock, NULL), 0);
+    assert_int_equal(redlock_sync_release(lock, NULL), 0);
+    free(resource);
+    redlock_sync_free(sync);
+    assert_int_equal(atomic_load(&fa.live), 0);
+    fixture_stop(&cluster);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const char *filter = getenv("H_TEST_FILTER");
+    if (filter != NULL && filter[0] != '\0')
+        cmocka_set_test_filter(filter);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(contended_counters_are_exact),
+        cmocka_unit_test(report_shows_each_node),
+        cmocka_unit_test(report_copy_is_deep),
+        cmocka_unit_test(new_reports_bad_arguments),
+        cmocka_unit_test(calls_report_bad_arguments),
+        cmocka_unit_test(free_cancels_calls_in_flight),
+        cmocka_unit_test(reads_race_free_with_extends),
+        cmocka_unit_test(auto_extension_keeps_lock),
+        cmocka_unit_test(lost_callback_sets_status),
+        cmocka_unit_test(lock_free_stops_auto_extension),
+        cmocka_unit_test(acquire_out_of_memory_takes_nothing),
+        cmocka_unit_test(new_survives_every_allocation_failure),
+    };
+    return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
+}

@@ -1,0 +1,60 @@
+/* bench.h - what the scenarios share: the run's settings, a client on its own loop, and the
+ * figures kept for the plot. */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "redlock.h"
+#include "stats.h"
+
+#define BENCH_TP_POINTS 4
+
+typedef struct bench_config {
+    const char *urls[REDLOCK_MAX_NODES];
+    unsigned n_nodes;
+    pid_t pids[REDLOCK_MAX_NODES]; /* the node servers' pids, for the faults scenario */
+    unsigned n_pids;
+    double duration_s;
+    bool quick;
+    uint64_t ttl_ms;
+    uint64_t node_timeout_ms;
+    double drift_factor;
+    const char *proxy_path;
+    const char *plot_path;
+    FILE *json;
+    /* Kept for --plot. */
+    samples plot_cycle, plot_raw_cycle;
+    unsigned tp_concurrency[BENCH_TP_POINTS];
+    double tp_lock[BENCH_TP_POINTS], tp_raw[BENCH_TP_POINTS];
+    unsigned tp_points;
+} bench_config;
+
+/* Each returns 0, 1 when skipped (with a reason printed), or -1 on failure. */
+int bench_latency(bench_config *cfg);
+int bench_throughput(bench_config *cfg);
+int bench_contention(bench_config *cfg);
+int bench_faults(bench_config *cfg);
+int bench_wan(bench_config *cfg);
+int bench_memory(bench_config *cfg);
+void bench_plot(const bench_config *cfg);
+void bench_results_free(bench_config *cfg);
+
+/* A client on loop with the run's settings (urls NULL: the run's nodes). Exits on error. */
+redlock_client *bench_client(const bench_config *cfg, uv_loop_t *loop, const char *const *urls,
+                             unsigned n, const redlock_options *opts);
+/* Close client and run the loop until it is closed. */
+void bench_close(uv_loop_t *loop, redlock_client *client);
+/* Run loop until *flag or the time is up (absolute, bench_now_us clock). */
+void bench_run_until(uv_loop_t *loop, const bool *flag, uint64_t until_us);
+/* One sequential acquire + release on a fresh resource; returns the acquire status, and the
+ * times taken. Used for warm-up and for latencies under faults. */
+int bench_cycle_once(uv_loop_t *loop, redlock_client *c, const char *resource,
+                     uint64_t *acquire_us, uint64_t *release_us);
+
+#endif

@@ -1,0 +1,64 @@
+/* plot.c - --plot FILE.svg: the latency distribution of the latency scenario (lock cycle next to
+ * the raw cycle) and the throughput-vs-concurrency curve, drawn by gnuplot. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static void write_cdf(FILE *f, const samples *s)
+{
+    /* Samples are sorted (percentiles sorted them); thin to at most ~500 points. */
+    size_t step = s->n > 500 ? s->n / 500 : 1;
+    for (size_t i = 0; i < s->n; i += step)
+        fprintf(f, "%llu %.5f\n", (unsigned long long)s->v[i], (double)(i + 1) / (double)s->n);
+    if (s->n > 0)
+        fprintf(f, "%llu 1.0\n", (unsigned long long)s->v[s->n - 1]);
+    fprintf(f, "e\n");
+}
+
+void bench_plot(const bench_config *cfg)
+{
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "redlock-bench: --plot needs gnuplot (apt-get install gnuplot-nox)\n");
+        return;
+    }
+    FILE *g = popen("gnuplot", "w");
+    if (g == NULL) {
+        fprintf(stderr, "redlock-bench: cannot run gnuplot\n");
+        return;
+    }
+    fprintf(g, "set terminal svg size 1100,450 dynamic\nset output '%s'\n", cfg->plot_path);
+    fprintf(g, "set multiplot layout 1,2\n");
+    fprintf(g, "set title 'latency: one cycle (acquire + release), one at a time'\n"
+               "set xlabel 'microseconds'\nset ylabel 'fraction of cycles'\nset logscale x\n"
+               "set key bottom right\nset grid\n");
+    if (cfg->plot_cycle.n > 0 && cfg->plot_raw_cycle.n > 0) {
+        fprintf(g, "plot '-' with lines lw 2 title 'libredlock', '-' with lines lw 2 dt 2 title "
+                   "'raw fan-out'\n");
+        write_cdf(g, &cfg->plot_cycle);
+        write_cdf(g, &cfg->plot_raw_cycle);
+    } else {
+        fprintf(g, "set label 'latency scenario not run' at graph 0.3,0.5\nplot NaN notitle\n");
+        fprintf(g, "unset label\n");
+    }
+    fprintf(g, "unset logscale x\nset logscale x 2\nset title 'throughput'\n"
+               "set xlabel 'cycles in flight'\nset ylabel 'cycles per second'\nset key top left\n");
+    if (cfg->tp_points > 0) {
+        fprintf(g, "plot '-' with linespoints lw 2 title 'libredlock', '-' with linespoints lw 2 "
+                   "dt 2 title 'raw fan-out'\n");
+        for (unsigned i = 0; i < cfg->tp_points; i++)
+            fprintf(g, "%u %.1f\n", cfg->tp_concurrency[i], cfg->tp_lock[i]);
+        fprintf(g, "e\n");
+        for (unsigned i = 0; i < cfg->tp_points; i++)
+            fprintf(g, "%u %.1f\n", cfg->tp_concurrency[i], cfg->tp_raw[i]);
+        fprintf(g, "e\n");
+    } else {
+        fprintf(g, "set label 'throughput scenario not run' at graph 0.3,0.5\nplot NaN notitle\n");
+    }
+    fprintf(g, "unset multiplot\n");
+    if (pclose(g) != 0)
+        fprintf(stderr, "redlock-bench: gnuplot failed\n");
+    else
+        printf("plot: %s\n", cfg->plot_path);
+}

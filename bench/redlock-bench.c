@@ -1,0 +1,257 @@
+/* redlock-bench - how fast libredlock takes and releases locks, next to the raw limit measured
+ * in the same run on the same nodes.
+ *
+ *   redlock-bench --nodes URL,URL,... [--scenario NAME]... [--duration S] [--json FILE]
+ *                 [--quick] [--pids PID,PID,...] [--proxy PATH]
+ *
+ * Scenarios: latency, throughput, contention, faults (needs --pids of the node servers),
+ * wan (needs --proxy, the delay proxy program), memory. Default: all that can run.
+ * Every scenario prints a table row and, with --json, one JSON object per line. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <uv.h>
+
+#include "bench.h"
+#include "redlock.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: redlock-bench --nodes URL[,URL...] [--scenario NAME]... [--duration S]\n"
+               "                     [--json FILE] [--quick] [--pids PID,...] [--proxy PATH]\n"
+               "scenarios: latency throughput contention faults wan memory (default: all)\n");
+}
+
+static unsigned split_list(char *list, const char **out, unsigned max)
+{
+    unsigned n = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok != NULL && n < max;
+         tok = strtok_r(NULL, ",", &save))
+        out[n++] = tok;
+    return n;
+}
+
+static void cpu_model(char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon != NULL) {
+                snprintf(out, len, "%s", colon + 2);
+                out[strcspn(out, "\n")] = '\0';
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void redis_version(const bench_config *cfg, char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+    redlock_url u;
+    if (redlock_url_parse(&u, cfg->urls[0], NULL, 0) != 0) {
+        redlock_url_free(&u);
+        return;
+    }
+    struct timeval tv = {1, 0};
+    redisContext *c = u.is_unix ? redisConnectUnixWithTimeout(u.path, tv)
+                                : redisConnectWithTimeout(u.host, u.port, tv);
+    if (c != NULL && !c->err) {
+        if (u.password != NULL) {
+            redisReply *a = u.user != NULL ? redisCommand(c, "AUTH %s %s", u.user, u.password)
+                                           : redisCommand(c, "AUTH %s", u.password);
+            if (a != NULL)
+                freeReplyObject(a);
+        }
+        redisReply *r = redisCommand(c, "INFO server");
+        if (r != NULL && r->type == REDIS_REPLY_STRING) {
+            const char *v = strstr(r->str, "redis_version:");
+            if (v != NULL) {
+                snprintf(out, len, "%s", v + 14);
+                out[strcspn(out, "\r\n")] = '\0';
+            }
+        }
+        if (r != NULL)
+            freeReplyObject(r);
+    }
+    if (c != NULL)
+        redisFree(c);
+    redlock_url_free(&u);
+}
+
+static void print_machine(const bench_config *cfg)
+{
+    char cpu[256], redis[64];
+    cpu_model(cpu, sizeof(cpu));
+    redis_version(cfg, redis, sizeof(redis));
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("machine: %ld cores, %s\n", cores, cpu);
+    printf("versions: redis-server %s, hiredis %d.%d.%d, libuv %s, libredlock %s\n", redis,
+           HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, uv_version_string(),
+           redlock_version_string());
+    printf("settings: %u nodes, duration %.1f s per scenario%s, ttl %llu ms, node timeout %llu "
+           "ms, drift %.3f\n",
+           cfg->n_nodes, cfg->duration_s, cfg->quick ? " (quick)" : "",
+           (unsigned long long)cfg->ttl_ms, (unsigned long long)cfg->node_timeout_ms,
+           cfg->drift_factor);
+    if (cfg->json != NULL) {
+        fprintf(cfg->json, "{\"scenario\":\"machine\",\"cores\":%ld,\"cpu\":", cores);
+        json_string(cfg->json, cpu);
+        fprintf(cfg->json, ",\"redis_server\":");
+        json_string(cfg->json, redis);
+        fprintf(cfg->json,
+                ",\"hiredis\":\"%d.%d.%d\",\"libuv\":\"%s\",\"libredlock\":\"%s\",\"nodes\":%u,"
+                "\"duration_s\":%.1f,\"quick\":%s,\"ttl_ms\":%llu,\"node_timeout_ms\":%llu,"
+                "\"drift_factor\":%.3f}\n",
+                HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, uv_version_string(),
+                redlock_version_string(), cfg->n_nodes, cfg->duration_s,
+                cfg->quick ? "true" : "false", (unsigned long long)cfg->ttl_ms,
+                (unsigned long long)cfg->node_timeout_ms, cfg->drift_factor);
+        fflush(cfg->json);
+    }
+}
+
+typedef struct scenario {
+    const char *name;
+    int (*run)(bench_config *cfg);
+} scenario;
+
+static const scenario scenarios[] = {
+    {"latency", bench_latency},       {"throughput", bench_throughput},
+    {"contention", bench_contention}, {"faults", bench_faults},
+    {"wan", bench_wan},               {"memory", bench_memory},
+};
+#define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    bench_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.duration_s = 5;
+    cfg.ttl_ms = 10000;
+    cfg.node_timeout_ms = 50;
+    cfg.drift_factor = 0.01;
+    bool wanted[N_SCENARIOS] = {false};
+    bool any_wanted = false;
+    char *nodes = getenv("REDLOCK_NODES");
+    char *pids = NULL;
+    const char *json_path = NULL;
+
+    static const struct option longopts[] = {
+        {"nodes", required_argument, NULL, 'n'},    {"scenario", required_argument, NULL, 's'},
+        {"duration", required_argument, NULL, 'd'}, {"json", required_argument, NULL, 'j'},
+        {"quick", no_argument, NULL, 'q'},          {"pids", required_argument, NULL, 'p'},
+        {"proxy", required_argument, NULL, 'x'},    {"plot", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "n:s:d:j:qp:x:P:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'n':
+            nodes = optarg;
+            break;
+        case 's': {
+            bool found = false;
+            for (size_t i = 0; i < N_SCENARIOS; i++)
+                if (strcmp(optarg, scenarios[i].name) == 0)
+                    wanted[i] = found = true;
+            if (!found) {
+                fprintf(stderr, "redlock-bench: unknown scenario \"%s\"\n", optarg);
+                usage(stderr);
+                return 64;
+            }
+            any_wanted = true;
+            break;
+        }
+        case 'd': {
+            char *end;
+            errno = 0;
+            cfg.duration_s = strtod(optarg, &end);
+            if (errno != 0 || *end != '\0' || !(cfg.duration_s > 0 && cfg.duration_s <= 3600)) {
+                fprintf(stderr, "redlock-bench: bad duration \"%s\" (seconds, 0..3600)\n",
+                        optarg);
+                return 64;
+            }
+            break;
+        }
+        case 'j':
+            json_path = optarg;
+            break;
+        case 'q':
+            cfg.quick = true;
+            break;
+        case 'p':
+            pids = optarg;
+            break;
+        case 'x':
+            cfg.proxy_path = optarg;
+            break;
+        case 'P':
+            cfg.plot_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 64;
+        }
+    }
+    if (optind != argc || nodes == NULL) {
+        fprintf(stderr, "redlock-bench: %s\n",
+                nodes == NULL ? "no nodes: give --nodes or $REDLOCK_NODES" : "stray argument");
+        usage(stderr);
+        return 64;
+    }
+    char *nodes_copy = strdup(nodes);
+    cfg.n_nodes = split_list(nodes_copy, cfg.urls, REDLOCK_MAX_NODES);
+    if (pids != NULL) {
+        char *pids_copy = strdup(pids);
+        const char *list[REDLOCK_MAX_NODES];
+        unsigned n = split_list(pids_copy, list, REDLOCK_MAX_NODES);
+        for (unsigned i = 0; i < n; i++)
+            cfg.pids[i] = (pid_t)atol(list[i]);
+        cfg.n_pids = n;
+        free(pids_copy);
+    }
+    if (cfg.quick && cfg.duration_s > 1)
+        cfg.duration_s = 1;
+    if (json_path != NULL) {
+        cfg.json = fopen(json_path, "w");
+        if (cfg.json == NULL) {
+            fprintf(stderr, "redlock-bench: cannot write %s: %s\n", json_path, strerror(errno));
+            return 73;
+        }
+    }
+
+    print_machine(&cfg);
+    int failures = 0;
+    for (size_t i = 0; i < N_SCENARIOS; i++) {
+        if (any_wanted && !wanted[i])
+            continue;
+        int rc = scenarios[i].run(&cfg);
+        if (rc < 0)
+            failures++;
+    }
+    if (cfg.plot_path != NULL)
+        bench_plot(&cfg);
+    if (cfg.json != NULL)
+        fclose(cfg.json);
+    free(nodes_copy);
+    bench_results_free(&cfg);
+    return failures == 0 ? 0 : 1;
+}

@@ -24,6 +24,18 @@ int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)
     return err;
 }
 
+int redlock__check_resource(redlock_client *c, const void *resource, size_t len)
+{
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (resource == NULL || len == 0)
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource is empty");
+    if (len > REDLOCK_RESOURCE_MAX)
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, over %u", len,
+                                     (unsigned)REDLOCK_RESOURCE_MAX);
+    return 0;
+}
+
 const char *redlock_client_last_error(const redlock_client *c)
 {
     return c != NULL ? c->last_error : "";

@@ -95,6 +95,10 @@ int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64
                         redlock_lost_cb lost_cb);
 void redlock__auto_cancel_all(redlock_client *c);
 
+/* The checks every call that names a resource makes: the client is open, the resource is
+ * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). */
+int redlock__check_resource(redlock_client *c, const void *resource, size_t len);
+
 /* Lock handles (lock.c). */
 redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len);
 void redlock__lock_ref(redlock_lock *lock);

@@ -119,11 +119,9 @@ int redlock_lock_attach(redlock_client *c, const void *resource, size_t len, con
     if (c == NULL || lock_out == NULL)
         return REDLOCK_EINVAL;
     *lock_out = NULL;
-    if (c->closing)
-        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
-    if (resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource must be 1..%u bytes",
-                                     (unsigned)REDLOCK_RESOURCE_MAX);
+    int rc = redlock__check_resource(c, resource, len);
+    if (rc != 0)
+        return rc;
     if (token == NULL || token_len == 0 || token_len > REDLOCK_TOKEN_MAX)
         return redlock__client_error(c, REDLOCK_EINVAL, "token must be 1..%d bytes",
                                      REDLOCK_TOKEN_MAX);

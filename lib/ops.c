@@ -488,18 +488,14 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
 {
     if (c == NULL)
         return REDLOCK_EINVAL;
-    if (c->closing)
-        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
-    if (resource == NULL || len == 0)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource is empty");
-    if (len > REDLOCK_RESOURCE_MAX)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, over %u", len,
-                                     (unsigned)REDLOCK_RESOURCE_MAX);
+    int rc = redlock__check_resource(c, resource, len);
+    if (rc != 0)
+        return rc;
     if (cb == NULL)
         return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
     if (ttl_ms == 0)
         ttl_ms = c->opts.ttl_ms;
-    int rc = check_ttl(c, ttl_ms);
+    rc = check_ttl(c, ttl_ms);
     if (rc != 0)
         return rc;
     redlock_lock_opts defaults;
@@ -558,22 +554,32 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
     return op_launch(o); /* the op holds the lock's first reference */
 }
 
-int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data)
+/* What extend and release check of the lock they act on. */
+static int check_lock_call(redlock_lock *lock, redlock_cb cb)
 {
-    if (lock == NULL)
-        return REDLOCK_EINVAL;
     redlock_client *c = lock->client;
     if (c->closing)
         return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
     if (cb == NULL)
         return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
-    if ((flags & ~REDLOCK_EXTEND_RETAKE) != 0)
-        return redlock__client_error(c, REDLOCK_EINVAL, "unknown flags 0x%x", flags);
     if (lock->released)
         return redlock__client_error(c, REDLOCK_ERELEASED, "lock was already released");
+    return 0;
+}
+
+int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data)
+{
+    if (lock == NULL)
+        return REDLOCK_EINVAL;
+    redlock_client *c = lock->client;
+    int rc = check_lock_call(lock, cb);
+    if (rc != 0)
+        return rc;
+    if ((flags & ~REDLOCK_EXTEND_RETAKE) != 0)
+        return redlock__client_error(c, REDLOCK_EINVAL, "unknown flags 0x%x", flags);
     if (ttl_ms == 0)
         ttl_ms = lock->ttl_ms;
-    int rc = check_ttl(c, ttl_ms);
+    rc = check_ttl(c, ttl_ms);
     if (rc != 0)
         return rc;
     uint64_t now = redlock__client_now(c);
@@ -595,18 +601,15 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
     if (lock == NULL)
         return REDLOCK_EINVAL;
     redlock_client *c = lock->client;
-    if (c->closing)
-        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
-    if (cb == NULL)
-        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
-    if (lock->released)
-        return redlock__client_error(c, REDLOCK_ERELEASED, "lock was already released");
+    int rc = check_lock_call(lock, cb);
+    if (rc != 0)
+        return rc;
     op *o = op_new(c, OP_UNLOCK, lock, cb, data);
     if (o == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     redlock__lock_ref(lock);
     o->ttl_ms = lock->ttl_ms;
-    int rc = op_launch(o);
+    rc = op_launch(o);
     if (rc == 0) {
         lock->released = true;
         redlock__auto_stop(lock); /* nothing is extended after release */
@@ -618,11 +621,9 @@ int redlock_inspect(redlock_client *c, const void *resource, size_t len, redlock
 {
     if (c == NULL)
         return REDLOCK_EINVAL;
-    if (c->closing)
-        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
-    if (resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource must be 1..%u bytes",
-                                     (unsigned)REDLOCK_RESOURCE_MAX);
+    int rc = redlock__check_resource(c, resource, len);
+    if (rc != 0)
+        return rc;
     if (cb == NULL)
         return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
     /* A handle nobody sees carries the key for the round. */

@@ -1,0 +1,362 @@
+/* test_cli_args.c - the tool's pure parts: durations, node lists, the command line, and the JSON
+ * writer (checked against the strict parser the other cli tests use). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "args.h"
+#include "json.h"
+#include "jsonp.h"
+
+/* ---- durations ----------------------------------------------------------------------------- */
+
+static void durations_accepted(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        uint64_t ms;
+    } ok[] = {
+        {"0", 0},
+        {"10", 10000},
+        {"500ms", 500},
+        {"10s", 10000},
+        {"2m", 120000},
+        {"1h", 3600000},
+        {"1.5s", 1500},
+        {"0.25", 250},
+        {"1.5m", 90000},
+        {"0.001s", 1},
+        {"1.000000000s", 1000},
+        {"2.5h", 9000000},
+        {"007s", 7000},
+        {"4398046511104ms", UINT64_C(1) << 42},
+        {"1221679h", UINT64_C(1221679) * 3600000},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        uint64_t ms = 12345;
+        char err[200] = "";
+        if (cli_parse_duration(ok[i].text, &ms, err, sizeof(err)) != 0)
+            fail_msg("'%s' refused: %s", ok[i].text, err);
+        if (ms != ok[i].ms)
+            fail_msg("'%s' = %llu ms, expected %llu", ok[i].text, (unsigned long long)ms,
+                     (unsigned long long)ok[i].ms);
+    }
+}
+
+static void durations_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *why;
+    } bad[] = {
+        {"", "empty"},
+        {"-1s", "negative"},
+        {"-0", "negative"},
+        {"+1s", "not a duration"},
+        {" 1s", "not a duration"},
+        {"1s ", "unknown unit"},
+        {"s", "not a duration"},
+        {".5s", "not a duration"},
+        {"1.s", "digits after"},
+        {"1.5ms", "whole number"},
+        {"0.0001s", "whole number"},
+        {"1.0000000001s", "more than 9 digits"},
+        {"10x", "unknown unit"},
+        {"10S", "unknown unit"},
+        {"10sec", "unknown unit"},
+        {"1e3", "unknown unit"},
+        {"1,5s", "unknown unit"},
+        {"0x10", "unknown unit"},
+        {"4398046511105ms", "too long"},
+        {"1221680h", "too long"},
+        {"18446744073709551616", "too long"},
+        {"99999999999999999999999999999h", "too long"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uint64_t ms = 777;
+        char err[200] = "";
+        if (cli_parse_duration(bad[i].text, &ms, err, sizeof(err)) == 0)
+            fail_msg("'%s' accepted as %llu ms", bad[i].text, (unsigned long long)ms);
+        assert_int_equal(ms, 777);
+        if (strstr(err, bad[i].why) == NULL)
+            fail_msg("'%s': message \"%s\" lacks \"%s\"", bad[i].text, err, bad[i].why);
+    }
+}
+
+static void durations_formatted(void **state)
+{
+    (void)state;
+    char out[32];
+    cli_format_duration(0, out, sizeof(out));
+    assert_string_equal(out, "0s");
+    cli_format_duration(500, out, sizeof(out));
+    assert_string_equal(out, "500ms");
+    cli_format_duration(10000, out, sizeof(out));
+    assert_string_equal(out, "10s");
+    cli_format_duration(120000, out, sizeof(out));
+    assert_string_equal(out, "2m");
+    cli_format_duration(7200000, out, sizeof(out));
+    assert_string_equal(out, "2h");
+    cli_format_duration(1500, out, sizeof(out));
+    assert_string_equal(out, "1500ms");
+}
+
+/* ---- the command line ---------------------------------------------------------------------- */
+
+#define ARGV(...) ((char *[]){"redlock", __VA_ARGS__, NULL})
+#define ARGC(...) ((int)(sizeof((char *[]){"redlock", __VA_ARGS__}) / sizeof(char *)))
+#define PARSE(a, env, err, ...)                                                                    \
+    cli_parse((a), ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), (env), (err), sizeof(err))
+
+static void command_line_parsed(void **state)
+{
+    (void)state;
+    cli_args a;
+    char err[300];
+    assert_int_equal(PARSE(&a, NULL, err, "-n", "redis://a,redis://b", "-t", "2m", "-w", "30s",
+                           "-T", "1s", "-g", "1s", "-q", "run", "job", "--", "cmd", "-x", "--"),
+                     CLI_PARSE_OK);
+    assert_int_equal(a.command, CLI_CMD_RUN);
+    assert_string_equal(a.key, "job");
+    assert_int_equal(a.n_nodes, 2);
+    assert_string_equal(a.nodes[0], "redis://a");
+    assert_string_equal(a.nodes[1], "redis://b");
+    assert_false(a.nodes_from_env);
+    assert_int_equal(a.ttl_ms, 120000);
+    assert_int_equal(a.wait_ms, 30000);
+    assert_int_equal(a.node_timeout_ms, 1000);
+    assert_int_equal(a.grace_ms, 1000);
+    assert_true(a.quiet);
+    assert_string_equal(a.child_argv[0], "cmd");
+    assert_string_equal(a.child_argv[1], "-x");
+    assert_string_equal(a.child_argv[2], "--");
+    assert_null(a.child_argv[3]);
+    cli_args_free(&a);
+
+    /* Defaults, nodes from the environment (trimmed), options after the command. */
+    assert_int_equal(PARSE(&a, " redis://a , redis://b\n", err, "release", "--ttl=1.5s",
+                           "-qTT" /* -q, then -T with value "T" */, "k", "tok"),
+                     CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "--node-timeout: 'T'"));
+    cli_args_free(&a);
+    assert_int_equal(
+        PARSE(&a, " redis://a , redis://b\n", err, "release", "--ttl=1.5s", "k", "tok"),
+        CLI_PARSE_OK);
+    assert_int_equal(a.command, CLI_CMD_RELEASE);
+    assert_true(a.nodes_from_env);
+    assert_int_equal(a.n_nodes, 2);
+    assert_string_equal(a.nodes[1], "redis://b");
+    assert_int_equal(a.ttl_ms, 1500);
+    assert_int_equal(a.wait_ms, 0);
+    assert_int_equal(a.node_timeout_ms, CLI_DEFAULT_NODE_TIMEOUT_MS);
+    assert_int_equal(a.grace_ms, CLI_DEFAULT_GRACE_MS);
+    assert_string_equal(a.token, "tok");
+    assert_int_equal(a.token_len, 3);
+    cli_args_free(&a);
+
+    /* Clustered short options with an attached value; repeated -n adds up; a KEY after "--". */
+    assert_int_equal(PARSE(&a, "redis://ignored", err, "-qt500ms", "-n", "redis://a", "status",
+                           "--nodes", "redis://b", "--", "-k"),
+                     CLI_PARSE_OK);
+    assert_true(a.quiet);
+    assert_int_equal(a.ttl_ms, 500);
+    assert_int_equal(a.n_nodes, 2);
+    assert_string_equal(a.key, "-k");
+    assert_int_equal(a.command, CLI_CMD_STATUS);
+    cli_args_free(&a);
+
+    /* --help and --version stop checking. */
+    assert_int_equal(PARSE(&a, NULL, err, "run", "--help", "garbage"), CLI_PARSE_OK);
+    assert_true(a.help);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, NULL, err, "--version"), CLI_PARSE_OK);
+    assert_true(a.version);
+    cli_args_free(&a);
+}
+
+static void command_line_refused(void **state)
+{
+    (void)state;
+    cli_args a;
+    char err[300];
+    static const char secret[] = "hunter2";
+    /* Passwords in stray words are never repeated. */
+    assert_int_equal(PARSE(&a, "redis://a", err, "redis://:hunter2@h", "acquire", "k"),
+                     CLI_PARSE_USAGE);
+    assert_null(strstr(err, secret));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "acquire", "k", "redis://:hunter2@h"),
+                     CLI_PARSE_USAGE);
+    assert_null(strstr(err, secret));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "--node=redis://:hunter2@h", "acquire", "k"),
+                     CLI_PARSE_USAGE);
+    assert_null(strstr(err, secret));
+    assert_non_null(strstr(err, "'--node'"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, NULL, err, "-n", "redis://:hunter2@h,,redis://b", "acquire", "k"),
+                     CLI_PARSE_USAGE);
+    assert_null(strstr(err, secret));
+    assert_non_null(strstr(err, "URL 2"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://:hunter2@h, ", err, "acquire", "k"), CLI_PARSE_USAGE);
+    assert_null(strstr(err, secret));
+    assert_non_null(strstr(err, "REDLOCK_NODES"));
+    cli_args_free(&a);
+
+    assert_int_equal(PARSE(&a, NULL, err, "acquire", "k"), CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "no nodes"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "run", "k", "--"), CLI_PARSE_USAGE);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "run", "k", "--", ""), CLI_PARSE_USAGE);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "release", "k", "t", "extra"), CLI_PARSE_USAGE);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "-t", "9ms", "acquire", "k"), CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "at least 10ms"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "-\x01", "acquire", "k"), CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "0x01"));
+    cli_args_free(&a);
+
+    /* 64 nodes are fine, 65 are not. */
+    char list[65 * 24] = "";
+    for (int i = 0; i < 65; i++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%sredis://h%d", i ? "," : "",
+                 i);
+    assert_int_equal(PARSE(&a, list, err, "acquire", "k"), CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "more than 64"));
+    cli_args_free(&a);
+    *strrchr(list, ',') = '\0';
+    assert_int_equal(PARSE(&a, list, err, "acquire", "k"), CLI_PARSE_OK);
+    assert_int_equal(a.n_nodes, 64);
+    cli_args_free(&a);
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static char *write_string(const void *bytes, size_t len)
+{
+    jw w;
+    jw_init(&w);
+    jw_string(&w, bytes, len);
+    assert_true(jw_ok(&w));
+    char *out = strdup(w.buf);
+    jw_free(&w);
+    return out;
+}
+
+static void json_strings_escaped(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *out;
+    } cases[] = {
+        {"plain", 5, "\"plain\""},
+        {"q\"b\\s/", 6, "\"q\\\"b\\\\s/\""},
+        {"\b\f\n\r\t", 5, "\"\\b\\f\\n\\r\\t\""},
+        {"\x00\x01\x1f\x7f", 4, "\"\\u0000\\u0001\\u001f\\u007f\""},
+        {"\xc3\xa9", 2, "\"\xc3\xa9\""},                             /* e-acute: valid, copied */
+        {"\xe2\x82\xac", 3, "\"\xe2\x82\xac\""},                     /* euro sign */
+        {"\xf0\x9f\x94\x92", 4, "\"\xf0\x9f\x94\x92\""},             /* U+1F512 */
+        {"\xff\xfe", 2, "\"\\u00ff\\u00fe\""},                       /* never valid */
+        {"\xc0\xaf", 2, "\"\\u00c0\\u00af\""},                       /* overlong '/' */
+        {"\xe0\x80\xaf", 3, "\"\\u00e0\\u0080\\u00af\""},            /* overlong */
+        {"\xed\xa0\x80", 3, "\"\\u00ed\\u00a0\\u0080\""},            /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", 4, "\"\\u00f4\\u0090\\u0080\\u0080\""}, /* above U+10FFFF */
+        {"\xe2\x82", 2, "\"\\u00e2\\u0082\""},                       /* truncated */
+        {"a\xc3", 2, "\"a\\u00c3\""},                                /* truncated at the end */
+        {"\x80z", 2, "\"\\u0080z\""},                                /* lone continuation */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *out = write_string(cases[i].in, cases[i].len);
+        if (strcmp(out, cases[i].out) != 0)
+            fail_msg("case %zu: %s, expected %s", i, out, cases[i].out);
+        /* And a strict parser takes it. */
+        char err[200];
+        jv *v = jv_parse(out, strlen(out), err, sizeof(err));
+        if (v == NULL)
+            fail_msg("case %zu: not valid JSON: %s", i, err);
+        jv_free(v);
+        free(out);
+    }
+}
+
+static void json_every_byte_round_trips(void **state)
+{
+    (void)state;
+    /* All 256 bytes: the output parses, and every byte reads back as its code point. */
+    unsigned char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (unsigned char)i;
+    char *out = write_string(all, sizeof(all));
+    char err[200];
+    jv *v = jv_parse(out, strlen(out), err, sizeof(err));
+    if (v == NULL)
+        fail_msg("not valid JSON: %s", err);
+    assert_int_equal(v->type, JV_STRING);
+    assert_int_equal(v->len, 128 + 2 * 128);
+    for (int i = 0; i < 128; i++)
+        assert_int_equal((unsigned char)v->str[i], i);
+    for (int i = 128; i < 256; i++) {
+        size_t at = 128 + 2 * (size_t)(i - 128);
+        assert_int_equal((unsigned char)v->str[at], 0xc0 | (i >> 6));
+        assert_int_equal((unsigned char)v->str[at + 1], 0x80 | (i & 0x3f));
+    }
+    jv_free(v);
+    free(out);
+}
+
+static void json_document_shape(void **state)
+{
+    (void)state;
+    jw w;
+    jw_init(&w);
+    jw_object_begin(&w);
+    jw_key(&w, "s");
+    jw_cstring(&w, "x");
+    jw_key(&w, "n");
+    jw_cstring(&w, NULL);
+    jw_key(&w, "u");
+    jw_u64(&w, UINT64_C(18446744073709551615));
+    jw_key(&w, "i");
+    jw_i64(&w, -2);
+    jw_key(&w, "b");
+    jw_bool(&w, true);
+    jw_key(&w, "a");
+    jw_array_begin(&w);
+    jw_object_begin(&w);
+    jw_object_end(&w);
+    jw_array_begin(&w);
+    jw_array_end(&w);
+    jw_null(&w);
+    jw_u64(&w, 1);
+    jw_array_end(&w);
+    jw_object_end(&w);
+    assert_true(jw_ok(&w));
+    assert_string_equal(w.buf, "{\"s\":\"x\",\"n\":null,\"u\":18446744073709551615,\"i\":-2,"
+                               "\"b\":true,\"a\":[{},[],null,1]}");
+    jw_free(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(durations_accepted),          cmocka_unit_test(durations_refused),
+        cmocka_unit_test(durations_formatted),         cmocka_unit_test(command_line_parsed),
+        cmocka_unit_test(command_line_refused),        cmocka_unit_test(json_strings_escaped),
+        cmocka_unit_test(json_every_byte_round_trips), cmocka_unit_test(json_document_shape),
+    };
+    return cmocka_run_group_tests_name("cli-args", tests, NULL, NULL);
+}

@@ -1,0 +1,277 @@
+/* test_cli_run.c - `redlock run KEY -- COMMAND` against real redis-server processes: the
+ * command's exit status, its environment, a busy lock, a missing command, a short ttl kept alive
+ * by extension, signals forwarded or giving up the wait, and a lock lost while the command runs.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "cli_harness.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- run ----------------------------------------------------------------------------------- */
+
+static void run_exits_with_command_status(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *script;
+        int status;
+    } cases[] = {
+        {"exit 0", 0},
+        {"exit 3", 3},
+        {"kill -KILL $$", 128 + SIGKILL},
+        {"kill -TERM $$", 128 + SIGTERM},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        proc p;
+        TOOL(&p, NULL, "-n", shared_nodes, "run", "cli:run-status", "--", "sh", "-c",
+             cases[i].script);
+        expect_status(&p, cases[i].status);
+        assert_int_equal(p.out_len, 0);
+        assert_non_null(strstr(p.err, "acquired cli:run-status"));
+        assert_non_null(strstr(p.err, "released cli:run-status"));
+        proc_free(&p);
+        expect_key_everywhere(&shared, "cli:run-status", NULL);
+    }
+}
+
+static void run_passes_key_and_token_and_holds_the_lock(void **state)
+{
+    (void)state;
+    proc p;
+    tool_start(&p, NULL,
+               ARGS("-n", shared_nodes, "run", "cli:run-env", "--", "sh", "-c",
+                    "echo \"$REDLOCK_KEY $REDLOCK_TOKEN\"; exec sleep 1"));
+    assert_true(proc_wait_for_output(&p, "\n", false, TOOL_TIMEOUT_MS));
+    assert_int_equal(strncmp(p.out, "cli:run-env ", 12), 0);
+    char token[64];
+    snprintf(token, sizeof(token), "%.*s", 32, p.out + 12);
+    assert_true(is_hex_token(token));
+    /* While COMMAND runs, every node holds the token COMMAND was given. */
+    expect_key_everywhere(&shared, "cli:run-env", token);
+    tool_finish(&p, TOOL_TIMEOUT_MS);
+    expect_status(&p, 0);
+    proc_free(&p);
+    expect_key_everywhere(&shared, "cli:run-env", NULL);
+}
+
+static void run_busy_does_not_run_command(void **state)
+{
+    (void)state;
+    char *token = acquire_shared("cli:run-busy", "10s");
+    char marker[512];
+    marker_path(marker, sizeof(marker), "busy-marker");
+    proc p;
+    TOOL(&p, NULL, "-n", shared_nodes, "--wait", "0", "run", "cli:run-busy", "--", "touch", marker);
+    expect_status(&p, 75);
+    assert_false(file_exists(marker));
+    assert_int_equal(p.out_len, 0);
+    assert_non_null(strstr(p.err, "locked by another holder"));
+    proc_free(&p);
+    expect_key_everywhere(&shared, "cli:run-busy", token);
+
+    /* --wait: retried until the holder's key goes (released here after half a second). */
+    tool_start(&p, NULL,
+               ARGS("-n", shared_nodes, "-w", "10s", "run", "cli:run-busy", "--", "touch", marker));
+    sleep_ms(500);
+    assert_false(file_exists(marker));
+    proc r;
+    TOOL(&r, NULL, "-n", shared_nodes, "release", "cli:run-busy", token);
+    expect_status(&r, 0);
+    proc_free(&r);
+    tool_finish(&p, TOOL_TIMEOUT_MS);
+    expect_status(&p, 0);
+    assert_true(file_exists(marker));
+    proc_free(&p);
+    expect_key_everywhere(&shared, "cli:run-busy", NULL);
+    free(token);
+}
+
+static void run_command_not_found_releases(void **state)
+{
+    (void)state;
+    proc p;
+    TOOL(&p, NULL, "-n", shared_nodes, "run", "cli:run-404", "--", "/nonexistent/redlock-cmd",
+         "arg");
+    expect_status(&p, 127);
+    assert_non_null(strstr(p.err, "redlock: cannot run /nonexistent/redlock-cmd: "));
+    assert_non_null(strstr(p.err, "released cli:run-404"));
+    proc_free(&p);
+    expect_key_everywhere(&shared, "cli:run-404", NULL);
+
+    char script[512];
+    marker_path(script, sizeof(script), "not-executable");
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\nexit 0\n", f);
+    fclose(f);
+    chmod(script, 0644);
+    TOOL(&p, NULL, "-n", shared_nodes, "run", "cli:run-404", "--", script);
+    expect_status(&p, 126);
+    proc_free(&p);
+    expect_key_everywhere(&shared, "cli:run-404", NULL);
+}
+
+static void run_short_ttl_keeps_lock_alive(void **state)
+{
+    (void)state;
+    long long start = now_ms();
+    proc p;
+    tool_start(
+        &p, NULL,
+        ARGS("-n", shared_nodes, "-t", "300ms", "run", "cli:run-short", "--", "sleep", "1.5"));
+    assert_true(proc_wait_for_output(&p, "acquired", true, TOOL_TIMEOUT_MS));
+    /* Well past the 300 ms ttl: only auto-extension can keep the key alive. */
+    sleep_ms(900);
+    proc s;
+    TOOL(&s, NULL, "-n", shared_nodes, "status", "cli:run-short");
+    expect_status(&s, 0);
+    jv *v = json_line(&s);
+    const jv *holder = jv_get(v, "holder");
+    assert_non_null(holder);
+    assert_int_equal(holder->type, JV_STRING);
+    for (unsigned i = 0; i < shared.n; i++) {
+        const jv *n = jv_at(jv_get(v, "nodes"), i);
+        assert_true(jv_is_str(jv_get(n, "holder"), holder->str));
+        int64_t pttl = jint(n, "pttl_ms");
+        assert_true(pttl > 0 && pttl <= 300);
+    }
+    jv_free(v);
+    proc_free(&s);
+    proc a;
+    TOOL(&a, NULL, "-n", shared_nodes, "acquire", "cli:run-short");
+    expect_status(&a, 75);
+    proc_free(&a);
+
+    tool_finish(&p, TOOL_TIMEOUT_MS);
+    expect_status(&p, 0);
+    assert_true(now_ms() - start >= 1500);
+    proc_free(&p);
+    expect_key_everywhere(&shared, "cli:run-short", NULL);
+}
+
+#define TRAP_TERM                                                                                  \
+    "trap 'kill $child 2>/dev/null; echo got-TERM; exit 0' TERM; sleep 30 & child=$!; "            \
+    "echo ready; wait"
+
+static void run_forwards_sigterm_and_releases(void **state)
+{
+    (void)state;
+    proc p;
+    tool_start(&p, NULL,
+               ARGS("-n", shared_nodes, "run", "cli:run-term", "--", "sh", "-c", TRAP_TERM));
+    assert_true(proc_wait_for_output(&p, "ready", false, TOOL_TIMEOUT_MS));
+    long long sent = now_ms();
+    proc_signal(&p, SIGTERM);
+    tool_finish(&p, 5000);
+    expect_status(&p, 0); /* COMMAND handled the signal and exited 0 */
+    assert_true(now_ms() - sent < 3000);
+    assert_non_null(strstr(p.out, "got-TERM"));
+    assert_non_null(strstr(p.err, "got SIGTERM, forwarding it to pid"));
+    proc_free(&p);
+    expect_key_everywhere(&shared, "cli:run-term", NULL);
+
+    /* A COMMAND that does not handle it dies of it: 128 + 15. SIGHUP and SIGINT likewise. */
+    static const int sigs[] = {SIGTERM, SIGHUP, SIGINT};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        tool_start(&p, NULL, ARGS("-n", shared_nodes, "run", "cli:run-term", "--", "sleep", "30"));
+        assert_true(proc_wait_for_output(&p, "acquired", true, TOOL_TIMEOUT_MS));
+        proc_signal(&p, sigs[i]);
+        tool_finish(&p, 5000);
+        expect_status(&p, 128 + sigs[i]);
+        proc_free(&p);
+        expect_key_everywhere(&shared, "cli:run-term", NULL);
+    }
+}
+
+static void run_interrupted_while_waiting(void **state)
+{
+    (void)state;
+    char *token = acquire_shared("cli:run-int", "10s");
+    char marker[512];
+    marker_path(marker, sizeof(marker), "int-marker");
+    proc p;
+    tool_start(&p, NULL,
+               ARGS("-n", shared_nodes, "-w", "30s", "run", "cli:run-int", "--", "touch", marker));
+    sleep_ms(600);
+    long long sent = now_ms();
+    proc_signal(&p, SIGINT);
+    tool_finish(&p, 5000);
+    expect_status(&p, 128 + SIGINT);
+    assert_true(now_ms() - sent < 3000);
+    assert_false(file_exists(marker));
+    assert_non_null(strstr(p.err, "got SIGINT"));
+    proc_free(&p);
+    /* The holder is untouched. */
+    expect_key_everywhere(&shared, "cli:run-int", token);
+    free(token);
+}
+
+/* Kill 3 of 5 servers while two `run`s hold locks: one COMMAND stops on SIGTERM, the other
+ * ignores it and gets SIGKILL after the grace period (and its tool is --quiet, which does not
+ * hide a lost lock). Both tools exit 70. */
+static void run_lock_lost_terminates_command(void **state)
+{
+    (void)state;
+    fixture_cluster c;
+    assert_int_equal(fixture_start(&c, 5, NULL), 0);
+    char nodes[1024];
+    node_list(&c, NULL, nodes, sizeof(nodes));
+    proc obeys, ignores;
+    tool_start(&obeys, NULL,
+               ARGS("-n", nodes, "-t", "1s", "-g", "5s", "run", "cli:lost-1", "--", "sh", "-c",
+                    TRAP_TERM));
+    tool_start(&ignores, NULL,
+               ARGS("-q", "-n", nodes, "-t", "1s", "--grace", "300ms", "run", "cli:lost-2", "--",
+                    "sh", "-c", "trap '' TERM; echo ready; exec sleep 30"));
+    assert_true(proc_wait_for_output(&obeys, "ready", false, TOOL_TIMEOUT_MS));
+    assert_true(proc_wait_for_output(&ignores, "ready", false, TOOL_TIMEOUT_MS));
+    /* Held for longer than a ttl first: extensions work. */
+    sleep_ms(1200);
+    assert_false(obeys.exited || ignores.exited);
+    long long killed = now_ms();
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(fixture_kill(&c, i), 0);
+
+    tool_finish(&obeys, 8000);
+    tool_finish(&ignores, 8000);
+    long long took = now_ms() - killed;
+    expect_status(&obeys, 70);
+    expect_status(&ignores, 70);
+    assert_true(took < 5000);
+    assert_non_null(strstr(obeys.out, "got-TERM"));
+    assert_non_null(strstr(obeys.err, "redlock: lock lost: "));
+    assert_non_null(strstr(obeys.err, ", sending SIGTERM to pid "));
+    assert_null(strstr(obeys.err, "SIGKILL"));
+    assert_non_null(strstr(ignores.err, ", sending SIGTERM to pid "));
+    assert_non_null(strstr(ignores.err, "sending SIGKILL"));
+    /* --quiet silences progress, not a lost lock. */
+    assert_null(strstr(ignores.err, "acquired"));
+    proc_free(&obeys);
+    proc_free(&ignores);
+    fixture_stop(&c);
+}
+
+int main(void)
+{
+    static const struct CMUnitTest tests[] = {
+        cmocka_unit_test(run_exits_with_command_status),
+        cmocka_unit_test(run_passes_key_and_token_and_holds_the_lock),
+        cmocka_unit_test(run_busy_does_not_run_command),
+        cmocka_unit_test(run_command_not_found_releases),
+        cmocka_unit_test(run_short_ttl_keeps_lock_alive),
+        cmocka_unit_test(run_forwards_sigterm_and_releases),
+        cmocka_unit_test(run_interrupted_while_waiting),
+        cmocka_unit_test(run_lock_lost_terminates_command),
+    };
+    static const char *const temp_files[] = {"busy-marker", "int-marker", "not-executable", NULL};
+    return cli_main("cli-run", tests, sizeof(tests) / sizeof(tests[0]), temp_files);
+}

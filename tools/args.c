@@ -1,0 +1,417 @@
+/* args.c - the command line of the redlock tool (see args.h). */
+#include "args.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err_len > 0)
+        vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+    return CLI_PARSE_USAGE;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* A word the user typed, fit to quote in a message: a stray node URL (forgotten --nodes) may
+ * hold a password, so anything with an '@' is not repeated. */
+static const char *quotable(const char *word)
+{
+    return strchr(word, '@') != NULL ? "(not shown: it contains '@')" : word;
+}
+
+/* ---- durations ------------------------------------------------------------------------------- */
+
+#define FRACTION_DIGITS_MAX 9
+
+int cli_parse_duration(const char *text, uint64_t *ms, char *err, size_t err_len)
+{
+    const char *p = text;
+    if (*p == '\0')
+        return usage(err, err_len, "empty duration (expected e.g. 500ms, 10s, 2m, 1h)");
+    if (*p == '-')
+        return usage(err, err_len, "'%s': negative durations are not allowed", text);
+    if (!is_digit(*p))
+        return usage(err, err_len, "'%s' is not a duration (expected e.g. 500ms, 10s, 2m, 1h)",
+                     text);
+    uint64_t whole = 0;
+    bool too_large = false;
+    for (; is_digit(*p); p++) {
+        if (whole > CLI_DURATION_MAX_MS)
+            too_large = true; /* keep scanning: a malformed rest is the better message */
+        else
+            whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    uint64_t fraction = 0, scale = 1;
+    if (*p == '.') {
+        p++;
+        if (!is_digit(*p))
+            return usage(err, err_len, "'%s': expected digits after the '.'", text);
+        for (unsigned n = 0; is_digit(*p); p++, n++) {
+            if (n == FRACTION_DIGITS_MAX)
+                return usage(err, err_len, "'%s': more than %d digits after the '.'", text,
+                             FRACTION_DIGITS_MAX);
+            fraction = fraction * 10 + (uint64_t)(*p - '0');
+            scale *= 10;
+        }
+    }
+    uint64_t unit_ms;
+    if (*p == '\0' || strcmp(p, "s") == 0)
+        unit_ms = 1000; /* a bare number is seconds, as for flock(1) and timeout(1) */
+    else if (strcmp(p, "ms") == 0)
+        unit_ms = 1;
+    else if (strcmp(p, "m") == 0)
+        unit_ms = 60 * 1000;
+    else if (strcmp(p, "h") == 0)
+        unit_ms = 60 * 60 * 1000;
+    else
+        return usage(err, err_len, "'%s': unknown unit '%s' (use ms, s, m or h)", text, p);
+    if (too_large || whole > CLI_DURATION_MAX_MS / unit_ms)
+        return usage(err, err_len, "'%s' is too long (at most %llu ms)", text,
+                     (unsigned long long)CLI_DURATION_MAX_MS);
+    /* fraction < 10^9 and unit_ms <= 3.6e6: the product fits in 64 bits. */
+    uint64_t fraction_units = fraction * unit_ms;
+    if (fraction_units % scale != 0)
+        return usage(err, err_len, "'%s' is not a whole number of milliseconds", text);
+    uint64_t total = whole * unit_ms + fraction_units / scale;
+    if (total > CLI_DURATION_MAX_MS)
+        return usage(err, err_len, "'%s' is too long (at most %llu ms)", text,
+                     (unsigned long long)CLI_DURATION_MAX_MS);
+    *ms = total;
+    return 0;
+}
+
+void cli_format_duration(uint64_t ms, char *out, size_t out_len)
+{
+    static const struct {
+        uint64_t ms;
+        const char *unit;
+    } units[] = {{3600000, "h"}, {60000, "m"}, {1000, "s"}};
+    if (ms == 0) {
+        snprintf(out, out_len, "0s");
+        return;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (ms % units[i].ms == 0) {
+            snprintf(out, out_len, "%llu%s", (unsigned long long)(ms / units[i].ms), units[i].unit);
+            return;
+        }
+    }
+    snprintf(out, out_len, "%llums", (unsigned long long)ms);
+}
+
+/* ---- node lists ------------------------------------------------------------------------------ */
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+int cli_add_nodes(cli_args *a, const char *list, const char *what, char *err, size_t err_len)
+{
+    unsigned element = 0;
+    const char *p = list;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        if (end == NULL)
+            end = p + strlen(p);
+        element++;
+        const char *b = p, *e = end;
+        while (b < e && is_blank(*b))
+            b++;
+        while (e > b && is_blank(e[-1]))
+            e--;
+        if (b == e)
+            return usage(err, err_len, "%s: URL %u of the list is empty", what, element);
+        if (a->n_nodes == CLI_MAX_NODES)
+            return usage(err, err_len, "%s: more than %d nodes", what, CLI_MAX_NODES);
+        char **grown = realloc(a->nodes, (a->n_nodes + 1) * sizeof(*grown));
+        if (grown == NULL)
+            return CLI_PARSE_NOMEM;
+        a->nodes = grown;
+        size_t len = (size_t)(e - b);
+        char *url = malloc(len + 1);
+        if (url == NULL)
+            return CLI_PARSE_NOMEM;
+        memcpy(url, b, len);
+        url[len] = '\0';
+        a->nodes[a->n_nodes++] = url;
+        if (*end == '\0')
+            return CLI_PARSE_OK;
+        p = end + 1;
+    }
+}
+
+static void free_nodes(cli_args *a)
+{
+    for (unsigned i = 0; i < a->n_nodes; i++) {
+        /* The URLs may hold passwords: do not leave them in freed memory. */
+        volatile char *s = a->nodes[i];
+        for (size_t k = 0; s[k] != '\0'; k++)
+            s[k] = '\0';
+        free(a->nodes[i]);
+    }
+    free(a->nodes);
+    a->nodes = NULL;
+    a->n_nodes = 0;
+}
+
+void cli_args_free(cli_args *a)
+{
+    free_nodes(a);
+}
+
+/* ---- options --------------------------------------------------------------------------------- */
+
+typedef enum {
+    OPT_NODES,
+    OPT_TTL,
+    OPT_WAIT,
+    OPT_NODE_TIMEOUT,
+    OPT_GRACE,
+    OPT_QUIET,
+    OPT_HELP,
+    OPT_VERSION
+} opt_id;
+
+typedef struct option_def {
+    char short_name;
+    const char *long_name;
+    bool has_value;
+    opt_id id;
+} option_def;
+
+static const option_def option_defs[] = {
+    {'n', "nodes", true, OPT_NODES}, {'t', "ttl", true, OPT_TTL},
+    {'w', "wait", true, OPT_WAIT},   {'T', "node-timeout", true, OPT_NODE_TIMEOUT},
+    {'g', "grace", true, OPT_GRACE}, {'q', "quiet", false, OPT_QUIET},
+    {'h', "help", false, OPT_HELP},  {'V', "version", false, OPT_VERSION},
+};
+#define N_OPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
+
+typedef struct parser {
+    cli_args *a;
+    int argc;
+    char **argv;
+    int i; /* the next argv element */
+    bool nodes_given;
+    char *err;
+    size_t err_len;
+} parser;
+
+static int set_duration(parser *ps, const char *name, const char *value, uint64_t min_ms,
+                        uint64_t max_ms, uint64_t *out)
+{
+    char why[200];
+    uint64_t ms;
+    if (cli_parse_duration(value, &ms, why, sizeof(why)) != 0)
+        return usage(ps->err, ps->err_len, "--%s: %s", name, why);
+    char limit[32];
+    if (ms < min_ms) {
+        cli_format_duration(min_ms, limit, sizeof(limit));
+        return usage(ps->err, ps->err_len, "--%s: '%s' is too short (at least %s)", name, value,
+                     limit);
+    }
+    if (ms > max_ms) {
+        cli_format_duration(max_ms, limit, sizeof(limit));
+        return usage(ps->err, ps->err_len, "--%s: '%s' is too long (at most %s)", name, value,
+                     limit);
+    }
+    *out = ms;
+    return CLI_PARSE_OK;
+}
+
+static int apply_option(parser *ps, const option_def *def, const char *value)
+{
+    cli_args *a = ps->a;
+    switch (def->id) {
+    case OPT_NODES:
+        ps->nodes_given = true; /* $REDLOCK_NODES is then not read; repeated -n add up */
+        return cli_add_nodes(a, value, "--nodes", ps->err, ps->err_len);
+    case OPT_TTL:
+        return set_duration(ps, def->long_name, value, CLI_TTL_MIN_MS, CLI_DURATION_MAX_MS,
+                            &a->ttl_ms);
+    case OPT_WAIT:
+        return set_duration(ps, def->long_name, value, 0, CLI_DURATION_MAX_MS, &a->wait_ms);
+    case OPT_NODE_TIMEOUT:
+        return set_duration(ps, def->long_name, value, 1, 3600000, &a->node_timeout_ms);
+    case OPT_GRACE:
+        return set_duration(ps, def->long_name, value, 0, CLI_DURATION_MAX_MS, &a->grace_ms);
+    case OPT_QUIET:
+        a->quiet = true;
+        return CLI_PARSE_OK;
+    case OPT_HELP:
+        a->help = true;
+        return CLI_PARSE_OK;
+    case OPT_VERSION:
+        a->version = true;
+        return CLI_PARSE_OK;
+    }
+    return CLI_PARSE_OK;
+}
+
+static int long_option(parser *ps, const char *arg)
+{
+    const char *name = arg + 2;
+    const char *eq = strchr(name, '=');
+    size_t name_len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+    for (size_t k = 0; k < N_OPTIONS; k++) {
+        const option_def *def = &option_defs[k];
+        if (strlen(def->long_name) != name_len || strncmp(def->long_name, name, name_len) != 0)
+            continue;
+        if (!def->has_value) {
+            if (eq != NULL)
+                return usage(ps->err, ps->err_len, "option --%s takes no value", def->long_name);
+            return apply_option(ps, def, NULL);
+        }
+        if (eq != NULL)
+            return apply_option(ps, def, eq + 1);
+        if (ps->i >= ps->argc)
+            return usage(ps->err, ps->err_len, "option --%s needs a value", def->long_name);
+        return apply_option(ps, def, ps->argv[ps->i++]);
+    }
+    /* Quote the name only: the value after '=' may be a URL with a password. */
+    return usage(ps->err, ps->err_len, "unknown option '--%.*s' (see redlock --help)",
+                 (int)(name_len > 64 ? 64 : name_len), name);
+}
+
+static int short_options(parser *ps, const char *arg)
+{
+    for (const char *p = arg + 1; *p != '\0'; p++) {
+        const option_def *def = NULL;
+        for (size_t k = 0; k < N_OPTIONS; k++)
+            if (option_defs[k].short_name == *p)
+                def = &option_defs[k];
+        if (def == NULL) {
+            unsigned char c = (unsigned char)*p;
+            if (c >= 0x20 && c < 0x7f)
+                return usage(ps->err, ps->err_len, "unknown option '-%c' (see redlock --help)", *p);
+            return usage(ps->err, ps->err_len, "unknown option byte 0x%02x (see redlock --help)",
+                         c);
+        }
+        if (!def->has_value) {
+            int rc = apply_option(ps, def, NULL);
+            if (rc != CLI_PARSE_OK)
+                return rc;
+            continue;
+        }
+        if (p[1] != '\0') /* -t10s */
+            return apply_option(ps, def, p + 1);
+        if (ps->i >= ps->argc)
+            return usage(ps->err, ps->err_len, "option -%c (--%s) needs a value", *p,
+                         def->long_name);
+        return apply_option(ps, def, ps->argv[ps->i++]);
+    }
+    return CLI_PARSE_OK;
+}
+
+/* Options up to the first word that is not one; "--" is consumed and ends them. */
+static int parse_options(parser *ps)
+{
+    while (ps->i < ps->argc) {
+        const char *arg = ps->argv[ps->i];
+        if (arg[0] != '-' || arg[1] == '\0') /* a word, or "-" */
+            return CLI_PARSE_OK;
+        ps->i++;
+        if (strcmp(arg, "--") == 0)
+            return CLI_PARSE_OK;
+        int rc = arg[1] == '-' ? long_option(ps, arg) : short_options(ps, arg);
+        if (rc != CLI_PARSE_OK)
+            return rc;
+    }
+    return CLI_PARSE_OK;
+}
+
+static const struct {
+    const char *name;
+    cli_command command;
+} commands[] = {
+    {"run", CLI_CMD_RUN},       {"acquire", CLI_CMD_ACQUIRE}, {"release", CLI_CMD_RELEASE},
+    {"extend", CLI_CMD_EXTEND}, {"status", CLI_CMD_STATUS},
+};
+
+static int parse_positionals(parser *ps)
+{
+    cli_args *a = ps->a;
+    if (ps->i >= ps->argc)
+        return usage(
+            ps->err, ps->err_len,
+            "missing command: run, acquire, release, extend or status (see redlock --help)");
+    const char *word = ps->argv[ps->i++];
+    for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+        if (strcmp(word, commands[k].name) == 0)
+            a->command = commands[k].command;
+    if (a->command == CLI_CMD_NONE)
+        return usage(ps->err, ps->err_len,
+                     "unknown command '%s': use run, acquire, release, extend or status",
+                     quotable(word));
+    int rc = parse_options(ps);
+    if (rc != CLI_PARSE_OK || a->help || a->version)
+        return rc;
+    if (ps->i >= ps->argc)
+        return usage(ps->err, ps->err_len, "%s: missing KEY", word);
+    a->key = ps->argv[ps->i++];
+    a->key_len = strlen(a->key);
+    if (a->key_len == 0)
+        return usage(ps->err, ps->err_len, "%s: KEY must not be empty", word);
+
+    if (a->command == CLI_CMD_RUN) {
+        if (ps->i >= ps->argc || strcmp(ps->argv[ps->i], "--") != 0)
+            return usage(ps->err, ps->err_len,
+                         "run: expected '--' and a COMMAND after KEY (redlock run KEY -- COMMAND)");
+        ps->i++;
+        if (ps->i >= ps->argc)
+            return usage(ps->err, ps->err_len, "run: missing COMMAND after '--'");
+        if (ps->argv[ps->i][0] == '\0')
+            return usage(ps->err, ps->err_len, "run: COMMAND must not be empty");
+        a->child_argv = ps->argv + ps->i; /* argv[argc] is NULL */
+        ps->i = ps->argc;
+        return CLI_PARSE_OK;
+    }
+    if (a->command == CLI_CMD_RELEASE || a->command == CLI_CMD_EXTEND) {
+        if (ps->i >= ps->argc)
+            return usage(ps->err, ps->err_len, "%s: missing TOKEN (as printed by acquire)", word);
+        a->token = ps->argv[ps->i++];
+        a->token_len = strlen(a->token);
+        if (a->token_len == 0)
+            return usage(ps->err, ps->err_len, "%s: TOKEN must not be empty", word);
+        if (a->token_len > 256)
+            return usage(ps->err, ps->err_len, "%s: TOKEN is longer than 256 bytes", word);
+    }
+    if (ps->i < ps->argc)
+        return usage(ps->err, ps->err_len, "%s: unexpected argument '%s' (options go before KEY)",
+                     word, quotable(ps->argv[ps->i]));
+    return CLI_PARSE_OK;
+}
+
+int cli_parse(cli_args *a, int argc, char **argv, const char *env_nodes, char *err, size_t err_len)
+{
+    memset(a, 0, sizeof(*a));
+    a->ttl_ms = CLI_DEFAULT_TTL_MS;
+    a->node_timeout_ms = CLI_DEFAULT_NODE_TIMEOUT_MS;
+    a->grace_ms = CLI_DEFAULT_GRACE_MS;
+    if (err_len > 0)
+        err[0] = '\0';
+    parser ps = {a, argc, argv, 1, false, err, err_len};
+    int rc = parse_options(&ps);
+    if (rc != CLI_PARSE_OK || a->help || a->version)
+        return rc;
+    rc = parse_positionals(&ps);
+    if (rc != CLI_PARSE_OK || a->help || a->version)
+        return rc;
+    if (!ps.nodes_given) {
+        if (env_nodes == NULL || env_nodes[strspn(env_nodes, " \t\r\n")] == '\0')
+            return usage(err, err_len, "no nodes: give --nodes URL[,URL...] or set REDLOCK_NODES");
+        a->nodes_from_env = true;
+        return cli_add_nodes(a, env_nodes, "REDLOCK_NODES", err, err_len);
+    }
+    return CLI_PARSE_OK;
+}

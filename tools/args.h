@@ -1,0 +1,95 @@
+/* args.h - the command line of the redlock tool: durations, node lists, options, commands.
+ *
+ * Pure functions: no IO, no library calls, no globals, so the unit tests drive them directly and
+ * every usage error is found before the tool touches the network. Error texts never quote a node
+ * URL (it may hold a password); they name the URL by its position instead. */
+#ifndef REDLOCK_TOOL_ARGS_H
+#define REDLOCK_TOOL_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* sysexits(3) codes and the shell's conventions, as documented in docs/cli.md. */
+enum {
+    EXIT_OK_ = 0,
+    EXIT_USAGE = 64,       /* EX_USAGE: bad command line; nothing was sent */
+    EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no quorum, too many nodes failed */
+    EXIT_LOST = 70,        /* EX_SOFTWARE: the lock was lost (run), or extend found it gone */
+    EXIT_OSERR = 71,       /* EX_OSERR: out of memory, a libuv call failed */
+    EXIT_BUSY = 75,        /* EX_TEMPFAIL: held by someone else (within --wait) */
+    EXIT_CANNOT_EXEC = 126,
+    EXIT_NOT_FOUND = 127,
+    EXIT_SIGNAL_BASE = 128 /* + signal number */
+};
+
+/* The largest duration accepted (2^42 ms, about 139 years: the library's ttl limit). */
+#define CLI_DURATION_MAX_MS (UINT64_C(1) << 42)
+#define CLI_MAX_NODES 64 /* REDLOCK_MAX_NODES */
+
+/* A shorter ttl leaves no room for the drift allowance (ttl/100 + 2 ms) and the auto-extension's
+ * lost margin (ttl/10, at least 5 ms). */
+#define CLI_TTL_MIN_MS 10
+#define CLI_DEFAULT_TTL_MS 10000
+#define CLI_DEFAULT_NODE_TIMEOUT_MS 500
+#define CLI_DEFAULT_GRACE_MS 5000
+
+typedef enum {
+    CLI_CMD_NONE = 0,
+    CLI_CMD_RUN,
+    CLI_CMD_ACQUIRE,
+    CLI_CMD_RELEASE,
+    CLI_CMD_EXTEND,
+    CLI_CMD_STATUS
+} cli_command;
+
+typedef struct cli_args {
+    cli_command command;
+    const char *key; /* borrowed from argv; non-empty */
+    size_t key_len;
+    const char *token; /* release, extend: borrowed from argv; non-empty */
+    size_t token_len;
+    char **child_argv; /* run: the COMMAND and its arguments, NULL-terminated, borrowed */
+    char **nodes;      /* owned: n_nodes malloc'ed URLs (trimmed, never empty) */
+    unsigned n_nodes;
+    bool nodes_from_env; /* the list came from $REDLOCK_NODES */
+    uint64_t ttl_ms;
+    uint64_t wait_ms;
+    uint64_t node_timeout_ms;
+    uint64_t grace_ms;
+    bool quiet;
+    bool help;    /* --help was given: print the help, do nothing else */
+    bool version; /* --version was given */
+} cli_args;
+
+/* Results of cli_parse. */
+#define CLI_PARSE_OK 0
+#define CLI_PARSE_USAGE (-1) /* err holds one line (no "redlock: " prefix, no newline) */
+#define CLI_PARSE_NOMEM (-2)
+
+/* Parse DURATION: digits, an optional decimal fraction, and an optional unit: ms, s, m, h (no
+ * unit: seconds, as flock(1) and timeout(1) read it). "1.5s" is 1500 ms; a value that is not a
+ * whole number of milliseconds ("1.5ms"), a negative, empty, overflowing (> CLI_DURATION_MAX_MS)
+ * or otherwise malformed text is refused. Returns 0 and sets *ms, or -1 with a message in err
+ * (quoting text, which is not secret). */
+int cli_parse_duration(const char *text, uint64_t *ms, char *err, size_t err_len);
+
+/* Append the URLs of a comma-separated list to a->nodes: each element is trimmed of blanks;
+ * an empty element or more than CLI_MAX_NODES nodes in all is an error. what names the list in
+ * messages ("--nodes", "REDLOCK_NODES"). Returns CLI_PARSE_OK, CLI_PARSE_USAGE (err set; the
+ * list is never quoted, it may hold passwords) or CLI_PARSE_NOMEM. */
+int cli_add_nodes(cli_args *a, const char *list, const char *what, char *err, size_t err_len);
+
+/* Parse the whole command line (argv[0] is the program). Options come before the command or
+ * between the command and KEY; "--" ends them (so a KEY may start with '-'). run then needs
+ * "--" and a COMMAND. env_nodes is $REDLOCK_NODES (NULL if unset), used when no --nodes is
+ * given. a is overwritten; free it with cli_args_free in every case. With --help or --version
+ * the rest of the line is not checked. */
+int cli_parse(cli_args *a, int argc, char **argv, const char *env_nodes, char *err, size_t err_len);
+
+void cli_args_free(cli_args *a);
+
+/* Write a duration in ms as the shortest exact text: "10s", "500ms", "2m", "1h". */
+void cli_format_duration(uint64_t ms, char *out, size_t out_len);
+
+#endif /* REDLOCK_TOOL_ARGS_H */

@@ -1,0 +1,192 @@
+/* run.c - "redlock run KEY -- COMMAND": hold the lock exactly while COMMAND runs.
+ *
+ * The lock is auto-extended by the library (extend rounds at a third of the ttl), so the ttl is
+ * a heartbeat: if this process dies, the lock ends within one ttl. If the library reports the
+ * lock lost, COMMAND is told with SIGTERM at once (before the validity runs out: the lost
+ * callback fires a margin ahead of it), then SIGKILL after the grace period. When COMMAND exits
+ * the lock is released and the tool exits with COMMAND's status, or 70 if the lock was lost. */
+#include "tool.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+/* environ without REDLOCK_KEY / REDLOCK_TOKEN, plus ours. The array and the two strings it adds
+ * are allocated; free with free_env. */
+static char **build_env(const tool *t, char **added)
+{
+    size_t n = 0;
+    for (char **e = environ; *e != NULL; e++)
+        n++;
+    char **env = malloc((n + 3) * sizeof(*env));
+    size_t key_size = strlen("REDLOCK_KEY=") + t->args.key_len + 1;
+    size_t token_size = strlen("REDLOCK_TOKEN=") + strlen(t->token) + 1;
+    added[0] = malloc(key_size);
+    added[1] = malloc(token_size);
+    if (env == NULL || added[0] == NULL || added[1] == NULL) {
+        free(env);
+        free(added[0]);
+        free(added[1]);
+        return NULL;
+    }
+    snprintf(added[0], key_size, "REDLOCK_KEY=%s", t->args.key);
+    snprintf(added[1], token_size, "REDLOCK_TOKEN=%s", t->token);
+    size_t k = 0;
+    for (char **e = environ; *e != NULL; e++) {
+        if (strncmp(*e, "REDLOCK_KEY=", 12) == 0 || strncmp(*e, "REDLOCK_TOKEN=", 14) == 0)
+            continue;
+        env[k++] = *e;
+    }
+    env[k++] = added[0];
+    env[k++] = added[1];
+    env[k] = NULL;
+    return env;
+}
+
+static void on_run_released(redlock_lock *lock, int status, const redlock_result *result,
+                            void *data)
+{
+    tool *t = data;
+    char key[160];
+    tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
+    if (status == 0)
+        tool_say(t, "released %s (deleted on %u of %u nodes)", key, result->votes_yes,
+                 result->n_nodes);
+    else
+        tool_warn(t, "release of %s failed: %s (the key expires within the ttl)", key,
+                  redlock_strerror(status));
+    redlock_lock_free(lock);
+    t->lock = NULL;
+    tool_close_client(t);
+}
+
+/* Release the lock (also a lost one: keys left on some nodes go at once), then close. */
+static void release_and_close(tool *t)
+{
+    t->phase = PHASE_RELEASING;
+    int rc = redlock_release(t->lock, on_run_released, t);
+    if (rc != 0) {
+        tool_warn(t, "cannot release: %s", redlock_client_last_error(t->client));
+        redlock_lock_free(t->lock);
+        t->lock = NULL;
+        tool_close_client(t);
+    }
+}
+
+static void on_child_exit(uv_process_t *process, int64_t exit_status, int term_signal)
+{
+    tool *t = process->data;
+    t->child_running = false;
+    uv_close((uv_handle_t *)process, NULL);
+    if (t->grace_timer_init)
+        uv_timer_stop(&t->grace_timer);
+    int status = term_signal != 0 ? EXIT_SIGNAL_BASE + term_signal : (int)exit_status;
+    if (term_signal != 0) {
+        char buf[32];
+        tool_say(t, "command (pid %d) died of %s", process->pid,
+                 tool_signal_name(term_signal, buf, sizeof(buf)));
+    }
+    if (t->lost) {
+        tool_warn(t, "command ended (status %d) after the lock was lost: exiting %d", status,
+                  EXIT_LOST);
+        t->exit_code = EXIT_LOST;
+    } else {
+        t->exit_code = status;
+    }
+    release_and_close(t);
+}
+
+void run_start(tool *t, redlock_lock *lock)
+{
+    t->lock = lock;
+    t->phase = PHASE_CHILD;
+    char **argv = t->args.child_argv;
+    char *added[2] = {NULL, NULL};
+    char **env = build_env(t, added);
+    if (env == NULL) {
+        fprintf(stderr, "redlock: out of memory\n");
+        t->exit_code = EXIT_OSERR;
+        release_and_close(t);
+        return;
+    }
+    uv_stdio_container_t stdio[3];
+    for (int fd = 0; fd < 3; fd++) {
+        stdio[fd].flags = UV_INHERIT_FD;
+        stdio[fd].data.fd = fd;
+    }
+    uv_process_options_t options;
+    memset(&options, 0, sizeof(options));
+    options.exit_cb = on_child_exit;
+    options.file = argv[0];
+    options.args = argv;
+    options.env = env;
+    options.stdio_count = 3;
+    options.stdio = stdio;
+    int rc = uv_spawn(&t->loop, &t->child, &options);
+    free(env);
+    free(added[0]);
+    free(added[1]);
+    t->child.data = t;
+    if (rc != 0) {
+        uv_close((uv_handle_t *)&t->child, NULL); /* initialized even when the spawn failed */
+        char name[160];
+        fprintf(stderr, "redlock: cannot run %s: %s\n",
+                tool_printable(argv[0], strlen(argv[0]), name, sizeof(name)), uv_strerror(rc));
+        t->exit_code = rc == UV_ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+        release_and_close(t);
+        return;
+    }
+    t->child_running = true;
+}
+
+void run_forward_signal(tool *t, int signum)
+{
+    if (!t->child_running)
+        return;
+    char buf[32];
+    tool_say(t, "got %s, forwarding it to pid %d", tool_signal_name(signum, buf, sizeof(buf)),
+             t->child.pid);
+    uv_process_kill(&t->child, signum);
+}
+
+static void on_grace_over(uv_timer_t *timer)
+{
+    tool *t = timer->data;
+    if (!t->child_running)
+        return;
+    char grace[32];
+    cli_format_duration(t->args.grace_ms, grace, sizeof(grace));
+    tool_warn(t, "pid %d still running %s after SIGTERM, sending SIGKILL", t->child.pid, grace);
+    uv_process_kill(&t->child, SIGKILL);
+}
+
+void run_on_lost(redlock_lock *lock, int reason, void *data)
+{
+    (void)lock;
+    tool *t = data;
+    if (reason == REDLOCK_ECANCELED)
+        return; /* our own close, after COMMAND is gone */
+    t->lost = true;
+    if (!t->child_running)
+        return;
+    tool_warn(t, "lock lost: %s, sending SIGTERM to pid %d", redlock_strerror(reason),
+              t->child.pid);
+    uv_process_kill(&t->child, SIGTERM);
+    if (!t->grace_timer_init) {
+        uv_timer_init(&t->loop, &t->grace_timer);
+        t->grace_timer.data = t;
+        t->grace_timer_init = true;
+    }
+    uv_timer_start(&t->grace_timer, on_grace_over, t->args.grace_ms, 0);
+}
+
+void run_close_handles(tool *t)
+{
+    if (t->grace_timer_init) {
+        uv_close((uv_handle_t *)&t->grace_timer, NULL);
+        t->grace_timer_init = false;
+    }
+}

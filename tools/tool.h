@@ -1,0 +1,107 @@
+/* tool.h - the state of one redlock tool invocation, shared by its parts:
+ *
+ *   redlock.c   main, the client, signals, acquire/release/extend/status, interrupt cleanup
+ *   run.c       the run command: the child process, signal forwarding, the lost lock
+ *   report.c    JSON results on stdout and human messages on stderr
+ *   args.c      the command line (pure)
+ *   json.c      the JSON writer (pure)
+ *
+ * Everything runs on one uv loop in one thread. The client is always the last thing closed: its
+ * close callback closes the tool's own handles, and then uv_run returns. */
+#ifndef REDLOCK_TOOL_H
+#define REDLOCK_TOOL_H
+
+#define _POSIX_C_SOURCE 200809L /* before any include: uv.h needs POSIX types under -std=c11 */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <redlock.h>
+#include <uv.h>
+
+#include "args.h"
+#include "json.h"
+
+#define TOOL_TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
+#define TOOL_N_SIGNALS 3    /* SIGINT, SIGTERM, SIGHUP */
+
+typedef enum {
+    PHASE_STARTING,  /* before the first operation */
+    PHASE_ACQUIRING, /* acquire or run: waiting for the lock (a signal gives up) */
+    PHASE_ONESHOT,   /* release, extend, status: one round (a signal gives up) */
+    PHASE_CHILD,     /* run: COMMAND is running (signals are forwarded to it) */
+    PHASE_RELEASING, /* run: COMMAND exited, the release round is out */
+    PHASE_CLEANUP,   /* an interrupted acquire: releasing what it may have set */
+    PHASE_DRAINING,  /* acquire, extend won: waiting for the slower nodes before closing */
+    PHASE_DONE       /* the client is closing or closed */
+} tool_phase;
+
+typedef struct tool {
+    cli_args args;
+    uv_loop_t loop;
+    redlock_options opts;
+    redlock_client *client;
+    bool client_closing;
+    tool_phase phase;
+    int exit_code;
+    bool output_failed; /* stdout could not be written */
+
+    uv_signal_t signals[TOOL_N_SIGNALS];
+    unsigned n_signals;  /* initialized signal handles */
+    int interrupted;     /* the signal that made the tool give up (0: none) */
+    bool cleanup_needed; /* an interrupted acquire may have left keys: release them */
+    char token[2 * TOOL_TOKEN_BYTES + 1];
+
+    /* run */
+    redlock_lock *lock;
+    uv_process_t child;
+    bool child_running;
+    uv_timer_t grace_timer;
+    bool grace_timer_init;
+    bool lost;
+} tool;
+
+/* ---- redlock.c ---- */
+
+/* Close the client (once); its close callback finishes the tool. */
+void tool_close_client(tool *t);
+/* The exit status for an operation's status code. */
+int tool_exit_for(int status);
+
+/* ---- run.c ---- */
+
+/* The lock is held (auto-extended, lost callback run_on_lost): start COMMAND. */
+void run_start(tool *t, redlock_lock *lock);
+/* A signal came while COMMAND runs: forward it. */
+void run_forward_signal(tool *t, int signum);
+/* The lost callback of run's auto-extension. */
+void run_on_lost(redlock_lock *lock, int reason, void *data);
+/* Close run's own handles (the grace timer). */
+void run_close_handles(tool *t);
+
+/* ---- report.c ---- */
+
+/* A human message on stderr, "redlock: " + text + "\n": tool_say for progress and outcomes
+ * (silenced by --quiet), tool_warn for what went wrong (a lost lock, failing nodes, a failed
+ * release): --quiet means "nothing unless something is wrong". A busy lock is not wrong. */
+#if defined(__GNUC__)
+#define TOOL_PRINTF __attribute__((format(printf, 2, 3)))
+#else
+#define TOOL_PRINTF
+#endif
+TOOL_PRINTF void tool_say(const tool *t, const char *fmt, ...);
+TOOL_PRINTF void tool_warn(const tool *t, const char *fmt, ...);
+/* bytes made safe for a terminal: printable ASCII as is, the rest as \xHH; long texts are cut
+ * with "...". Returns out. */
+char *tool_printable(const void *bytes, size_t len, char *out, size_t out_len);
+/* "SIGTERM", or "signal 42". Returns a static string or buf. */
+const char *tool_signal_name(int signum, char *buf, size_t buf_len);
+/* Per-node lines on stderr ("redlock:   URL: error: TEXT"), as tool_warn or tool_say. */
+void tool_say_nodes(const tool *t, const redlock_result *result, bool warn);
+
+/* The JSON line of an acquire, release or extend (see docs/cli.md); lock may be NULL. */
+void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_result *result);
+/* The JSON line of status (redlock_inspect's result). */
+void report_status(tool *t, int status, const redlock_result *result);
+
+#endif /* REDLOCK_TOOL_H */

@@ -54,7 +54,7 @@ void bench_close(uv_loop_t *loop, redlock_client *client);
 void bench_run_until(uv_loop_t *loop, const bool *flag, uint64_t until_us);
 /* One sequential acquire + release on a fresh resource; returns the acquire status, and the
  * times taken. Used for warm-up and for latencies under faults. */
-int bench_cycle_once(uv_loop_t *loop, redlock_client *c, const char *resource,
-                     uint64_t *acquire_us, uint64_t *release_us);
+int bench_cycle_once(uv_loop_t *loop, redlock_client *c, const char *resource, uint64_t *acquire_us,
+                     uint64_t *release_us);
 
 #endif

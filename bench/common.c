@@ -18,8 +18,8 @@ redlock_client *bench_client(const bench_config *cfg, uv_loop_t *loop, const cha
     }
     redlock_client *c = NULL;
     char err[256];
-    int rc = redlock_client_new(loop, urls != NULL ? urls : cfg->urls, urls != NULL ? n : cfg->n_nodes,
-                                opts, &c, err, sizeof(err));
+    int rc = redlock_client_new(loop, urls != NULL ? urls : cfg->urls,
+                                urls != NULL ? n : cfg->n_nodes, opts, &c, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "redlock-bench: %s: %s\n", redlock_err_name(rc), err);
         exit(1);
@@ -73,8 +73,8 @@ static void on_once(redlock_lock *lock, int status, const redlock_result *result
     o->lock = lock;
 }
 
-int bench_cycle_once(uv_loop_t *loop, redlock_client *c, const char *resource,
-                     uint64_t *acquire_us, uint64_t *release_us)
+int bench_cycle_once(uv_loop_t *loop, redlock_client *c, const char *resource, uint64_t *acquire_us,
+                     uint64_t *release_us)
 {
     once o = {false, 0, NULL};
     uint64_t t0 = bench_now_us();

@@ -28,7 +28,8 @@ void bench_plot(const bench_config *cfg)
         fprintf(stderr, "redlock-bench: cannot run gnuplot\n");
         return;
     }
-    fprintf(g, "set terminal svg size 1100,450 dynamic\nset output '%s'\n", cfg->plot_path);
+    fprintf(g, "set terminal svg size 1100,450 dynamic background rgb 'white'\nset output '%s'\n",
+            cfg->plot_path);
     fprintf(g, "set multiplot layout 1,2\n");
     fprintf(g, "set title 'latency: one cycle (acquire + release), one at a time'\n"
                "set xlabel 'microseconds'\nset ylabel 'fraction of cycles'\nset logscale x\n"

@@ -130,9 +130,12 @@ typedef struct scenario {
 } scenario;
 
 static const scenario scenarios[] = {
-    {"latency", bench_latency},       {"throughput", bench_throughput},
-    {"contention", bench_contention}, {"faults", bench_faults},
-    {"wan", bench_wan},               {"memory", bench_memory},
+    {"latency", bench_latency},
+    {"throughput", bench_throughput},
+    {"contention", bench_contention},
+    {"faults", bench_faults},
+    {"wan", bench_wan},
+    {"memory", bench_memory},
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -182,8 +185,7 @@ int main(int argc, char **argv)
             errno = 0;
             cfg.duration_s = strtod(optarg, &end);
             if (errno != 0 || *end != '\0' || !(cfg.duration_s > 0 && cfg.duration_s <= 3600)) {
-                fprintf(stderr, "redlock-bench: bad duration \"%s\" (seconds, 0..3600)\n",
-                        optarg);
+                fprintf(stderr, "redlock-bench: bad duration \"%s\" (seconds, 0..3600)\n", optarg);
                 return 64;
             }
             break;

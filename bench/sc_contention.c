@@ -195,8 +195,7 @@ static int run_level(bench_config *cfg, unsigned w_count)
     printf("%-11s workers %3u: %8.0f acquisitions/s  handoff p50 %6llu us p99 %6llu  per-worker "
            "min %llu max %llu  lost_updates %lld  (%llu failed)\n",
            "contention", w_count, rate, (unsigned long long)ph.p50, (unsigned long long)ph.p99,
-           (unsigned long long)min, (unsigned long long)max, lost,
-           (unsigned long long)ct.failures);
+           (unsigned long long)min, (unsigned long long)max, lost, (unsigned long long)ct.failures);
     if (cfg->json != NULL) {
         fprintf(cfg->json,
                 "{\"scenario\":\"contention\",\"workers\":%u,\"acquisitions\":%llu,"

@@ -36,8 +36,7 @@ static percentiles acquire_latency(uv_loop_t *loop, redlock_client *c, double se
 int bench_faults(bench_config *cfg)
 {
     if (cfg->n_pids < cfg->n_nodes || cfg->n_nodes < 5) {
-        printf("%-11s skipped: needs 5 nodes and their --pids (bench/run passes them)\n",
-               "faults");
+        printf("%-11s skipped: needs 5 nodes and their --pids (bench/run passes them)\n", "faults");
         return 1;
     }
     uv_loop_t loop;

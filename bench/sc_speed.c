@@ -92,8 +92,8 @@ static void worker_next(worker *w)
             ch->done = true;
         return;
     }
-    int len = snprintf(w->name, sizeof(w->name), "bench:%u:%llu", w->id,
-                       (unsigned long long)ch->seq++);
+    int len =
+        snprintf(w->name, sizeof(w->name), "bench:%u:%llu", w->id, (unsigned long long)ch->seq++);
     w->t0 = bench_now_us();
     if (ch->client == NULL) {
         raw_cycle(ch->raw, w->name, 10000, on_raw_done, w);

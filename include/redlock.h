@@ -115,11 +115,7 @@ typedef enum {
     REDLOCK_VOTE_TIMEOUT   /* no answer before the node's deadline */
 } redlock_vote;
 
-typedef enum {
-    REDLOCK_ROUND_PENDING = 0,
-    REDLOCK_ROUND_WON,
-    REDLOCK_ROUND_LOST
-} redlock_decision;
+typedef enum { REDLOCK_ROUND_PENDING = 0, REDLOCK_ROUND_WON, REDLOCK_ROUND_LOST } redlock_decision;
 
 /* A round. The caller owns the memory (stack, embedded, anything); the core never allocates.
  * Read the members through the functions below; they are public only so the struct can live on
@@ -132,11 +128,11 @@ typedef struct redlock_round {
     uint64_t drift_us;
     uint64_t min_validity_us;
     uint64_t start_us;
-    uint64_t decided_us;  /* time of the deciding vote (check the decision, not this, for pending) */
+    uint64_t decided_us; /* time of the deciding vote (check the decision, not this, for pending) */
     uint64_t validity_us; /* on a win: validity left at decided_us; else 0 */
     uint64_t voted_mask;  /* bit i set once node i voted */
     redlock_decision decision;
-    int status; /* see redlock_round_status */
+    int status;                             /* see redlock_round_status */
     unsigned char votes[REDLOCK_MAX_NODES]; /* redlock_vote per node */
 } redlock_round;
 
@@ -232,17 +228,17 @@ typedef struct redlock_lock redlock_lock;
 typedef void *(*redlock_realloc_fn)(void *ud, void *ptr, size_t size);
 
 typedef struct redlock_options {
-    uint64_t ttl_ms;             /* default lock ttl (10000) */
-    uint64_t node_timeout_ms;    /* per-request deadline on each node (50); a URL's timeout_ms wins */
-    uint64_t connect_timeout_ms; /* TCP connect + AUTH/SELECT (1000) */
-    double drift_factor;         /* clock drift allowance per ms of ttl (0.01) */
-    uint64_t min_validity_ms;    /* a win with less validity left counts as lost (0) */
-    int retry_count;             /* retries after the first attempt when no wait is given (3) */
-    uint64_t retry_delay_ms;     /* base delay between attempts (200) */
-    uint64_t retry_jitter_ms;    /* the delay varies uniformly by +/- this much (100) */
-    const char *key_prefix;      /* prepended to every resource (""); copied */
-    uint64_t reconnect_min_ms;   /* first reconnect backoff (50), doubled up to ... */
-    uint64_t reconnect_max_ms;   /* ... this (5000), each with +/- 50% jitter */
+    uint64_t ttl_ms;          /* default lock ttl (10000) */
+    uint64_t node_timeout_ms; /* per-request deadline on each node (50); a URL's timeout_ms wins */
+    uint64_t connect_timeout_ms;    /* TCP connect + AUTH/SELECT (1000) */
+    double drift_factor;            /* clock drift allowance per ms of ttl (0.01) */
+    uint64_t min_validity_ms;       /* a win with less validity left counts as lost (0) */
+    int retry_count;                /* retries after the first attempt when no wait is given (3) */
+    uint64_t retry_delay_ms;        /* base delay between attempts (200) */
+    uint64_t retry_jitter_ms;       /* the delay varies uniformly by +/- this much (100) */
+    const char *key_prefix;         /* prepended to every resource (""); copied */
+    uint64_t reconnect_min_ms;      /* first reconnect backoff (50), doubled up to ... */
+    uint64_t reconnect_max_ms;      /* ... this (5000), each with +/- 50% jitter */
     unsigned max_inflight_per_node; /* answers a node may owe before it is dropped (65536) */
     redlock_realloc_fn realloc_fn;  /* NULL: libc realloc/free. Covers the client, its rounds and
                                        lock handles; parsed URL strings use malloc */
@@ -271,11 +267,11 @@ typedef struct redlock_node_result {
 
 /* The outcome of one operation; valid only while the callback runs. */
 typedef struct redlock_result {
-    int status;                /* same as the callback's status */
+    int status; /* same as the callback's status */
     unsigned n_nodes;
     unsigned votes_yes, votes_no, votes_error, votes_timeout; /* of the last round */
-    unsigned attempts;         /* rounds made (acquire retries + 1) */
-    uint64_t elapsed_us;       /* from the call to the callback */
+    unsigned attempts;                /* rounds made (acquire retries + 1) */
+    uint64_t elapsed_us;              /* from the call to the callback */
     const redlock_node_result *nodes; /* n_nodes entries, last round */
 } redlock_result;
 
@@ -332,11 +328,11 @@ REDLOCK_EXTERN void redlock_auto_opts_init(redlock_auto_opts *opts);
 
 /* Optional per-call settings of redlock_acquire; NULL means all defaults. */
 typedef struct redlock_lock_opts {
-    const char *token;  /* caller's token (copied), NULL: 128 random bits as 32 hex digits */
-    size_t token_len;   /* 1..REDLOCK_TOKEN_MAX bytes when token is set */
-    int retry_count;    /* -1: the client's retry_count; used when wait_ms is 0 */
-    uint64_t wait_ms;   /* > 0: keep retrying until this long after the call (retry_count is
-                           then not consulted) */
+    const char *token; /* caller's token (copied), NULL: 128 random bits as 32 hex digits */
+    size_t token_len;  /* 1..REDLOCK_TOKEN_MAX bytes when token is set */
+    int retry_count;   /* -1: the client's retry_count; used when wait_ms is 0 */
+    uint64_t wait_ms;  /* > 0: keep retrying until this long after the call (retry_count is
+                          then not consulted) */
     /* Non-NULL: auto-extend the lock once taken (copied), as redlock_auto_extend would, started
      * before the acquire callback runs. */
     const redlock_auto_opts *auto_extend;
@@ -464,8 +460,8 @@ REDLOCK_EXTERN void redlock_report_copy(redlock_report *report, const redlock_re
 /* Start the loop thread and a client on it (arguments as redlock_client_new). Returns 0 and
  * *sync_out, or an error with a message in err. */
 REDLOCK_EXTERN int redlock_sync_new(const char *const *node_urls, unsigned n_nodes,
-                                    const redlock_options *opts, redlock_sync **sync_out,
-                                    char *err, size_t err_len);
+                                    const redlock_options *opts, redlock_sync **sync_out, char *err,
+                                    size_t err_len);
 
 /* Close: calls in flight on other threads return REDLOCK_ECANCELED, auto-extended locks get
  * their lost callback with REDLOCK_ECANCELED, the thread is joined, everything is freed

@@ -84,7 +84,6 @@ static int check_options(const redlock_options *o, char *err, size_t err_len)
     return 0;
 }
 
-
 /* ---- the timer queue ------------------------------------------------------------------------- */
 
 uint64_t redlock__client_now(redlock_client *c)
@@ -128,7 +127,6 @@ void redlock__client_timer_stop(redlock_client *c, redlock__timer *t)
     redlock__timerq_stop(&c->timers, t);
     rearm(c);
 }
-
 
 /* ---- the client ------------------------------------------------------------------------------ */
 

@@ -118,12 +118,12 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
         if (cmd->kind != REDLOCK__CMD_ACQUIRE && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
             *noscript = true;
-        redlock__fmt(err, err_len, "%.*s", (int)REDLOCK__MIN(reply->len, (size_t)200),
-                     reply->str);
+        redlock__fmt(err, err_len, "%.*s", (int)REDLOCK__MIN(reply->len, (size_t)200), reply->str);
         return REDLOCK_VOTE_ERROR;
     }
     if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
-        if (reply->type == REDIS_REPLY_STATUS && reply->len == 2 && memcmp(reply->str, "OK", 2) == 0)
+        if (reply->type == REDIS_REPLY_STATUS && reply->len == 2 &&
+            memcmp(reply->str, "OK", 2) == 0)
             return REDLOCK_VOTE_YES;
         if (reply->type == REDIS_REPLY_NIL)
             return REDLOCK_VOTE_NO;

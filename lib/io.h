@@ -25,11 +25,11 @@ typedef void (*redlock__req_cb)(redlock__req *req, redlock_vote vote, const char
                                 const redlock__reply_data *data, uint64_t now_us);
 
 struct redlock__req {
-    redlock__req *next;       /* the IO layer's FIFO link while in flight */
-    const redlock__cmd *cmd;  /* must stay valid until cb */
+    redlock__req *next;      /* the IO layer's FIFO link while in flight */
+    const redlock__cmd *cmd; /* must stay valid until cb */
     redlock__req_cb cb;
-    uint64_t sent_us;         /* set by the IO layer when queued */
-    uint64_t deadline_us;     /* set by the IO layer */
+    uint64_t sent_us;     /* set by the IO layer when queued */
+    uint64_t deadline_us; /* set by the IO layer */
 };
 
 typedef struct redlock__io_ops {

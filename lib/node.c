@@ -59,19 +59,19 @@ struct redlock__node {
     struct sockaddr_storage addrs[MAX_ADDRS];
     unsigned n_addrs, next_addr;
 
-    redlock__buf out;               /* appended commands not yet handed to uv_write */
-    redlock__req *head, *tail;      /* requests whose replies are awaited, in write order */
+    redlock__buf out;          /* appended commands not yet handed to uv_write */
+    redlock__req *head, *tail; /* requests whose replies are awaited, in write order */
     unsigned fifo_len;
-    unsigned skip_replies;          /* replies owed to requests that already timed out */
+    unsigned skip_replies; /* replies owed to requests that already timed out */
     /* The handshake sent on every new connection, in order: AUTH and SELECT when asked, then
      * SCRIPT LOAD of both scripts (so EVALSHA finds them; NOSCRIPT then only follows a SCRIPT
      * FLUSH on a live connection). hs_fatal[i]: may an error to step i fail the connection? */
-    unsigned handshake_pending;     /* handshake replies still to come */
+    unsigned handshake_pending; /* handshake replies still to come */
     unsigned hs_total;
     bool hs_fatal[8];
-    uint64_t last_reply_us;         /* last reply (or connect) time */
+    uint64_t last_reply_us; /* last reply (or connect) time */
     uint64_t backoff_us;
-    uint64_t rng;                   /* xorshift state for backoff jitter (not a secret) */
+    uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
     char last_error[ERR_LEN];
 
     unsigned closes_pending; /* connection handles, timers and a lookup still to finish */
@@ -326,9 +326,8 @@ static void handshake_reply(redlock__node *n, const redisReply *r)
 
 static bool same_lock(const redlock__cmd *a, const redlock__cmd *b)
 {
-    return a->key_hash == b->key_hash && a->key_len == b->key_len &&
-           a->token_len == b->token_len && memcmp(a->token, b->token, a->token_len) == 0 &&
-           memcmp(a->key, b->key, a->key_len) == 0;
+    return a->key_hash == b->key_hash && a->key_len == b->key_len && a->token_len == b->token_len &&
+           memcmp(a->token, b->token, a->token_len) == 0 && memcmp(a->key, b->key, a->key_len) == 0;
 }
 
 /* A NOSCRIPT answer to EVALSHA: resend as EVAL, which also loads the script. The resend goes to

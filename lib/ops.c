@@ -24,7 +24,7 @@ typedef struct op {
     redlock_lock *lock;
     redlock_cb cb;
     void *data;
-    redlock__list link; /* client->ops */
+    redlock__list link;   /* client->ops */
     redlock__timer timer; /* retry delay, or deferred delivery */
     round *round;         /* the latest round: its per-node outcome goes to the callback */
     uint64_t call_us;
@@ -35,7 +35,7 @@ typedef struct op {
     uint64_t wait_deadline_us; /* 0: none */
     uint64_t prev_deadline_us; /* extend: the validity the round must beat */
     int status;
-    bool done; /* status is final; only the delivery is left */
+    bool done;     /* status is final; only the delivery is left */
     bool has_auto; /* acquire: start auto-extension on success */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
@@ -57,7 +57,7 @@ struct round {
     unsigned outstanding; /* requests not yet completed */
     bool busy; /* inside the send loop or a check: decisions wait, and the round is not freed */
     bool acted;
-    bool held;            /* the operation keeps it for its callback's result */
+    bool held; /* the operation keeps it for its callback's result */
     redlock_node_result *results;
     char *errors; /* n_nodes * REDLOCK__ERR_LEN */
     char *values; /* INSPECT: n_nodes * REDLOCK_TOKEN_MAX */
@@ -154,7 +154,8 @@ static void round_send(round *r)
     unsigned n = c->n_nodes;
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
-    int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, redlock__client_now(c));
+    int rc =
+        redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, redlock__client_now(c));
     (void)rc; /* arguments were checked by the caller */
     r->busy = true;
     r->outstanding = n;
@@ -181,7 +182,6 @@ static void release_everywhere(redlock_client *c, redlock_lock *lock)
         return; /* out of memory: the keys expire with their ttl */
     round_send(r);
 }
-
 
 /* ---- operations ------------------------------------------------------------------------------ */
 
@@ -319,8 +319,8 @@ static void lock_round_done(op *o, round *r)
         /* Auto-extension starts before the caller hears of the lock, so no window is left
          * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
          * validity already gone, and then the lock is not worth handing out. */
-        int rc = o->has_auto ? redlock_auto_extend(lock, &o->auto_opts, o->lost_cb, o->lost_data)
-                             : 0;
+        int rc =
+            o->has_auto ? redlock_auto_extend(lock, &o->auto_opts, o->lost_cb, o->lost_data) : 0;
         if (rc == 0) {
             op_complete(o, 0);
             return;
@@ -437,7 +437,6 @@ static int op_launch(op *o)
     }
     return 0;
 }
-
 
 void redlock__ops_cancel_all(redlock_client *c)
 {

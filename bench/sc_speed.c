@@ -137,35 +137,57 @@ static void warm_up(uv_loop_t *loop, redlock_client *c, raw *r)
     run_chain(loop, &ch, 1, 0.2);
 }
 
+/* A loop with a warmed-up client and raw fan-out on it. */
+typedef struct speed_env {
+    uv_loop_t loop;
+    redlock_client *client;
+    raw *raw;
+} speed_env;
+
+static int speed_start(bench_config *cfg, speed_env *e)
+{
+    uv_loop_init(&e->loop);
+    e->client = bench_client(cfg, &e->loop, NULL, 0, NULL);
+    e->raw = raw_new(&e->loop, cfg->urls, cfg->n_nodes);
+    if (e->raw == NULL) {
+        bench_close(&e->loop, e->client);
+        uv_loop_close(&e->loop);
+        return -1;
+    }
+    warm_up(&e->loop, e->client, e->raw);
+    return 0;
+}
+
+static void speed_stop(speed_env *e)
+{
+    raw_free(e->raw);
+    bench_close(&e->loop, e->client);
+    uv_run(&e->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&e->loop);
+}
+
 /* ---- latency ------------------------------------------------------------------------------- */
 
 int bench_latency(bench_config *cfg)
 {
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
-    raw *r = raw_new(&loop, cfg->urls, cfg->n_nodes);
-    if (r == NULL) {
-        bench_close(&loop, c);
-        uv_loop_close(&loop);
+    speed_env e;
+    if (speed_start(cfg, &e) != 0)
         return -1;
-    }
-    warm_up(&loop, c, r);
     samples acq = {0}, rel = {0}, cyc = {0}, raw_set = {0}, raw_cyc = {0};
     chain lock_ch, raw_ch;
     memset(&lock_ch, 0, sizeof(lock_ch));
     memset(&raw_ch, 0, sizeof(raw_ch));
-    lock_ch.client = c;
+    lock_ch.client = e.client;
     lock_ch.acquire = &acq;
     lock_ch.release = &rel;
     lock_ch.cycle = &cyc;
-    raw_ch.raw = r;
+    raw_ch.raw = e.raw;
     raw_ch.acquire = &raw_set;
     raw_ch.cycle = &raw_cyc;
     double slice = cfg->duration_s / (2 * SLICES);
     for (int i = 0; i < SLICES; i++) {
-        run_chain(&loop, &lock_ch, 1, slice);
-        run_chain(&loop, &raw_ch, 1, slice);
+        run_chain(&e.loop, &lock_ch, 1, slice);
+        run_chain(&e.loop, &raw_ch, 1, slice);
     }
     /* Keep the raw samples for the plot before percentiles sort them (sorting is harmless). */
     percentiles pa = samples_percentiles(&acq), pr = samples_percentiles(&rel),
@@ -202,10 +224,7 @@ int bench_latency(bench_config *cfg)
     samples_free(&acq);
     samples_free(&rel);
     samples_free(&raw_set);
-    raw_free(r);
-    bench_close(&loop, c);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+    speed_stop(&e);
     return lock_ch.failures == 0 ? 0 : -1;
 }
 
@@ -214,29 +233,22 @@ int bench_latency(bench_config *cfg)
 int bench_throughput(bench_config *cfg)
 {
     static const unsigned levels[BENCH_TP_POINTS] = {1, 16, 64, 256};
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
-    raw *r = raw_new(&loop, cfg->urls, cfg->n_nodes);
-    if (r == NULL) {
-        bench_close(&loop, c);
-        uv_loop_close(&loop);
+    speed_env e;
+    if (speed_start(cfg, &e) != 0)
         return -1;
-    }
-    warm_up(&loop, c, r);
     int rc = 0;
     cfg->tp_points = 0;
     for (unsigned l = 0; l < BENCH_TP_POINTS; l++) {
         chain lock_ch, raw_ch;
         memset(&lock_ch, 0, sizeof(lock_ch));
         memset(&raw_ch, 0, sizeof(raw_ch));
-        lock_ch.client = c;
-        raw_ch.raw = r;
+        lock_ch.client = e.client;
+        raw_ch.raw = e.raw;
         double slice = cfg->duration_s / (2 * SLICES);
         double lock_rate = 0, raw_rate = 0;
         for (int i = 0; i < SLICES; i++) {
-            lock_rate += run_chain(&loop, &lock_ch, levels[l], slice) / SLICES;
-            raw_rate += run_chain(&loop, &raw_ch, levels[l], slice) / SLICES;
+            lock_rate += run_chain(&e.loop, &lock_ch, levels[l], slice) / SLICES;
+            raw_rate += run_chain(&e.loop, &raw_ch, levels[l], slice) / SLICES;
         }
         double ratio = raw_rate > 0 ? lock_rate / raw_rate : 0;
         printf("%-11s concurrency %3u: %8.0f cycles/s  |  raw %8.0f cycles/s  |  ratio %.2f  "
@@ -257,9 +269,6 @@ int bench_throughput(bench_config *cfg)
         if (lock_ch.failures != 0)
             rc = -1;
     }
-    raw_free(r);
-    bench_close(&loop, c);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    uv_loop_close(&loop);
+    speed_stop(&e);
     return rc;
 }

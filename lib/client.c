@@ -217,12 +217,7 @@ int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n
                        size_t err_len)
 {
     char scratch[1];
-    if (err == NULL) {
-        err = scratch;
-        err_len = sizeof(scratch);
-    }
-    if (err_len > 0)
-        err[0] = '\0';
+    redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
     if (loop == NULL || node_urls == NULL || client_out == NULL) {
         redlock__fmt(err, err_len, "loop, node_urls and client_out must not be NULL");
         return REDLOCK_EINVAL;

@@ -94,6 +94,16 @@ void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
         out[0] = '\0';
 }
 
+void redlock__err_start(char **err, size_t *err_len, char *scratch, size_t scratch_len)
+{
+    if (*err == NULL) {
+        *err = scratch;
+        *err_len = scratch_len;
+    }
+    if (*err_len > 0)
+        (*err)[0] = '\0';
+}
+
 uint64_t redlock__hash(const void *data, size_t len)
 {
     const unsigned char *p = data;

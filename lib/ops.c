@@ -476,6 +476,19 @@ static int check_ttl(redlock_client *c, uint64_t ttl_ms)
     return 0;
 }
 
+/* What acquire and inspect check before anything is allocated. */
+static int check_call(redlock_client *c, const void *resource, size_t len, redlock_cb cb)
+{
+    if (c == NULL)
+        return REDLOCK_EINVAL;
+    int rc = redlock__check_resource(c, resource, len);
+    if (rc != 0)
+        return rc;
+    if (cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
+    return 0;
+}
+
 void redlock_lock_opts_init(redlock_lock_opts *o)
 {
     memset(o, 0, sizeof(*o));
@@ -485,13 +498,9 @@ void redlock_lock_opts_init(redlock_lock_opts *o)
 int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
                     const redlock_lock_opts *opts, redlock_cb cb, void *data)
 {
-    if (c == NULL)
-        return REDLOCK_EINVAL;
-    int rc = redlock__check_resource(c, resource, len);
+    int rc = check_call(c, resource, len, cb);
     if (rc != 0)
         return rc;
-    if (cb == NULL)
-        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
     if (ttl_ms == 0)
         ttl_ms = c->opts.ttl_ms;
     rc = check_ttl(c, ttl_ms);
@@ -618,13 +627,9 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
 
 int redlock_inspect(redlock_client *c, const void *resource, size_t len, redlock_cb cb, void *data)
 {
-    if (c == NULL)
-        return REDLOCK_EINVAL;
-    int rc = redlock__check_resource(c, resource, len);
+    int rc = check_call(c, resource, len, cb);
     if (rc != 0)
         return rc;
-    if (cb == NULL)
-        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
     /* A handle nobody sees carries the key for the round. */
     redlock_lock *lock = redlock__lock_new(c, resource, len);
     if (lock == NULL)

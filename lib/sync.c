@@ -516,12 +516,7 @@ int redlock_sync_new(const char *const *node_urls, unsigned n_nodes, const redlo
                      redlock_sync **sync_out, char *err, size_t err_len)
 {
     char scratch[1];
-    if (err == NULL) {
-        err = scratch;
-        err_len = sizeof(scratch);
-    }
-    if (err_len > 0)
-        err[0] = '\0';
+    redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
     if (sync_out == NULL) {
         redlock__fmt(err, err_len, "sync_out must not be NULL");
         return REDLOCK_EINVAL;

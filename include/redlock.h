@@ -289,7 +289,10 @@ typedef void (*redlock_close_cb)(redlock_client *client, void *data);
  * defaults; it and the URLs are copied. The client starts connecting at once; operations issued
  * before a node is connected wait for the connection within their deadline. Returns 0 and sets
  * *client_out, or REDLOCK_EINVAL / REDLOCK_EURL / REDLOCK_EDUPNODE / REDLOCK_ENOMEM with a message
- * in err (if not NULL), passwords redacted. Nothing is left allocated on failure. */
+ * in err (if not NULL), passwords redacted. Nothing is left allocated on failure. If the process
+ * has closed descriptor 0, 1 or 2, they are reopened on /dev/null: libuv aborts when it closes a
+ * socket that landed there. (A program that closes stdio must do the same before uv_loop_init,
+ * for the loop's own descriptors; redlock_sync_new does it.) */
 REDLOCK_EXTERN int redlock_client_new(uv_loop_t *loop, const char *const *node_urls,
                                       unsigned n_nodes, const redlock_options *opts,
                                       redlock_client **client_out, char *err, size_t err_len);

@@ -238,6 +238,7 @@ int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n
     if (rc != 0)
         return rc;
 
+    redlock__keep_stdio_taken();
     redlock__alloc alloc;
     redlock__alloc_init(&alloc, o.realloc_fn, o.realloc_ud);
     redlock_client *c = redlock__calloc(&alloc, 1, sizeof(*c));

@@ -1,9 +1,12 @@
 /* common.c - allocation through the caller's hook, buffers, formatting. */
 #include "common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static void *default_realloc(void *ud, void *ptr, size_t size)
 {
@@ -102,6 +105,20 @@ void redlock__err_start(char **err, size_t *err_len, char *scratch, size_t scrat
     }
     if (*err_len > 0)
         (*err)[0] = '\0';
+}
+
+/* libuv aborts when it closes a descriptor <= 2, and a process that closed its stdin (a
+ * daemon, a CI runner) hands the next socket fd 0. Keep 0..2 taken, on /dev/null, so sockets
+ * never land there. Opening returns the lowest free descriptor: exactly the missing one. */
+void redlock__keep_stdio_taken(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (got >= 0 && got != fd)
+            close(got); /* another thread took the slot first; it is taken either way */
+    }
 }
 
 uint64_t redlock__hash(const void *data, size_t len)

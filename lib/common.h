@@ -80,6 +80,10 @@ void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
 /* For calls whose err buffer may be NULL: point *err at scratch then, and start it empty. */
 void redlock__err_start(char **err, size_t *err_len, char *scratch, size_t scratch_len);
 
+/* Reopen any of descriptors 0..2 that the process closed on /dev/null (see common.c). Called
+ * before the library creates a loop or a socket. */
+void redlock__keep_stdio_taken(void);
+
 /* FNV-1a 64 of bytes: cheap identity for "same key" checks (a collision only makes a check
  * conservative). */
 uint64_t redlock__hash(const void *data, size_t len);

@@ -458,6 +458,7 @@ static int sync_init(redlock_sync *s, char *err, size_t err_len)
     redlock__list_init(&s->queue);
     redlock__list_init(&s->locks);
     redlock__list_init(&s->auto_locks);
+    redlock__keep_stdio_taken(); /* before the loop takes descriptors */
     int uvrc = uv_loop_init(&s->loop);
     if (uvrc != 0) {
         redlock__fmt(err, err_len, "cannot create the loop: %s", uv_strerror(uvrc));

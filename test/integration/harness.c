@@ -1,6 +1,8 @@
 /* harness.c - see harness.h. */
 #include "harness.h"
 
+#include "common.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,8 @@ void h_test_options(redlock_options *opts)
 void h_env_start(h_env *env, unsigned n, const char *extra_conf)
 {
     memset(env, 0, sizeof(*env));
+    /* A runner may start us with stdin closed; libuv aborts if its loop lands on fd 0. */
+    redlock__keep_stdio_taken();
     assert_int_equal(uv_loop_init(&env->loop), 0);
     assert_int_equal(fixture_start(&env->cluster, n, extra_conf), 0);
 }

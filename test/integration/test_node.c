@@ -3,10 +3,12 @@
  * a node may owe, resolve host names. */
 #include "harness.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Operations issued before any node is connected wait for the connection within their
  * deadline, instead of failing: a client is usable right after redlock_client_new. */
@@ -192,6 +194,27 @@ static void unresolvable_host_is_an_error(void **state)
     h_env_stop(&env);
 }
 
+/* A process that closed its stdin (a daemon, a CI runner): the client keeps fd 0 taken so no
+ * socket lands there (libuv aborts when it closes a descriptor <= 2). */
+static void closed_stdin_is_survived(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    int saved = dup(0);
+    assert_true(saved > 2);
+    close(0);
+    redlock_client *c = h_client(&env, NULL);
+    assert_int_not_equal(fcntl(0, F_GETFD), -1); /* reopened on /dev/null */
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "node:stdin", 5000, NULL, &rec), 0);
+    h_record rel;
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    h_env_stop(&env); /* closes every socket: would abort if one were fd 0 */
+    dup2(saved, 0);
+    close(saved);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -202,6 +225,7 @@ int main(void)
         cmocka_unit_test(inflight_cap_bounds_a_stopped_node),
         cmocka_unit_test(host_names_are_resolved),
         cmocka_unit_test(unresolvable_host_is_an_error),
+        cmocka_unit_test(closed_stdin_is_survived),
     };
     return cmocka_run_group_tests_name("node", tests, NULL, NULL);
 }

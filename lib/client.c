@@ -212,14 +212,35 @@ static int parse_nodes(redlock_client *c, const char *const *urls, char *err, si
     return 0;
 }
 
+static int make_uv_io(void *ctx, const redlock__node_config *cfgs, unsigned n,
+                      const redlock__alloc *alloc, redlock__io **out)
+{
+    return redlock__io_uv_new(ctx, cfgs, n, alloc, out);
+}
+
 int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
                        const redlock_options *opts, redlock_client **client_out, char *err,
                        size_t err_len)
 {
+    if (loop == NULL) {
+        char scratch[1];
+        redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
+        redlock__fmt(err, err_len, "loop must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    return redlock__client_new_io(loop, node_urls, n_nodes, opts, make_uv_io, loop, client_out,
+                                  err, err_len);
+}
+
+int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
+                           const redlock_options *opts, redlock__io_factory make_io,
+                           void *make_ctx, redlock_client **client_out, char *err,
+                           size_t err_len)
+{
     char scratch[1];
     redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
-    if (loop == NULL || node_urls == NULL || client_out == NULL) {
-        redlock__fmt(err, err_len, "loop, node_urls and client_out must not be NULL");
+    if (node_urls == NULL || client_out == NULL) {
+        redlock__fmt(err, err_len, "node_urls and client_out must not be NULL");
         return REDLOCK_EINVAL;
     }
     *client_out = NULL;
@@ -284,7 +305,7 @@ int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n
             .alloc = &c->alloc,
         };
     }
-    rc = redlock__io_uv_new(loop, cfgs, n_nodes, &c->alloc, &c->io);
+    rc = make_io(make_ctx, cfgs, n_nodes, &c->alloc, &c->io);
     if (rc != 0) {
         redlock__fmt(err, err_len, "out of memory");
         client_free(c);

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "io.h"
+#include "node.h"
 #include "timerq.h"
 
 #define REDLOCK__ERR_LEN REDLOCK_ERROR_TEXT_MAX
@@ -70,6 +71,18 @@ struct redlock_lock {
     size_t token_len;
     char token[REDLOCK_TOKEN_MAX + 1];
 };
+
+/* Makes the io for a new client (io.h): the libuv one, or the simulator's. */
+typedef int (*redlock__io_factory)(void *ctx, const redlock__node_config *cfgs, unsigned n,
+                                   const redlock__alloc *alloc, redlock__io **out);
+
+/* redlock_client_new with the io made by make_io(make_ctx, ...) instead of libuv's: the
+ * deterministic simulator (test/sim/) runs the real client on simulated nodes and time this way.
+ * loop may be NULL then (redlock_client_loop returns it). */
+int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
+                           const redlock_options *opts, redlock__io_factory make_io,
+                           void *make_ctx, redlock_client **client_out, char *err,
+                           size_t err_len);
 
 /* Set client->last_error (printf-style) and return err. */
 int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)

@@ -331,7 +331,10 @@ REDLOCK_EXTERN void redlock_auto_opts_init(redlock_auto_opts *opts);
 
 /* Optional per-call settings of redlock_acquire; NULL means all defaults. */
 typedef struct redlock_lock_opts {
-    const char *token; /* caller's token (copied), NULL: 128 random bits as 32 hex digits */
+    const char *token; /* caller's token (copied), NULL: 128 random bits as 32 hex digits,
+                          fresh for every attempt. A caller's token is reused by retries, and a
+                          lost attempt's release delayed by a reconnect could then delete the
+                          winning attempt's key: with a caller token, prefer no retries */
     size_t token_len;  /* 1..REDLOCK_TOKEN_MAX bytes when token is set */
     int retry_count;   /* -1: the client's retry_count; used when wait_ms is 0 */
     uint64_t wait_ms;  /* > 0: keep retrying until this long after the call (retry_count is

@@ -58,6 +58,7 @@ struct redlock_lock {
     bool user_owned;
     bool released; /* unlock was called */
     bool attached; /* made by redlock_lock_attach: validity unknown until an extend wins */
+    bool caller_token; /* the caller chose the token: retries reuse it */
     uint64_t ttl_ms;
     uint64_t validity_ms;
     uint64_t deadline_us;

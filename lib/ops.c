@@ -61,6 +61,9 @@ struct round {
     redlock_node_result *results;
     char *errors; /* n_nodes * REDLOCK__ERR_LEN */
     char *values; /* INSPECT: n_nodes * REDLOCK_TOKEN_MAX */
+    /* The token as it was when the round started: the lock's token changes between acquire
+     * attempts, and this round's late commands (a NOSCRIPT resend) must keep its own. */
+    char token[REDLOCK_TOKEN_MAX + 1];
     round_req reqs[];
 };
 
@@ -100,7 +103,8 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     r->cmd.key = lock->key;
     r->cmd.key_len = lock->key_len;
     r->cmd.key_hash = lock->key_hash;
-    r->cmd.token = lock->token;
+    memcpy(r->token, lock->token, lock->token_len);
+    r->cmd.token = r->token;
     r->cmd.token_len = lock->token_len;
     r->cmd.ttl_ms = ttl_ms;
     for (unsigned i = 0; i < n; i++) {
@@ -306,6 +310,20 @@ static void on_retry_timer(redlock__timer *t)
         op_complete(o, rc);
 }
 
+static void hex(char *out, const unsigned char *in, size_t n);
+
+/* A fresh token: 128 bits from the io's CSPRNG, as 32 hex digits. */
+static int new_token(redlock_client *c, redlock_lock *lock)
+{
+    unsigned char raw[REDLOCK__TOKEN_BYTES];
+    int rc = c->io->ops->random(c->io, raw, sizeof(raw));
+    if (rc != 0)
+        return REDLOCK_ENOMEM;
+    hex(lock->token, raw, sizeof(raw));
+    lock->token_len = 2 * sizeof(raw);
+    return 0;
+}
+
 static void lock_round_done(op *o, round *r)
 {
     redlock_client *c = o->client;
@@ -328,6 +346,16 @@ static void lock_round_done(op *o, round *r)
         status = rc;
     }
     release_everywhere(c, lock);
+    /* Every attempt gets a token of its own: the release of a lost attempt can reach a node
+     * late (written on a connection that was then dropped, it may be applied after the next
+     * attempt's SET on the new one); with the same token it would delete the winner's key. */
+    if (!lock->caller_token && status != REDLOCK_ENOMEM) {
+        int rc = new_token(c, lock);
+        if (rc != 0) {
+            op_complete(o, rc);
+            return;
+        }
+    }
     uint64_t now = redlock__client_now(c);
     if (!c->closing && op_may_retry(o, now)) {
         uint64_t due = now + retry_delay_us(c);
@@ -531,18 +559,12 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
     if (opts->token != NULL) {
         memcpy(lock->token, opts->token, opts->token_len);
         lock->token_len = opts->token_len;
-    } else {
-        unsigned char raw[REDLOCK__TOKEN_BYTES];
-        rc = c->io->ops->random(c->io, raw, sizeof(raw));
-        if (rc != 0) {
-            redlock__lock_unref(lock);
-            return redlock__client_error(c, REDLOCK_ENOMEM, "no randomness for the token: %s",
-                                         uv_strerror(rc));
-        }
-        hex(lock->token, raw, sizeof(raw));
-        lock->token_len = 2 * sizeof(raw);
+        lock->token[lock->token_len] = '\0';
+        lock->caller_token = true;
+    } else if ((rc = new_token(c, lock)) != 0) {
+        redlock__lock_unref(lock);
+        return redlock__client_error(c, REDLOCK_ENOMEM, "no randomness for the token");
     }
-    lock->token[lock->token_len] = '\0';
 
     op *o = op_new(c, OP_LOCK, lock, cb, data);
     if (o == NULL) {

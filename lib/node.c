@@ -69,7 +69,8 @@ struct redlock__node {
     unsigned handshake_pending; /* handshake replies still to come */
     unsigned hs_total;
     bool hs_fatal[8];
-    uint64_t last_reply_us; /* last reply (or connect) time */
+    uint64_t last_reply_us;  /* last reply (or connect) time */
+    uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
     uint64_t backoff_us;
     uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
     char last_error[ERR_LEN];
@@ -163,11 +164,14 @@ static void on_deadline(uv_timer_t *t)
     if (n->state == NODE_CLOSING)
         return;
     bool owes = n->skip_replies > 0;
-    bool silent = now - n->last_reply_us >= DROP_AFTER_TIMEOUTS * n->cfg.timeout_us;
+    /* Silence counts from the later of the last reply and the moment the node started to owe
+     * one: an idle spell is not silence. */
+    uint64_t quiet_since = REDLOCK__MAX(n->last_reply_us, n->owing_since_us);
+    bool silent = now - quiet_since >= DROP_AFTER_TIMEOUTS * n->cfg.timeout_us;
     if (owes && silent && (n->state == NODE_READY || n->state == NODE_HANDSHAKE)) {
         char drop[ERR_LEN];
         redlock__fmt(drop, sizeof(drop), "connection dropped: no answer for %llu ms",
-                     (unsigned long long)((now - n->last_reply_us) / 1000));
+                     (unsigned long long)((now - quiet_since) / 1000));
         node_fail(n, drop, false);
         return;
     }
@@ -728,6 +732,8 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
+    if (n->head == NULL && n->skip_replies == 0)
+        n->owing_since_us = now;
     bool was_empty = n->head == NULL;
     fifo_push(n, req);
     if (was_empty && !uv_is_active((uv_handle_t *)&n->deadline_timer))

@@ -1,0 +1,189 @@
+/* sim_internal.h - the simulation's world, shared by sim_world.c (event loop, processes,
+ * checker) and sim_io.c (nodes, network and the io.h implementation). */
+#ifndef SIM_INTERNAL_H
+#define SIM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "io.h"
+#include "sim.h"
+
+#define SIM_KEY_MAX 64
+#define SIM_VALUE_MAX REDLOCK_TOKEN_MAX
+#define SIM_PPM 1000000u
+
+/* xoshiro256** seeded through splitmix64. */
+typedef struct sim_rng {
+    uint64_t s[4];
+} sim_rng;
+
+void sim_rng_seed(sim_rng *r, uint64_t seed);
+uint64_t sim_rng_next(sim_rng *r);
+/* Uniform in [lo, hi] (lo when hi <= lo). */
+uint64_t sim_rng_range(sim_rng *r, uint64_t lo, uint64_t hi);
+bool sim_rng_chance(sim_rng *r, double p);
+
+typedef enum {
+    EV_NODE_RECV,   /* a request reaches its node */
+    EV_CLIENT_RECV, /* a reply reaches its process */
+    EV_REQ_TIMEOUT, /* a request's deadline on its process's clock */
+    EV_CONN_LOST,   /* a process notices its connection to a node died */
+    EV_CONN_RETRY,  /* a process tries to reconnect */
+    EV_WAKE,        /* the client's timer (io wake_at) */
+    EV_IO_CLOSED,   /* the io finishes closing */
+    EV_PROC_STEP,   /* the process's own program: acquire, extend, done */
+    EV_NODE_CRASH,
+    EV_NODE_UP,
+    EV_PARTITION,
+    EV_PAUSE,
+} sim_ev_kind;
+
+/* A message on a connection: a request (command copied, the round may be gone when it lands)
+ * or a reply. */
+typedef struct sim_msg {
+    uint64_t req_id;
+    uint64_t epoch; /* the connection it travels on */
+    redlock__cmd_kind kind;
+    bool retake;
+    uint64_t ttl_ms;
+    size_t key_len, token_len;
+    char key[SIM_KEY_MAX];
+    char token[SIM_VALUE_MAX];
+    /* reply */
+    redlock_vote vote;
+    bool has_value;
+    int64_t pttl_ms;
+} sim_msg;
+
+typedef struct sim_event {
+    uint64_t at, seq;
+    sim_ev_kind kind;
+    unsigned proc, node;
+    uint64_t arg;
+    sim_msg *msg;
+} sim_event;
+
+typedef struct sim_key {
+    size_t key_len, value_len;
+    char key[SIM_KEY_MAX];
+    char value[SIM_VALUE_MAX];
+    uint64_t expire_at; /* on the node's clock */
+} sim_key;
+
+typedef struct sim_node {
+    bool up;
+    uint64_t rate_ppm, offset_us;
+    unsigned n_keys;
+    sim_key keys[SIM_MAX_RESOURCES * 2];
+} sim_node;
+
+/* A request the io owes a completion. */
+typedef struct sim_pending {
+    struct sim_pending *next;
+    uint64_t id;
+    redlock__req *req;
+} sim_pending;
+
+/* One process's connection to one node. epoch changes whenever the TCP connection dies or is
+ * re-made; a message of another epoch is discarded where it lands. */
+typedef struct sim_conn {
+    bool alive;     /* the TCP connection exists */
+    bool client_up; /* the process believes it does (else sends fail fast) */
+    uint64_t epoch;
+    uint64_t crash_epoch;      /* messages of this epoch or older died with their node */
+    uint64_t last_reply_local; /* when the process last heard from the node, on its clock */
+    uint64_t last_to_node, last_to_client; /* FIFO: no message overtakes an earlier one */
+    uint64_t partition_until;
+    sim_pending *head, *tail;
+} sim_conn;
+
+typedef struct sim_world sim_world;
+typedef struct sim_proc sim_proc;
+
+typedef struct sim_io {
+    redlock__io base;
+    sim_proc *proc;
+    uint64_t timeout_us[SIM_MAX_NODES];
+    bool closing, closed;
+} sim_io;
+
+typedef enum { PROC_IDLE, PROC_ACQUIRING, PROC_HOLDING, PROC_RELEASING, PROC_DONE } sim_proc_state;
+
+struct sim_proc {
+    sim_world *w;
+    unsigned id;
+    sim_io io;
+    redlock_client *client;
+    uint64_t rate_ppm, offset_us;
+    uint64_t paused_until;
+    uint64_t wake_gen;
+    sim_rng rng;
+    sim_conn conns[SIM_MAX_NODES];
+    uint64_t sent, completed;
+
+    sim_proc_state state;
+    unsigned cycles_done;
+    unsigned resource;
+    redlock_lock *lock;
+    uint64_t hold_gen;
+    bool using_lock;      /* inside [acquired, min(done, deadline)) */
+    uint64_t hold_start;  /* true time */
+    uint64_t deadline_us; /* the lock's deadline on this process's clock */
+    bool client_closed;
+};
+
+typedef struct sim_interval {
+    unsigned proc, resource;
+    uint64_t start, end; /* true time, [start, end) */
+} sim_interval;
+
+struct sim_world {
+    sim_config cfg;
+    sim_result *res;
+    sim_rng rng;  /* network and faults */
+    uint64_t now; /* true time */
+    uint64_t next_seq;
+    uint64_t next_req_id;
+    sim_event *heap;
+    size_t heap_len, heap_cap;
+    sim_node nodes[SIM_MAX_NODES];
+    sim_proc procs[SIM_MAX_PROCS];
+    sim_interval *ivs;
+    size_t n_ivs, cap_ivs;
+    bool oom;
+};
+
+/* The event queue (sim_world.c). seq 0: a new sequence number. */
+void sim_push(sim_world *w, uint64_t at, sim_ev_kind kind, unsigned proc, unsigned node,
+              uint64_t arg, sim_msg *msg);
+void sim_hash(sim_world *w, uint64_t x);
+void sim_trace(sim_world *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Record a broken contract (first one wins). */
+void sim_contract(sim_world *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clocks: a process's or node's reading at true time t, and the first true time its clock reads
+ * at least local (never before w->now). */
+uint64_t sim_clock(uint64_t rate_ppm, uint64_t offset_us, uint64_t t);
+uint64_t sim_clock_true(sim_world *w, uint64_t rate_ppm, uint64_t offset_us, uint64_t local);
+uint64_t sim_proc_now(sim_proc *p);
+
+/* sim_io.c */
+int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
+                   const redlock__alloc *alloc, redlock__io **out);
+/* Handle the network, node and connection events. */
+void sim_io_event(sim_world *w, const sim_event *ev);
+/* Free whatever the io still holds at the end of a run (after the contract check). */
+void sim_io_teardown(sim_world *w);
+
+#endif

@@ -1,0 +1,522 @@
+/* sim_io.c - io.h in virtual time: simulated Redis masters, a simulated network, and the io table
+ * the real client runs on.
+ *
+ * Nodes hold keys with a value and an expiry on the node's own clock, evaluated lazily as Redis
+ * does (a key is gone once the node's clock is past its expiry). Each process has one connection
+ * per node; messages on it keep their order (TCP), may be delayed, stalled (a retransmission:
+ * later messages wait behind it), dropped, or cut by a partition. A restarted node kills every
+ * connection to it; the process notices a little later, fails what it still waited for, fails
+ * new sends at once while it reconnects, then reconnects. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+static sim_proc *proc_of(redlock__io *io)
+{
+    return ((sim_io *)io)->proc;
+}
+
+/* ---- the network ------------------------------------------------------------------------------
+ */
+
+static uint64_t net_delay(sim_world *w)
+{
+    const sim_config *cfg = &w->cfg;
+    uint64_t d = sim_rng_range(&w->rng, cfg->delay_min_us, cfg->delay_max_us);
+    if (sim_rng_chance(&w->rng, cfg->stall_prob))
+        d += sim_rng_range(&w->rng, 0, cfg->stall_max_us);
+    return d;
+}
+
+/* true if the message is lost on the way (the caller frees it). */
+static bool net_lost(sim_world *w, const sim_conn *c)
+{
+    if (!c->alive || w->now < c->partition_until)
+        return true;
+    return sim_rng_chance(&w->rng, w->cfg.drop_prob);
+}
+
+static void net_to_node(sim_world *w, sim_proc *p, unsigned node, sim_msg *msg)
+{
+    sim_conn *c = &p->conns[node];
+    if (net_lost(w, c)) {
+        sim_trace(w, "p%u -> n%u req %llu lost", p->id, node, (unsigned long long)msg->req_id);
+        free(msg);
+        return;
+    }
+    uint64_t delay = net_delay(w); /* one draw: REDLOCK__MAX evaluates twice */
+    uint64_t at = REDLOCK__MAX(w->now + delay, c->last_to_node);
+    c->last_to_node = at;
+    sim_push(w, at, EV_NODE_RECV, p->id, node, 0, msg);
+}
+
+static void net_to_client(sim_world *w, sim_proc *p, unsigned node, sim_msg *msg)
+{
+    sim_conn *c = &p->conns[node];
+    if (net_lost(w, c)) {
+        sim_trace(w, "n%u -> p%u reply %llu lost", node, p->id, (unsigned long long)msg->req_id);
+        free(msg);
+        return;
+    }
+    uint64_t delay = net_delay(w); /* one draw: REDLOCK__MAX evaluates twice */
+    uint64_t at = REDLOCK__MAX(w->now + delay, c->last_to_client);
+    c->last_to_client = at;
+    sim_push(w, at, EV_CLIENT_RECV, p->id, node, 0, msg);
+}
+
+/* ---- the nodes --------------------------------------------------------------------------------
+ */
+
+static uint64_t node_now(const sim_world *w, const sim_node *n)
+{
+    return sim_clock(n->rate_ppm, n->offset_us, w->now);
+}
+
+/* The live key, or NULL (an expired key is deleted on access, as Redis does lazily). */
+static sim_key *node_get(sim_world *w, sim_node *n, const char *key, size_t len)
+{
+    uint64_t now = node_now(w, n);
+    for (unsigned i = 0; i < n->n_keys; i++) {
+        sim_key *k = &n->keys[i];
+        if (k->key_len != len || memcmp(k->key, key, len) != 0)
+            continue;
+        if (now > k->expire_at) {
+            n->keys[i] = n->keys[--n->n_keys];
+            return NULL;
+        }
+        return k;
+    }
+    return NULL;
+}
+
+static void node_del(sim_node *n, sim_key *k)
+{
+    *k = n->keys[--n->n_keys];
+}
+
+static void node_set(sim_world *w, sim_node *n, const sim_msg *m)
+{
+    sim_key *k = node_get(w, n, m->key, m->key_len);
+    if (k == NULL) {
+        if (n->n_keys == sizeof(n->keys) / sizeof(n->keys[0])) {
+            sim_contract(w, "simulated node is out of key slots");
+            return;
+        }
+        k = &n->keys[n->n_keys++];
+    }
+    k->key_len = m->key_len;
+    memcpy(k->key, m->key, m->key_len);
+    k->value_len = m->token_len;
+    memcpy(k->value, m->token, m->token_len);
+    k->expire_at = node_now(w, n) + m->ttl_ms * 1000;
+}
+
+static bool is_ours(const sim_key *k, const sim_msg *m)
+{
+    return k != NULL && k->value_len == m->token_len &&
+           memcmp(k->value, m->token, m->token_len) == 0;
+}
+
+/* Run a request on node n; the reply goes into m (reused). */
+static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
+{
+    sim_key *k = node_get(w, n, m->key, m->key_len);
+    m->vote = REDLOCK_VOTE_NO;
+    switch (m->kind) {
+    case REDLOCK__CMD_ACQUIRE: /* SET key token NX PX ttl */
+        if (k == NULL) {
+            node_set(w, n, m);
+            m->vote = REDLOCK_VOTE_YES;
+        }
+        break;
+    case REDLOCK__CMD_EXTEND: /* compare-and-pexpire, or SET when missing and retake */
+        if (is_ours(k, m)) {
+            k->expire_at = node_now(w, n) + m->ttl_ms * 1000;
+            m->vote = REDLOCK_VOTE_YES;
+        } else if (k == NULL && m->retake) {
+            node_set(w, n, m);
+            m->vote = REDLOCK_VOTE_YES;
+        }
+        break;
+    case REDLOCK__CMD_RELEASE: /* compare-and-delete */
+        if (is_ours(k, m)) {
+            node_del(n, k);
+            m->vote = REDLOCK_VOTE_YES;
+        }
+        break;
+    case REDLOCK__CMD_INSPECT: /* GET + PTTL */
+        m->has_value = k != NULL;
+        m->pttl_ms = -2;
+        if (k != NULL) {
+            m->vote = REDLOCK_VOTE_YES;
+            m->token_len = k->value_len;
+            memcpy(m->token, k->value, k->value_len);
+            m->pttl_ms = (int64_t)((k->expire_at - node_now(w, n) + 500) / 1000);
+        }
+        break;
+    }
+}
+
+/* ---- completions ------------------------------------------------------------------------------
+ */
+
+static sim_pending *pending_take(sim_conn *c, uint64_t id)
+{
+    sim_pending *prev = NULL;
+    for (sim_pending *q = c->head; q != NULL; prev = q, q = q->next) {
+        if (q->id != id)
+            continue;
+        if (prev != NULL)
+            prev->next = q->next;
+        else
+            c->head = q->next;
+        if (c->tail == q)
+            c->tail = prev;
+        return q;
+    }
+    return NULL;
+}
+
+/* Complete a request. The pending record is already unlinked: the callback may send again,
+ * close the client, or do anything else the client does. */
+static void complete(sim_proc *p, redlock__req *req, redlock_vote vote, const char *error,
+                     const redlock__reply_data *data)
+{
+    sim_world *w = p->w;
+    p->completed++;
+    sim_hash(w, (uint64_t)vote);
+    req->cb(req, vote, error, data, sim_proc_now(p));
+}
+
+static void fail_pending(sim_proc *p, sim_conn *c, const char *why)
+{
+    while (c->head != NULL) {
+        sim_pending *q = c->head;
+        c->head = q->next;
+        if (c->head == NULL)
+            c->tail = NULL;
+        redlock__req *req = q->req;
+        free(q);
+        complete(p, req, REDLOCK_VOTE_ERROR, why, NULL);
+    }
+}
+
+/* ---- the io table -----------------------------------------------------------------------------
+ */
+
+static void io_send(redlock__io *io, unsigned node, redlock__req *req)
+{
+    sim_proc *p = proc_of(io);
+    sim_world *w = p->w;
+    sim_conn *c = &p->conns[node];
+    uint64_t now = sim_proc_now(p);
+    req->sent_us = now;
+    req->deadline_us = now + p->io.timeout_us[node];
+    req->next = NULL;
+    p->sent++;
+    const redlock__cmd *cmd = req->cmd;
+    sim_trace(w, "p%u -> n%u %s %.*s %.*s ttl=%llu", p->id, node, redlock__cmd_name(cmd->kind),
+              (int)cmd->key_len, cmd->key, (int)REDLOCK__MIN(cmd->token_len, 8), cmd->token,
+              (unsigned long long)cmd->ttl_ms);
+    /* Fail fast, synchronously, as the real io does for a closed client or a node that is down. */
+    if (p->io.closing || p->io.closed) {
+        complete(p, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL);
+        return;
+    }
+    if (!c->client_up) {
+        complete(p, req, REDLOCK_VOTE_ERROR, "not connected", NULL);
+        return;
+    }
+    if (cmd->key_len > SIM_KEY_MAX || cmd->token_len > SIM_VALUE_MAX) {
+        sim_contract(w, "key or token too long for the simulator");
+        complete(p, req, REDLOCK_VOTE_ERROR, "simulator limit", NULL);
+        return;
+    }
+    sim_pending *q = calloc(1, sizeof(*q));
+    sim_msg *m = calloc(1, sizeof(*m));
+    if (q == NULL || m == NULL) {
+        free(q);
+        free(m);
+        w->oom = true;
+        complete(p, req, REDLOCK_VOTE_ERROR, "out of memory", NULL);
+        return;
+    }
+    q->id = ++w->next_req_id;
+    q->req = req;
+    if (c->tail != NULL)
+        c->tail->next = q;
+    else
+        c->head = q;
+    c->tail = q;
+    m->req_id = q->id;
+    m->epoch = c->epoch;
+    m->kind = cmd->kind;
+    m->retake = cmd->retake;
+    m->ttl_ms = cmd->ttl_ms;
+    m->key_len = cmd->key_len;
+    memcpy(m->key, cmd->key, cmd->key_len);
+    m->token_len = cmd->token_len;
+    memcpy(m->token, cmd->token, cmd->token_len);
+    sim_push(w, sim_clock_true(w, p->rate_ppm, p->offset_us, req->deadline_us), EV_REQ_TIMEOUT,
+             p->id, node, q->id, NULL);
+    net_to_node(w, p, node, m);
+}
+
+static uint64_t io_now_us(redlock__io *io)
+{
+    return sim_proc_now(proc_of(io));
+}
+
+static void io_wake_at(redlock__io *io, uint64_t due_us)
+{
+    sim_proc *p = proc_of(io);
+    p->wake_gen++; /* an earlier wake-up is replaced */
+    if (due_us == UINT64_MAX || p->io.closed)
+        return;
+    sim_world *w = p->w;
+    sim_push(w, sim_clock_true(w, p->rate_ppm, p->offset_us, due_us), EV_WAKE, p->id, 0,
+             p->wake_gen, NULL);
+}
+
+static int io_random(redlock__io *io, void *buf, size_t len)
+{
+    sim_proc *p = proc_of(io);
+    unsigned char *out = buf;
+    for (size_t i = 0; i < len; i++)
+        out[i] = (unsigned char)(sim_rng_next(&p->rng) >> 56);
+    return 0;
+}
+
+static void io_close(redlock__io *io)
+{
+    sim_proc *p = proc_of(io);
+    if (p->io.closing) {
+        sim_contract(p->w, "io closed twice by process %u", p->id);
+        return;
+    }
+    p->io.closing = true;
+    p->wake_gen++;
+    for (unsigned i = 0; i < p->w->cfg.n_nodes; i++)
+        fail_pending(p, &p->conns[i], "canceled: client closing");
+    /* on_closed comes later, as libuv's close callbacks do. */
+    sim_push(p->w, p->w->now, EV_IO_CLOSED, p->id, 0, 0, NULL);
+}
+
+static const redlock__io_ops sim_io_ops = {
+    io_send, io_now_us, io_wake_at, io_random, io_close,
+};
+
+int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
+                   const redlock__alloc *alloc, redlock__io **out)
+{
+    (void)alloc;
+    sim_proc *p = ctx;
+    if (n != p->w->cfg.n_nodes)
+        return REDLOCK_EINVAL;
+    memset(&p->io, 0, sizeof(p->io));
+    p->io.base.ops = &sim_io_ops;
+    p->io.proc = p;
+    for (unsigned i = 0; i < n; i++) {
+        p->io.timeout_us[i] = cfgs[i].timeout_us;
+        p->conns[i] = (sim_conn){.alive = true, .client_up = true, .epoch = 1};
+        p->conns[i].last_reply_local = sim_proc_now(p);
+    }
+    *out = &p->io.base;
+    return 0;
+}
+
+/* ---- events -----------------------------------------------------------------------------------
+ */
+
+static void on_node_recv(sim_world *w, const sim_event *ev)
+{
+    sim_proc *p = &w->procs[ev->proc];
+    sim_node *n = &w->nodes[ev->node];
+    sim_msg *m = ev->msg;
+    sim_conn *c = &p->conns[ev->node];
+    /* A connection the process dropped still delivers what was written on it; one the node's
+     * crash killed does not. */
+    if (!n->up || m->epoch <= c->crash_epoch) {
+        sim_trace(w, "n%u drops req %llu (connection gone)", ev->node,
+                  (unsigned long long)m->req_id);
+        free(m);
+        return;
+    }
+    node_apply(w, n, m);
+    sim_trace(w, "n%u ran req %llu from p%u: %s", ev->node, (unsigned long long)m->req_id, ev->proc,
+              redlock_vote_name(m->vote));
+    sim_hash(w, m->vote);
+    net_to_client(w, p, ev->node, m);
+}
+
+static void on_client_recv(sim_world *w, const sim_event *ev)
+{
+    sim_proc *p = &w->procs[ev->proc];
+    sim_msg *m = ev->msg;
+    sim_conn *c = &p->conns[ev->node];
+    sim_pending *q = NULL;
+    if (!p->io.closing && m->epoch == c->epoch)
+        q = pending_take(c, m->req_id);
+    if (q == NULL) {
+        sim_trace(w, "p%u drops late reply %llu from n%u", ev->proc, (unsigned long long)m->req_id,
+                  ev->node);
+        free(m);
+        return;
+    }
+    redlock__req *req = q->req;
+    free(q);
+    c->last_reply_local = sim_proc_now(p);
+    sim_trace(w, "p%u <- n%u req %llu: %s", ev->proc, ev->node, (unsigned long long)m->req_id,
+              redlock_vote_name(m->vote));
+    redlock__reply_data data = {m->has_value ? m->token : NULL, m->has_value ? m->token_len : 0,
+                                m->pttl_ms};
+    complete(p, req, m->vote, NULL, m->kind == REDLOCK__CMD_INSPECT ? &data : NULL);
+    free(m);
+}
+
+static void on_timeout(sim_world *w, const sim_event *ev)
+{
+    sim_proc *p = &w->procs[ev->proc];
+    sim_pending *q = pending_take(&p->conns[ev->node], ev->arg);
+    if (q == NULL)
+        return; /* answered in time */
+    redlock__req *req = q->req;
+    free(q);
+    sim_trace(w, "p%u: req %llu to n%u timed out", ev->proc, (unsigned long long)ev->arg, ev->node);
+    complete(p, req, REDLOCK_VOTE_TIMEOUT, "timeout", NULL);
+    sim_conn *c = &p->conns[ev->node];
+    uint64_t silence = sim_proc_now(p) - c->last_reply_local;
+    if (!w->cfg.drop_silent_conns || p->io.closing || !c->client_up || !c->alive ||
+        silence < 3 * p->io.timeout_us[ev->node])
+        return;
+    /* The new epoch orphans the old connection: its replies are discarded here, but what it
+     * carries to the node still lands there, unordered with the next connection. */
+    sim_trace(w, "p%u drops its silent connection to n%u", ev->proc, ev->node);
+    c->client_up = false;
+    c->alive = false;
+    c->epoch++;
+    sim_push(w, w->now + sim_rng_range(&w->rng, 25000, 75000), EV_CONN_RETRY, ev->proc, ev->node, 0,
+             NULL);
+    fail_pending(p, c, "connection dropped: no answer");
+}
+
+static void on_crash(sim_world *w, const sim_event *ev)
+{
+    sim_node *n = &w->nodes[ev->node];
+    if (!n->up)
+        return;
+    n->up = false;
+    if (w->cfg.restart_loses_data)
+        n->n_keys = 0;
+    sim_trace(w, "n%u crashes for %llu us%s", ev->node, (unsigned long long)ev->arg,
+              w->cfg.restart_loses_data ? ", losing its data" : "");
+    for (unsigned i = 0; i < w->cfg.n_procs; i++) {
+        sim_proc *p = &w->procs[i];
+        sim_conn *c = &p->conns[ev->node];
+        if (p->io.closed)
+            continue;
+        c->crash_epoch = ++c->epoch; /* everything in flight dies with the node */
+        if (!c->alive)
+            continue; /* the process already dropped this connection */
+        c->alive = false;
+        sim_push(w, w->now + sim_rng_range(&w->rng, w->cfg.delay_min_us, w->cfg.delay_max_us),
+                 EV_CONN_LOST, i, ev->node, 0, NULL);
+    }
+    sim_push(w, w->now + ev->arg, EV_NODE_UP, 0, ev->node, 0, NULL);
+}
+
+static void on_conn_lost(sim_world *w, const sim_event *ev)
+{
+    sim_proc *p = &w->procs[ev->proc];
+    sim_conn *c = &p->conns[ev->node];
+    if (p->io.closing || !c->client_up)
+        return;
+    sim_trace(w, "p%u: connection to n%u lost", ev->proc, ev->node);
+    c->client_up = false;
+    sim_push(w, w->now + sim_rng_range(&w->rng, 5000, 30000), EV_CONN_RETRY, ev->proc, ev->node, 0,
+             NULL);
+    fail_pending(p, c, "connection lost");
+}
+
+static void on_conn_retry(sim_world *w, const sim_event *ev)
+{
+    sim_proc *p = &w->procs[ev->proc];
+    sim_conn *c = &p->conns[ev->node];
+    if (p->io.closing)
+        return;
+    if (!w->nodes[ev->node].up) {
+        sim_push(w, w->now + sim_rng_range(&w->rng, 5000, 30000), EV_CONN_RETRY, ev->proc, ev->node,
+                 0, NULL);
+        return;
+    }
+    sim_trace(w, "p%u: reconnected to n%u", ev->proc, ev->node);
+    c->alive = true;
+    c->client_up = true;
+    c->epoch++;
+    c->last_to_node = c->last_to_client = w->now;
+    c->last_reply_local = sim_proc_now(p);
+}
+
+void sim_io_event(sim_world *w, const sim_event *ev)
+{
+    switch (ev->kind) {
+    case EV_NODE_RECV:
+        on_node_recv(w, ev);
+        break;
+    case EV_CLIENT_RECV:
+        on_client_recv(w, ev);
+        break;
+    case EV_REQ_TIMEOUT:
+        on_timeout(w, ev);
+        break;
+    case EV_CONN_LOST:
+        on_conn_lost(w, ev);
+        break;
+    case EV_CONN_RETRY:
+        on_conn_retry(w, ev);
+        break;
+    case EV_NODE_CRASH:
+        on_crash(w, ev);
+        break;
+    case EV_NODE_UP:
+        w->nodes[ev->node].up = true;
+        sim_trace(w, "n%u is back with %u keys", ev->node, w->nodes[ev->node].n_keys);
+        break;
+    case EV_PARTITION: {
+        sim_conn *c = &w->procs[ev->proc].conns[ev->node];
+        c->partition_until = REDLOCK__MAX(c->partition_until, w->now + ev->arg);
+        sim_trace(w, "p%u and n%u partitioned for %llu us", ev->proc, ev->node,
+                  (unsigned long long)ev->arg);
+        break;
+    }
+    case EV_IO_CLOSED: {
+        sim_proc *p = &w->procs[ev->proc];
+        p->io.closed = true;
+        sim_trace(w, "p%u: io closed", ev->proc);
+        if (p->io.base.on_closed != NULL)
+            p->io.base.on_closed(&p->io.base); /* frees the client */
+        p->client = NULL;
+        break;
+    }
+    default:
+        sim_contract(w, "event %d reached the io", (int)ev->kind);
+        break;
+    }
+}
+
+void sim_io_teardown(sim_world *w)
+{
+    for (unsigned i = 0; i < w->cfg.n_procs; i++) {
+        for (unsigned j = 0; j < w->cfg.n_nodes; j++) {
+            sim_conn *c = &w->procs[i].conns[j];
+            while (c->head != NULL) {
+                sim_pending *q = c->head;
+                c->head = q->next;
+                free(q);
+            }
+            c->tail = NULL;
+        }
+    }
+}

@@ -1,0 +1,636 @@
+/* sim_world.c - the simulation's event loop in virtual time, the client processes, the faults
+ * and the mutual-exclusion checker.
+ *
+ * True time is global and only the checker reads it. Each process sees only its own clock,
+ * local = offset + t * rate, through its io; its events (replies, timeouts, timers, its own
+ * program) wait while it is paused, as a stopped process's would. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+#define MAX_EVENTS_PER_RUN 5000000u
+
+/* ---- randomness -------------------------------------------------------------------------------
+ */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void sim_rng_seed(sim_rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t sim_rng_next(sim_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+uint64_t sim_rng_range(sim_rng *r, uint64_t lo, uint64_t hi)
+{
+    if (hi <= lo)
+        return lo;
+    return lo + sim_rng_next(r) % (hi - lo + 1);
+}
+
+bool sim_rng_chance(sim_rng *r, double p)
+{
+    if (p <= 0)
+        return false;
+    return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53 < p;
+}
+
+/* ---- clocks -----------------------------------------------------------------------------------
+ */
+
+uint64_t sim_clock(uint64_t rate_ppm, uint64_t offset_us, uint64_t t)
+{
+    return offset_us + t * rate_ppm / SIM_PPM; /* t < 2^44 and rate < 2^21: no overflow */
+}
+
+/* The first true time at which the clock reads at least local. */
+static uint64_t clock_true_raw(uint64_t rate_ppm, uint64_t offset_us, uint64_t local)
+{
+    if (local <= offset_us)
+        return 0;
+    return ((local - offset_us) * SIM_PPM + rate_ppm - 1) / rate_ppm;
+}
+
+uint64_t sim_clock_true(sim_world *w, uint64_t rate_ppm, uint64_t offset_us, uint64_t local)
+{
+    return REDLOCK__MAX(w->now, clock_true_raw(rate_ppm, offset_us, local));
+}
+
+uint64_t sim_proc_now(sim_proc *p)
+{
+    return sim_clock(p->rate_ppm, p->offset_us, p->w->now);
+}
+
+/* ---- the event queue: a binary heap on (at, seq) ----------------------------------------------
+ */
+
+static bool ev_before(const sim_event *a, const sim_event *b)
+{
+    return a->at != b->at ? a->at < b->at : a->seq < b->seq;
+}
+
+static void heap_insert(sim_world *w, sim_event ev)
+{
+    if (w->heap_len == w->heap_cap) {
+        size_t cap = w->heap_cap != 0 ? w->heap_cap * 2 : 256;
+        sim_event *h = realloc(w->heap, cap * sizeof(*h));
+        if (h == NULL) {
+            w->oom = true;
+            free(ev.msg);
+            return;
+        }
+        w->heap = h;
+        w->heap_cap = cap;
+    }
+    size_t i = w->heap_len++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!ev_before(&ev, &w->heap[parent]))
+            break;
+        w->heap[i] = w->heap[parent];
+        i = parent;
+    }
+    w->heap[i] = ev;
+}
+
+static sim_event heap_pop(sim_world *w)
+{
+    sim_event top = w->heap[0];
+    sim_event last = w->heap[--w->heap_len];
+    size_t i = 0, n = w->heap_len;
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= n)
+            break;
+        if (child + 1 < n && ev_before(&w->heap[child + 1], &w->heap[child]))
+            child++;
+        if (!ev_before(&w->heap[child], &last))
+            break;
+        w->heap[i] = w->heap[child];
+        i = child;
+    }
+    if (n > 0)
+        w->heap[i] = last;
+    return top;
+}
+
+void sim_push(sim_world *w, uint64_t at, sim_ev_kind kind, unsigned proc, unsigned node,
+              uint64_t arg, sim_msg *msg)
+{
+    sim_event ev = {REDLOCK__MAX(at, w->now), ++w->next_seq, kind, proc, node, arg, msg};
+    heap_insert(w, ev);
+}
+
+/* ---- trace, hash, contract --------------------------------------------------------------------
+ */
+
+void sim_hash(sim_world *w, uint64_t x)
+{
+    uint64_t h = w->res->trace_hash;
+    for (int i = 0; i < 8; i++) {
+        h ^= (x >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    w->res->trace_hash = h;
+}
+
+void sim_trace(sim_world *w, const char *fmt, ...)
+{
+    if (!w->cfg.trace)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%12.3f ms  ", (double)w->now / 1000.0);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void sim_contract(sim_world *w, const char *fmt, ...)
+{
+    sim_result *r = w->res;
+    if (r->contract_broken)
+        return;
+    r->contract_broken = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->what, sizeof(r->what), fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the checker ------------------------------------------------------------------------------
+ */
+
+static void record_hold(sim_world *w, sim_proc *p, uint64_t end)
+{
+    if (end <= p->hold_start)
+        return;
+    if (w->n_ivs == w->cap_ivs) {
+        size_t cap = w->cap_ivs != 0 ? w->cap_ivs * 2 : 64;
+        sim_interval *v = realloc(w->ivs, cap * sizeof(*v));
+        if (v == NULL) {
+            w->oom = true;
+            return;
+        }
+        w->ivs = v;
+        w->cap_ivs = cap;
+    }
+    w->ivs[w->n_ivs++] = (sim_interval){p->id, p->resource, p->hold_start, end};
+    sim_trace(w, "p%u held res-%u over [%llu, %llu) us", p->id, p->resource,
+              (unsigned long long)p->hold_start, (unsigned long long)end);
+}
+
+static int iv_cmp(const void *a, const void *b)
+{
+    const sim_interval *x = a, *y = b;
+    if (x->resource != y->resource)
+        return x->resource < y->resource ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->proc < y->proc ? -1 : x->proc > y->proc;
+}
+
+/* No two holds of one resource overlap in true time. */
+static void check_exclusion(sim_world *w)
+{
+    sim_result *r = w->res;
+    qsort(w->ivs, w->n_ivs, sizeof(w->ivs[0]), iv_cmp);
+    r->holds = (unsigned)w->n_ivs;
+    const sim_interval *last = NULL; /* the hold of the current resource that ends latest */
+    for (size_t i = 0; i < w->n_ivs; i++) {
+        const sim_interval *v = &w->ivs[i];
+        if (last != NULL && last->resource != v->resource)
+            last = NULL;
+        if (last != NULL && v->start < last->end && !r->violation) {
+            r->violation = true;
+            snprintf(r->what, sizeof(r->what),
+                     "res-%u held by process %u over [%llu, %llu) us and by process %u over "
+                     "[%llu, %llu) us (true time): %llu us of overlap",
+                     v->resource, last->proc, (unsigned long long)last->start,
+                     (unsigned long long)last->end, v->proc, (unsigned long long)v->start,
+                     (unsigned long long)v->end,
+                     (unsigned long long)(REDLOCK__MIN(last->end, v->end) - v->start));
+        }
+        if (last != NULL && v->start >= last->end && v->start - last->end < w->cfg.ttl_ms * 1000)
+            r->handovers++;
+        if (last == NULL || v->end > last->end)
+            last = v;
+    }
+}
+
+/* ---- the client processes ---------------------------------------------------------------------
+ */
+
+enum { STEP_ACQUIRE = 1, STEP_EXTEND, STEP_DONE };
+
+static void step_at(sim_proc *p, uint64_t local_us, unsigned step)
+{
+    sim_world *w = p->w;
+    sim_push(w, sim_clock_true(w, p->rate_ppm, p->offset_us, local_us), EV_PROC_STEP, p->id, 0,
+             (p->hold_gen << 8) | step, NULL);
+}
+
+static void on_client_closed(redlock_client *client, void *data)
+{
+    (void)client;
+    sim_proc *p = data;
+    if (p->client_closed)
+        sim_contract(p->w, "close callback of process %u ran twice", p->id);
+    p->client_closed = true;
+}
+
+static void proc_next(sim_proc *p)
+{
+    sim_world *w = p->w;
+    p->lock = NULL;
+    if (++p->cycles_done >= w->cfg.cycles) {
+        p->state = PROC_DONE;
+        sim_trace(w, "p%u closes its client", p->id);
+        if (redlock_client_close(p->client, on_client_closed, p) != 0)
+            sim_contract(w, "process %u could not close its client", p->id);
+        return;
+    }
+    p->state = PROC_IDLE;
+    step_at(p, sim_proc_now(p) + sim_rng_range(&p->rng, 0, w->cfg.ttl_ms * 500), STEP_ACQUIRE);
+}
+
+/* The holder stops using the lock now, or stopped at its deadline if that came first. */
+static void end_hold(sim_proc *p)
+{
+    if (!p->using_lock)
+        return;
+    p->using_lock = false;
+    uint64_t deadline = clock_true_raw(p->rate_ppm, p->offset_us, p->deadline_us);
+    record_hold(p->w, p, REDLOCK__MIN(p->w->now, deadline));
+}
+
+static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    sim_proc *p = data;
+    sim_hash(p->w, (uint64_t)(int64_t)status);
+    sim_trace(p->w, "p%u released: %s (%u deleted)", p->id,
+              status ? redlock_err_name(status) : "ok", result->votes_yes);
+    redlock_lock_free(lock);
+    proc_next(p);
+}
+
+static void on_extended(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    sim_proc *p = data;
+    sim_hash(p->w, (uint64_t)(int64_t)status);
+    sim_trace(p->w, "p%u extend: %s", p->id, status ? redlock_err_name(status) : "ok");
+    if (status != 0 || p->lock != lock || p->state != PROC_HOLDING || !p->using_lock)
+        return;
+    p->w->res->extended++;
+    p->deadline_us = redlock_lock_deadline_us(lock);
+}
+
+static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    sim_proc *p = data;
+    sim_world *w = p->w;
+    sim_hash(w, (uint64_t)(int64_t)status);
+    sim_trace(w, "p%u acquire res-%u: %s after %u attempts (yes %u no %u err %u timeout %u)", p->id,
+              p->resource, status ? redlock_err_name(status) : "ok", result->attempts,
+              result->votes_yes, result->votes_no, result->votes_error, result->votes_timeout);
+    if (status != 0) {
+        proc_next(p);
+        return;
+    }
+    w->res->acquired[p->id]++;
+    p->lock = lock;
+    p->hold_gen++;
+    p->state = PROC_HOLDING;
+    p->deadline_us = redlock_lock_deadline_us(lock);
+    uint64_t now = sim_proc_now(p);
+    uint64_t ttl_us = w->cfg.ttl_ms * 1000;
+    if (now >= p->deadline_us) { /* a pause ate the validity: never use it */
+        step_at(p, now, STEP_DONE);
+        return;
+    }
+    p->using_lock = true;
+    p->hold_start = w->now;
+    /* Work for up to 1.5 ttl: often past the deadline, where the holder must stop. */
+    step_at(p, now + sim_rng_range(&p->rng, 0, ttl_us * 3 / 2), STEP_DONE);
+    if (sim_rng_chance(&p->rng, w->cfg.extend_prob))
+        step_at(p, now + sim_rng_range(&p->rng, 0, p->deadline_us - now), STEP_EXTEND);
+}
+
+static void proc_step(sim_proc *p, uint64_t arg)
+{
+    sim_world *w = p->w;
+    unsigned step = (unsigned)(arg & 0xff);
+    if (step != STEP_ACQUIRE && (arg >> 8) != p->hold_gen)
+        return; /* about a hold that is over */
+    if (step == STEP_ACQUIRE) {
+        if (p->state != PROC_IDLE)
+            return;
+        p->resource = (unsigned)sim_rng_range(&p->rng, 0, w->cfg.n_resources - 1);
+        char key[16];
+        int len = snprintf(key, sizeof(key), "res-%u", p->resource);
+        redlock_lock_opts opts;
+        redlock_lock_opts_init(&opts);
+        opts.retry_count = w->cfg.retry_count;
+        opts.wait_ms = w->cfg.wait_ms;
+        p->state = PROC_ACQUIRING;
+        int rc = redlock_acquire(p->client, key, (size_t)len, w->cfg.ttl_ms, &opts, on_acquired, p);
+        if (rc != 0) {
+            sim_contract(w, "acquire by process %u failed at once: %s", p->id,
+                         redlock_err_name(rc));
+            proc_next(p);
+        }
+        return;
+    }
+    if (p->state != PROC_HOLDING)
+        return;
+    if (step == STEP_EXTEND) {
+        if (!p->using_lock)
+            return;
+        unsigned flags = sim_rng_chance(&p->rng, 0.5) ? REDLOCK_EXTEND_RETAKE : 0;
+        int rc = redlock_extend(p->lock, 0, flags, on_extended, p);
+        if (rc != 0 && rc != REDLOCK_EEXPIRED)
+            sim_contract(w, "extend by process %u failed at once: %s", p->id, redlock_err_name(rc));
+        return;
+    }
+    end_hold(p);
+    p->state = PROC_RELEASING;
+    int rc = redlock_release(p->lock, on_released, p);
+    if (rc != 0) {
+        sim_contract(w, "release by process %u failed at once: %s", p->id, redlock_err_name(rc));
+        redlock_lock_free(p->lock);
+        proc_next(p);
+    }
+}
+
+/* ---- setup and the loop -----------------------------------------------------------------------
+ */
+
+static uint64_t pick_rate(sim_rng *r, double spread)
+{
+    uint64_t span = (uint64_t)(spread * SIM_PPM);
+    /* Half the clocks sit at an edge of the allowance: the worst case is the interesting one. */
+    uint64_t off =
+        sim_rng_chance(r, 0.5) ? span * sim_rng_range(r, 0, 1) * 2 : sim_rng_range(r, 0, 2 * span);
+    return SIM_PPM - span + off;
+}
+
+static void schedule_faults(sim_world *w)
+{
+    const sim_config *cfg = &w->cfg;
+    for (unsigned i = 0; i < cfg->restarts; i++)
+        sim_push(w, sim_rng_range(&w->rng, 0, cfg->horizon_us), EV_NODE_CRASH, 0,
+                 (unsigned)sim_rng_range(&w->rng, 0, cfg->n_nodes - 1),
+                 sim_rng_range(&w->rng, REDLOCK__MAX(cfg->restart_down_min_us, 1000),
+                               cfg->restart_down_max_us),
+                 NULL);
+    for (unsigned i = 0; i < cfg->partitions; i++)
+        sim_push(w, sim_rng_range(&w->rng, 0, cfg->horizon_us), EV_PARTITION,
+                 (unsigned)sim_rng_range(&w->rng, 0, cfg->n_procs - 1),
+                 (unsigned)sim_rng_range(&w->rng, 0, cfg->n_nodes - 1),
+                 sim_rng_range(&w->rng, 1000, cfg->partition_max_us), NULL);
+    for (unsigned i = 0; i < cfg->pauses; i++)
+        sim_push(w, sim_rng_range(&w->rng, 0, cfg->horizon_us), EV_PAUSE,
+                 (unsigned)sim_rng_range(&w->rng, 0, cfg->n_procs - 1), 0,
+                 sim_rng_range(&w->rng, 1000, cfg->pause_max_us), NULL);
+}
+
+static int start_procs(sim_world *w)
+{
+    const sim_config *cfg = &w->cfg;
+    static const char *const urls[SIM_MAX_NODES] = {
+        "redis://sim-0:6379", "redis://sim-1:6379", "redis://sim-2:6379", "redis://sim-3:6379",
+        "redis://sim-4:6379", "redis://sim-5:6379", "redis://sim-6:6379",
+    };
+    redlock_options opts;
+    redlock_options_init(&opts);
+    opts.ttl_ms = cfg->ttl_ms;
+    opts.node_timeout_ms = cfg->node_timeout_ms;
+    opts.drift_factor = cfg->drift_factor;
+    opts.retry_count = cfg->retry_count;
+    opts.retry_delay_ms = cfg->retry_delay_ms;
+    opts.retry_jitter_ms = cfg->retry_jitter_ms;
+    for (unsigned i = 0; i < cfg->n_procs; i++) {
+        sim_proc *p = &w->procs[i];
+        p->w = w;
+        p->id = i;
+        sim_rng_seed(&p->rng, sim_rng_next(&w->rng));
+        p->rate_ppm = pick_rate(&w->rng, cfg->rate_spread);
+        if (i == 0 && cfg->bad_rate > 0)
+            p->rate_ppm = (uint64_t)(cfg->bad_rate * SIM_PPM);
+        p->offset_us = sim_rng_range(&w->rng, 1000000, 1000000000000ull);
+        char err[256];
+        int rc = redlock__client_new_io(NULL, urls, cfg->n_nodes, &opts, sim_io_factory, p,
+                                        &p->client, err, sizeof(err));
+        if (rc != 0) {
+            sim_contract(w, "client %u: %s", i, err);
+            return -1;
+        }
+        step_at(p, sim_proc_now(p) + sim_rng_range(&p->rng, 0, cfg->ttl_ms * 500), STEP_ACQUIRE);
+    }
+    return 0;
+}
+
+static bool is_proc_event(sim_ev_kind kind)
+{
+    return kind == EV_CLIENT_RECV || kind == EV_REQ_TIMEOUT || kind == EV_CONN_LOST ||
+           kind == EV_WAKE || kind == EV_IO_CLOSED || kind == EV_PROC_STEP;
+}
+
+static void dispatch(sim_world *w, const sim_event *ev)
+{
+    sim_proc *p = &w->procs[ev->proc];
+    switch (ev->kind) {
+    case EV_WAKE:
+        if (ev->arg == p->wake_gen && !p->io.closing)
+            p->io.base.on_wake(&p->io.base);
+        break;
+    case EV_PROC_STEP:
+        if (!p->io.closing)
+            proc_step(p, ev->arg);
+        break;
+    case EV_PAUSE:
+        p->paused_until = REDLOCK__MAX(p->paused_until, w->now + ev->arg);
+        sim_trace(w, "p%u paused for %llu us", ev->proc, (unsigned long long)ev->arg);
+        break;
+    default:
+        sim_io_event(w, ev);
+        break;
+    }
+}
+
+static void run_loop(sim_world *w)
+{
+    while (w->heap_len > 0 && !w->oom) {
+        sim_event ev = heap_pop(w);
+        w->now = ev.at;
+        if (is_proc_event(ev.kind) && w->procs[ev.proc].paused_until > ev.at) {
+            ev.at = w->procs[ev.proc].paused_until; /* same seq: deferred events keep order */
+            heap_insert(w, ev);
+            continue;
+        }
+        w->res->events++;
+        sim_hash(w, ev.at);
+        sim_hash(w, ((uint64_t)ev.kind << 32) | ((uint64_t)ev.proc << 16) | ev.node);
+        dispatch(w, &ev);
+        if (w->res->events > MAX_EVENTS_PER_RUN) {
+            sim_contract(w, "runaway: over %u events", MAX_EVENTS_PER_RUN);
+            break;
+        }
+    }
+    w->res->end_us = w->now;
+}
+
+static void check_contract(sim_world *w)
+{
+    for (unsigned i = 0; i < w->cfg.n_procs; i++) {
+        sim_proc *p = &w->procs[i];
+        if (!p->client_closed || !p->io.closed)
+            sim_contract(w, "process %u: client not closed at the end", i);
+        if (p->sent != p->completed)
+            sim_contract(w, "process %u: %llu requests sent, %llu completed", i,
+                         (unsigned long long)p->sent, (unsigned long long)p->completed);
+    }
+}
+
+int sim_run(const sim_config *cfg, sim_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    res->trace_hash = 0xcbf29ce484222325ull;
+    if (cfg->n_nodes == 0 || cfg->n_nodes > SIM_MAX_NODES || cfg->n_procs == 0 ||
+        cfg->n_procs > SIM_MAX_PROCS || cfg->n_resources == 0 ||
+        cfg->n_resources > SIM_MAX_RESOURCES) {
+        res->contract_broken = true;
+        snprintf(res->what, sizeof(res->what), "bad configuration");
+        return -1;
+    }
+    sim_world *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return -1;
+    w->cfg = *cfg;
+    w->res = res;
+    sim_rng_seed(&w->rng, cfg->seed);
+    for (unsigned i = 0; i < cfg->n_nodes; i++) {
+        w->nodes[i].up = true;
+        w->nodes[i].rate_ppm = pick_rate(&w->rng, cfg->rate_spread);
+        w->nodes[i].offset_us = sim_rng_range(&w->rng, 1000000, 1000000000000ull);
+    }
+    int rc = start_procs(w);
+    schedule_faults(w);
+    run_loop(w);
+    if (rc == 0 && !w->oom && !res->contract_broken)
+        check_contract(w);
+    check_exclusion(w);
+    sim_io_teardown(w);
+    while (w->heap_len > 0)
+        free(heap_pop(w).msg);
+    int ok = w->oom ? -1 : 0;
+    free(w->heap);
+    free(w->ivs);
+    free(w);
+    return rc != 0 ? rc : ok;
+}
+
+/* ---- scenarios --------------------------------------------------------------------------------
+ */
+
+static void base_config(sim_config *c, uint64_t seed)
+{
+    memset(c, 0, sizeof(*c));
+    c->seed = seed;
+    c->n_nodes = 3;
+    c->n_procs = 3;
+    c->n_resources = 1;
+    c->cycles = 6;
+    c->ttl_ms = 100;
+    c->node_timeout_ms = 10;
+    c->drift_factor = 0.01;
+    c->retry_count = 3;
+    c->retry_delay_ms = 20;
+    c->retry_jitter_ms = 10;
+    c->extend_prob = 0.3;
+    c->rate_spread = c->drift_factor / 2;
+    c->delay_min_us = 100;
+    c->delay_max_us = 2000;
+    c->stall_prob = 0.02;
+    c->stall_max_us = 30000;
+    c->drop_prob = 0.01;
+    c->horizon_us = c->cycles * c->ttl_ms * 2000;
+    c->partition_max_us = 50000;
+    c->pause_max_us = 200000;
+    c->restart_down_max_us = 50000;
+}
+
+bool sim_config_scenario(sim_config *c, const char *name, uint64_t seed)
+{
+    base_config(c, seed);
+    /* The mix of faults varies with the seed too, from a stream of its own. */
+    sim_rng r;
+    sim_rng_seed(&r, seed ^ 0x5eed5eed5eed5eedull);
+    if (strcmp(name, "safe") == 0) {
+        c->n_nodes = sim_rng_chance(&r, 0.5) ? 3 : 5;
+        c->n_procs = (unsigned)sim_rng_range(&r, 2, 4);
+        c->n_resources = (unsigned)sim_rng_range(&r, 1, 2);
+        c->partitions = (unsigned)sim_rng_range(&r, 0, 4);
+        c->pauses = (unsigned)sim_rng_range(&r, 0, 4);
+        c->restarts = (unsigned)sim_rng_range(&r, 0, 3);
+        c->drop_prob = (double)sim_rng_range(&r, 0, 30) / 1000.0;
+        c->stall_prob = (double)sim_rng_range(&r, 0, 50) / 1000.0;
+        return true;
+    }
+    if (strcmp(name, "calm") == 0) {
+        c->n_nodes = 5;
+        c->n_procs = 4;
+        c->stall_prob = 0;
+        c->drop_prob = 0;
+        c->wait_ms = 30 * c->ttl_ms;
+        return true;
+    }
+    if (strcmp(name, "slow-clock") == 0) {
+        c->bad_rate = 0.7; /* 30% slow: far beyond drift_factor 0.01 */
+        return true;
+    }
+    if (strcmp(name, "reconnect") == 0) {
+        c->drop_silent_conns = true;
+        c->stall_prob = 0.03;
+        c->stall_max_us = 200000;
+        return true;
+    }
+    if (strcmp(name, "amnesia") == 0) {
+        c->restarts = 8;
+        c->restart_loses_data = true;
+        c->restart_down_max_us = 20000;
+        c->partitions = 2;
+        return true;
+    }
+    return false;
+}

@@ -1,0 +1,234 @@
+/* test_holder.c - the lock's ttl runs out while its holder is paused: a child process takes the
+ * lock and is stopped (SIGSTOP) while holding it; a client in the parent waits for the resource
+ * and gets it, but only after the child's validity deadline. When the child continues, its
+ * release does not touch the new holder's keys. Both processes read the same CLOCK_MONOTONIC
+ * (redlock_now_us), so their deadlines compare directly. */
+#include "harness.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define N 5
+#define MS 1000ull /* microseconds per millisecond */
+#define RESOURCE "fault:holder"
+
+/* What the child reports: after its acquire, then after its release. */
+typedef struct child_report {
+    int status; /* of the acquire, then of the release */
+    uint64_t deadline_us;
+    uint64_t acquired_us;
+    unsigned votes_yes;
+    bool held_at_wakeup; /* redlock_lock_is_held when it continued */
+    char token[REDLOCK_TOKEN_MAX + 1];
+} child_report;
+
+typedef struct child_state {
+    int calls;
+    int status;
+    unsigned votes_yes;
+    redlock_lock *lock;
+} child_state;
+
+static void child_cb(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    child_state *cs = data;
+    cs->calls++;
+    cs->status = status;
+    cs->votes_yes = result->votes_yes;
+    cs->lock = lock;
+}
+
+static bool write_all(int fd, const void *p, size_t len)
+{
+    const char *b = p;
+    while (len > 0) {
+        ssize_t n = write(fd, b, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        b += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+static bool read_all(int fd, void *p, size_t len)
+{
+    char *b = p;
+    while (len > 0) {
+        ssize_t n = read(fd, b, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        b += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+/* read_all, giving up when nothing came for timeout_ms (a child that hangs must not hang us). */
+static bool read_all_within(int fd, void *p, size_t len, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int n;
+    do
+        n = poll(&pfd, 1, timeout_ms);
+    while (n < 0 && errno == EINTR);
+    return n == 1 && read_all(fd, p, len);
+}
+
+/* The child: no cmocka here (a failed assertion would unwind into the parent's copy of the
+ * stack); every problem is an exit code. */
+static int child_main(const char *const *urls, int report_fd, int go_fd, uint64_t ttl_ms)
+{
+    uv_loop_t loop;
+    if (uv_loop_init(&loop) != 0)
+        return 10;
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = 200;
+    o.retry_count = 0;
+    redlock_client *c = NULL;
+    if (redlock_client_new(&loop, urls, N, &o, &c, NULL, 0) != 0)
+        return 11;
+    child_state cs = {0};
+    child_report rep;
+    memset(&rep, 0, sizeof(rep));
+    if (redlock_acquire(c, RESOURCE, strlen(RESOURCE), ttl_ms, NULL, child_cb, &cs) != 0)
+        return 12;
+    while (cs.calls == 0)
+        uv_run(&loop, UV_RUN_ONCE);
+    rep.status = cs.status;
+    rep.acquired_us = redlock_now_us();
+    if (cs.status == 0) {
+        size_t len = 0;
+        const char *token = redlock_lock_token(cs.lock, &len);
+        snprintf(rep.token, sizeof(rep.token), "%.*s", (int)len, token);
+        rep.deadline_us = redlock_lock_deadline_us(cs.lock);
+    }
+    if (!write_all(report_fd, &rep, sizeof(rep)))
+        return 13;
+    if (cs.status != 0)
+        return 14;
+    /* Held. The parent stops this process here and continues it once the lock changed hands. */
+    char go;
+    if (!read_all(go_fd, &go, 1))
+        return 15;
+    rep.held_at_wakeup = redlock_lock_is_held(cs.lock, redlock_now_us());
+    redlock_lock *lock = cs.lock;
+    cs.calls = 0;
+    if (redlock_release(lock, child_cb, &cs) != 0)
+        return 16;
+    while (cs.calls == 0)
+        uv_run(&loop, UV_RUN_ONCE);
+    rep.status = cs.status;
+    rep.votes_yes = cs.votes_yes;
+    if (!write_all(report_fd, &rep, sizeof(rep)))
+        return 17;
+    redlock_lock_free(lock);
+    redlock_client_close(c, NULL, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    return uv_loop_close(&loop) == 0 ? 0 : 18;
+}
+
+static void ttl_runs_out_while_holder_is_paused(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    const uint64_t ttl_ms = 1000;
+    int report[2], go[2];
+    assert_int_equal(pipe(report), 0);
+    assert_int_equal(pipe(go), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(report[0]);
+        close(go[1]);
+        _exit(child_main(env.cluster.urls, report[1], go[0], ttl_ms));
+    }
+    close(report[1]);
+    close(go[0]);
+
+    child_report rep;
+    bool got = read_all_within(report[0], &rep, sizeof(rep), 10000);
+    /* Stop the holder at once, lock in hand. */
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    if (!got) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fail_msg("the child reported nothing");
+    }
+    assert_int_equal(rep.status, 0);
+    size_t token_len = strlen(rep.token);
+    assert_true(token_len > 0);
+    assert_true(rep.deadline_us > rep.acquired_us - ttl_ms * MS);
+    assert_true(rep.deadline_us <= rep.acquired_us + ttl_ms * MS);
+    assert_true(h_count_holding(&env, RESOURCE, strlen(RESOURCE), rep.token, token_len) >= 3);
+
+    /* Another client waits for the resource, retrying every ~50 ms. */
+    redlock_options o;
+    h_test_options(&o);
+    o.retry_delay_ms = 50;
+    o.retry_jitter_ms = 20;
+    redlock_client *c = h_client(&env, &o);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.wait_ms = 5000;
+    h_record rec;
+    int rc = h_acquire(&env, c, RESOURCE, 5000, &lo, &rec);
+    if (rc != 0)
+        h_dump_record("waiting acquire", &rec);
+    assert_int_equal(rc, 0);
+    /* Not before the paused holder's validity ran out; and not much later than its keys did. */
+    if (rec.at_us < rep.deadline_us)
+        fail_msg("acquired %llu us before the paused holder's deadline",
+                 (unsigned long long)(rep.deadline_us - rec.at_us));
+    assert_true(rec.at_us < rep.deadline_us + 2000 * MS);
+    assert_true(rec.attempts > 1);
+    size_t new_len = 0;
+    const char *new_token = redlock_lock_token(rec.lock, &new_len);
+    assert_int_equal(h_count_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len), N);
+
+    /* The old holder continues: its lock is no longer held, and its release deletes nothing of
+     * the new holder's. */
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    got = read_all_within(report[0], &rep, sizeof(rep), 10000);
+    if (!got)
+        kill(pid, SIGKILL);
+    int wstatus = 0;
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    close(report[0]);
+    close(go[1]);
+    assert_true(got);
+    assert_true(WIFEXITED(wstatus));
+    assert_int_equal(WEXITSTATUS(wstatus), 0);
+    assert_false(rep.held_at_wakeup);
+    assert_int_equal(rep.status, 0); /* every node answered: "not ours" */
+    assert_int_equal(rep.votes_yes, 0);
+    assert_int_equal(h_count_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len), N);
+
+    h_record rel;
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    assert_int_equal(rel.votes_yes, N);
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+int main(void)
+{
+    h_test_main_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ttl_runs_out_while_holder_is_paused),
+    };
+    return cmocka_run_group_tests_name("fault-holder", tests, NULL, NULL);
+}

@@ -1,0 +1,238 @@
+/* test_peers.c - misbehaving peers: a fake Redis (fake_redis.h) in place of one or two of five
+ * nodes answers garbage, half a reply, an error to everything (NOAUTH, READONLY, OOM, LOADING)
+ * or well-formed replies of the wrong type. Each fake surfaces as a per-node error vote that
+ * carries the server's text (or says what was wrong with the bytes), and the round is decided
+ * by the real servers. */
+#include "fake_redis.h"
+#include "harness.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N 5
+#define MS 1000ull /* microseconds per millisecond */
+
+typedef struct peer_env {
+    h_env env;
+    fake_redis *fakes[N];
+    unsigned n_real;
+    char fake_urls[N][64];
+    const char *urls[N];
+    redlock_client *client;
+} peer_env;
+
+/* n_real real servers first, then one fake per modes[k] (k < N - n_real). */
+static void peers_start(peer_env *pe, unsigned n_real, const fake_mode *modes,
+                        const char *const *texts)
+{
+    memset(pe, 0, sizeof(*pe));
+    pe->n_real = n_real;
+    h_env_start(&pe->env, n_real, NULL);
+    for (unsigned i = 0; i < N; i++) {
+        if (i < n_real) {
+            pe->urls[i] = pe->env.cluster.urls[i];
+            continue;
+        }
+        pe->fakes[i] = fake_redis_start(modes[i - n_real], texts[i - n_real]);
+        assert_non_null(pe->fakes[i]);
+        snprintf(pe->fake_urls[i], sizeof(pe->fake_urls[i]), "redis://127.0.0.1:%d",
+                 fake_redis_port(pe->fakes[i]));
+        pe->urls[i] = pe->fake_urls[i];
+    }
+    redlock_options o;
+    h_test_options(&o);
+    o.node_timeout_ms = 500;
+    char err[256] = "";
+    int rc = h_client_urls(&pe->env, pe->urls, N, &o, &pe->client, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "client: %s\n", err);
+    assert_int_equal(rc, 0);
+    /* Let every connection and handshake happen (or fail) before the first round. */
+    h_run_for(&pe->env.loop, 200);
+}
+
+static void peers_stop(peer_env *pe)
+{
+    h_close_client(&pe->env, pe->client);
+    for (unsigned i = 0; i < N; i++)
+        fake_redis_stop(pe->fakes[i]);
+    h_env_stop(&pe->env);
+}
+
+/* Node i of rec must be an error vote whose text contains want. */
+static void assert_error_vote(const char *what, const h_record *rec, unsigned i, const char *want)
+{
+    if (rec->node_vote[i] != REDLOCK_VOTE_ERROR || strstr(rec->node_error[i], want) == NULL) {
+        fprintf(stderr, "node %u: want an error vote with \"%s\"\n", i, want);
+        h_dump_record(what, rec);
+    }
+    assert_int_equal(rec->node_vote[i], REDLOCK_VOTE_ERROR);
+    assert_non_null(strstr(rec->node_error[i], want));
+}
+
+/* Acquire, inspect and release with the fakes in place, several times (a fake that closes its
+ * connection is reconnected in between). The acquire is decided by the real servers (it may be
+ * decided before a fake answered: then that fake has no vote, else an error vote); the release
+ * and the inspect wait for every node, so there each fake's error vote and text are certain. */
+static void run_rounds(peer_env *pe, const char *const *want_texts)
+{
+    const unsigned n_fake = N - pe->n_real;
+    for (int k = 0; k < 3; k++) {
+        h_record rec, rel, ins;
+        uint64_t t0 = redlock_now_us();
+        if (h_acquire(&pe->env, pe->client, "fault:peer", 5000, NULL, &rec) != 0)
+            h_dump_record("acquire", &rec);
+        assert_int_equal(rec.status, 0);
+        assert_true(h_since_us(t0) < 400 * MS);
+        /* Decided at the third yes; a fourth real server may not have been counted. */
+        assert_true(rec.votes_yes >= N / 2 + 1 && rec.votes_yes <= pe->n_real);
+        assert_int_equal(rec.votes_no, 0);
+        assert_int_equal(rec.votes_timeout, 0);
+        for (unsigned i = pe->n_real; i < N; i++) {
+            if (rec.node_vote[i] != REDLOCK_VOTE_NONE)
+                assert_error_vote("acquire", &rec, i, want_texts[i - pe->n_real]);
+        }
+        size_t token_len = 0;
+        const char *token = redlock_lock_token(rec.lock, &token_len);
+        assert_int_equal(h_count_holding(&pe->env, "fault:peer", 10, token, token_len), pe->n_real);
+
+        memset(&ins, 0, sizeof(ins));
+        assert_int_equal(redlock_inspect(pe->client, "fault:peer", 10, h_record_cb, &ins), 0);
+        assert_true(h_run_until(&pe->env.loop, &ins.calls, 1, 5000));
+        assert_int_equal(ins.status, 0);
+        assert_int_equal(ins.votes_yes, pe->n_real);
+        assert_int_equal(ins.votes_error, n_fake);
+        for (unsigned i = pe->n_real; i < N; i++)
+            assert_error_vote("inspect", &ins, i, want_texts[i - pe->n_real]);
+
+        uint64_t t1 = redlock_now_us();
+        assert_int_equal(h_release(&pe->env, rec.lock, &rel), 0);
+        /* Every fake answered at once (or its connection failed at once): no deadline waited. */
+        assert_true(h_since_us(t1) < 400 * MS);
+        assert_int_equal(rel.votes_yes, pe->n_real);
+        assert_int_equal(rel.votes_error, n_fake);
+        for (unsigned i = pe->n_real; i < N; i++)
+            assert_error_vote("release", &rel, i, want_texts[i - pe->n_real]);
+        assert_int_equal(h_count_holding(&pe->env, "fault:peer", 10, token, token_len), 0);
+        redlock_lock_free(rec.lock);
+    }
+}
+
+/* A fake that breaks its connection is only asked again after the reconnect backoff (meanwhile
+ * its requests fail fast with the reason), so it sees at least one command; a fake that keeps
+ * its connection sees every inspect and release (six), at least. */
+static void one_fake(fake_mode mode, const char *error_text, const char *want_text)
+{
+    const unsigned min_commands = mode == FAKE_GARBAGE || mode == FAKE_HALF_REPLY ? 1 : 6;
+    peer_env pe;
+    const fake_mode modes[1] = {mode};
+    const char *texts[1] = {error_text};
+    const char *wants[1] = {want_text};
+    peers_start(&pe, N - 1, modes, texts);
+    run_rounds(&pe, wants);
+    /* The fake really was asked (its answers, not a refused connect, made the votes). */
+    assert_true(fake_redis_commands(pe.fakes[N - 1]) >= min_commands);
+    peers_stop(&pe);
+}
+
+static void garbage_bytes(void **state)
+{
+    (void)state;
+    one_fake(FAKE_GARBAGE, NULL, "protocol error");
+}
+
+static void half_reply_then_close(void **state)
+{
+    (void)state;
+    one_fake(FAKE_HALF_REPLY, NULL, "closed");
+}
+
+static void noauth_error(void **state)
+{
+    (void)state;
+    one_fake(FAKE_ERROR, "NOAUTH Authentication required.", "NOAUTH Authentication required.");
+}
+
+static void readonly_error(void **state)
+{
+    (void)state;
+    one_fake(FAKE_ERROR, "READONLY You can't write against a read only replica.",
+             "READONLY You can't write against a read only replica.");
+}
+
+static void oom_error(void **state)
+{
+    (void)state;
+    one_fake(FAKE_ERROR, "OOM command not allowed when used memory > 'maxmemory'.",
+             "OOM command not allowed when used memory > 'maxmemory'.");
+}
+
+static void loading_error(void **state)
+{
+    (void)state;
+    one_fake(FAKE_ERROR, "LOADING Redis is loading the dataset in memory",
+             "LOADING Redis is loading the dataset in memory");
+}
+
+static void wrong_reply_types(void **state)
+{
+    (void)state;
+    one_fake(FAKE_WRONG_TYPE, NULL, "unexpected");
+}
+
+/* Two different fakes of five: the three real servers still decide every round. */
+static void two_fakes_minority_still_decides(void **state)
+{
+    (void)state;
+    peer_env pe;
+    const fake_mode modes[2] = {FAKE_GARBAGE, FAKE_ERROR};
+    const char *texts[2] = {NULL, "READONLY You can't write against a read only replica."};
+    const char *wants[2] = {"protocol error", "READONLY"};
+    peers_start(&pe, 3, modes, texts);
+    run_rounds(&pe, wants);
+    peers_stop(&pe);
+}
+
+/* Three fakes of five: their error votes count against the quorum, so the round is lost at once
+ * with REDLOCK_ENOQUORUM (a fake's answer never counts as a yes). */
+static void three_fakes_no_quorum(void **state)
+{
+    (void)state;
+    peer_env pe;
+    const fake_mode modes[3] = {FAKE_WRONG_TYPE, FAKE_ERROR, FAKE_ERROR};
+    const char *texts[3] = {NULL, "OOM command not allowed when used memory > 'maxmemory'.",
+                            "LOADING Redis is loading the dataset in memory"};
+    peers_start(&pe, 2, modes, texts);
+    h_record rec;
+    uint64_t t0 = redlock_now_us();
+    assert_int_equal(h_acquire(&pe.env, pe.client, "fault:peer3", 5000, NULL, &rec),
+                     REDLOCK_ENOQUORUM);
+    assert_true(h_since_us(t0) < 400 * MS);
+    assert_null(rec.lock);
+    assert_int_equal(rec.votes_error, 3);
+    assert_error_vote("acquire", &rec, 2, "unexpected");
+    assert_error_vote("acquire", &rec, 3, "OOM");
+    assert_error_vote("acquire", &rec, 4, "LOADING");
+    /* The lost round's keys were released on the two real servers. */
+    h_run_for(&pe.env.loop, 200);
+    assert_int_equal(h_dbsize(&pe.env, 0), 0);
+    assert_int_equal(h_dbsize(&pe.env, 1), 0);
+    peers_stop(&pe);
+}
+
+int main(void)
+{
+    h_test_main_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(garbage_bytes),
+        cmocka_unit_test(half_reply_then_close),
+        cmocka_unit_test(noauth_error),
+        cmocka_unit_test(readonly_error),
+        cmocka_unit_test(oom_error),
+        cmocka_unit_test(loading_error),
+        cmocka_unit_test(wrong_reply_types),
+        cmocka_unit_test(two_fakes_minority_still_decides),
+        cmocka_unit_test(three_fakes_no_quorum),
+    };
+    return cmocka_run_group_tests_name("fault-peers", tests, NULL, NULL);
+}

@@ -1,0 +1,275 @@
+/* worker.c - see worker.h. */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "checker.h"
+#include "redlock.h"
+
+/* The pause between GET and SET is random, up to this long: it widens the race window. */
+#define MAX_PAUSE_US 1000
+/* A contender that lost a round tries again after 5 ms +/- 4 ms. */
+#define RETRY_DELAY_MS 5
+#define RETRY_JITTER_MS 4
+
+typedef struct worker_thread {
+    pthread_t tid;
+    const torture_config *cfg;
+    unsigned process, index;
+    redlock_sync *sync; /* shared by the process's threads: the API is thread-safe */
+    int log_fd;         /* shared too: one write(2) per line, O_APPEND */
+    redisContext *data; /* this thread's own */
+    unsigned seed;
+    unsigned long holds, increments, skipped, failures;
+    int error;             /* set when the thread stopped on a harness failure */
+    redlock_report report; /* of the last release, printed when it failed */
+} worker_thread;
+
+static int write_line(worker_thread *w, const char *line, int len)
+{
+    /* One write per line: the threads of the process share the descriptor, and O_APPEND makes
+     * every line land whole at the end. */
+    ssize_t n;
+    do {
+        n = write(w->log_fd, line, (size_t)len);
+    } while (n < 0 && errno == EINTR);
+    if (n != len) {
+        fprintf(stderr, "worker %u.%u: log write: %s\n", w->process, w->index,
+                n < 0 ? strerror(errno) : "short write");
+        return -1;
+    }
+    return 0;
+}
+
+static int data_get(worker_thread *w, unsigned resource, long long *value)
+{
+    redisReply *reply = redisCommand(w->data, "GET torture:counter:%u", resource);
+    int rc = -1;
+    if (reply == NULL) {
+        fprintf(stderr, "worker %u.%u: GET: %s\n", w->process, w->index, w->data->errstr);
+        return -1;
+    }
+    if (reply->type == REDIS_REPLY_NIL) {
+        *value = 0;
+        rc = 0;
+    } else if (reply->type == REDIS_REPLY_STRING) {
+        char *end;
+        *value = strtoll(reply->str, &end, 10);
+        rc = *end == '\0' ? 0 : -1;
+    }
+    if (rc != 0)
+        fprintf(stderr, "worker %u.%u: GET: unexpected reply\n", w->process, w->index);
+    freeReplyObject(reply);
+    return rc;
+}
+
+static int data_set(worker_thread *w, unsigned resource, long long value)
+{
+    redisReply *reply = redisCommand(w->data, "SET torture:counter:%u %lld", resource, value);
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        fprintf(stderr, "worker %u.%u: SET: %s\n", w->process, w->index,
+                reply != NULL ? reply->str : w->data->errstr);
+        freeReplyObject(reply);
+        return -1;
+    }
+    freeReplyObject(reply);
+    return 0;
+}
+
+static int log_failure(worker_thread *w, unsigned resource, int status, uint64_t start_us,
+                       uint64_t done_us)
+{
+    w->failures++;
+    if (status != REDLOCK_EBUSY && status != REDLOCK_ENOQUORUM && status != REDLOCK_EEXPIRED) {
+        fprintf(stderr, "worker %u.%u: acquire: %s\n", w->process, w->index,
+                redlock_err_name(status));
+        return -1;
+    }
+    torture_failure failure = {.resource = resource,
+                               .process = w->process,
+                               .thread = w->index,
+                               .status = status,
+                               .acquire_start_us = start_us,
+                               .acquire_done_us = done_us};
+    char line[TORTURE_LINE_MAX];
+    int len = torture_failure_format(&failure, line, sizeof(line));
+    return len < 0 ? -1 : write_line(w, line, len);
+}
+
+/* The critical section: GET, pause, SET value + 1, but the SET only while at least the margin
+ * of validity is left. Returns 0 or -1 (data server failed). */
+static int read_modify_write(worker_thread *w, redlock_sync_lock *lock, torture_hold *hold)
+{
+    long long value;
+    if (data_get(w, hold->resource, &value) != 0)
+        return -1;
+    long pause_us = (long)(rand_r(&w->seed) % MAX_PAUSE_US) + (long)w->cfg->hold_ms * 1000;
+    struct timespec pause = {pause_us / 1000000, (pause_us % 1000000) * 1000};
+    nanosleep(&pause, NULL);
+    if (redlock_now_us() + w->cfg->margin_ms * 1000 >= redlock_sync_lock_deadline_us(lock)) {
+        w->skipped++;
+        return 0;
+    }
+    if (data_set(w, hold->resource, value + 1) != 0)
+        return -1;
+    hold->write_done_us = redlock_now_us();
+    hold->incremented = true;
+    w->increments++;
+    return 0;
+}
+
+/* A failed release is allowed (the keys expire), but it is rare with a quorum of nodes up, so
+ * say what each node answered. */
+static void print_release_failure(const worker_thread *w, const torture_hold *hold)
+{
+    const redlock_report *report = &w->report;
+    fprintf(stderr,
+            "worker %u.%u: %.3f: release of resource %u: %s (%u yes, %u no, %u error, %u "
+            "timeout after %llu us)\n",
+            w->process, w->index, (double)hold->release_us / 1e6, hold->resource,
+            redlock_err_name(hold->release_status), report->votes_yes, report->votes_no,
+            report->votes_error, report->votes_timeout, (unsigned long long)report->elapsed_us);
+    for (unsigned i = 0; i < report->n_nodes; i++)
+        fprintf(stderr, "  %s: %s %llu us%s%s\n", report->nodes[i].url,
+                redlock_vote_name(report->nodes[i].vote),
+                (unsigned long long)report->nodes[i].latency_us,
+                report->nodes[i].error != NULL ? ", " : "",
+                report->nodes[i].error != NULL ? report->nodes[i].error : "");
+}
+
+/* One attempt on resource: acquire, write, release, log. Returns 0, or -1 to stop. */
+static int attempt(worker_thread *w, unsigned resource)
+{
+    char name[64];
+    int name_len = snprintf(name, sizeof(name), "torture:lock:%u", resource);
+    redlock_lock_opts opts;
+    redlock_lock_opts_init(&opts);
+    opts.wait_ms = w->cfg->wait_ms;
+    redlock_sync_lock *lock = NULL;
+    uint64_t start_us = redlock_now_us();
+    int rc =
+        redlock_sync_acquire(w->sync, name, (size_t)name_len, w->cfg->ttl_ms, &opts, &lock, NULL);
+    uint64_t done_us = redlock_now_us();
+    if (rc != 0)
+        return log_failure(w, resource, rc, start_us, done_us);
+
+    w->holds++;
+    torture_hold hold = {.resource = resource,
+                         .process = w->process,
+                         .thread = w->index,
+                         .acquire_start_us = start_us,
+                         .acquire_done_us = done_us,
+                         .deadline_us = redlock_sync_lock_deadline_us(lock)};
+    snprintf(hold.token, sizeof(hold.token), "%s", redlock_sync_lock_token(lock, NULL));
+    int result = read_modify_write(w, lock, &hold);
+    hold.release_us = redlock_now_us();
+    hold.release_status = redlock_sync_release(lock, &w->report);
+    if (hold.release_status != 0)
+        print_release_failure(w, &hold);
+    redlock_sync_lock_free(lock);
+
+    char line[TORTURE_LINE_MAX];
+    int len = torture_hold_format(&hold, line, sizeof(line));
+    if (len < 0 || write_line(w, line, len) != 0)
+        return -1;
+    return result;
+}
+
+static void *thread_main(void *arg)
+{
+    worker_thread *w = arg;
+    const struct timeval timeout = {5, 0}; /* generous: sanitizer builds are slow */
+    w->data = redisConnectWithTimeout("127.0.0.1", w->cfg->data_port, timeout);
+    if (w->data == NULL || w->data->err) {
+        fprintf(stderr, "worker %u.%u: data server: %s\n", w->process, w->index,
+                w->data != NULL ? w->data->errstr : "out of memory");
+        w->error = 1;
+        return NULL;
+    }
+    redisSetTimeout(w->data, timeout);
+    while (redlock_now_us() < w->cfg->end_us) {
+        if (attempt(w, (unsigned)rand_r(&w->seed) % w->cfg->resources) != 0) {
+            w->error = 1;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static redlock_sync *make_client(const torture_config *cfg, unsigned process)
+{
+    redlock_options opts;
+    redlock_options_init(&opts);
+    opts.ttl_ms = cfg->ttl_ms;
+    opts.node_timeout_ms = cfg->node_timeout_ms;
+    opts.retry_delay_ms = RETRY_DELAY_MS;
+    opts.retry_jitter_ms = RETRY_JITTER_MS;
+    opts.reconnect_max_ms = cfg->reconnect_max_ms; /* come back soon after a node restarts */
+    redlock_sync *sync = NULL;
+    char err[256];
+    int rc = redlock_sync_new(cfg->node_urls, cfg->n_nodes, &opts, &sync, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "worker %u: %s: %s\n", process, redlock_err_name(rc), err);
+    return sync;
+}
+
+int torture_worker_run(const torture_config *cfg, unsigned process)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/worker-%u.log", cfg->log_dir, process);
+    int log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+        fprintf(stderr, "worker %u: %s: %s\n", process, path, strerror(errno));
+        return 1;
+    }
+    /* Made here, after fork(): a client owns a thread, which a forked child would not get. */
+    redlock_sync *sync = make_client(cfg, process);
+    if (sync == NULL) {
+        close(log_fd);
+        return 1;
+    }
+
+    worker_thread *threads = calloc(cfg->threads, sizeof(*threads));
+    unsigned started = 0;
+    for (; threads != NULL && started < cfg->threads; started++) {
+        worker_thread *w = &threads[started];
+        *w = (worker_thread){.cfg = cfg,
+                             .process = process,
+                             .index = started,
+                             .sync = sync,
+                             .log_fd = log_fd,
+                             .seed = cfg->seed * 1000003u + process * 1009u + started};
+        if (pthread_create(&w->tid, NULL, thread_main, w) != 0) {
+            fprintf(stderr, "worker %u: pthread_create failed\n", process);
+            break;
+        }
+    }
+    int exit_code = threads == NULL || started < cfg->threads ? 1 : 0;
+    unsigned long holds = 0, increments = 0, skipped = 0, failures = 0;
+    for (unsigned i = 0; i < started; i++) {
+        worker_thread *w = &threads[i];
+        pthread_join(w->tid, NULL);
+        if (w->data != NULL)
+            redisFree(w->data);
+        exit_code |= w->error;
+        holds += w->holds;
+        increments += w->increments;
+        skipped += w->skipped;
+        failures += w->failures;
+    }
+    free(threads);
+    redlock_sync_free(sync);
+    close(log_fd);
+    fprintf(stderr, "worker %u: %lu holds, %lu increments, %lu skipped, %lu failed acquires%s\n",
+            process, holds, increments, skipped, failures, exit_code != 0 ? ", FAILED" : "");
+    return exit_code;
+}

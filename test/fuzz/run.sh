@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# test/fuzz/run.sh - build the libFuzzer targets with clang and run each for a while.
+#
+#   test/fuzz/run.sh [SECONDS] [TARGET...]     default: 20 s each, every target
+#
+# Each target (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined together with
+# the library sources it needs into a temp dir, then run for SECONDS from a copy of its seed
+# corpus test/fuzz/corpus/<name>/ (the committed corpus is never written). Prints TAP: one
+# "ok"/"not ok" per target; a crash leaves its reproducer in $FUZZ_ARTIFACTS (default:
+# $TMPDIR/redlock-fuzz-artifacts) and its log on stderr. Needs clang and
+# libclang-rt-14-dev (tools/ensure-deps installs them). Reproduce a crash with:
+#   <temp>/fuzz_<name> <artifact>
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+seconds="${1:-20}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(url reply quorum)
+
+cc="${FUZZ_CC:-clang}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/redlock-fuzz.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+artifacts="${FUZZ_ARTIFACTS:-${TMPDIR:-/tmp}/redlock-fuzz-artifacts}"
+mkdir -p "$artifacts"
+
+echo "1..${#targets[@]}"
+if ! command -v "$cc" >/dev/null; then
+    for i in "${!targets[@]}"; do echo "ok $((i + 1)) - ${targets[$i]} # SKIP no $cc"; done
+    exit 0
+fi
+
+flags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra
+       -fsanitize=address,undefined -fno-sanitize-recover=undefined
+       -I"$root/include" -I"$root/lib" $(pkg-config --cflags libuv hiredis))
+libs=($(pkg-config --libs libuv hiredis) -lpthread -lm)
+
+# The library once, instrumented for coverage (fuzzer-no-link) and the sanitizers.
+objs=()
+for src in "$root"/lib/*.c; do
+    obj="$work/$(basename "$src" .c).o"
+    if ! "$cc" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" 2>"$work/build.log"; then
+        cat "$work/build.log" >&2
+        for i in "${!targets[@]}"; do echo "not ok $((i + 1)) - ${targets[$i]} # build failed"; done
+        exit 1
+    fi
+    objs+=("$obj")
+done
+
+status=0
+n=0
+for t in "${targets[@]}"; do
+    n=$((n + 1))
+    exe="$work/fuzz_$t"
+    if ! "$cc" "${flags[@]}" -fsanitize=fuzzer "$here/fuzz_$t.c" "${objs[@]}" "${libs[@]}" \
+        -o "$exe" 2>"$work/build-$t.log"; then
+        cat "$work/build-$t.log" >&2
+        echo "not ok $n - $t # build failed"
+        status=1
+        continue
+    fi
+    mkdir -p "$work/corpus-$t"
+    start=$SECONDS
+    if ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" \
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+        "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+        -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
+        "$work/corpus-$t" "$here/corpus/$t" >"$work/run-$t.log" 2>&1; then
+        runs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/run-$t.log" | grep -o '[0-9]*$')"
+        echo "ok $n - $t (${runs:-?} runs in $((SECONDS - start)) s)"
+    else
+        tail -60 "$work/run-$t.log" >&2
+        echo "not ok $n - $t (see stderr; reproducer in $artifacts/$t-*)"
+        status=1
+    fi
+done
+exit $status

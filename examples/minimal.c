@@ -1,8 +1,8 @@
 /* minimal.c - lock, work, release, exit: the README's example. */
 #define _POSIX_C_SOURCE 200809L
+#include <redlock.h>
 #include <signal.h>
 #include <stdio.h>
-#include <redlock.h>
 #include <uv.h>
 
 static int exit_code = 1;

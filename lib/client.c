@@ -228,14 +228,13 @@ int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n
         redlock__fmt(err, err_len, "loop must not be NULL");
         return REDLOCK_EINVAL;
     }
-    return redlock__client_new_io(loop, node_urls, n_nodes, opts, make_uv_io, loop, client_out,
-                                  err, err_len);
+    return redlock__client_new_io(loop, node_urls, n_nodes, opts, make_uv_io, loop, client_out, err,
+                                  err_len);
 }
 
 int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
-                           const redlock_options *opts, redlock__io_factory make_io,
-                           void *make_ctx, redlock_client **client_out, char *err,
-                           size_t err_len)
+                           const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
+                           redlock_client **client_out, char *err, size_t err_len)
 {
     char scratch[1];
     redlock__err_start(&err, &err_len, scratch, sizeof(scratch));

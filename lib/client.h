@@ -11,7 +11,6 @@
 #include "node.h"
 #include "timerq.h"
 
-#define REDLOCK__ERR_LEN REDLOCK_ERROR_TEXT_MAX
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 
 struct redlock_client {
@@ -56,8 +55,8 @@ struct redlock_lock {
     redlock__list link; /* client->locks */
     unsigned refs;      /* the user's (once handed out), each operation's, each round's */
     bool user_owned;
-    bool released; /* unlock was called */
-    bool attached; /* made by redlock_lock_attach: validity unknown until an extend wins */
+    bool released;     /* unlock was called */
+    bool attached;     /* made by redlock_lock_attach: validity unknown until an extend wins */
     bool caller_token; /* the caller chose the token: retries reuse it */
     uint64_t ttl_ms;
     uint64_t validity_ms;
@@ -81,9 +80,8 @@ typedef int (*redlock__io_factory)(void *ctx, const redlock__node_config *cfgs, 
  * deterministic simulator (test/sim/) runs the real client on simulated nodes and time this way.
  * loop may be NULL then (redlock_client_loop returns it). */
 int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
-                           const redlock_options *opts, redlock__io_factory make_io,
-                           void *make_ctx, redlock_client **client_out, char *err,
-                           size_t err_len);
+                           const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
+                           redlock_client **client_out, char *err, size_t err_len);
 
 /* Set client->last_error (printf-style) and return err. */
 int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)

@@ -11,7 +11,7 @@
 #include "scripts.h"
 
 #define READ_BUF_SIZE 65536
-#define ERR_LEN 160
+#define ERR_LEN REDLOCK_ERROR_TEXT_MAX /* messages end up in per-node error slots */
 /* A node that owes replies and has answered nothing for this many timeouts is dropped. */
 #define DROP_AFTER_TIMEOUTS 3
 #define MAX_ADDRS 8
@@ -446,10 +446,7 @@ static void on_connect(uv_connect_t *req, int status)
     redlock__node *n = c->node;
     if (status < 0 && n->next_addr < n->n_addrs) {
         /* Another address of the host may answer: retry on a fresh handle, same handshake. */
-        n->conn = NULL;
-        c->detached = true;
-        n->closes_pending++;
-        uv_close(&c->h.handle, on_conn_closed);
+        drop_conn(n);
         connect_to(n, (const struct sockaddr *)&n->addrs[n->next_addr++]);
         return;
     }

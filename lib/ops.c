@@ -59,7 +59,7 @@ struct round {
     bool acted;
     bool held; /* the operation keeps it for its callback's result */
     redlock_node_result *results;
-    char *errors; /* n_nodes * REDLOCK__ERR_LEN */
+    char *errors; /* n_nodes * REDLOCK_ERROR_TEXT_MAX */
     char *values; /* INSPECT: n_nodes * REDLOCK_TOKEN_MAX */
     /* The token as it was when the round started: the lock's token changes between acquire
      * attempts, and this round's late commands (a NOSCRIPT resend) must keep its own. */
@@ -87,7 +87,7 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     unsigned n = c->n_nodes;
     size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
     size_t size = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result) +
-                  (size_t)n * REDLOCK__ERR_LEN + values;
+                  (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
     round *r = redlock__calloc(&c->alloc, 1, size);
     if (r == NULL)
         return NULL;
@@ -97,7 +97,7 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     redlock__lock_ref(lock);
     r->results = (redlock_node_result *)(void *)((char *)r + sizeof(round) + n * sizeof(round_req));
     r->errors = (char *)(r->results + n);
-    r->values = values != 0 ? r->errors + (size_t)n * REDLOCK__ERR_LEN : NULL;
+    r->values = values != 0 ? r->errors + (size_t)n * REDLOCK_ERROR_TEXT_MAX : NULL;
     r->cmd.kind = kind;
     r->cmd.retake = retake;
     r->cmd.key = lock->key;
@@ -124,8 +124,8 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
     res->vote = vote;
     res->latency_us = now_us > req->sent_us ? now_us - req->sent_us : 0;
     if (error != NULL) {
-        char *slot = r->errors + (size_t)i * REDLOCK__ERR_LEN;
-        redlock__fmt(slot, REDLOCK__ERR_LEN, "%s", error);
+        char *slot = r->errors + (size_t)i * REDLOCK_ERROR_TEXT_MAX;
+        redlock__fmt(slot, REDLOCK_ERROR_TEXT_MAX, "%s", error);
         res->error = slot;
     }
     if (data != NULL && r->values != NULL) {
@@ -310,7 +310,15 @@ static void on_retry_timer(redlock__timer *t)
         op_complete(o, rc);
 }
 
-static void hex(char *out, const unsigned char *in, size_t n);
+static void hex(char *out, const unsigned char *in, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
 
 /* A fresh token: 128 bits from the io's CSPRNG, as 32 hex digits. */
 static int new_token(redlock_client *c, redlock_lock *lock)
@@ -476,16 +484,6 @@ void redlock__ops_cancel_all(redlock_client *c)
 }
 
 /* ---- public operations ----------------------------------------------------------------------- */
-
-static void hex(char *out, const unsigned char *in, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
 
 static int check_ttl(redlock_client *c, uint64_t ttl_ms)
 {

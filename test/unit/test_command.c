@@ -175,8 +175,7 @@ static void inspect_reply_carries_value_and_pttl(void **state)
     assert_int_equal(data.pttl_ms, 1234);
     freeReplyObject(r);
     r = reply_of("*2\r\n$-1\r\n:-2\r\n");
-    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data),
-                     REDLOCK_VOTE_NO);
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data), REDLOCK_VOTE_NO);
     assert_null(data.value);
     assert_int_equal(data.pttl_ms, -2);
     freeReplyObject(r);

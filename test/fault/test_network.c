@@ -1,5 +1,5 @@
 /* test_network.c - network faults on a minority of nodes, made by a fault proxy in front of each
- * server (the client only knows the proxies' ports): traffic swallowed (blackhole), connections
+ * server (the client only knows the proxies' ports): traffic held (blackhole), connections
  * reset mid-traffic, replies delayed past the node timeout. Three healthy nodes keep deciding,
  * as fast as ever, and the faulty ones come back once healed. */
 #include "proxy.h"
@@ -66,7 +66,7 @@ static void assert_clean_ok(const traffic *t, unsigned epoch)
     assert_int_equal(t->straddle[epoch].ok, t->straddle[epoch].calls);
 }
 
-/* Two of five proxies swallow everything: acquires are decided by the other three, at their
+/* Two of five proxies hold everything: acquires are decided by the other three, at their
  * speed (not the node timeout's); releases wait for the silent two until their deadline. */
 static void blackholed_minority_does_not_slow_acquires(void **state)
 {
@@ -84,7 +84,7 @@ static void blackholed_minority_does_not_slow_acquires(void **state)
     proxy_set_mode(ne.proxies[0], PROXY_PASS);
     proxy_set_mode(ne.proxies[2], PROXY_PASS);
     traffic_set_epoch(&t, 2);
-    /* Healed: both reconnect (the swallowed connections were given up) and confirm again. */
+    /* Healed: both reconnect (the held connections were given up) and confirm again. */
     bool back = h_wait_release_votes(&ne.env, ne.client, N, 5000);
     assert_true(traffic_stop(&t, 10000));
 

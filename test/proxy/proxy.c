@@ -172,10 +172,12 @@ static void on_shutdown(uv_shutdown_t *req, int status)
         conn_close(d->conn, false);
 }
 
-/* Once src sent FIN and all it sent before is written, pass the FIN on. */
+/* Once src sent FIN and all it sent before is written, pass the FIN on (a blackhole holds it
+ * like the data before it). */
 static void maybe_pass_fin(direction *d)
 {
-    if (!d->eof || d->pending_bytes > 0 || d->fin_sent || d->conn->closing)
+    if (!d->eof || d->pending_bytes > 0 || d->fin_sent || d->conn->closing ||
+        d->conn->proxy->mode == PROXY_BLACKHOLE)
         return;
     d->fin_sent = true;
     d->shutdown_req.data = d;
@@ -227,7 +229,7 @@ static void on_due(uv_timer_t *timer);
 
 static void arm_timer(direction *d)
 {
-    if (d->head == NULL)
+    if (d->head == NULL || d->conn->proxy->mode == PROXY_BLACKHOLE)
         return;
     uint64_t now_ns = uv_hrtime();
     uint64_t wait_ms = 0;
@@ -261,10 +263,6 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 static void forward(direction *d, chunk *ch, size_t len)
 {
     proxy *p = d->conn->proxy;
-    if (p->mode == PROXY_BLACKHOLE) {
-        free(ch);
-        return;
-    }
     if (len < CHUNK_BYTES / 4) { /* do not let small reads pin 64 KiB each while delayed */
         chunk *small = realloc(ch, sizeof(*ch) + len);
         if (small != NULL)
@@ -278,7 +276,7 @@ static void forward(direction *d, chunk *ch, size_t len)
         uv_read_stop((uv_stream_t *)d->src);
         d->paused = true;
     }
-    if (p->delay_ms == 0 && d->head == NULL) {
+    if (p->delay_ms == 0 && d->head == NULL && p->mode != PROXY_BLACKHOLE) {
         write_chunk(d, ch);
         return;
     }
@@ -415,21 +413,22 @@ static void set_mode(proxy *p, proxy_mode mode)
     p->mode = mode;
     if (mode == PROXY_REFUSE) {
         listen_stop(p);
-        return;
-    }
-    if (p->listener == NULL) {
+    } else if (p->listener == NULL) {
         int rc = listen_start(p);
         if (rc != 0)
             fprintf(stderr, "proxy %d: listen again: %s\n", p->port, uv_strerror(rc));
     }
-    if (mode == PROXY_BLACKHOLE) {
-        for (conn *c = p->conns; c != NULL; c = c->next) {
-            direction *dirs[2] = {&c->up, &c->down};
-            for (int i = 0; i < 2; i++) {
-                drop_queue(dirs[i]);
-                maybe_resume(dirs[i]);
-                maybe_pass_fin(dirs[i]);
+    /* Entering a blackhole stops every direction's timer, so queued data stays queued; leaving
+     * it re-arms them, and what is overdue goes out at once, in order, followed by any FIN. */
+    for (conn *c = p->conns; c != NULL; c = c->next) {
+        direction *dirs[2] = {&c->up, &c->down};
+        for (int i = 0; i < 2; i++) {
+            if (mode == PROXY_BLACKHOLE) {
+                uv_timer_stop(&dirs[i]->timer);
+                continue;
             }
+            arm_timer(dirs[i]);
+            maybe_pass_fin(dirs[i]);
         }
     }
 }

@@ -2,7 +2,7 @@
  *
  * Each proxy runs its own libuv loop on its own thread, listens on 127.0.0.1 and forwards every
  * connection it accepts to one upstream address. From any other thread the caller adds a one-way
- * delay, swallows traffic (blackhole), refuses new connections, or closes or resets every proxied
+ * delay, holds traffic (blackhole), refuses new connections, or closes or resets every proxied
  * connection: the faults a distributed lock must survive, made on demand and deterministic.
  *
  * Loopback only: the upstream must be an address in 127.0.0.0/8 or ::1 ("localhost" means
@@ -19,9 +19,13 @@ typedef struct proxy proxy;
 typedef enum {
     /* Forward both ways (after the current delay). */
     PROXY_PASS,
-    /* Accept new connections and keep existing ones open, but forward nothing either way: bytes
-     * read are dropped, and so is data queued for delay when the mode is set. Data already handed
-     * to the kernel is gone beyond recall. A FIN or RST from one side still closes the other. */
+    /* A partition that TCP survives: accept new connections and keep existing ones open, but
+     * deliver nothing either way until the mode changes. Nothing is lost: bytes read (and data
+     * queued for delay when the mode is set) are held in order, and when the mode goes back to
+     * PASS (or REFUSE) everything overdue is delivered at once, then the rest on its due time. A
+     * FIN is held behind the data; an RST from one side still resets the other at once. Above
+     * 4 MiB held per direction the proxy stops reading, so the kernel's buffers and TCP flow
+     * control hold the rest. Data already handed to the kernel before the call is delivered. */
     PROXY_BLACKHOLE,
     /* Stop listening, so a new connect fails at once with ECONNREFUSED; existing connections
      * keep forwarding. Leaving this mode listens again on the same port. */

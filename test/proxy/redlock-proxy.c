@@ -10,7 +10,7 @@
  * "error: ..." for a line it does not understand) is printed:
  *   delay N      one-way delay of N ms from now on
  *   pass         forward (and listen again after refuse)
- *   blackhole    keep connections open, forward nothing
+ *   blackhole    keep connections open, hold everything until pass (nothing is lost)
  *   refuse       stop listening: new connects get ECONNREFUSED
  *   close        close every proxied connection (FIN)
  *   reset        reset every proxied connection (RST)

@@ -270,47 +270,91 @@ static void delay_drop_keeps_byte_order(void **state)
 
 /* ---- modes ----------------------------------------------------------------------------------- */
 
-static void blackhole_times_out_then_pass(void **state)
+/* Wait up to timeout_ms for key to hold value on the server; returns whether it did. */
+static bool wait_value(const char *key, const char *value, uint64_t timeout_ms)
+{
+    uint64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        char *got = server_get(key);
+        bool same = got != NULL && strcmp(got, value) == 0;
+        free(got);
+        if (same || now_ms() >= deadline)
+            return same;
+        uv_sleep(5);
+    }
+}
+
+static void expect_reply_status(redisContext *c, const char *status)
+{
+    void *reply = NULL;
+    if (redisGetReply(c, &reply) != REDIS_OK)
+        fprintf(stderr, "reply: %s\n", c->errstr);
+    expect_status(reply, status);
+}
+
+/* A blackhole is a partition TCP survives: nothing arrives while it lasts (a client times out,
+ * the connection stays open), new connections are accepted and held too, and once it heals
+ * everything held is delivered in order, both ways, on the same connections. */
+static void blackhole_holds_then_delivers(void **state)
 {
     proxy *p = *state;
-    redisContext *old = connect_ok(proxy_port(p), 300);
+    redisContext *old = connect_ok(proxy_port(p), 3000);
+    redisContext *probe = connect_ok(proxy_port(p), 300);
     ping_ok(old);
+    ping_ok(probe);
     proxy_set_mode(p, PROXY_BLACKHOLE);
 
     uint64_t t0 = now_ms();
-    assert_null(redisCommand(old, "PING"));
-    assert_int_equal(old->err, REDIS_ERR_IO); /* a timeout (EAGAIN), not EOF */
+    assert_null(redisCommand(probe, "PING"));
+    assert_int_equal(probe->err, REDIS_ERR_IO); /* a timeout (EAGAIN), not EOF */
     assert_true(now_ms() - t0 >= 250);
-    assert_int_equal(proxy_connections(p), 1); /* the connection stays open */
+    redisFree(probe);
 
-    /* New connections are accepted, and swallowed too. */
-    redisContext *during = connect_ok(proxy_port(p), 300);
-    assert_null(redisCommand(during, "PING"));
-    assert_int_equal(during->err, REDIS_ERR_IO);
-    wait_connections(p, 2, 2000);
+    send_only(old, "SET proxy:held old");
+    redisContext *during = connect_ok(proxy_port(p), 3000); /* accepted, and held too */
+    send_only(during, "SET proxy:held-new during");
+    wait_connections(p, 3, 2000); /* old, during, and the probe the proxy has not seen close */
+    uv_sleep(200);
+    assert_false(wait_value("proxy:held", "old", 0));
+    assert_false(wait_value("proxy:held-new", "during", 0));
 
     proxy_set_mode(p, PROXY_PASS);
+    assert_true(wait_value("proxy:held", "old", 2000));
+    assert_true(wait_value("proxy:held-new", "during", 2000));
+    expect_reply_status(old, "OK"); /* the replies come back on the same connections */
+    expect_reply_status(during, "OK");
+    ping_ok(old);
     redisContext *fresh = connect_ok(proxy_port(p), 2000);
     ping_ok(fresh);
     redisFree(fresh);
     redisFree(during);
     redisFree(old);
+    server_del("proxy:held");
+    server_del("proxy:held-new");
     wait_connections(p, 0, 2000);
 }
 
-/* Data delayed when the blackhole starts is dropped too: nothing arrives afterwards. */
-static void blackhole_drops_delayed_data(void **state)
+/* Data still queued for its delay when the blackhole starts is held, not lost: it arrives once
+ * the blackhole ends, and the replies keep their order behind it. */
+static void blackhole_holds_delayed_data(void **state)
 {
     proxy *p = *state;
     proxy_set_delay_ms(p, 150);
-    redisContext *c = connect_ok(proxy_port(p), 2000);
-    send_only(c, "SET proxy:swallowed yes");
+    redisContext *c = connect_ok(proxy_port(p), 3000);
+    send_only(c, "SET proxy:delayed first");
     uv_sleep(30);
     proxy_set_mode(p, PROXY_BLACKHOLE);
+    send_only(c, "SET proxy:delayed second");
     uv_sleep(300);
-    char *value = server_get("proxy:swallowed");
-    assert_null(value);
+    assert_false(wait_value("proxy:delayed", "first", 0));
+    proxy_set_delay_ms(p, 0);
+    proxy_set_mode(p, PROXY_PASS);
+    /* Both overdue: delivered at once and in order, so the second SET wins. */
+    assert_true(wait_value("proxy:delayed", "second", 2000));
+    expect_reply_status(c, "OK");
+    expect_reply_status(c, "OK");
     redisFree(c);
+    server_del("proxy:delayed");
 }
 
 static void refuse_then_pass(void **state)
@@ -734,8 +778,8 @@ int main(int argc, char **argv)
         T(delay_is_one_way_each_direction),
         T(delay_change_takes_effect),
         T(delay_drop_keeps_byte_order),
-        T(blackhole_times_out_then_pass),
-        T(blackhole_drops_delayed_data),
+        T(blackhole_holds_then_delivers),
+        T(blackhole_holds_delayed_data),
         T(refuse_then_pass),
         T(close_all_gives_eof),
         T(reset_all_gives_reset),

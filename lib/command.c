@@ -90,16 +90,28 @@ static const char *reply_type_name(int type)
     }
 }
 
-static redlock_vote inspect_vote(const redisReply *reply, char *err, size_t err_len,
+static redlock_vote mismatch(const redlock__cmd *cmd, const redisReply *reply, char *err,
+                             size_t err_len, redlock__reply_kind *kind)
+{
+    *kind = REDLOCK__REPLY_MISMATCH;
+    if (reply->type == REDIS_REPLY_INTEGER)
+        redlock__fmt(err, err_len, "unexpected integer %lld reply to %s", reply->integer,
+                     redlock__cmd_name(cmd->kind));
+    else
+        redlock__fmt(err, err_len, "unexpected %s reply to %s", reply_type_name(reply->type),
+                     redlock__cmd_name(cmd->kind));
+    return REDLOCK_VOTE_ERROR;
+}
+
+static redlock_vote inspect_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
+                                 size_t err_len, redlock__reply_kind *kind,
                                  redlock__reply_data *data)
 {
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
         (reply->element[0]->type != REDIS_REPLY_STRING &&
          reply->element[0]->type != REDIS_REPLY_NIL) ||
-        reply->element[1]->type != REDIS_REPLY_INTEGER) {
-        redlock__fmt(err, err_len, "unexpected %s reply to inspect", reply_type_name(reply->type));
-        return REDLOCK_VOTE_ERROR;
-    }
+        reply->element[1]->type != REDIS_REPLY_INTEGER)
+        return mismatch(cmd, reply, err, err_len, kind);
     const redisReply *value = reply->element[0];
     data->value = value->type == REDIS_REPLY_STRING ? value->str : NULL;
     data->value_len = value->type == REDIS_REPLY_STRING ? value->len : 0;
@@ -108,16 +120,16 @@ static redlock_vote inspect_vote(const redisReply *reply, char *err, size_t err_
 }
 
 redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
-                               size_t err_len, bool *noscript, redlock__reply_data *data)
+                               size_t err_len, redlock__reply_kind *kind, redlock__reply_data *data)
 {
-    *noscript = false;
+    *kind = REDLOCK__REPLY_ANSWER;
     data->value = NULL;
     data->value_len = 0;
     data->pttl_ms = -2;
     if (reply->type == REDIS_REPLY_ERROR) {
         if (cmd->kind != REDLOCK__CMD_ACQUIRE && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
-            *noscript = true;
+            *kind = REDLOCK__REPLY_NOSCRIPT;
         redlock__fmt(err, err_len, "%.*s", (int)REDLOCK__MIN(reply->len, (size_t)200), reply->str);
         return REDLOCK_VOTE_ERROR;
     }
@@ -128,17 +140,12 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
         if (reply->type == REDIS_REPLY_NIL)
             return REDLOCK_VOTE_NO;
     } else if (cmd->kind == REDLOCK__CMD_INSPECT) {
-        return inspect_vote(reply, err, err_len, data);
+        return inspect_vote(cmd, reply, err, err_len, kind, data);
     } else if (reply->type == REDIS_REPLY_INTEGER) {
         if (reply->integer == 1)
             return REDLOCK_VOTE_YES;
         if (reply->integer == 0)
             return REDLOCK_VOTE_NO;
-        redlock__fmt(err, err_len, "unexpected integer %lld to %s", reply->integer,
-                     redlock__cmd_name(cmd->kind));
-        return REDLOCK_VOTE_ERROR;
     }
-    redlock__fmt(err, err_len, "unexpected %s reply to %s", reply_type_name(reply->type),
-                 redlock__cmd_name(cmd->kind));
-    return REDLOCK_VOTE_ERROR;
+    return mismatch(cmd, reply, err, err_len, kind);
 }

@@ -43,12 +43,23 @@ typedef struct redlock__cmd {
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc);
 
+/* What kind of answer a reply is, beyond its vote. */
+typedef enum {
+    REDLOCK__REPLY_ANSWER,   /* a reply Redis gives to this command (an error reply included) */
+    REDLOCK__REPLY_NOSCRIPT, /* a NOSCRIPT error to an EVALSHA: the caller resends with EVAL */
+    /* A reply no Redis gives to this command (a SET answered with an integer, a release with
+     * nil): the replies on this connection are out of step with the requests, or the peer is
+     * not Redis. The caller must drop the connection: no later reply on it can be trusted. */
+    REDLOCK__REPLY_MISMATCH
+} redlock__reply_kind;
+
 /* What the reply means for cmd: YES / NO / ERROR (for INSPECT: YES the key exists, NO it does
  * not, and *data is filled). On ERROR a message (the server's text, or what was wrong with the
- * reply) goes to err. *noscript is set when the reply is a NOSCRIPT error to an EVALSHA (the
- * caller then resends with EVAL). */
+ * reply) goes to err. *kind says whether the reply fits the command at all (see above); a
+ * NOSCRIPT or a mismatch always comes with ERROR. */
 redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
-                               size_t err_len, bool *noscript, redlock__reply_data *data);
+                               size_t err_len, redlock__reply_kind *kind,
+                               redlock__reply_data *data);
 
 /* "SET", "extend", "release": for messages. */
 const char *redlock__cmd_name(redlock__cmd_kind kind);

@@ -19,7 +19,7 @@
 typedef enum {
     NODE_IDLE,       /* no connection; requests fail fast; a reconnect may be scheduled */
     NODE_CONNECTING, /* resolving or connecting; requests queue */
-    NODE_HANDSHAKE,  /* connected, AUTH/SELECT answers pending; requests queue behind them */
+    NODE_HANDSHAKE,  /* connected, handshake answers pending; requests wait until they all came */
     NODE_READY,
     NODE_CLOSING
 } node_state;
@@ -59,17 +59,22 @@ struct redlock__node {
     struct sockaddr_storage addrs[MAX_ADDRS];
     unsigned n_addrs, next_addr;
 
-    redlock__buf out;          /* appended commands not yet handed to uv_write */
+    redlock__buf hs;           /* the handshake of the connection being made, until written */
+    redlock__buf out;          /* appended commands not yet handed to uv_write; held until the
+                                  handshake has succeeded, so nothing runs on a server that
+                                  refused AUTH or SELECT */
     redlock__req *head, *tail; /* requests whose replies are awaited, in write order */
     unsigned fifo_len;
     unsigned skip_replies; /* replies owed to requests that already timed out */
     /* The handshake sent on every new connection, in order: AUTH and SELECT when asked, then
-     * SCRIPT LOAD of both scripts (so EVALSHA finds them; NOSCRIPT then only follows a SCRIPT
-     * FLUSH on a live connection). hs_fatal[i]: may an error to step i fail the connection? */
+     * SCRIPT LOAD of the scripts (so EVALSHA finds them; NOSCRIPT then only follows a SCRIPT
+     * FLUSH on a live connection). Each step's reply is checked: an error to AUTH or SELECT
+     * fails the connection, an error to SCRIPT LOAD does not (an ACL may forbid SCRIPT), and a
+     * reply of the wrong shape fails it (the replies are out of step). */
     unsigned handshake_pending; /* handshake replies still to come */
     unsigned hs_total;
-    bool hs_fatal[8];
-    uint64_t last_reply_us;  /* last reply (or connect) time */
+    const redlock__script *hs_script[8]; /* the script a step loads; NULL: AUTH or SELECT */
+    uint64_t last_reply_us;              /* last reply (or connect) time */
     uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
     uint64_t backoff_us;
     uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
@@ -187,6 +192,7 @@ static void maybe_closed(redlock__node *n)
     void (*cb)(void *) = n->close_cb;
     void *data = n->close_data;
     redlock__buf_free(&n->out, n->cfg.alloc);
+    redlock__buf_free(&n->hs, n->cfg.alloc);
     redlock__free(n->cfg.alloc, n);
     if (cb != NULL)
         cb(data);
@@ -244,6 +250,7 @@ static void node_fail(redlock__node *n, const char *why, bool immediate_retry)
     drop_conn(n);
     n->state = NODE_IDLE;
     n->out.len = 0;
+    n->hs.len = 0;
     n->skip_replies = 0;
     n->handshake_pending = 0;
     uv_timer_stop(&n->deadline_timer);
@@ -277,17 +284,24 @@ static void on_write(uv_write_t *req, int status)
     flush(n);
 }
 
-/* Hand the output buffer to uv_write unless a write is in flight; uv_write tries the write at
- * once, so a lone command leaves without waiting for a loop turn. */
+/* Hand the handshake, or once it has succeeded the output buffer, to uv_write unless a write is
+ * in flight; uv_write tries the write at once, so a lone command leaves without waiting for a
+ * loop turn. */
 static void flush(redlock__node *n)
 {
     conn *c = n->conn;
-    if (c == NULL || !c->connected || c->writing || n->out.len == 0)
+    if (c == NULL || !c->connected || c->writing)
         return;
-    redlock__buf tmp = c->inflight; /* swap: the empty in-flight buffer becomes the new out */
-    c->inflight = n->out;
-    n->out = tmp;
-    n->out.len = 0;
+    redlock__buf *src = &n->hs;
+    if (src->len == 0) {
+        src = &n->out;
+        if (n->state != NODE_READY || src->len == 0)
+            return;
+    }
+    redlock__buf tmp = c->inflight; /* swap: the empty in-flight buffer takes src's place */
+    c->inflight = *src;
+    *src = tmp;
+    src->len = 0;
     uv_buf_t buf = uv_buf_init(c->inflight.data, (unsigned)c->inflight.len);
     c->writing = true;
     int rc = uv_write(&c->write_req, &c->h.stream, &buf, 1, on_write);
@@ -309,18 +323,35 @@ static void set_ready(redlock__node *n)
     n->last_error[0] = '\0';
     n->last_reply_us = now_us();
     uv_timer_stop(&n->conn_timer);
+    flush(n); /* the requests held behind the handshake */
+}
+
+/* Is r the answer a server gives to step when it succeeds: +OK to AUTH and SELECT, the script's
+ * SHA1 to SCRIPT LOAD? */
+static bool handshake_ok(const redlock__script *script, const redisReply *r)
+{
+    if (script == NULL)
+        return r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
+    return r->type == REDIS_REPLY_STRING && r->len == 40 && memcmp(r->str, script->sha1, 40) == 0;
 }
 
 static void handshake_reply(redlock__node *n, const redisReply *r)
 {
-    unsigned step = n->hs_total - n->handshake_pending;
+    const redlock__script *script = n->hs_script[n->hs_total - n->handshake_pending];
     n->handshake_pending--;
-    /* AUTH or SELECT refused: the node is unusable. A refused SCRIPT LOAD (an ACL without
-     * SCRIPT, say) is not: EVALSHA will get NOSCRIPT and fall back to EVAL. */
-    if (r->type == REDIS_REPLY_ERROR && n->hs_fatal[step]) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "handshake: %.*s", (int)REDLOCK__MIN(r->len, (size_t)120),
-                     r->str);
+    char why[ERR_LEN];
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* AUTH or SELECT refused: the node is unusable. A refused SCRIPT LOAD (an ACL without
+         * SCRIPT, say) is not: EVALSHA will get NOSCRIPT and fall back to EVAL. */
+        if (script == NULL) {
+            redlock__fmt(why, sizeof(why), "handshake: %.*s",
+                         (int)REDLOCK__MIN(r->len, (size_t)120), r->str);
+            node_fail(n, why, false);
+            return;
+        }
+    } else if (!handshake_ok(script, r)) {
+        redlock__fmt(why, sizeof(why), "protocol error: unexpected reply to %s in the handshake",
+                     script != NULL ? "SCRIPT LOAD" : "AUTH or SELECT");
         node_fail(n, why, false);
         return;
     }
@@ -378,11 +409,20 @@ static void handle_reply(redlock__node *n, const redisReply *r)
         return;
     }
     char err[ERR_LEN];
-    bool noscript;
+    redlock__reply_kind kind;
     redlock__reply_data data;
-    redlock_vote vote = redlock__cmd_vote(req->cmd, r, err, sizeof(err), &noscript, &data);
-    if (noscript) {
+    redlock_vote vote = redlock__cmd_vote(req->cmd, r, err, sizeof(err), &kind, &data);
+    if (kind == REDLOCK__REPLY_NOSCRIPT) {
         resend_with_eval(n, req, now);
+        return;
+    }
+    if (kind == REDLOCK__REPLY_MISMATCH) {
+        /* Out of step: this reply may belong to another request, and so may every later one.
+         * Nothing on this connection is believed any more. */
+        char why[ERR_LEN];
+        redlock__fmt(why, sizeof(why), "protocol error: %s (connection dropped)", err);
+        node_fail(n, why, false);
+        req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
     }
     req->cb(req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
@@ -583,17 +623,17 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 }
 
 static int append_step(redlock__node *n, int argc, const char **argv, const size_t *argvlen,
-                       bool fatal)
+                       const redlock__script *script)
 {
     char *cmd;
     int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
     if (len < 0)
         return REDLOCK_ENOMEM;
-    int rc = redlock__buf_append(&n->out, n->cfg.alloc, cmd, (size_t)len);
+    int rc = redlock__buf_append(&n->hs, n->cfg.alloc, cmd, (size_t)len);
     redisFreeCommand(cmd);
     if (rc != 0)
         return rc;
-    n->hs_fatal[n->hs_total++] = fatal;
+    n->hs_script[n->hs_total++] = script;
     n->handshake_pending++;
     return 0;
 }
@@ -611,14 +651,14 @@ static int append_handshake(redlock__node *n)
         if (u->user != NULL)
             argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
         argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
-        rc = append_step(n, argc, argv, argvlen, true);
+        rc = append_step(n, argc, argv, argvlen, NULL);
     }
     if (rc == 0 && u->db > 0) {
         char db[16];
         int len = snprintf(db, sizeof(db), "%d", u->db);
         argv[0] = "SELECT", argvlen[0] = 6;
         argv[1] = db, argvlen[1] = (size_t)len;
-        rc = append_step(n, 2, argv, argvlen, true);
+        rc = append_step(n, 2, argv, argvlen, NULL);
     }
     const redlock__script *scripts[3] = {&redlock__script_extend, &redlock__script_release,
                                          &redlock__script_inspect};
@@ -626,7 +666,7 @@ static int append_handshake(redlock__node *n)
         argv[0] = "SCRIPT", argvlen[0] = 6;
         argv[1] = "LOAD", argvlen[1] = 4;
         argv[2] = scripts[i]->source, argvlen[2] = scripts[i]->source_len;
-        rc = append_step(n, 3, argv, argvlen, false);
+        rc = append_step(n, 3, argv, argvlen, scripts[i]);
     }
     return rc;
 }
@@ -636,6 +676,7 @@ static void node_connect(redlock__node *n)
     n->state = NODE_CONNECTING;
     n->n_addrs = n->next_addr = 0;
     n->out.len = 0;
+    n->hs.len = 0;
     n->skip_replies = 0;
     n->handshake_pending = 0;
     if (append_handshake(n) != 0) {

@@ -10,7 +10,9 @@
  *
  * A node that is down fails every request at once (nothing queues) and reconnects in the
  * background with exponential backoff and jitter. While a (re)connection is being made,
- * requests queue behind the AUTH/SELECT handshake, each within its own deadline. A node that
+ * requests wait, each within its own deadline, and are written only once every reply of the
+ * handshake (AUTH, SELECT, SCRIPT LOAD) has come and was the expected one. A reply that no Redis
+ * gives to its command means the replies are out of step: the connection is dropped. A node that
  * owes replies and has answered nothing for three timeouts is dropped and reconnected, so
  * nothing grows without bound. */
 #ifndef REDLOCK_NODE_H

@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "scripts.h"
+
 #define MAX_CONNS 32
 
 typedef struct fake_conn {
@@ -31,6 +33,7 @@ struct fake_redis {
     int wake[2]; /* a byte on wake[1] stops the thread */
     pthread_t thread;
     atomic_uint commands;
+    atomic_uint scripts;
     fake_conn conns[MAX_CONNS];
 };
 
@@ -105,24 +108,44 @@ static long parse_command(const char *buf, size_t len, char name[16])
     return (long)(p - buf);
 }
 
-/* Answer one command. Returns false when the connection must be closed now. */
-static bool answer(fake_redis *f, fake_conn *c, const char *name)
+/* The reply of a real server to the SCRIPT LOAD command cmd: the SHA1 of the script it carries. */
+static void answer_script_load(fake_conn *c, const char *cmd, size_t cmd_len)
+{
+    const redlock__script *scripts[3] = {&redlock__script_extend, &redlock__script_release,
+                                         &redlock__script_inspect};
+    for (int i = 0; i < 3; i++) {
+        if (memmem(cmd, cmd_len, scripts[i]->source, scripts[i]->source_len) != NULL) {
+            char reply[64];
+            int n = snprintf(reply, sizeof(reply), "$40\r\n%s\r\n", scripts[i]->sha1);
+            send_all(c->fd, reply, (size_t)n);
+            return;
+        }
+    }
+    const char *unknown = "-ERR fake: unknown script\r\n";
+    send_all(c->fd, unknown, strlen(unknown));
+}
+
+/* Answer one command (cmd_len bytes at cmd, named name). Returns false when the connection must
+ * be closed now. */
+static bool answer(fake_redis *f, fake_conn *c, const char *name, const char *cmd, size_t cmd_len)
 {
     char reply[256];
     bool is_script = strcasecmp(name, "SCRIPT") == 0;
+    atomic_fetch_add(is_script ? &f->scripts : &f->commands, 1);
     if (f->mode == FAKE_ERROR) {
         int n = snprintf(reply, sizeof(reply), "-%s\r\n", f->error_text);
         send_all(c->fd, reply, (size_t)n);
-        if (!is_script)
-            atomic_fetch_add(&f->commands, 1);
         return true;
     }
-    if (is_script) {
+    if (is_script && f->mode == FAKE_BAD_HANDSHAKE) {
         const char *sha = "$40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
         send_all(c->fd, sha, strlen(sha));
         return true;
     }
-    atomic_fetch_add(&f->commands, 1);
+    if (is_script) {
+        answer_script_load(c, cmd, cmd_len);
+        return true;
+    }
     switch (f->mode) {
     case FAKE_GARBAGE: {
         const char *junk = "this is not RESP at all\r\n";
@@ -138,6 +161,11 @@ static bool answer(fake_redis *f, fake_conn *c, const char *name)
     case FAKE_WRONG_TYPE: {
         const char *r = strcasecmp(name, "SET") == 0 ? ":42\r\n" : "+OK\r\n";
         send_all(c->fd, r, strlen(r));
+        return true;
+    }
+    case FAKE_BAD_HANDSHAKE: {
+        const char *ok = "+OK\r\n";
+        send_all(c->fd, ok, strlen(ok));
         return true;
     }
     case FAKE_ERROR:
@@ -171,7 +199,7 @@ static void on_readable(fake_redis *f, fake_conn *c)
         long used = parse_command(c->buf, c->len, name);
         if (used == 0)
             return;
-        if (used < 0 || !answer(f, c, name)) {
+        if (used < 0 || !answer(f, c, name, c->buf, (size_t)used)) {
             conn_close(c);
             return;
         }
@@ -237,6 +265,7 @@ fake_redis *fake_redis_start(fake_mode mode, const char *error_text)
     f->mode = mode;
     snprintf(f->error_text, sizeof(f->error_text), "%s", error_text != NULL ? error_text : "ERR");
     atomic_init(&f->commands, 0);
+    atomic_init(&f->scripts, 0);
     for (int i = 0; i < MAX_CONNS; i++)
         f->conns[i].fd = -1;
     f->wake[0] = f->wake[1] = -1;
@@ -276,6 +305,11 @@ int fake_redis_port(const fake_redis *f)
 unsigned fake_redis_commands(const fake_redis *f)
 {
     return atomic_load(&f->commands);
+}
+
+unsigned fake_redis_scripts(const fake_redis *f)
+{
+    return atomic_load(&f->scripts);
 }
 
 void fake_redis_stop(fake_redis *f)

@@ -1,7 +1,8 @@
 /* fake_redis.h - a tiny misbehaving Redis peer for the fault tests: a plain-socket server on
  * 127.0.0.1 (any free port) run by its own thread, which reads RESP commands and answers each
- * according to its mode. The handshake's SCRIPT LOAD gets a plausible reply in every mode but
- * FAKE_ERROR (whose reply to everything is the error, which the handshake tolerates). */
+ * according to its mode. The handshake's SCRIPT LOAD gets the script's real SHA1 in every mode
+ * but FAKE_ERROR (whose reply to everything is the error, which the handshake tolerates) and
+ * FAKE_BAD_HANDSHAKE. */
 #ifndef REDLOCK_TEST_FAKE_REDIS_H
 #define REDLOCK_TEST_FAKE_REDIS_H
 
@@ -10,6 +11,9 @@ typedef enum {
     FAKE_HALF_REPLY, /* sends half a reply to a lock command, then closes the connection */
     FAKE_ERROR,      /* answers every command with the error text given */
     FAKE_WRONG_TYPE, /* ":42" to SET, "+OK" to EVALSHA / EVAL: well-formed, wrong type */
+    /* A SHA1 to SCRIPT LOAD that is not the script's (what a client sees when its replies are
+     * out of step with its commands), "+OK" to the rest. */
+    FAKE_BAD_HANDSHAKE,
 } fake_mode;
 
 typedef struct fake_redis fake_redis;
@@ -21,6 +25,8 @@ fake_redis *fake_redis_start(fake_mode mode, const char *error_text);
 int fake_redis_port(const fake_redis *f);
 /* Lock commands (not SCRIPT) answered so far. */
 unsigned fake_redis_commands(const fake_redis *f);
+/* SCRIPT commands answered so far. */
+unsigned fake_redis_scripts(const fake_redis *f);
 /* Close every connection and the listener, join the thread, free f. NULL is allowed. */
 void fake_redis_stop(fake_redis *f);
 

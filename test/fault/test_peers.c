@@ -118,12 +118,13 @@ static void run_rounds(peer_env *pe, const char *const *want_texts)
     }
 }
 
-/* A fake that breaks its connection is only asked again after the reconnect backoff (meanwhile
- * its requests fail fast with the reason), so it sees at least one command; a fake that keeps
- * its connection sees every inspect and release (six), at least. */
+/* A fake whose connection is dropped (garbage, half a reply, a reply of the wrong type) is
+ * only asked again after the reconnect backoff (meanwhile its requests fail fast with the
+ * reason), so it sees at least one command; a fake that keeps its connection sees every inspect
+ * and release (six), at least. */
 static void one_fake(fake_mode mode, const char *error_text, const char *want_text)
 {
-    const unsigned min_commands = mode == FAKE_GARBAGE || mode == FAKE_HALF_REPLY ? 1 : 6;
+    const unsigned min_commands = mode == FAKE_ERROR ? 6 : 1;
     peer_env pe;
     const fake_mode modes[1] = {mode};
     const char *texts[1] = {error_text};
@@ -174,10 +175,29 @@ static void loading_error(void **state)
              "LOADING Redis is loading the dataset in memory");
 }
 
+/* Well-formed replies of the wrong type: the vote is an error naming the reply and the command,
+ * and the connection is dropped (no later reply on it could be trusted). */
 static void wrong_reply_types(void **state)
 {
     (void)state;
     one_fake(FAKE_WRONG_TYPE, NULL, "unexpected");
+}
+
+/* A SCRIPT LOAD answered with another SHA1 (what replies out of step look like at the start of a
+ * connection): the handshake fails, the node counts as down, and no lock command is ever written
+ * to it, since requests wait for the handshake to succeed. */
+static void bad_handshake_sends_no_command(void **state)
+{
+    (void)state;
+    peer_env pe;
+    const fake_mode modes[1] = {FAKE_BAD_HANDSHAKE};
+    const char *texts[1] = {NULL};
+    const char *wants[1] = {"unexpected reply to SCRIPT LOAD in the handshake"};
+    peers_start(&pe, N - 1, modes, texts);
+    run_rounds(&pe, wants);
+    assert_true(fake_redis_scripts(pe.fakes[N - 1]) >= 1);
+    assert_int_equal(fake_redis_commands(pe.fakes[N - 1]), 0);
+    peers_stop(&pe);
 }
 
 /* Two different fakes of five: the three real servers still decide every round. */
@@ -231,6 +251,7 @@ int main(void)
         cmocka_unit_test(oom_error),
         cmocka_unit_test(loading_error),
         cmocka_unit_test(wrong_reply_types),
+        cmocka_unit_test(bad_handshake_sends_no_command),
         cmocka_unit_test(two_fakes_minority_still_decides),
         cmocka_unit_test(three_fakes_no_quorum),
     };

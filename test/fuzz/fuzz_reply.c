@@ -23,10 +23,10 @@ static void vote_on(const redlock__cmd *cmd, const redisReply *reply, size_t err
 {
     char err[REDLOCK_ERROR_TEXT_MAX];
     memset(err, 0x55, sizeof(err));
-    bool noscript = true;
+    redlock__reply_kind kind = (redlock__reply_kind)-1;
     redlock__reply_data d;
     memset(&d, 0x55, sizeof(d));
-    redlock_vote v = redlock__cmd_vote(cmd, reply, err, err_len, &noscript, &d);
+    redlock_vote v = redlock__cmd_vote(cmd, reply, err, err_len, &kind, &d);
     CHECK(v == REDLOCK_VOTE_YES || v == REDLOCK_VOTE_NO || v == REDLOCK_VOTE_ERROR);
     if (v == REDLOCK_VOTE_ERROR && err_len > 0) {
         CHECK(memchr(err, '\0', err_len) != NULL);
@@ -34,8 +34,14 @@ static void vote_on(const redlock__cmd *cmd, const redisReply *reply, size_t err
     }
     for (size_t i = err_len; i < sizeof(err); i++)
         CHECK((unsigned char)err[i] == 0x55); /* never written past err_len */
-    if (noscript)
+    CHECK(kind == REDLOCK__REPLY_ANSWER || kind == REDLOCK__REPLY_NOSCRIPT ||
+          kind == REDLOCK__REPLY_MISMATCH);
+    if (kind == REDLOCK__REPLY_NOSCRIPT)
         CHECK(reply->type == REDIS_REPLY_ERROR && cmd->kind != REDLOCK__CMD_ACQUIRE);
+    if (kind != REDLOCK__REPLY_ANSWER)
+        CHECK(v == REDLOCK_VOTE_ERROR);
+    if (reply->type == REDIS_REPLY_ERROR) /* an error reply always fits: the server said it */
+        CHECK(kind != REDLOCK__REPLY_MISMATCH);
     if (cmd->kind == REDLOCK__CMD_INSPECT && d.value != NULL) {
         CHECK(v == REDLOCK_VOTE_YES);
         (void)d.value[d.value_len > 0 ? d.value_len - 1 : 0]; /* ASan: inside the reply */

@@ -169,6 +169,37 @@ static void host_names_are_resolved(void **state)
     h_env_stop(&env);
 }
 
+/* Requests made while a connection is being made wait for the whole handshake: a server that
+ * refuses SELECT never sees them (they would run in database 0), it counts as down with the
+ * server's text, and the other nodes decide. */
+static void refused_select_runs_nothing(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    char url[64];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d/9999", env.cluster.servers[2].port);
+    const char *list[3] = {env.cluster.urls[0], env.cluster.urls[1], url};
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    assert_int_equal(h_client_urls(&env, list, 3, &o, &c, NULL, 0), 0);
+    h_record rec; /* at once: every request waits for its connection */
+    assert_int_equal(h_acquire(&env, c, "node:select", 5000, NULL, &rec), 0);
+    h_record rel;
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    redlock_lock_free(rec.lock);
+    if (rec.node_vote[2] != REDLOCK_VOTE_NONE) {
+        assert_int_equal(rec.node_vote[2], REDLOCK_VOTE_ERROR);
+        assert_non_null(strstr(rec.node_error[2], "DB index is out of range"));
+    }
+    assert_int_equal(rel.votes_yes, 2);
+    assert_int_equal(rel.node_vote[2], REDLOCK_VOTE_ERROR);
+    assert_non_null(strstr(rel.node_error[2], "DB index is out of range"));
+    assert_int_equal(h_dbsize(&env, 2), 0);
+    h_env_stop(&env);
+}
+
 /* A name that does not resolve is an error vote naming the host, not a hang. */
 static void unresolvable_host_is_an_error(void **state)
 {
@@ -224,6 +255,7 @@ int main(void)
         cmocka_unit_test(silent_node_is_dropped_and_comes_back),
         cmocka_unit_test(inflight_cap_bounds_a_stopped_node),
         cmocka_unit_test(host_names_are_resolved),
+        cmocka_unit_test(refused_select_runs_nothing),
         cmocka_unit_test(unresolvable_host_is_an_error),
         cmocka_unit_test(closed_stdin_is_survived),
     };

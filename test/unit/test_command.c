@@ -122,42 +122,44 @@ typedef struct vote_case {
     redlock__cmd_kind kind;
     const char *resp;
     redlock_vote vote;
-    bool noscript;
+    redlock__reply_kind reply_kind;
     const char *error_has; /* substring of the error text, or NULL for no error */
 } vote_case;
 
+#define A REDLOCK__REPLY_ANSWER
+#define S REDLOCK__REPLY_NOSCRIPT
+#define M REDLOCK__REPLY_MISMATCH
+
 static const vote_case vote_cases[] = {
-    {REDLOCK__CMD_ACQUIRE, "+OK\r\n", REDLOCK_VOTE_YES, false, NULL},
-    {REDLOCK__CMD_ACQUIRE, "$-1\r\n", REDLOCK_VOTE_NO, false, NULL},
-    {REDLOCK__CMD_ACQUIRE, "+QUEUED\r\n", REDLOCK_VOTE_ERROR, false, "unexpected status"},
-    {REDLOCK__CMD_ACQUIRE, ":1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer reply"},
-    {REDLOCK__CMD_ACQUIRE, "$2\r\nOK\r\n", REDLOCK_VOTE_ERROR, false, "bulk string"},
+    {REDLOCK__CMD_ACQUIRE, "+OK\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_ACQUIRE, "$-1\r\n", REDLOCK_VOTE_NO, A, NULL},
+    {REDLOCK__CMD_ACQUIRE, "+QUEUED\r\n", REDLOCK_VOTE_ERROR, M, "unexpected status"},
+    {REDLOCK__CMD_ACQUIRE, ":1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected integer 1 reply to SET"},
+    {REDLOCK__CMD_ACQUIRE, "$2\r\nOK\r\n", REDLOCK_VOTE_ERROR, M, "bulk string"},
     {REDLOCK__CMD_ACQUIRE, "-READONLY You can't write against a read only replica.\r\n",
-     REDLOCK_VOTE_ERROR, false, "READONLY You can't write"},
-    {REDLOCK__CMD_ACQUIRE, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, false, "NOSCRIPT"},
-    {REDLOCK__CMD_ACQUIRE, "-OOM command not allowed\r\n", REDLOCK_VOTE_ERROR, false, "OOM"},
-    {REDLOCK__CMD_EXTEND, ":1\r\n", REDLOCK_VOTE_YES, false, NULL},
-    {REDLOCK__CMD_EXTEND, ":0\r\n", REDLOCK_VOTE_NO, false, NULL},
-    {REDLOCK__CMD_EXTEND, ":2\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer 2"},
-    {REDLOCK__CMD_EXTEND, "$-1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected nil"},
-    {REDLOCK__CMD_EXTEND, "-NOSCRIPT No matching script.\r\n", REDLOCK_VOTE_ERROR, true,
-     "NOSCRIPT"},
-    {REDLOCK__CMD_RELEASE, ":1\r\n", REDLOCK_VOTE_YES, false, NULL},
-    {REDLOCK__CMD_RELEASE, ":0\r\n", REDLOCK_VOTE_NO, false, NULL},
-    {REDLOCK__CMD_RELEASE, ":-1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer -1"},
-    {REDLOCK__CMD_RELEASE, "*0\r\n", REDLOCK_VOTE_ERROR, false, "unexpected array"},
-    {REDLOCK__CMD_RELEASE, "+OK\r\n", REDLOCK_VOTE_ERROR, false, "unexpected status"},
-    {REDLOCK__CMD_RELEASE, "-NOSCRIPT\r\n", REDLOCK_VOTE_ERROR, true, "NOSCRIPT"},
+     REDLOCK_VOTE_ERROR, A, "READONLY You can't write"},
+    {REDLOCK__CMD_ACQUIRE, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, A, "NOSCRIPT"},
+    {REDLOCK__CMD_ACQUIRE, "-OOM command not allowed\r\n", REDLOCK_VOTE_ERROR, A, "OOM"},
+    {REDLOCK__CMD_EXTEND, ":1\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_EXTEND, ":0\r\n", REDLOCK_VOTE_NO, A, NULL},
+    {REDLOCK__CMD_EXTEND, ":2\r\n", REDLOCK_VOTE_ERROR, M, "unexpected integer 2"},
+    {REDLOCK__CMD_EXTEND, "$-1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected nil"},
+    {REDLOCK__CMD_EXTEND, "-NOSCRIPT No matching script.\r\n", REDLOCK_VOTE_ERROR, S, "NOSCRIPT"},
+    {REDLOCK__CMD_RELEASE, ":1\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_RELEASE, ":0\r\n", REDLOCK_VOTE_NO, A, NULL},
+    {REDLOCK__CMD_RELEASE, ":-1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected integer -1"},
+    {REDLOCK__CMD_RELEASE, "*0\r\n", REDLOCK_VOTE_ERROR, M, "unexpected array"},
+    {REDLOCK__CMD_RELEASE, "+OK\r\n", REDLOCK_VOTE_ERROR, M, "unexpected status"},
+    {REDLOCK__CMD_RELEASE, "-NOSCRIPT\r\n", REDLOCK_VOTE_ERROR, S, "NOSCRIPT"},
     {REDLOCK__CMD_RELEASE, "-LOADING Redis is loading the dataset in memory\r\n",
-     REDLOCK_VOTE_ERROR, false, "LOADING"},
-    {REDLOCK__CMD_RELEASE, "-NOAUTH Authentication required.\r\n", REDLOCK_VOTE_ERROR, false,
-     "NOAUTH"},
-    {REDLOCK__CMD_INSPECT, "*2\r\n$3\r\nabc\r\n:1500\r\n", REDLOCK_VOTE_YES, false, NULL},
-    {REDLOCK__CMD_INSPECT, "*2\r\n$-1\r\n:-2\r\n", REDLOCK_VOTE_NO, false, NULL},
-    {REDLOCK__CMD_INSPECT, "*1\r\n:1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected array"},
-    {REDLOCK__CMD_INSPECT, "*2\r\n:1\r\n:1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected"},
-    {REDLOCK__CMD_INSPECT, ":1\r\n", REDLOCK_VOTE_ERROR, false, "unexpected integer"},
-    {REDLOCK__CMD_INSPECT, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, true, "NOSCRIPT"},
+     REDLOCK_VOTE_ERROR, A, "LOADING"},
+    {REDLOCK__CMD_RELEASE, "-NOAUTH Authentication required.\r\n", REDLOCK_VOTE_ERROR, A, "NOAUTH"},
+    {REDLOCK__CMD_INSPECT, "*2\r\n$3\r\nabc\r\n:1500\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_INSPECT, "*2\r\n$-1\r\n:-2\r\n", REDLOCK_VOTE_NO, A, NULL},
+    {REDLOCK__CMD_INSPECT, "*1\r\n:1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected array"},
+    {REDLOCK__CMD_INSPECT, "*2\r\n:1\r\n:1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected"},
+    {REDLOCK__CMD_INSPECT, ":1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected integer"},
+    {REDLOCK__CMD_INSPECT, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, S, "NOSCRIPT"},
 };
 
 static void inspect_reply_carries_value_and_pttl(void **state)
@@ -166,16 +168,15 @@ static void inspect_reply_carries_value_and_pttl(void **state)
     redlock__cmd c = make(REDLOCK__CMD_INSPECT, "k", 1);
     redisReply *r = reply_of("*2\r\n$5\r\ntoken\r\n:1234\r\n");
     char err[64];
-    bool noscript;
+    redlock__reply_kind kind;
     redlock__reply_data data;
-    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data),
-                     REDLOCK_VOTE_YES);
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_YES);
     assert_int_equal(data.value_len, 5);
     assert_memory_equal(data.value, "token", 5);
     assert_int_equal(data.pttl_ms, 1234);
     freeReplyObject(r);
     r = reply_of("*2\r\n$-1\r\n:-2\r\n");
-    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data), REDLOCK_VOTE_NO);
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_NO);
     assert_null(data.value);
     assert_int_equal(data.pttl_ms, -2);
     freeReplyObject(r);
@@ -199,13 +200,13 @@ static void maps_every_reply_to_a_vote(void **state)
         redlock__cmd c = make(vc->kind, "k", 1);
         redisReply *r = reply_of(vc->resp);
         char err[160] = "";
-        bool noscript = !vc->noscript; /* must be overwritten */
+        /* must be overwritten */
+        redlock__reply_kind kind = vc->reply_kind == M ? REDLOCK__REPLY_ANSWER : M;
         redlock__reply_data data;
-        redlock_vote v = redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data);
-        if (v != vc->vote || noscript != vc->noscript ||
+        redlock_vote v = redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data);
+        if (v != vc->vote || kind != vc->reply_kind ||
             (vc->error_has != NULL && strstr(err, vc->error_has) == NULL))
-            fail_msg("case %zu (%s): vote %d noscript %d err \"%s\"", i, vc->resp, v, noscript,
-                     err);
+            fail_msg("case %zu (%s): vote %d kind %d err \"%s\"", i, vc->resp, v, (int)kind, err);
         freeReplyObject(r);
     }
 }
@@ -219,10 +220,9 @@ static void long_error_text_is_truncated_safely(void **state)
     redisReply *r = reply_of(resp);
     redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
     char err[64];
-    bool noscript;
+    redlock__reply_kind kind;
     redlock__reply_data data;
-    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &noscript, &data),
-                     REDLOCK_VOTE_ERROR);
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_ERROR);
     assert_int_equal(strlen(err), sizeof(err) - 1);
     assert_memory_equal(err, "ERR xxx", 7);
     freeReplyObject(r);

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # test/fuzz/run.sh - build the libFuzzer targets with clang and run each for a while.
 #
-#   test/fuzz/run.sh [SECONDS] [TARGET...]     default: 20 s each, every target
+#   test/fuzz/run.sh [SECONDS] [TARGET...]     default: 60 s each, every target, side by side
 #
 # Each target (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined together with
-# the library sources it needs into a temp dir, then run for SECONDS from a copy of its seed
-# corpus test/fuzz/corpus/<name>/ (the committed corpus is never written). Prints TAP: one
+# the library sources it needs into a temp dir, then all run at once for SECONDS each from a copy
+# of its seed corpus test/fuzz/corpus/<name>/ (the committed corpus is never written). Prints TAP: one
 # "ok"/"not ok" per target; a crash leaves its reproducer in $FUZZ_ARTIFACTS (default:
 # $TMPDIR/redlock-fuzz-artifacts) and its log on stderr. Needs clang and
 # libclang-rt-14-dev (tools/ensure-deps installs them). Reproduce a crash with:
@@ -14,7 +14,7 @@ set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-seconds="${1:-20}"
+seconds="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(url reply quorum)
@@ -48,27 +48,39 @@ for src in "$root"/lib/*.c; do
     objs+=("$obj")
 done
 
+# Build every target, then run them side by side (each for SECONDS of wall time), so a CI run
+# costs SECONDS once rather than once per target.
 status=0
-n=0
-for t in "${targets[@]}"; do
-    n=$((n + 1))
-    exe="$work/fuzz_$t"
+built=()
+for i in "${!targets[@]}"; do
+    t="${targets[$i]}"
     if ! "$cc" "${flags[@]}" -fsanitize=fuzzer "$here/fuzz_$t.c" "${objs[@]}" "${libs[@]}" \
-        -o "$exe" 2>"$work/build-$t.log"; then
+        -o "$work/fuzz_$t" 2>"$work/build-$t.log"; then
         cat "$work/build-$t.log" >&2
+        built+=(0)
+        continue
+    fi
+    built+=(1)
+    mkdir -p "$work/corpus-$t"
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" \
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+        "$work/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+        -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
+        "$work/corpus-$t" "$here/corpus/$t" >"$work/run-$t.log" 2>&1 &
+    echo $! >"$work/pid-$t"
+done
+start=$SECONDS
+for i in "${!targets[@]}"; do
+    t="${targets[$i]}"
+    n=$((i + 1))
+    if [ "${built[$i]}" = 0 ]; then
         echo "not ok $n - $t # build failed"
         status=1
         continue
     fi
-    mkdir -p "$work/corpus-$t"
-    start=$SECONDS
-    if ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" \
-        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-        "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-        -print_final_stats=1 -artifact_prefix="$artifacts/$t-" \
-        "$work/corpus-$t" "$here/corpus/$t" >"$work/run-$t.log" 2>&1; then
+    if wait "$(cat "$work/pid-$t")"; then
         runs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/run-$t.log" | grep -o '[0-9]*$')"
-        echo "ok $n - $t (${runs:-?} runs in $((SECONDS - start)) s)"
+        echo "ok $n - $t (${runs:-?} runs in ${seconds} s, $(( SECONDS - start )) s since start)"
     else
         tail -60 "$work/run-$t.log" >&2
         echo "not ok $n - $t (see stderr; reproducer in $artifacts/$t-*)"

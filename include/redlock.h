@@ -388,7 +388,8 @@ REDLOCK_EXTERN int redlock_release(redlock_lock *lock, redlock_cb cb, void *data
  * flight, its callback still fires and the handle is freed after it. NULL is allowed. */
 REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
 
-/* Accessors. Returned pointers live as long as the handle. */
+/* Accessors. Returned pointers live as long as the handle. A NULL lock is allowed and reads as
+ * empty: NULL pointers (with *len = 0), zero numbers, not held; set_data then does nothing. */
 REDLOCK_EXTERN const void *redlock_lock_resource(const redlock_lock *lock, size_t *len);
 /* The token, NUL-terminated (a caller's token may contain NULs; use len). */
 REDLOCK_EXTERN const char *redlock_lock_token(const redlock_lock *lock, size_t *len);
@@ -488,13 +489,15 @@ REDLOCK_EXTERN int redlock_sync_release(redlock_sync_lock *lock, redlock_report 
 /* Free the handle (without releasing; stops auto-extension). NULL is allowed. */
 REDLOCK_EXTERN void redlock_sync_lock_free(redlock_sync_lock *lock);
 
-/* Thread-safe reads. The token is NUL-terminated; resource and token live with the handle. */
+/* Thread-safe reads. The token is NUL-terminated; resource and token live with the handle. A
+ * NULL lock reads as empty (NULL pointers with *len = 0, zero numbers). */
 REDLOCK_EXTERN const void *redlock_sync_lock_resource(const redlock_sync_lock *lock, size_t *len);
 REDLOCK_EXTERN const char *redlock_sync_lock_token(const redlock_sync_lock *lock, size_t *len);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock);
 /* 0 while held; after an auto-extended lock was lost, the reason given to its lost callback;
- * REDLOCK_ERELEASED after release; REDLOCK_EEXPIRED once the deadline passed otherwise. */
+ * REDLOCK_ERELEASED after release; REDLOCK_EEXPIRED once the deadline passed otherwise;
+ * REDLOCK_EINVAL for a NULL lock. */
 REDLOCK_EXTERN int redlock_sync_lock_status(const redlock_sync_lock *lock);
 
 #ifdef __cplusplus

@@ -171,17 +171,17 @@ int redlock_client_close(redlock_client *c, redlock_close_cb close_cb, void *dat
 
 unsigned redlock_client_node_count(const redlock_client *c)
 {
-    return c->n_nodes;
+    return c != NULL ? c->n_nodes : 0;
 }
 
 const char *redlock_client_node_url(const redlock_client *c, unsigned i)
 {
-    return i < c->n_nodes ? c->urls[i].redacted : NULL;
+    return c != NULL && i < c->n_nodes ? c->urls[i].redacted : NULL;
 }
 
 uv_loop_t *redlock_client_loop(const redlock_client *c)
 {
-    return c->loop;
+    return c != NULL ? c->loop : NULL;
 }
 
 static int parse_nodes(redlock_client *c, const char *const *urls, char *err, size_t err_len)

@@ -64,53 +64,56 @@ void redlock_lock_free(redlock_lock *lock)
     redlock__lock_unref(lock);
 }
 
+/* The accessors read a NULL handle as empty, so a caller's error path cannot crash on them. */
+
 const void *redlock_lock_resource(const redlock_lock *lock, size_t *len)
 {
     if (len != NULL)
-        *len = lock->key_len - lock->prefix_len;
-    return lock->key + lock->prefix_len;
+        *len = lock != NULL ? lock->key_len - lock->prefix_len : 0;
+    return lock != NULL ? lock->key + lock->prefix_len : NULL;
 }
 
 const char *redlock_lock_token(const redlock_lock *lock, size_t *len)
 {
     if (len != NULL)
-        *len = lock->token_len;
-    return lock->token;
+        *len = lock != NULL ? lock->token_len : 0;
+    return lock != NULL ? lock->token : NULL;
 }
 
 uint64_t redlock_lock_validity_ms(const redlock_lock *lock)
 {
-    return lock->validity_ms;
+    return lock != NULL ? lock->validity_ms : 0;
 }
 
 uint64_t redlock_lock_deadline_us(const redlock_lock *lock)
 {
-    return lock->deadline_us;
+    return lock != NULL ? lock->deadline_us : 0;
 }
 
 uint64_t redlock_lock_ttl_ms(const redlock_lock *lock)
 {
-    return lock->ttl_ms;
+    return lock != NULL ? lock->ttl_ms : 0;
 }
 
 bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us)
 {
-    return !lock->released && now_us < lock->deadline_us;
+    return lock != NULL && !lock->released && now_us < lock->deadline_us;
 }
 
 redlock_client *redlock_lock_client(const redlock_lock *lock)
 {
-    return lock->client;
+    return lock != NULL ? lock->client : NULL;
 }
 
 void redlock_lock_set_data(redlock_lock *lock, void *data)
 {
-    lock->data = data;
+    if (lock != NULL)
+        lock->data = data;
 }
 
 void *redlock_lock_get_data(const redlock_lock *lock)
 {
-    return lock->data;
+    return lock != NULL ? lock->data : NULL;
 }
 
 int redlock_lock_attach(redlock_client *c, const void *resource, size_t len, const void *token,

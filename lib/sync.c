@@ -674,32 +674,36 @@ void redlock_sync_lock_free(redlock_sync_lock *lock)
 /* C11's atomic_load takes a non-const pointer; the load does not write. */
 #define LOAD(lock, field) atomic_load(&((redlock_sync_lock *)(lock))->field)
 
+/* The accessors read a NULL handle as empty, like the async ones. */
+
 const void *redlock_sync_lock_resource(const redlock_sync_lock *lock, size_t *len)
 {
     if (len != NULL)
-        *len = lock->resource_len;
-    return lock->resource;
+        *len = lock != NULL ? lock->resource_len : 0;
+    return lock != NULL ? lock->resource : NULL;
 }
 
 const char *redlock_sync_lock_token(const redlock_sync_lock *lock, size_t *len)
 {
     if (len != NULL)
-        *len = lock->token_len;
-    return lock->token;
+        *len = lock != NULL ? lock->token_len : 0;
+    return lock != NULL ? lock->token : NULL;
 }
 
 uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock)
 {
-    return LOAD(lock, validity_ms);
+    return lock != NULL ? LOAD(lock, validity_ms) : 0;
 }
 
 uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock)
 {
-    return LOAD(lock, deadline_us);
+    return lock != NULL ? LOAD(lock, deadline_us) : 0;
 }
 
 int redlock_sync_lock_status(const redlock_sync_lock *lock)
 {
+    if (lock == NULL)
+        return REDLOCK_EINVAL;
     int status = LOAD(lock, status);
     if (status == 0 && redlock_now_us() >= LOAD(lock, deadline_us))
         return REDLOCK_EEXPIRED; /* not lost, not released, but no longer held either */

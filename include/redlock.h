@@ -489,6 +489,22 @@ REDLOCK_EXTERN int redlock_sync_release(redlock_sync_lock *lock, redlock_report 
 /* Free the handle (without releasing; stops auto-extension). NULL is allowed. */
 REDLOCK_EXTERN void redlock_sync_lock_free(redlock_sync_lock *lock);
 
+/* A handle for a lock taken elsewhere (as redlock_lock_attach): resource and token are copied,
+ * no round is run, and the validity is unknown until an extend wins (validity 0, deadline
+ * UINT64_MAX, status 0). Extend, release and free it like an acquired one. Returns 0 and
+ * *lock_out, REDLOCK_EINVAL (NULL or empty arguments, a token over REDLOCK_TOKEN_MAX bytes, a
+ * ttl over REDLOCK_TTL_MAX_MS), REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
+REDLOCK_EXTERN int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len,
+                                       const void *token, size_t token_len, uint64_t ttl_ms,
+                                       redlock_sync_lock **lock_out);
+
+/* Read the resource's key on every node (as redlock_inspect): each node's value (the holder's
+ * token, in report->values) and PTTL land in report->nodes[i]. Changes nothing. Returns 0 when
+ * a quorum answered, REDLOCK_ENOQUORUM, or REDLOCK_EINVAL, REDLOCK_ECLOSING, REDLOCK_ENOMEM.
+ * report may be NULL (then only the status is learnt). */
+REDLOCK_EXTERN int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
+                                        redlock_report *report);
+
 /* Thread-safe reads. The token is NUL-terminated; resource and token live with the handle. A
  * NULL lock reads as empty (NULL pointers with *len = 0, zero numbers). */
 REDLOCK_EXTERN const void *redlock_sync_lock_resource(const redlock_sync_lock *lock, size_t *len);

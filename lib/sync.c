@@ -31,21 +31,31 @@
 #include <signal.h>
 #endif
 
-typedef enum { REQ_ACQUIRE, REQ_EXTEND, REQ_RELEASE, REQ_LOCK_FREE } req_kind;
+typedef enum {
+    REQ_ACQUIRE,
+    REQ_ATTACH,
+    REQ_INSPECT,
+    REQ_EXTEND,
+    REQ_RELEASE,
+    REQ_LOCK_FREE
+} req_kind;
 
 /* One blocking call. It lives on the caller's stack, which stays put until the loop thread
  * has set `done`; the loop thread does not touch it after that. */
 typedef struct sync_req {
     req_kind kind;
+    redlock_sync *sync; /* set by submit */
     redlock__list link; /* sync->queue */
     uv_cond_t cond;
     bool done;
     int status;
     redlock_report *report;  /* the caller's, or NULL */
-    redlock_sync_lock *lock; /* the target; for acquire, the new handle on success */
-    /* acquire: borrowed from the caller until the async call has copied them */
+    redlock_sync_lock *lock; /* the target; for acquire and attach, the new handle on success */
+    /* acquire, attach, inspect: borrowed from the caller until the async call has copied them */
     const void *resource;
     size_t resource_len;
+    const void *token; /* attach */
+    size_t token_len;
     const redlock_lock_opts *opts;
     uint64_t ttl_ms;
     unsigned flags;
@@ -160,6 +170,7 @@ static int submit(redlock_sync *s, sync_req *req)
     if (uv_cond_init(&req->cond) != 0)
         return REDLOCK_ENOMEM;
     req->done = false;
+    req->sync = s;
     uv_mutex_lock(&s->mutex);
     if (s->closing) {
         uv_mutex_unlock(&s->mutex);
@@ -243,6 +254,38 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
     sl->lost_cb(lock, reason, sl->lost_data); /* may free sl */
 }
 
+/* A new handle for req's resource, not yet tied to an async lock. */
+static redlock_sync_lock *handle_new(redlock_sync *s, const sync_req *req)
+{
+    size_t len = req->resource_len;
+    redlock_sync_lock *sl = redlock__calloc(&s->alloc, 1, sizeof(*sl) + len + 1);
+    if (sl == NULL)
+        return NULL;
+    sl->sync = s;
+    redlock__list_init(&sl->link);
+    redlock__list_init(&sl->auto_link);
+    atomic_init(&sl->validity_ms, 0);
+    atomic_init(&sl->deadline_us, 0);
+    atomic_init(&sl->status, 0);
+    memcpy(sl->resource, req->resource, len);
+    sl->resource[len] = '\0';
+    sl->resource_len = len;
+    return sl;
+}
+
+/* Tie sl to the async lock it stands for (acquired or attached) and hand it out. */
+static void handle_adopt(redlock_sync *s, redlock_sync_lock *sl, redlock_lock *lock)
+{
+    sl->lock = lock;
+    redlock_lock_set_data(lock, sl);
+    const char *token = redlock_lock_token(lock, &sl->token_len);
+    memcpy(sl->token, token, sl->token_len);
+    sl->token[sl->token_len] = '\0';
+    store_validity(sl);
+    atomic_store(&sl->status, 0);
+    redlock__list_push(&s->locks, &sl->link);
+}
+
 static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
     sync_req *req = data;
@@ -255,17 +298,18 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
         complete(s, req, status);
         return;
     }
-    sl->lock = lock;
-    redlock_lock_set_data(lock, sl);
-    const char *token = redlock_lock_token(lock, &sl->token_len);
-    memcpy(sl->token, token, sl->token_len);
-    sl->token[sl->token_len] = '\0';
-    store_validity(sl);
-    atomic_store(&sl->status, 0);
-    redlock__list_push(&s->locks, &sl->link);
+    handle_adopt(s, sl, lock);
     if (req->opts != NULL && req->opts->auto_extend != NULL)
         redlock__list_push(&s->auto_locks, &sl->auto_link);
     complete(s, req, 0);
+}
+
+static void on_inspected(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)lock;
+    sync_req *req = data;
+    redlock_report_copy(req->report, result);
+    complete(req->sync, req, status);
 }
 
 static void on_extended(redlock_lock *lock, int status, const redlock_result *result, void *data)
@@ -294,19 +338,9 @@ static void on_released(redlock_lock *lock, int status, const redlock_result *re
 
 static int start_acquire(redlock_sync *s, sync_req *req)
 {
-    size_t len = req->resource_len;
-    redlock_sync_lock *sl = redlock__calloc(&s->alloc, 1, sizeof(*sl) + len + 1);
+    redlock_sync_lock *sl = handle_new(s, req);
     if (sl == NULL)
         return REDLOCK_ENOMEM;
-    sl->sync = s;
-    redlock__list_init(&sl->link);
-    redlock__list_init(&sl->auto_link);
-    atomic_init(&sl->validity_ms, 0);
-    atomic_init(&sl->deadline_us, 0);
-    atomic_init(&sl->status, 0);
-    memcpy(sl->resource, req->resource, len);
-    sl->resource[len] = '\0';
-    sl->resource_len = len;
 
     redlock_lock_opts opts;
     if (req->opts != NULL)
@@ -320,12 +354,32 @@ static int start_acquire(redlock_sync *s, sync_req *req)
         opts.lost_data = s;
     }
     req->lock = sl;
-    int rc = redlock_acquire(s->client, sl->resource, len, req->ttl_ms, &opts, on_acquired, req);
+    int rc = redlock_acquire(s->client, sl->resource, sl->resource_len, req->ttl_ms, &opts,
+                             on_acquired, req);
     if (rc != 0) {
         req->lock = NULL;
         redlock__free(&s->alloc, sl);
     }
     return rc;
+}
+
+/* Attach completes at once (no round): the handle is made and handed out here. */
+static int start_attach(redlock_sync *s, sync_req *req)
+{
+    redlock_sync_lock *sl = handle_new(s, req);
+    if (sl == NULL)
+        return REDLOCK_ENOMEM;
+    redlock_lock *lock = NULL;
+    int rc = redlock_lock_attach(s->client, sl->resource, sl->resource_len, req->token,
+                                 req->token_len, req->ttl_ms, &lock);
+    if (rc != 0) {
+        redlock__free(&s->alloc, sl);
+        return rc;
+    }
+    handle_adopt(s, sl, lock);
+    req->lock = sl;
+    complete(s, req, 0);
+    return 0;
 }
 
 static int start_call(redlock_sync *s, sync_req *req)
@@ -393,6 +447,14 @@ static void on_async(uv_async_t *async)
             continue;
         case REQ_ACQUIRE:
             rc = closing ? REDLOCK_ECANCELED : start_acquire(s, req);
+            break;
+        case REQ_ATTACH:
+            rc = closing ? REDLOCK_ECANCELED : start_attach(s, req);
+            break;
+        case REQ_INSPECT:
+            rc = closing ? REDLOCK_ECANCELED
+                         : redlock_inspect(s->client, req->resource, req->resource_len,
+                                           on_inspected, req);
             break;
         default:
             rc = closing ? REDLOCK_ECANCELED : start_call(s, req);
@@ -616,6 +678,50 @@ int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, u
             *lock_out = req.lock;
             return 0;
         }
+        if (req.done)
+            return rc; /* the loop thread has filled the report */
+    }
+    report_status(report, rc);
+    return rc;
+}
+
+int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len, const void *token,
+                        size_t token_len, uint64_t ttl_ms, redlock_sync_lock **lock_out)
+{
+    if (lock_out != NULL)
+        *lock_out = NULL;
+    if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
+        len > REDLOCK_RESOURCE_MAX || token == NULL || token_len == 0 ||
+        token_len > REDLOCK_TOKEN_MAX || ttl_ms > REDLOCK_TTL_MAX_MS)
+        return REDLOCK_EINVAL;
+    sync_req req = {
+        .kind = REQ_ATTACH,
+        .resource = resource,
+        .resource_len = len,
+        .token = token,
+        .token_len = token_len,
+        .ttl_ms = ttl_ms,
+    };
+    int rc = submit(sync, &req);
+    if (rc == 0)
+        *lock_out = req.lock;
+    return rc;
+}
+
+int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
+                         redlock_report *report)
+{
+    int rc;
+    if (sync == NULL || resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX) {
+        rc = REDLOCK_EINVAL;
+    } else {
+        sync_req req = {
+            .kind = REQ_INSPECT,
+            .report = report,
+            .resource = resource,
+            .resource_len = len,
+        };
+        rc = submit(sync, &req);
         if (req.done)
             return rc; /* the loop thread has filled the report */
     }

@@ -238,6 +238,92 @@ static void report_shows_each_node(void **state)
     fixture_stop(&cluster);
 }
 
+/* Inspect reads every node's copy of the key; attach lets another client (another process)
+ * extend and release a lock it did not take, knowing only the resource and the token. */
+static void inspect_and_attach(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *owner = start_sync(&cluster, NULL);
+    redlock_sync *other = start_sync(&cluster, NULL);
+    redlock_report *report = calloc(1, sizeof(*report));
+    assert_non_null(report);
+    const char *res = "threads:attach";
+
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(acquire_str(owner, res, 5000, NULL, &lock, report), 0);
+    size_t token_len = 0;
+    const char *token = redlock_sync_lock_token(lock, &token_len);
+
+    /* Every node holds the owner's token, with a ttl of at most 5 s left. */
+    assert_int_equal(redlock_sync_inspect(other, res, strlen(res), report), 0);
+    assert_int_equal(report->status, 0);
+    assert_int_equal(report->votes_yes, N_NODES);
+    for (unsigned i = 0; i < N_NODES; i++) {
+        assert_int_equal(report->nodes[i].value_len, token_len);
+        assert_memory_equal(report->nodes[i].value, token, token_len);
+        assert_ptr_equal(report->nodes[i].value, report->values[i]);
+        assert_in_range(report->nodes[i].pttl_ms, 1, 5000);
+    }
+
+    redlock_sync_lock *attached = NULL;
+    assert_int_equal(
+        redlock_sync_attach(other, res, strlen(res), token, token_len, 8000, &attached), 0);
+    assert_non_null(attached);
+    size_t len = 0;
+    assert_memory_equal(redlock_sync_lock_token(attached, &len), token, token_len);
+    assert_int_equal(len, token_len);
+    assert_int_equal(redlock_sync_lock_validity_ms(attached), 0); /* unknown until an extend */
+    assert_int_equal(redlock_sync_lock_status(attached), 0);
+    assert_int_equal(redlock_sync_extend(attached, 0, 0, report), 0);
+    assert_true(report->votes_yes >= N_NODES / 2 + 1); /* decided at the quorum */
+    assert_true(redlock_sync_lock_validity_ms(attached) > 5000); /* its own ttl, 8 s */
+    assert_int_equal(redlock_sync_release(attached, report), 0);
+    assert_int_equal(report->votes_yes, N_NODES);
+    redlock_sync_lock_free(attached);
+
+    /* Gone everywhere: inspect sees no key (a quorum answered, so status 0). */
+    assert_int_equal(redlock_sync_inspect(owner, res, strlen(res), report), 0);
+    assert_int_equal(report->votes_no, N_NODES);
+    for (unsigned i = 0; i < N_NODES; i++) {
+        assert_null(report->nodes[i].value);
+        assert_int_equal(report->nodes[i].pttl_ms, -2);
+    }
+    assert_int_equal(redlock_sync_inspect(owner, res, strlen(res), NULL), 0);
+    redlock_sync_lock_free(lock);
+
+    /* Bad arguments: a clear status, nothing queued, nothing handed out. */
+    char long_token[REDLOCK_TOKEN_MAX + 1];
+    memset(long_token, 'x', sizeof(long_token));
+    redlock_sync_lock *none = (redlock_sync_lock *)report; /* must be reset to NULL */
+    assert_int_equal(redlock_sync_attach(NULL, res, strlen(res), "t", 1, 0, &none), REDLOCK_EINVAL);
+    assert_null(none);
+    assert_int_equal(redlock_sync_attach(other, res, strlen(res), "t", 1, 0, NULL), REDLOCK_EINVAL);
+    assert_int_equal(redlock_sync_attach(other, res, 0, "t", 1, 0, &none), REDLOCK_EINVAL);
+    assert_int_equal(redlock_sync_attach(other, res, strlen(res), NULL, 1, 0, &none),
+                     REDLOCK_EINVAL);
+    assert_int_equal(redlock_sync_attach(other, res, strlen(res), "t", 0, 0, &none),
+                     REDLOCK_EINVAL);
+    assert_int_equal(
+        redlock_sync_attach(other, res, strlen(res), long_token, sizeof(long_token), 0, &none),
+        REDLOCK_EINVAL);
+    assert_int_equal(
+        redlock_sync_attach(other, res, strlen(res), "t", 1, REDLOCK_TTL_MAX_MS + 1, &none),
+        REDLOCK_EINVAL);
+    assert_null(none);
+    assert_int_equal(redlock_sync_inspect(other, res, 0, report), REDLOCK_EINVAL);
+    assert_int_equal(report->status, REDLOCK_EINVAL);
+    assert_int_equal(report->n_nodes, 0);
+    assert_int_equal(redlock_sync_inspect(NULL, res, strlen(res), report), REDLOCK_EINVAL);
+    assert_int_equal(redlock_sync_inspect(other, NULL, 3, NULL), REDLOCK_EINVAL);
+
+    free(report);
+    redlock_sync_free(other);
+    redlock_sync_free(owner);
+    fixture_stop(&cluster);
+}
+
 static void report_copy_is_deep(void **state)
 {
     (void)state;
@@ -961,6 +1047,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(contended_counters_are_exact),
         cmocka_unit_test(report_shows_each_node),
+        cmocka_unit_test(inspect_and_attach),
         cmocka_unit_test(report_copy_is_deep),
         cmocka_unit_test(new_reports_bad_arguments),
         cmocka_unit_test(calls_report_bad_arguments),

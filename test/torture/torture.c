@@ -1,6 +1,9 @@
 /* torture.c - mutual-exclusion torture: P worker processes x T threads contend for R Redlock
- * locks over 5 real redis-servers while the driver kills, restarts, pauses and resumes a
- * minority of them; an independent checker (checker.h) then reads what every holder logged.
+ * locks over 5 real redis-servers, each behind a loopback fault proxy (test/proxy/proxy.h) that
+ * the workers connect through, while the driver makes faults on a minority of the nodes: it
+ * kills, restarts, pauses and resumes servers, and flips proxy faults (blackhole, a delay above
+ * the node timeout, a reset of every connection, refused connections). An independent checker
+ * (checker.h) then reads what every holder logged.
  *
  *   torture [--seconds S] [--procs P] [--threads T] [--resources R] [--seed N]
  *           [--hold-ms MS] [--unsafe-wipe] [--verbose] [--keep-logs]
@@ -9,12 +12,13 @@
  * --seconds 600. The seed defaults to $TORTURE_SEED, else time and pid; it is printed, and
  * passing it back repeats the same chaos schedule and choices (not the same timings).
  *
- * Output is TAP, five tests:
+ * Output is TAP, six tests:
  *   1 no two holds of one resource overlap        (checker)
  *   2 every counter equals its increments         (checker)
  *   3 no lock key is left on the lock nodes, ttl after the last release
  *   4 every worker exited 0 within S + wait + 30 s (hung ones are SIGKILLed and reported)
  *   5 every resource was held at least once       (liveness under a minority of faults)
+ *   6 every fault kind was made at least once, and healed (skipped below 10 s)
  * --hold-ms adds MS between the GET and the SET (a longer critical section). --unsafe-wipe is
  * the negative control: instead of a minority's faults, the chaos FLUSHALLs a majority of the
  * nodes (a restart with data loss and no delay, which Redlock does not survive); tests 1 and 2
@@ -22,17 +26,27 @@
  * shows the torture can see a broken lock at all.
  * The logs stay in a temp directory (printed) when anything fails, or with --keep-logs.
  *
- * The chaos keeps Redlock's assumptions, so any violation is the library's (or the harness's):
- *   - at most 2 of the 5 lock nodes are down, paused or just back (restarted or resumed, the
- *     clients may not have reconnected yet: reconnect_max_ms + 50% jitter) at any time, so a
- *     quorum of 3 is there (a node killed in the middle of a round still costs that round);
+ * The chaos (chaos.h) keeps Redlock's assumptions, so any violation is the library's (or the
+ * harness's):
+ *   - at most 2 of the 5 lock nodes are faulty at any time, so a quorum of 3 is there (a fault
+ *     made in the middle of a round still costs that round). Faulty is: killed, paused, behind
+ *     a proxy that blackholes, delays or refuses, or just back (restarted, resumed, healed or
+ *     reset: the clients may not have reconnected yet, within reconnect_max_ms + 50% jitter,
+ *     plus a round trip of the old delay, or a connect timeout after a blackhole);
  *   - a killed node loses its data (the fixture runs without persistence), which Redlock only
  *     tolerates if the node stays down for a ttl: every lock it voted for has expired by then.
  *     So a killed node is restarted no sooner than ttl + 50 ms after its kill ("delayed
  *     restart", antirez's answer to the crash-recovery problem). A paused node keeps its data
- *     and its keys expire on the wall clock, so it may resume at any time.
+ *     and its keys expire on the wall clock, so it may resume at any time;
+ *   - a proxy fault loses no data. A blackhole holds what it swallows and passes it on when
+ *     healed (a delay, likewise, later): a command can reach its node after its deadline, after
+ *     its sender's release, even after its sender exited. Its reply no longer counts as a vote,
+ *     so a late SET only makes a key that refuses others for a ttl; a late release or extend
+ *     compares the token first. Neither can give two holders a quorum. (The final key check
+ *     closes every proxied connection first, so no late SET lands after it starts counting.)
  * The chaos runs on the driver's main thread, between polls of the workers: the fixture is not
- * thread-safe and the servers die when the thread that forked them exits.
+ * thread-safe and the servers die when the thread that forked them exits. The proxies run
+ * their own threads, started after the workers are forked (see start_workers).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,167 +59,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chaos.h"
 #include "checker.h"
 #include "fixture.h"
+#include "proxy.h"
 #include "redlock.h"
 #include "worker.h"
 
-#define N_LOCK_NODES 5
-#define MAX_FAULTY 2        /* a minority of N_LOCK_NODES */
-#define CHAOS_MIN_GAP_MS 50 /* between chaos events: uniform in [min, max] */
-#define CHAOS_MAX_GAP_MS 400
-#define RESTART_SLACK_MS 50 /* a killed node stays down ttl + this */
-#define HANG_SLACK_S 30     /* beyond S + wait, a worker still running is hung */
+#define N_LOCK_NODES CHAOS_NODES
+#define HANG_SLACK_S 30 /* beyond S + wait, a worker still running is hung */
 #define MAX_PROCS 64
 #define MAX_THREADS 64
-
-/* A restarted node is up, but until the clients have reconnected to it (within their longest
- * backoff, reconnect_max_ms + 50% jitter) they see it down: it still counts as faulty then. So
- * does a resumed one: a client drops a connection that owes answers for too long, and a pause
- * of a few hundred ms is enough. */
-typedef enum { NODE_UP, NODE_KILLED, NODE_PAUSED, NODE_RECOVERING } node_state;
-
-typedef struct chaos {
-    fixture_cluster *nodes;
-    unsigned seed;
-    uint64_t ttl_us;
-    uint64_t recovery_us; /* how long a restarted node counts as faulty */
-    bool verbose;
-    bool unsafe; /* negative control: wipe a majority instead of a minority's faults */
-    node_state state[N_LOCK_NODES];
-    uint64_t since_us[N_LOCK_NODES]; /* when the node went down or was paused */
-    unsigned long kills, restarts, pauses, resumes, wipes, errors;
-} chaos;
+#define ALL_KINDS_MIN_S 10 /* a run this long makes every fault kind (test 6) */
 
 static void sleep_ms(unsigned ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
-}
-
-static unsigned count_faulty(chaos *ch)
-{
-    uint64_t now_us = redlock_now_us();
-    unsigned n = 0;
-    for (unsigned i = 0; i < N_LOCK_NODES; i++) {
-        if (ch->state[i] == NODE_RECOVERING && now_us >= ch->since_us[i] + ch->recovery_us)
-            ch->state[i] = NODE_UP;
-        n += ch->state[i] != NODE_UP;
-    }
-    return n;
-}
-
-/* A random node in state want, or -1 if none. */
-static int pick_node(chaos *ch, node_state want)
-{
-    unsigned start = (unsigned)rand_r(&ch->seed) % N_LOCK_NODES;
-    for (unsigned k = 0; k < N_LOCK_NODES; k++) {
-        unsigned i = (start + k) % N_LOCK_NODES;
-        if (ch->state[i] == want)
-            return (int)i;
-    }
-    return -1;
-}
-
-static void chaos_note(chaos *ch, const char *what, unsigned node, int rc)
-{
-    if (rc != 0)
-        ch->errors++;
-    if (ch->verbose || rc != 0)
-        fprintf(stderr, "chaos %.3f: %s node %u%s\n", (double)redlock_now_us() / 1e6, what, node,
-                rc != 0 ? " FAILED" : "");
-}
-
-static void chaos_bring_back(chaos *ch, unsigned node)
-{
-    int rc;
-    if (ch->state[node] == NODE_PAUSED) {
-        rc = fixture_resume(ch->nodes, node);
-        ch->resumes++;
-        chaos_note(ch, "resume", node, rc);
-    } else {
-        rc = fixture_restart(ch->nodes, node);
-        ch->restarts++;
-        chaos_note(ch, "restart", node, rc);
-    }
-    if (rc == 0) {
-        ch->state[node] = NODE_RECOVERING;
-        ch->since_us[node] = redlock_now_us();
-    }
-}
-
-/* The negative control: FLUSHALL a majority of the nodes at once, i.e. restart them with data
- * loss and no delay, which Redlock does not survive. A run with this must fail the checker;
- * otherwise the torture could not see a broken lock. */
-static void chaos_wipe_majority(chaos *ch)
-{
-    unsigned first = (unsigned)rand_r(&ch->seed) % N_LOCK_NODES;
-    for (unsigned k = 0; k < N_LOCK_NODES / 2 + 1; k++) {
-        unsigned node = (first + k) % N_LOCK_NODES;
-        redisReply *reply = fixture_command(ch->nodes, node, "FLUSHALL");
-        chaos_note(ch, "wipe", node, reply == NULL || reply->type == REDIS_REPLY_ERROR);
-        freeReplyObject(reply);
-    }
-    ch->wipes++;
-}
-
-/* One chaos event: take a healthy node down (kill or pause) while fewer than MAX_FAULTY are,
- * else (or at random) bring one back, if it is allowed to come back yet. */
-static void chaos_step(chaos *ch)
-{
-    if (ch->unsafe) {
-        chaos_wipe_majority(ch);
-        return;
-    }
-    uint64_t now_us = redlock_now_us();
-    unsigned faulty = count_faulty(ch);
-    bool inject = faulty == 0 || (faulty < MAX_FAULTY && rand_r(&ch->seed) % 2 == 0);
-    if (inject) {
-        int node = pick_node(ch, NODE_UP);
-        bool kill = rand_r(&ch->seed) % 2 == 0;
-        int rc = kill ? fixture_kill(ch->nodes, (unsigned)node)
-                      : fixture_pause(ch->nodes, (unsigned)node);
-        chaos_note(ch, kill ? "kill" : "pause", (unsigned)node, rc);
-        if (rc == 0) {
-            ch->state[node] = kill ? NODE_KILLED : NODE_PAUSED;
-            ch->since_us[node] = now_us;
-            *(kill ? &ch->kills : &ch->pauses) += 1;
-        }
-        return;
-    }
-    int node = pick_node(ch, rand_r(&ch->seed) % 2 == 0 ? NODE_PAUSED : NODE_KILLED);
-    if (node < 0)
-        node = pick_node(ch, NODE_PAUSED);
-    if (node < 0)
-        node = pick_node(ch, NODE_KILLED);
-    if (node < 0)
-        return; /* only recovering nodes: they heal by themselves */
-    if (ch->state[node] == NODE_KILLED &&
-        now_us < ch->since_us[node] + ch->ttl_us + RESTART_SLACK_MS * 1000)
-        return; /* too early: it could vote for a lock a live holder still has */
-    chaos_bring_back(ch, (unsigned)node);
-}
-
-/* Bring every node back, waiting out the ttl of killed ones. */
-static void chaos_heal_all(chaos *ch)
-{
-    for (unsigned i = 0; i < N_LOCK_NODES; i++) {
-        if (ch->state[i] == NODE_KILLED) {
-            uint64_t allowed_us = ch->since_us[i] + ch->ttl_us + RESTART_SLACK_MS * 1000;
-            uint64_t now_us = redlock_now_us();
-            if (now_us < allowed_us)
-                sleep_ms((unsigned)((allowed_us - now_us) / 1000 + 1));
-        }
-        if (ch->state[i] == NODE_KILLED || ch->state[i] == NODE_PAUSED)
-            chaos_bring_back(ch, i);
-    }
-}
-
-static uint64_t chaos_gap_us(chaos *ch)
-{
-    unsigned span = CHAOS_MAX_GAP_MS - CHAOS_MIN_GAP_MS + 1;
-    return (uint64_t)(CHAOS_MIN_GAP_MS + (unsigned)rand_r(&ch->seed) % span) * 1000;
 }
 
 /* ---- the worker processes -------------------------------------------------------------------- */
@@ -257,14 +128,53 @@ static void kill_hung(workers *ws, uint64_t start_us)
     }
 }
 
-static unsigned start_workers(const torture_config *cfg, workers *ws)
+/* The lock nodes' ports (the proxies'), sent to every worker once the proxies listen. */
+typedef struct gate_msg {
+    int ports[N_LOCK_NODES];
+} gate_msg;
+
+/* A worker process: wait at the gate for the proxies' ports, then run. */
+static int worker_process(const torture_config *parent_cfg, unsigned process, int gate_fd)
+{
+    gate_msg msg;
+    size_t got = 0;
+    while (got < sizeof(msg)) {
+        ssize_t n = read(gate_fd, (char *)&msg + got, sizeof(msg) - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            fprintf(stderr, "worker %u: no proxy ports: the driver gave up\n", process);
+            return 1;
+        }
+        got += (size_t)n;
+    }
+    close(gate_fd);
+    char urls_buf[N_LOCK_NODES][64];
+    const char *urls[N_LOCK_NODES];
+    for (unsigned i = 0; i < N_LOCK_NODES; i++) {
+        snprintf(urls_buf[i], sizeof(urls_buf[i]), "redis://127.0.0.1:%d", msg.ports[i]);
+        urls[i] = urls_buf[i];
+    }
+    torture_config cfg = *parent_cfg;
+    cfg.node_urls = urls;
+    cfg.n_nodes = N_LOCK_NODES;
+    return torture_worker_run(&cfg, process);
+}
+
+/* Fork the workers; each waits on the read end of gate for the proxies' ports (open_gate).
+ * The proxies are started only after every worker is forked: a child forked later would hold
+ * copies of the proxies' sockets, and a socket closes only with its last descriptor, so a reset
+ * or a refusal would not close anything (nor stop the listener accepting). */
+static unsigned start_workers(const torture_config *cfg, workers *ws, const int gate[2])
 {
     fflush(stdout); /* or every child would print a copy of what is still buffered */
     fflush(stderr);
     for (unsigned p = 0; p < cfg->procs; p++) {
         pid_t pid = fork();
-        if (pid == 0) /* exit(), not _exit(): flushes; the fixture's atexit only forgets */
-            exit(torture_worker_run(cfg, p));
+        if (pid == 0) { /* exit(), not _exit(): flushes; the fixture's atexit only forgets */
+            close(gate[1]);
+            exit(worker_process(cfg, p, gate[0]));
+        }
         if (pid < 0) {
             perror("fork");
             break;
@@ -272,7 +182,28 @@ static unsigned start_workers(const torture_config *cfg, workers *ws)
         ws->pids[p] = pid;
         ws->running++;
     }
+    close(gate[0]);
     return ws->running;
+}
+
+/* Send every worker the proxies' ports, then close the gate (a worker that finds it closed
+ * without its message exits 1). One message per worker: a pipe write of at most PIPE_BUF bytes
+ * is atomic, and a read of one message's size takes one whole message. */
+static int open_gate(int gate_fd, proxy *const *proxies, unsigned procs)
+{
+    gate_msg msg;
+    for (unsigned i = 0; i < N_LOCK_NODES; i++)
+        msg.ports[i] = proxy_port(proxies[i]);
+    int rc = 0;
+    for (unsigned p = 0; p < procs && rc == 0; p++) {
+        ssize_t n;
+        do {
+            n = write(gate_fd, &msg, sizeof(msg));
+        } while (n < 0 && errno == EINTR);
+        rc = n == (ssize_t)sizeof(msg) ? 0 : -1;
+    }
+    close(gate_fd);
+    return rc;
 }
 
 /* Wait for the workers while the chaos runs until cfg->end_us; then heal every node. */
@@ -347,11 +278,20 @@ static void print_lock_keys(fixture_cluster *nodes)
     }
 }
 
-/* Every holder has released (or died) and every node is back: a ttl later no key may be left,
- * whatever happened to the releases. DBSIZE also counts expired keys the server has not swept
- * yet, so allow the active expiry a few of its cycles. */
-static bool check_no_keys_left(fixture_cluster *nodes, uint64_t ttl_ms)
+/* Every worker has exited and every node and proxy is healed: a ttl later no key may be left,
+ * whatever happened to the releases, once no command of theirs can still reach a server. One
+ * could: a blackhole holds what it swallows and passes it on, in order, when healed (a delay
+ * queues it), which can be after its sender released or even exited; a held SET then makes a
+ * key that lives a ttl from its late arrival (it only refuses others: Redlock stays safe). So
+ * close every proxied connection first: a proxy drops what it still holds, and the servers (all
+ * running again) read what it already handed to the kernel within milliseconds. No key is made
+ * after that, and the ttl is counted from then. DBSIZE also counts expired keys the server has
+ * not swept yet, so allow the active expiry a few of its cycles. */
+static bool check_no_keys_left(fixture_cluster *nodes, proxy *const *proxies, uint64_t ttl_ms)
 {
+    for (unsigned i = 0; i < N_LOCK_NODES; i++)
+        proxy_close_all(proxies[i]);
+    sleep_ms(50);
     long long right_after = lock_keys(nodes);
     printf("# lock keys right after the run: %lld (each must expire within the ttl)\n",
            right_after);
@@ -410,7 +350,8 @@ static bool parse_args(int argc, char **argv, torture_config *cfg)
                             .wait_ms = 3000,
                             .margin_ms = 250,
                             .node_timeout_ms = 100,
-                            .reconnect_max_ms = 200};
+                            .reconnect_max_ms = 200,
+                            .connect_timeout_ms = 500};
     const char *env = getenv("TORTURE_SECONDS");
     if (env != NULL && !parse_count(env, 1000000, &cfg->seconds)) {
         fprintf(stderr, "TORTURE_SECONDS: a whole number of seconds\n");
@@ -491,6 +432,36 @@ static unsigned tap(unsigned number, bool ok, const char *what)
     return ok ? 0 : 1;
 }
 
+/* Test 6: the run made every kind of fault, and healed each one, so the torture cannot quietly
+ * stop exercising one. A short run may not get to all of them; the negative control makes none. */
+static unsigned check_fault_kinds(const torture_config *cfg, const chaos *ch)
+{
+    const char *what = "every fault kind was made and healed: kill, pause, blackhole, delay, "
+                       "reset, refuse";
+    if (cfg->unsafe) {
+        printf("ok 6 - %s # SKIP the negative control makes no minority faults\n", what);
+        return 0;
+    }
+    if (cfg->seconds < ALL_KINDS_MIN_S) {
+        printf("ok 6 - %s # SKIP a run shorter than %u s\n", what, ALL_KINDS_MIN_S);
+        return 0;
+    }
+    bool every_kind = true;
+    for (unsigned k = 0; k < CHAOS_FAULT_KINDS; k++) {
+        if (ch->injected[k] == 0) {
+            printf("# no %s fault in the whole run\n", chaos_fault_name((chaos_fault)k));
+            every_kind = false;
+        }
+    }
+    unsigned long proxy_faults =
+        ch->injected[CHAOS_BLACKHOLE] + ch->injected[CHAOS_DELAY] + ch->injected[CHAOS_REFUSE];
+    bool healed = ch->restarts == ch->injected[CHAOS_KILL] &&
+                  ch->resumes == ch->injected[CHAOS_PAUSE] && ch->proxy_heals == proxy_faults;
+    if (!healed)
+        printf("# not every fault was healed\n");
+    return tap(6, every_kind && healed, what);
+}
+
 /* The checks after the run; returns the number of failed TAP tests. */
 static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixture_cluster *data,
                        const workers *ws, const chaos *ch, double elapsed_s)
@@ -508,9 +479,7 @@ static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixtur
            "%lu failed releases; %lu failed acquires (%lu busy, %lu no quorum)\n",
            elapsed_s, v.holds, v.increments, v.skipped, v.late_writes, v.release_failures,
            history.failures, history.failures_busy, history.failures_noquorum);
-    printf("# chaos: %lu kills, %lu restarts, %lu pauses, %lu resumes, %lu majority wipes, "
-           "%lu fixture errors\n",
-           ch->kills, ch->restarts, ch->pauses, ch->resumes, ch->wipes, ch->errors);
+    chaos_print_summary(ch, stdout);
 
     unsigned failed = 0;
     if (cfg->unsafe) { /* the negative control: the violations must be seen */
@@ -524,15 +493,35 @@ static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixtur
         failed += tap(2, logs_ok && counters_ok && v.counter_mismatches == 0,
                       "every counter equals the increments made under its lock");
     }
-    failed += tap(3, check_no_keys_left(nodes, cfg->ttl_ms),
+    failed += tap(3, check_no_keys_left(nodes, ch->proxies, cfg->ttl_ms),
                   "no lock key left on the lock nodes a ttl after the run");
     if (ws->hung > 0 || ws->failed > 0)
         printf("# %u workers hung, %u failed (see stderr)\n", ws->hung, ws->failed);
     failed += tap(4, ws->hung == 0 && ws->failed == 0 && ch->errors == 0,
                   "every worker exited 0 in time");
     failed += tap(5, held_resources == cfg->resources, "every resource was held and written");
+    failed += check_fault_kinds(cfg, ch);
     torture_history_free(&history);
     return failed;
+}
+
+/* Start a proxy in front of each lock node (after the workers are forked: start_workers). */
+static int start_proxies(fixture_cluster *nodes, proxy **proxies)
+{
+    for (unsigned i = 0; i < N_LOCK_NODES; i++) {
+        proxies[i] = proxy_start(0, "127.0.0.1", nodes->servers[i].port);
+        if (proxies[i] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static void stop_proxies(proxy **proxies)
+{
+    for (unsigned i = 0; i < N_LOCK_NODES; i++) {
+        proxy_stop(proxies[i]);
+        proxies[i] = NULL;
+    }
 }
 
 int main(int argc, char **argv)
@@ -543,7 +532,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a write to a server that just died must not kill the process */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    printf("1..5\n");
+    printf("1..6\n");
     static fixture_cluster nodes, data; /* fixed addresses, as the fixture requires */
     if (fixture_start(&nodes, N_LOCK_NODES, NULL) != 0 || fixture_start(&data, 1, NULL) != 0) {
         printf("Bail out! cannot start redis-server\n");
@@ -555,28 +544,41 @@ int main(int argc, char **argv)
         printf("Bail out! mkdtemp: %s\n", strerror(errno));
         return 1;
     }
-    cfg.node_urls = nodes.urls;
-    cfg.n_nodes = nodes.n;
+    cfg.n_nodes = N_LOCK_NODES; /* node_urls: the proxies', made in each worker */
     cfg.data_port = data.servers[0].port;
     printf("# %u s, %u processes x %u threads on %u resources, ttl %llu ms, seed %u "
            "(TORTURE_SEED=%u repeats the choices), logs in %s\n",
            cfg.seconds, cfg.procs, cfg.threads, cfg.resources, (unsigned long long)cfg.ttl_ms,
            cfg.seed, cfg.seed, cfg.log_dir);
 
-    chaos ch = {.nodes = &nodes,
-                .seed = cfg.seed,
-                .ttl_us = cfg.ttl_ms * 1000,
-                .recovery_us = cfg.reconnect_max_ms * 1500 + 100000,
-                .verbose = cfg.verbose,
-                .unsafe = cfg.unsafe};
+    int gate[2];
+    if (pipe(gate) != 0) {
+        printf("Bail out! pipe: %s\n", strerror(errno));
+        return 1;
+    }
     workers ws = {0};
     uint64_t start_us = redlock_now_us();
     cfg.end_us = start_us + (uint64_t)cfg.seconds * 1000000;
-    if (start_workers(&cfg, &ws) < cfg.procs) {
+    unsigned started = start_workers(&cfg, &ws, gate);
+    static proxy *proxies[N_LOCK_NODES];
+    bool ok = started == cfg.procs && start_proxies(&nodes, proxies) == 0;
+    if (ok)
+        ok = open_gate(gate[1], proxies, cfg.procs) == 0; /* closes gate[1] */
+    else
+        close(gate[1]); /* the workers find it closed and exit */
+    if (!ok) {
         kill_hung(&ws, start_us);
-        printf("Bail out! cannot fork the workers\n");
+        stop_proxies(proxies);
+        printf("Bail out! cannot fork the workers or start the proxies\n");
         return 1;
     }
+    printf("# the workers reach the lock nodes through fault proxies on ports %d %d %d %d %d\n",
+           proxy_port(proxies[0]), proxy_port(proxies[1]), proxy_port(proxies[2]),
+           proxy_port(proxies[3]), proxy_port(proxies[4]));
+
+    chaos ch;
+    chaos_init(&ch, &nodes, proxies, cfg.seed, cfg.ttl_ms, cfg.node_timeout_ms,
+               cfg.reconnect_max_ms, cfg.connect_timeout_ms, cfg.verbose, cfg.unsafe);
     run_chaos(&cfg, &ws, &ch, start_us);
     double elapsed_s = (double)(redlock_now_us() - start_us) / 1e6;
 
@@ -585,6 +587,7 @@ int main(int argc, char **argv)
         remove_logs(&cfg);
     else
         printf("# logs kept in %s\n", cfg.log_dir);
+    stop_proxies(proxies);
     fixture_stop(&nodes);
     fixture_stop(&data);
     return failed == 0 ? 0 : 1;

@@ -214,6 +214,7 @@ static redlock_sync *make_client(const torture_config *cfg, unsigned process)
     opts.retry_delay_ms = RETRY_DELAY_MS;
     opts.retry_jitter_ms = RETRY_JITTER_MS;
     opts.reconnect_max_ms = cfg->reconnect_max_ms; /* come back soon after a node restarts */
+    opts.connect_timeout_ms = cfg->connect_timeout_ms;
     redlock_sync *sync = NULL;
     char err[256];
     int rc = redlock_sync_new(cfg->node_urls, cfg->n_nodes, &opts, &sync, err, sizeof(err));

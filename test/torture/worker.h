@@ -8,21 +8,22 @@
 #include <stdint.h>
 
 typedef struct torture_config {
-    unsigned procs;            /* worker processes */
-    unsigned threads;          /* threads per worker process */
-    unsigned resources;        /* lock resources, each with its own counter */
-    unsigned seconds;          /* how long the workers keep taking locks (and chaos runs) */
-    unsigned seed;             /* for the chaos and the workers' choices; printed, settable */
-    bool verbose;              /* print every chaos event */
-    bool keep_logs;            /* keep the log directory even when the run passes */
-    bool unsafe;               /* negative control: the chaos wipes a majority (breaks Redlock) */
-    unsigned hold_ms;          /* extra time spent between GET and SET, to widen the race */
-    uint64_t ttl_ms;           /* lock ttl; also the wait before a killed node may come back */
-    uint64_t wait_ms;          /* how long one acquire keeps retrying */
-    uint64_t margin_ms;        /* write only while at least this much validity is left */
-    uint64_t node_timeout_ms;  /* per-request deadline on each lock node */
-    uint64_t reconnect_max_ms; /* the clients' longest reconnect backoff (+/- 50% jitter) */
-    const char *const *node_urls;
+    unsigned procs;              /* worker processes */
+    unsigned threads;            /* threads per worker process */
+    unsigned resources;          /* lock resources, each with its own counter */
+    unsigned seconds;            /* how long the workers keep taking locks (and chaos runs) */
+    unsigned seed;               /* for the chaos and the workers' choices; printed, settable */
+    bool verbose;                /* print every chaos event */
+    bool keep_logs;              /* keep the log directory even when the run passes */
+    bool unsafe;                 /* negative control: the chaos wipes a majority (breaks Redlock) */
+    unsigned hold_ms;            /* extra time spent between GET and SET, to widen the race */
+    uint64_t ttl_ms;             /* lock ttl; also the wait before a killed node may come back */
+    uint64_t wait_ms;            /* how long one acquire keeps retrying */
+    uint64_t margin_ms;          /* write only while at least this much validity is left */
+    uint64_t node_timeout_ms;    /* per-request deadline on each lock node */
+    uint64_t reconnect_max_ms;   /* the clients' longest reconnect backoff (+/- 50% jitter) */
+    uint64_t connect_timeout_ms; /* the clients' connect + handshake deadline */
+    const char *const *node_urls; /* the lock nodes as the workers reach them (the proxies) */
     unsigned n_nodes;
     int data_port;     /* the data server, 127.0.0.1 */
     char log_dir[256]; /* worker P logs to log_dir/worker-P.log */

@@ -8,9 +8,10 @@
  *   torture [--seconds S] [--procs P] [--threads T] [--resources R] [--seed N]
  *           [--hold-ms MS] [--unsafe-wipe] [--verbose] [--keep-logs]
  *
- * S defaults to $TORTURE_SECONDS, else 20 (the CI run); a long run is TORTURE_SECONDS=600 or
- * --seconds 600. The seed defaults to $TORTURE_SEED, else time and pid; it is printed, and
- * passing it back repeats the same chaos schedule and choices (not the same timings).
+ * S defaults to $TORTURE_SECONDS, else 60 (the CI run); a long run is TORTURE_SECONDS=600 or
+ * --seconds 600, a shorter one (a sanitizer build) TORTURE_SECONDS=20. The seed defaults to
+ * $TORTURE_SEED, else time and pid; it is printed, and passing it back repeats the same chaos
+ * schedule and choices (not the same timings).
  *
  * Output is TAP, six tests:
  *   1 no two holds of one resource overlap        (checker)
@@ -328,7 +329,7 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--seconds S] [--procs P] [--threads T] [--resources R] [--seed N]\n"
             "       [--hold-ms MS] [--unsafe-wipe] [--verbose] [--keep-logs]\n"
-            "S defaults to $TORTURE_SECONDS or 20, the seed to $TORTURE_SEED or a random one.\n",
+            "S defaults to $TORTURE_SECONDS or 60, the seed to $TORTURE_SEED or a random one.\n",
             prog);
 }
 
@@ -344,7 +345,7 @@ static bool parse_args(int argc, char **argv, torture_config *cfg)
     *cfg = (torture_config){.procs = 3,
                             .threads = 4,
                             .resources = 4,
-                            .seconds = 20,
+                            .seconds = 60,
                             .seed = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16),
                             .ttl_ms = 1000,
                             .wait_ms = 3000,

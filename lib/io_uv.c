@@ -2,6 +2,7 @@
 #include "io_uv.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #define RANDOM_POOL 512
 
@@ -16,6 +17,7 @@ typedef struct io_uv {
      * path without weakening the randomness. */
     unsigned char pool[RANDOM_POOL];
     size_t pool_left;
+    const char **names; /* each node's name (redacted URL), stored after nodes[] */
     redlock__node *nodes[];
 } io_uv;
 
@@ -103,6 +105,18 @@ static void io_close(redlock__io *base)
         redlock__node_close(io->nodes[i], on_node_closed, io);
 }
 
+/* node_config.twin_of: another node connected to the server with this run_id. */
+static const char *io_twin_of(void *ctx, const redlock__node *node, const char *run_id)
+{
+    io_uv *io = ctx;
+    for (unsigned i = 0; i < io->n_nodes; i++) {
+        const char *other = io->nodes[i] != node ? redlock__node_run_id(io->nodes[i]) : NULL;
+        if (other != NULL && strcmp(other, run_id) == 0)
+            return io->names[i];
+    }
+    return NULL;
+}
+
 static const redlock__io_ops io_uv_ops = {
     io_send, io_now_us, io_wake_at, io_random, io_close,
 };
@@ -110,15 +124,21 @@ static const redlock__io_ops io_uv_ops = {
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,
                        const redlock__alloc *alloc, redlock__io **out)
 {
-    io_uv *io = redlock__calloc(alloc, 1, sizeof(*io) + n * sizeof(io->nodes[0]));
+    io_uv *io =
+        redlock__calloc(alloc, 1, sizeof(*io) + n * (sizeof(io->nodes[0]) + sizeof(io->names[0])));
     if (io == NULL)
         return REDLOCK_ENOMEM;
     io->base.ops = &io_uv_ops;
     io->loop = loop;
     io->alloc = *alloc;
     io->n_nodes = n;
+    io->names = (const char **)(void *)(io->nodes + n);
     for (unsigned i = 0; i < n; i++) {
-        if (redlock__node_new(loop, &cfgs[i], &io->nodes[i]) != 0) {
+        redlock__node_config cfg = cfgs[i];
+        cfg.twin_of = io_twin_of;
+        cfg.twin_ctx = io;
+        io->names[i] = cfgs[i].name;
+        if (redlock__node_new(loop, &cfg, &io->nodes[i]) != 0) {
             while (i-- > 0)
                 redlock__node_free_unstarted(io->nodes[i]);
             redlock__free(alloc, io);

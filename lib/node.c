@@ -15,6 +15,19 @@
 /* A node that owes replies and has answered nothing for this many timeouts is dropped. */
 #define DROP_AFTER_TIMEOUTS 3
 #define MAX_ADDRS 8
+#define RUN_ID_LEN 40 /* a Redis server's run_id: 40 hex digits, new at every start */
+
+/* What a handshake step is, and so which reply it expects. */
+typedef enum {
+    HS_STATUS, /* AUTH, SELECT: +OK; an error makes the node unusable */
+    HS_SCRIPT, /* SCRIPT LOAD: the script's SHA1; an error (an ACL) is tolerated */
+    HS_INFO    /* INFO server: a bulk string with run_id; an error (an ACL) is tolerated */
+} hs_kind;
+
+typedef struct hs_step {
+    hs_kind kind;
+    const redlock__script *script; /* HS_SCRIPT */
+} hs_step;
 
 typedef enum {
     NODE_IDLE,       /* no connection; requests fail fast; a reconnect may be scheduled */
@@ -68,14 +81,17 @@ struct redlock__node {
     unsigned skip_replies; /* replies owed to requests that already timed out */
     /* The handshake sent on every new connection, in order: AUTH and SELECT when asked, then
      * SCRIPT LOAD of the scripts (so EVALSHA finds them; NOSCRIPT then only follows a SCRIPT
-     * FLUSH on a live connection). Each step's reply is checked: an error to AUTH or SELECT
-     * fails the connection, an error to SCRIPT LOAD does not (an ACL may forbid SCRIPT), and a
-     * reply of the wrong shape fails it (the replies are out of step). */
+     * FLUSH on a live connection), then INFO server for the server's run_id (so one server
+     * reached under two URLs is caught: it must not count twice). Each step's reply is checked:
+     * an error to AUTH or SELECT fails the connection, an error to SCRIPT LOAD or INFO does not
+     * (an ACL may forbid them), and a reply of the wrong shape fails it (the replies are out of
+     * step). */
     unsigned handshake_pending; /* handshake replies still to come */
     unsigned hs_total;
-    const redlock__script *hs_script[8]; /* the script a step loads; NULL: AUTH or SELECT */
-    uint64_t last_reply_us;              /* last reply (or connect) time */
-    uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
+    hs_step hs_steps[8];
+    char run_id[RUN_ID_LEN + 1]; /* of the server this connection reached; "" if unknown */
+    uint64_t last_reply_us;      /* last reply (or connect) time */
+    uint64_t owing_since_us;     /* when the node last went from owing nothing to owing a reply */
     uint64_t backoff_us;
     uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
     char last_error[ERR_LEN];
@@ -251,6 +267,7 @@ static void node_fail(redlock__node *n, const char *why, bool immediate_retry)
     n->state = NODE_IDLE;
     n->out.len = 0;
     n->hs.len = 0;
+    n->run_id[0] = '\0';
     n->skip_replies = 0;
     n->handshake_pending = 0;
     uv_timer_stop(&n->deadline_timer);
@@ -326,37 +343,85 @@ static void set_ready(redlock__node *n)
     flush(n); /* the requests held behind the handshake */
 }
 
-/* Is r the answer a server gives to step when it succeeds: +OK to AUTH and SELECT, the script's
- * SHA1 to SCRIPT LOAD? */
-static bool handshake_ok(const redlock__script *script, const redisReply *r)
+/* The run_id line of an INFO reply ("run_id:<40 hex>"), copied into n->run_id if present. */
+static void take_run_id(redlock__node *n, const char *info, size_t len)
 {
-    if (script == NULL)
+    static const char key[] = "run_id:";
+    const size_t key_len = sizeof(key) - 1;
+    for (size_t i = 0; i + key_len + RUN_ID_LEN <= len; i++) {
+        if ((i == 0 || info[i - 1] == '\n') && memcmp(info + i, key, key_len) == 0) {
+            memcpy(n->run_id, info + i + key_len, RUN_ID_LEN);
+            n->run_id[RUN_ID_LEN] = '\0';
+            return;
+        }
+    }
+}
+
+/* Is r the answer a server gives to step when it succeeds: +OK to AUTH and SELECT, the script's
+ * SHA1 to SCRIPT LOAD, a bulk string to INFO? */
+static bool handshake_ok(redlock__node *n, const hs_step *step, const redisReply *r)
+{
+    switch (step->kind) {
+    case HS_STATUS:
         return r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
-    return r->type == REDIS_REPLY_STRING && r->len == 40 && memcmp(r->str, script->sha1, 40) == 0;
+    case HS_SCRIPT:
+        return r->type == REDIS_REPLY_STRING && r->len == 40 &&
+               memcmp(r->str, step->script->sha1, 40) == 0;
+    case HS_INFO:
+        if (r->type != REDIS_REPLY_STRING)
+            return false;
+        take_run_id(n, r->str, r->len);
+        return true;
+    }
+    return false;
+}
+
+static const char *step_name(hs_kind kind)
+{
+    return kind == HS_STATUS ? "AUTH or SELECT" : kind == HS_SCRIPT ? "SCRIPT LOAD" : "INFO";
+}
+
+/* Every handshake reply came: the node is ready unless another node already reached the same
+ * server (then it stays down, and tries again after its backoff in case that changes). */
+static void handshake_done(redlock__node *n)
+{
+    const char *twin = NULL;
+    if (n->run_id[0] != '\0' && n->cfg.twin_of != NULL)
+        twin = n->cfg.twin_of(n->cfg.twin_ctx, n, n->run_id);
+    if (twin != NULL) {
+        char why[ERR_LEN];
+        redlock__fmt(why, sizeof(why),
+                     "same server as %s (run_id %.8s...): a server must count only once", twin,
+                     n->run_id);
+        node_fail(n, why, false);
+        return;
+    }
+    set_ready(n);
 }
 
 static void handshake_reply(redlock__node *n, const redisReply *r)
 {
-    const redlock__script *script = n->hs_script[n->hs_total - n->handshake_pending];
+    const hs_step *step = &n->hs_steps[n->hs_total - n->handshake_pending];
     n->handshake_pending--;
     char why[ERR_LEN];
     if (r->type == REDIS_REPLY_ERROR) {
         /* AUTH or SELECT refused: the node is unusable. A refused SCRIPT LOAD (an ACL without
-         * SCRIPT, say) is not: EVALSHA will get NOSCRIPT and fall back to EVAL. */
-        if (script == NULL) {
+         * SCRIPT, say) is not: EVALSHA will get NOSCRIPT and fall back to EVAL. Nor is a
+         * refused INFO: the node is used without the duplicate-server check. */
+        if (step->kind == HS_STATUS) {
             redlock__fmt(why, sizeof(why), "handshake: %.*s",
                          (int)REDLOCK__MIN(r->len, (size_t)120), r->str);
             node_fail(n, why, false);
             return;
         }
-    } else if (!handshake_ok(script, r)) {
+    } else if (!handshake_ok(n, step, r)) {
         redlock__fmt(why, sizeof(why), "protocol error: unexpected reply to %s in the handshake",
-                     script != NULL ? "SCRIPT LOAD" : "AUTH or SELECT");
+                     step_name(step->kind));
         node_fail(n, why, false);
         return;
     }
     if (n->handshake_pending == 0)
-        set_ready(n);
+        handshake_done(n);
 }
 
 static bool same_lock(const redlock__cmd *a, const redlock__cmd *b)
@@ -510,7 +575,7 @@ static void on_connect(uv_connect_t *req, int status)
         return;
     }
     if (n->handshake_pending == 0)
-        set_ready(n);
+        handshake_done(n);
     else
         n->state = NODE_HANDSHAKE;
     flush(n);
@@ -623,7 +688,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 }
 
 static int append_step(redlock__node *n, int argc, const char **argv, const size_t *argvlen,
-                       const redlock__script *script)
+                       hs_kind kind, const redlock__script *script)
 {
     char *cmd;
     int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
@@ -633,7 +698,7 @@ static int append_step(redlock__node *n, int argc, const char **argv, const size
     redisFreeCommand(cmd);
     if (rc != 0)
         return rc;
-    n->hs_script[n->hs_total++] = script;
+    n->hs_steps[n->hs_total++] = (hs_step){kind, script};
     n->handshake_pending++;
     return 0;
 }
@@ -651,14 +716,14 @@ static int append_handshake(redlock__node *n)
         if (u->user != NULL)
             argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
         argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
-        rc = append_step(n, argc, argv, argvlen, NULL);
+        rc = append_step(n, argc, argv, argvlen, HS_STATUS, NULL);
     }
     if (rc == 0 && u->db > 0) {
         char db[16];
         int len = snprintf(db, sizeof(db), "%d", u->db);
         argv[0] = "SELECT", argvlen[0] = 6;
         argv[1] = db, argvlen[1] = (size_t)len;
-        rc = append_step(n, 2, argv, argvlen, NULL);
+        rc = append_step(n, 2, argv, argvlen, HS_STATUS, NULL);
     }
     const redlock__script *scripts[3] = {&redlock__script_extend, &redlock__script_release,
                                          &redlock__script_inspect};
@@ -666,7 +731,12 @@ static int append_handshake(redlock__node *n)
         argv[0] = "SCRIPT", argvlen[0] = 6;
         argv[1] = "LOAD", argvlen[1] = 4;
         argv[2] = scripts[i]->source, argvlen[2] = scripts[i]->source_len;
-        rc = append_step(n, 3, argv, argvlen, scripts[i]);
+        rc = append_step(n, 3, argv, argvlen, HS_SCRIPT, scripts[i]);
+    }
+    if (rc == 0) {
+        argv[0] = "INFO", argvlen[0] = 4;
+        argv[1] = "server", argvlen[1] = 6;
+        rc = append_step(n, 2, argv, argvlen, HS_INFO, NULL);
     }
     return rc;
 }
@@ -677,6 +747,7 @@ static void node_connect(redlock__node *n)
     n->n_addrs = n->next_addr = 0;
     n->out.len = 0;
     n->hs.len = 0;
+    n->run_id[0] = '\0';
     n->skip_replies = 0;
     n->handshake_pending = 0;
     if (append_handshake(n) != 0) {
@@ -782,6 +853,11 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
 bool redlock__node_is_ready(const redlock__node *n)
 {
     return n->state == NODE_READY;
+}
+
+const char *redlock__node_run_id(const redlock__node *n)
+{
+    return n->state == NODE_READY && n->run_id[0] != '\0' ? n->run_id : NULL;
 }
 
 static void on_timer_closed(uv_handle_t *h)

@@ -37,6 +37,11 @@ typedef struct redlock__node_config {
     uint64_t reconnect_max_us;
     unsigned max_inflight;
     const redlock__alloc *alloc; /* must outlive the node */
+    /* Asked when a connection's handshake is done, with the run_id of the server it reached:
+     * the name of another node that is connected to that same server, or NULL. If there is
+     * one, this node stays down (a server must count only once in a quorum). NULL: no check. */
+    const char *(*twin_of)(void *ctx, const redlock__node *node, const char *run_id);
+    void *twin_ctx;
 } redlock__node_config;
 
 /* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
@@ -55,5 +60,7 @@ void redlock__node_close(redlock__node *node, void (*cb)(void *data), void *data
 
 /* true while the connection is up and its handshake done. */
 bool redlock__node_is_ready(const redlock__node *node);
+/* The run_id of the server a ready node is connected to, or NULL (not ready, or INFO refused). */
+const char *redlock__node_run_id(const redlock__node *node);
 
 #endif

@@ -34,6 +34,7 @@ struct fake_redis {
     pthread_t thread;
     atomic_uint commands;
     atomic_uint scripts;
+    char run_id[41]; /* what INFO says: distinct per fake */
     fake_conn conns[MAX_CONNS];
 };
 
@@ -130,7 +131,7 @@ static void answer_script_load(fake_conn *c, const char *cmd, size_t cmd_len)
 static bool answer(fake_redis *f, fake_conn *c, const char *name, const char *cmd, size_t cmd_len)
 {
     char reply[256];
-    bool is_script = strcasecmp(name, "SCRIPT") == 0;
+    bool is_script = strcasecmp(name, "SCRIPT") == 0 || strcasecmp(name, "INFO") == 0;
     atomic_fetch_add(is_script ? &f->scripts : &f->commands, 1);
     if (f->mode == FAKE_ERROR) {
         int n = snprintf(reply, sizeof(reply), "-%s\r\n", f->error_text);
@@ -140,6 +141,15 @@ static bool answer(fake_redis *f, fake_conn *c, const char *name, const char *cm
     if (is_script && f->mode == FAKE_BAD_HANDSHAKE) {
         const char *sha = "$40\r\n0123456789abcdef0123456789abcdef01234567\r\n";
         send_all(c->fd, sha, strlen(sha));
+        return true;
+    }
+    if (is_script && strcasecmp(name, "INFO") == 0) {
+        int n = snprintf(reply, sizeof(reply), "# Server\r\nrun_id:%s\r\n", f->run_id);
+        char head[32];
+        int h = snprintf(head, sizeof(head), "$%d\r\n", n);
+        send_all(c->fd, head, (size_t)h);
+        send_all(c->fd, reply, (size_t)n);
+        send_all(c->fd, "\r\n", 2);
         return true;
     }
     if (is_script) {
@@ -281,6 +291,8 @@ fake_redis *fake_redis_start(fake_mode mode, const char *error_text)
         goto fail;
     }
     f->port = ntohs(sa.sin_port);
+    /* The port makes it unique among the fakes of one test; "fa4e" makes it no real run_id. */
+    snprintf(f->run_id, sizeof(f->run_id), "fa4e%036d", f->port);
     if (pthread_create(&f->thread, NULL, run, f) != 0) {
         fprintf(stderr, "fake_redis: cannot start its thread\n");
         goto fail;

@@ -1,8 +1,8 @@
 /* fake_redis.h - a tiny misbehaving Redis peer for the fault tests: a plain-socket server on
  * 127.0.0.1 (any free port) run by its own thread, which reads RESP commands and answers each
- * according to its mode. The handshake's SCRIPT LOAD gets the script's real SHA1 in every mode
- * but FAKE_ERROR (whose reply to everything is the error, which the handshake tolerates) and
- * FAKE_BAD_HANDSHAKE. */
+ * according to its mode. The handshake's SCRIPT LOAD gets the script's real SHA1 and INFO a
+ * run_id of its own in every mode but FAKE_ERROR (whose reply to everything is the error, which
+ * the handshake tolerates) and FAKE_BAD_HANDSHAKE (a wrong SHA1). */
 #ifndef REDLOCK_TEST_FAKE_REDIS_H
 #define REDLOCK_TEST_FAKE_REDIS_H
 
@@ -25,7 +25,7 @@ fake_redis *fake_redis_start(fake_mode mode, const char *error_text);
 int fake_redis_port(const fake_redis *f);
 /* Lock commands (not SCRIPT) answered so far. */
 unsigned fake_redis_commands(const fake_redis *f);
-/* SCRIPT commands answered so far. */
+/* Handshake commands (SCRIPT, INFO) answered so far. */
 unsigned fake_redis_scripts(const fake_redis *f);
 /* Close every connection and the listener, join the thread, free f. NULL is allowed. */
 void fake_redis_stop(fake_redis *f);

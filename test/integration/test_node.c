@@ -200,6 +200,41 @@ static void refused_select_runs_nothing(void **state)
     h_env_stop(&env);
 }
 
+/* One server under two URLs (an address and a host name) must not count twice toward a quorum:
+ * the URLs differ, so only the server's run_id (INFO, in the handshake) shows it. The node that
+ * connects second stays down with an error naming the first. */
+static void one_server_under_two_urls_counts_once(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    char twin[64];
+    snprintf(twin, sizeof(twin), "redis://localhost:%d", env.cluster.servers[0].port);
+    const char *list[4] = {env.cluster.urls[0], twin, env.cluster.urls[1], env.cluster.urls[2]};
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    char err[256] = "";
+    assert_int_equal(h_client_urls(&env, list, 4, &o, &c, err, sizeof(err)), 0);
+    h_run_for(&env.loop, 300); /* both connect; the second to finish its handshake is refused */
+    for (int k = 0; k < 3; k++) {
+        h_record rec, rel;
+        assert_int_equal(h_acquire(&env, c, "node:twin", 5000, NULL, &rec), 0);
+        assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+        redlock_lock_free(rec.lock);
+        if (rel.votes_yes != 3 || rel.votes_error != 1)
+            h_dump_record("release", &rel);
+        assert_int_equal(rel.votes_yes, 3);
+        assert_int_equal(rel.votes_error, 1);
+        unsigned down = rel.node_vote[0] == REDLOCK_VOTE_ERROR ? 0 : 1;
+        assert_int_equal(rel.node_vote[down], REDLOCK_VOTE_ERROR);
+        assert_int_equal(rel.node_vote[1 - down], REDLOCK_VOTE_YES);
+        assert_non_null(strstr(rel.node_error[down], "same server as"));
+        assert_non_null(strstr(rel.node_error[down], down == 0 ? "localhost" : "127.0.0.1"));
+    }
+    h_env_stop(&env);
+}
+
 /* A name that does not resolve is an error vote naming the host, not a hang. */
 static void unresolvable_host_is_an_error(void **state)
 {
@@ -256,6 +291,7 @@ int main(void)
         cmocka_unit_test(inflight_cap_bounds_a_stopped_node),
         cmocka_unit_test(host_names_are_resolved),
         cmocka_unit_test(refused_select_runs_nothing),
+        cmocka_unit_test(one_server_under_two_urls_counts_once),
         cmocka_unit_test(unresolvable_host_is_an_error),
         cmocka_unit_test(closed_stdin_is_survived),
     };

@@ -222,6 +222,11 @@ static void lock_cycle(h_env *env, redlock_client *c, const char *user, const ch
     assert_true(s.url_ok);
     assert_true(s.errors_ok);
     const char *token = redlock_lock_token(s.lock, NULL);
+    /* Won at the quorum: a node that connected last may take its SET a moment later. */
+    uint64_t deadline = redlock_now_us() + 2000 * 1000;
+    while (holding(env, user, password, "auth:res", token) != env->cluster.n &&
+           redlock_now_us() < deadline)
+        h_run_for(&env->loop, 10);
     assert_int_equal(holding(env, user, password, "auth:res", token), env->cluster.n);
     assert_int_equal(run_release(env, s.lock, &rel), 0);
     assert_int_equal(rel.votes_yes, env->cluster.n);

@@ -8,26 +8,13 @@
 #include <hiredis/read.h>
 
 #include "command.h"
-#include "scripts.h"
+#include "handshake.h"
 
 #define READ_BUF_SIZE 65536
 #define ERR_LEN REDLOCK_ERROR_TEXT_MAX /* messages end up in per-node error slots */
 /* A node that owes replies and has answered nothing for this many timeouts is dropped. */
 #define DROP_AFTER_TIMEOUTS 3
 #define MAX_ADDRS 8
-#define RUN_ID_LEN 40 /* a Redis server's run_id: 40 hex digits, new at every start */
-
-/* What a handshake step is, and so which reply it expects. */
-typedef enum {
-    HS_STATUS, /* AUTH, SELECT: +OK; an error makes the node unusable */
-    HS_SCRIPT, /* SCRIPT LOAD: the script's SHA1; an error (an ACL) is tolerated */
-    HS_INFO    /* INFO server: a bulk string with run_id; an error (an ACL) is tolerated */
-} hs_kind;
-
-typedef struct hs_step {
-    hs_kind kind;
-    const redlock__script *script; /* HS_SCRIPT */
-} hs_step;
 
 typedef enum {
     NODE_IDLE,       /* no connection; requests fail fast; a reconnect may be scheduled */
@@ -79,19 +66,11 @@ struct redlock__node {
     redlock__req *head, *tail; /* requests whose replies are awaited, in write order */
     unsigned fifo_len;
     unsigned skip_replies; /* replies owed to requests that already timed out */
-    /* The handshake sent on every new connection, in order: AUTH and SELECT when asked, then
-     * SCRIPT LOAD of the scripts (so EVALSHA finds them; NOSCRIPT then only follows a SCRIPT
-     * FLUSH on a live connection), then INFO server for the server's run_id (so one server
-     * reached under two URLs is caught: it must not count twice). Each step's reply is checked:
-     * an error to AUTH or SELECT fails the connection, an error to SCRIPT LOAD or INFO does not
-     * (an ACL may forbid them), and a reply of the wrong shape fails it (the replies are out of
-     * step). */
-    unsigned handshake_pending; /* handshake replies still to come */
-    unsigned hs_total;
-    hs_step hs_steps[8];
-    char run_id[RUN_ID_LEN + 1]; /* of the server this connection reached; "" if unknown */
-    uint64_t last_reply_us;      /* last reply (or connect) time */
-    uint64_t owing_since_us;     /* when the node last went from owing nothing to owing a reply */
+    /* The handshake of the current connection (handshake.h): requests are written only once
+     * it has succeeded. */
+    redlock__handshake handshake;
+    uint64_t last_reply_us;  /* last reply (or connect) time */
+    uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
     uint64_t backoff_us;
     uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
     char last_error[ERR_LEN];
@@ -267,9 +246,8 @@ static void node_fail(redlock__node *n, const char *why, bool immediate_retry)
     n->state = NODE_IDLE;
     n->out.len = 0;
     n->hs.len = 0;
-    n->run_id[0] = '\0';
     n->skip_replies = 0;
-    n->handshake_pending = 0;
+    redlock__handshake_reset(&n->handshake);
     uv_timer_stop(&n->deadline_timer);
     /* A connection that worked starts over at the shortest backoff. */
     if (was_ready || n->backoff_us == 0)
@@ -343,56 +321,19 @@ static void set_ready(redlock__node *n)
     flush(n); /* the requests held behind the handshake */
 }
 
-/* The run_id line of an INFO reply ("run_id:<40 hex>"), copied into n->run_id if present. */
-static void take_run_id(redlock__node *n, const char *info, size_t len)
-{
-    static const char key[] = "run_id:";
-    const size_t key_len = sizeof(key) - 1;
-    for (size_t i = 0; i + key_len + RUN_ID_LEN <= len; i++) {
-        if ((i == 0 || info[i - 1] == '\n') && memcmp(info + i, key, key_len) == 0) {
-            memcpy(n->run_id, info + i + key_len, RUN_ID_LEN);
-            n->run_id[RUN_ID_LEN] = '\0';
-            return;
-        }
-    }
-}
-
-/* Is r the answer a server gives to step when it succeeds: +OK to AUTH and SELECT, the script's
- * SHA1 to SCRIPT LOAD, a bulk string to INFO? */
-static bool handshake_ok(redlock__node *n, const hs_step *step, const redisReply *r)
-{
-    switch (step->kind) {
-    case HS_STATUS:
-        return r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
-    case HS_SCRIPT:
-        return r->type == REDIS_REPLY_STRING && r->len == 40 &&
-               memcmp(r->str, step->script->sha1, 40) == 0;
-    case HS_INFO:
-        if (r->type != REDIS_REPLY_STRING)
-            return false;
-        take_run_id(n, r->str, r->len);
-        return true;
-    }
-    return false;
-}
-
-static const char *step_name(hs_kind kind)
-{
-    return kind == HS_STATUS ? "AUTH or SELECT" : kind == HS_SCRIPT ? "SCRIPT LOAD" : "INFO";
-}
-
 /* Every handshake reply came: the node is ready unless another node already reached the same
  * server (then it stays down, and tries again after its backoff in case that changes). */
 static void handshake_done(redlock__node *n)
 {
     const char *twin = NULL;
-    if (n->run_id[0] != '\0' && n->cfg.twin_of != NULL)
-        twin = n->cfg.twin_of(n->cfg.twin_ctx, n, n->run_id);
+    const char *run_id = n->handshake.run_id;
+    if (run_id[0] != '\0' && n->cfg.twin_of != NULL)
+        twin = n->cfg.twin_of(n->cfg.twin_ctx, n, run_id);
     if (twin != NULL) {
         char why[ERR_LEN];
         redlock__fmt(why, sizeof(why),
                      "same server as %s (run_id %.8s...): a server must count only once", twin,
-                     n->run_id);
+                     run_id);
         node_fail(n, why, false);
         return;
     }
@@ -401,26 +342,12 @@ static void handshake_done(redlock__node *n)
 
 static void handshake_reply(redlock__node *n, const redisReply *r)
 {
-    const hs_step *step = &n->hs_steps[n->hs_total - n->handshake_pending];
-    n->handshake_pending--;
     char why[ERR_LEN];
-    if (r->type == REDIS_REPLY_ERROR) {
-        /* AUTH or SELECT refused: the node is unusable. A refused SCRIPT LOAD (an ACL without
-         * SCRIPT, say) is not: EVALSHA will get NOSCRIPT and fall back to EVAL. Nor is a
-         * refused INFO: the node is used without the duplicate-server check. */
-        if (step->kind == HS_STATUS) {
-            redlock__fmt(why, sizeof(why), "handshake: %.*s",
-                         (int)REDLOCK__MIN(r->len, (size_t)120), r->str);
-            node_fail(n, why, false);
-            return;
-        }
-    } else if (!handshake_ok(n, step, r)) {
-        redlock__fmt(why, sizeof(why), "protocol error: unexpected reply to %s in the handshake",
-                     step_name(step->kind));
+    if (!redlock__handshake_reply(&n->handshake, r, why, sizeof(why))) {
         node_fail(n, why, false);
         return;
     }
-    if (n->handshake_pending == 0)
+    if (!redlock__handshake_pending(&n->handshake))
         handshake_done(n);
 }
 
@@ -460,7 +387,7 @@ static void handle_reply(redlock__node *n, const redisReply *r)
 {
     uint64_t now = now_us();
     n->last_reply_us = now;
-    if (n->handshake_pending > 0) {
+    if (redlock__handshake_pending(&n->handshake)) {
         handshake_reply(n, r);
         return;
     }
@@ -574,7 +501,7 @@ static void on_connect(uv_connect_t *req, int status)
         node_fail(n, why, false);
         return;
     }
-    if (n->handshake_pending == 0)
+    if (!redlock__handshake_pending(&n->handshake))
         handshake_done(n);
     else
         n->state = NODE_HANDSHAKE;
@@ -687,70 +614,14 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     connect_to(n, (const struct sockaddr *)&n->addrs[n->next_addr++]);
 }
 
-static int append_step(redlock__node *n, int argc, const char **argv, const size_t *argvlen,
-                       hs_kind kind, const redlock__script *script)
-{
-    char *cmd;
-    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
-    if (len < 0)
-        return REDLOCK_ENOMEM;
-    int rc = redlock__buf_append(&n->hs, n->cfg.alloc, cmd, (size_t)len);
-    redisFreeCommand(cmd);
-    if (rc != 0)
-        return rc;
-    n->hs_steps[n->hs_total++] = (hs_step){kind, script};
-    n->handshake_pending++;
-    return 0;
-}
-
-static int append_handshake(redlock__node *n)
-{
-    const redlock_url *u = n->cfg.url;
-    const char *argv[3];
-    size_t argvlen[3];
-    int rc = 0;
-    n->hs_total = 0;
-    if (u->password != NULL) {
-        int argc = 0;
-        argv[argc] = "AUTH", argvlen[argc++] = 4;
-        if (u->user != NULL)
-            argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
-        argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
-        rc = append_step(n, argc, argv, argvlen, HS_STATUS, NULL);
-    }
-    if (rc == 0 && u->db > 0) {
-        char db[16];
-        int len = snprintf(db, sizeof(db), "%d", u->db);
-        argv[0] = "SELECT", argvlen[0] = 6;
-        argv[1] = db, argvlen[1] = (size_t)len;
-        rc = append_step(n, 2, argv, argvlen, HS_STATUS, NULL);
-    }
-    const redlock__script *scripts[3] = {&redlock__script_extend, &redlock__script_release,
-                                         &redlock__script_inspect};
-    for (int i = 0; rc == 0 && i < 3; i++) {
-        argv[0] = "SCRIPT", argvlen[0] = 6;
-        argv[1] = "LOAD", argvlen[1] = 4;
-        argv[2] = scripts[i]->source, argvlen[2] = scripts[i]->source_len;
-        rc = append_step(n, 3, argv, argvlen, HS_SCRIPT, scripts[i]);
-    }
-    if (rc == 0) {
-        argv[0] = "INFO", argvlen[0] = 4;
-        argv[1] = "server", argvlen[1] = 6;
-        rc = append_step(n, 2, argv, argvlen, HS_INFO, NULL);
-    }
-    return rc;
-}
-
 static void node_connect(redlock__node *n)
 {
     n->state = NODE_CONNECTING;
     n->n_addrs = n->next_addr = 0;
     n->out.len = 0;
     n->hs.len = 0;
-    n->run_id[0] = '\0';
     n->skip_replies = 0;
-    n->handshake_pending = 0;
-    if (append_handshake(n) != 0) {
+    if (redlock__handshake_start(&n->handshake, n->cfg.url, &n->hs, n->cfg.alloc) != 0) {
         node_fail(n, "connect: out of memory", false);
         return;
     }
@@ -857,7 +728,7 @@ bool redlock__node_is_ready(const redlock__node *n)
 
 const char *redlock__node_run_id(const redlock__node *n)
 {
-    return n->state == NODE_READY && n->run_id[0] != '\0' ? n->run_id : NULL;
+    return n->state == NODE_READY && n->handshake.run_id[0] != '\0' ? n->handshake.run_id : NULL;
 }
 
 static void on_timer_closed(uv_handle_t *h)

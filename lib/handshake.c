@@ -1,0 +1,139 @@
+/* handshake.c - see handshake.h. */
+#include "handshake.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int append_step(redlock__handshake *hs, redlock__buf *out, const redlock__alloc *alloc,
+                       int argc, const char **argv, const size_t *argvlen, redlock__hs_kind kind,
+                       const redlock__script *script)
+{
+    char *cmd;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    if (len < 0)
+        return REDLOCK_ENOMEM;
+    int rc = redlock__buf_append(out, alloc, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    if (rc != 0)
+        return rc;
+    hs->steps[hs->n_steps++] = (redlock__hs_step){kind, script};
+    return 0;
+}
+
+int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlock__buf *out,
+                             const redlock__alloc *alloc)
+{
+    const char *argv[3];
+    size_t argvlen[3];
+    int rc = 0;
+    redlock__handshake_reset(hs);
+    if (u->password != NULL) {
+        int argc = 0;
+        argv[argc] = "AUTH", argvlen[argc++] = 4;
+        if (u->user != NULL)
+            argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
+        argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
+        rc = append_step(hs, out, alloc, argc, argv, argvlen, REDLOCK__HS_STATUS, NULL);
+    }
+    if (rc == 0 && u->db > 0) {
+        char db[16];
+        int len = snprintf(db, sizeof(db), "%d", u->db);
+        argv[0] = "SELECT", argvlen[0] = 6;
+        argv[1] = db, argvlen[1] = (size_t)len;
+        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HS_STATUS, NULL);
+    }
+    const redlock__script *scripts[3] = {&redlock__script_extend, &redlock__script_release,
+                                         &redlock__script_inspect};
+    for (int i = 0; rc == 0 && i < 3; i++) {
+        argv[0] = "SCRIPT", argvlen[0] = 6;
+        argv[1] = "LOAD", argvlen[1] = 4;
+        argv[2] = scripts[i]->source, argvlen[2] = scripts[i]->source_len;
+        rc = append_step(hs, out, alloc, 3, argv, argvlen, REDLOCK__HS_SCRIPT, scripts[i]);
+    }
+    if (rc == 0) {
+        argv[0] = "INFO", argvlen[0] = 4;
+        argv[1] = "server", argvlen[1] = 6;
+        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HS_INFO, NULL);
+    }
+    return rc;
+}
+
+void redlock__handshake_reset(redlock__handshake *hs)
+{
+    hs->n_steps = 0;
+    hs->answered = 0;
+    hs->run_id[0] = '\0';
+}
+
+bool redlock__handshake_pending(const redlock__handshake *hs)
+{
+    return hs->answered < hs->n_steps;
+}
+
+/* The "run_id:<40 characters>" line of an INFO reply, copied into hs->run_id if there is one. */
+static void take_run_id(redlock__handshake *hs, const char *info, size_t len)
+{
+    static const char key[] = "run_id:";
+    const size_t key_len = sizeof(key) - 1;
+    for (size_t i = 0; i + key_len + REDLOCK__RUN_ID_LEN <= len; i++) {
+        if ((i == 0 || info[i - 1] == '\n') && memcmp(info + i, key, key_len) == 0) {
+            memcpy(hs->run_id, info + i + key_len, REDLOCK__RUN_ID_LEN);
+            hs->run_id[REDLOCK__RUN_ID_LEN] = '\0';
+            return;
+        }
+    }
+}
+
+/* Is r what a server answers to step when it succeeds? */
+static bool step_succeeded(redlock__handshake *hs, const redlock__hs_step *step,
+                           const redisReply *r)
+{
+    switch (step->kind) {
+    case REDLOCK__HS_STATUS:
+        return r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
+    case REDLOCK__HS_SCRIPT:
+        return r->type == REDIS_REPLY_STRING && r->len == 40 &&
+               memcmp(r->str, step->script->sha1, 40) == 0;
+    case REDLOCK__HS_INFO:
+        if (r->type != REDIS_REPLY_STRING)
+            return false;
+        take_run_id(hs, r->str, r->len);
+        return true;
+    }
+    return false;
+}
+
+static const char *step_name(redlock__hs_kind kind)
+{
+    switch (kind) {
+    case REDLOCK__HS_STATUS:
+        return "AUTH or SELECT";
+    case REDLOCK__HS_SCRIPT:
+        return "SCRIPT LOAD";
+    case REDLOCK__HS_INFO:
+        return "INFO";
+    }
+    return "?";
+}
+
+bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char *why,
+                              size_t why_len)
+{
+    if (!redlock__handshake_pending(hs)) {
+        redlock__fmt(why, why_len, "protocol error: a reply after the handshake's last");
+        return false;
+    }
+    const redlock__hs_step *step = &hs->steps[hs->answered++];
+    if (r->type == REDIS_REPLY_ERROR) {
+        if (step->kind != REDLOCK__HS_STATUS)
+            return true; /* SCRIPT or INFO refused (an ACL): go on without */
+        redlock__fmt(why, why_len, "handshake: %.*s", (int)REDLOCK__MIN(r->len, (size_t)120),
+                     r->str);
+        return false;
+    }
+    if (step_succeeded(hs, step, r))
+        return true;
+    redlock__fmt(why, why_len, "protocol error: unexpected reply to %s in the handshake",
+                 step_name(step->kind));
+    return false;
+}

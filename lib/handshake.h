@@ -1,0 +1,60 @@
+/* handshake.h - what a new connection to a node says first, and what it must hear back.
+ *
+ * On every new connection, before any lock command: AUTH and SELECT when the URL asks for them,
+ * SCRIPT LOAD of the scripts (so EVALSHA finds them), and INFO server for the server's run_id
+ * (so one server reached under two URLs is caught: it must count only once). Each reply is
+ * checked against its step: an error to AUTH or SELECT makes the node unusable; an error to
+ * SCRIPT LOAD or INFO is tolerated (an ACL may forbid them: EVALSHA then falls back to EVAL,
+ * and the duplicate-server check is skipped); a reply of the wrong shape means the replies are
+ * out of step with the commands, and the connection must go. No IO. */
+#ifndef REDLOCK_HANDSHAKE_H
+#define REDLOCK_HANDSHAKE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+#include "common.h"
+#include "scripts.h"
+#include "url.h"
+
+#define REDLOCK__HS_MAX_STEPS 8
+#define REDLOCK__RUN_ID_LEN 40 /* a Redis server's run_id: 40 hex digits, new at every start */
+
+typedef enum {
+    REDLOCK__HS_STATUS, /* AUTH, SELECT: +OK */
+    REDLOCK__HS_SCRIPT, /* SCRIPT LOAD: the script's SHA1 */
+    REDLOCK__HS_INFO    /* INFO server: a bulk string, with run_id */
+} redlock__hs_kind;
+
+typedef struct redlock__hs_step {
+    redlock__hs_kind kind;
+    const redlock__script *script; /* REDLOCK__HS_SCRIPT only */
+} redlock__hs_step;
+
+typedef struct redlock__handshake {
+    redlock__hs_step steps[REDLOCK__HS_MAX_STEPS];
+    unsigned n_steps;
+    unsigned answered;                    /* replies checked so far */
+    char run_id[REDLOCK__RUN_ID_LEN + 1]; /* from INFO; "" if unknown */
+} redlock__handshake;
+
+/* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended
+ * to out. Returns 0 or REDLOCK_ENOMEM (out may then hold part of it: discard it). */
+int redlock__handshake_start(redlock__handshake *hs, const redlock_url *url, redlock__buf *out,
+                             const redlock__alloc *alloc);
+
+/* Forget the handshake (the connection it was for is gone): nothing is pending. */
+void redlock__handshake_reset(redlock__handshake *hs);
+
+/* true while replies are still owed to the handshake. */
+bool redlock__handshake_pending(const redlock__handshake *hs);
+
+/* Check the reply to the next step. Returns true if the connection may go on (the reply is the
+ * step's success, or a tolerated error); false with a message in why (the server's text, or what
+ * was wrong with the reply) if it must be failed. */
+bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char *why,
+                              size_t why_len);
+
+#endif

@@ -6,10 +6,15 @@
  * and several client processes. Each process runs a real redlock_client (the production round
  * code, made with redlock__client_new_io on the simulator's io) on its own drifting clock, may be
  * paused (a GC pause, SIGSTOP), and loops: acquire, work while it believes it holds the lock
- * (never past its validity deadline on its own clock), release.
+ * (never past its validity deadline on its own clock), release. Some holds may be auto-extended
+ * (redlock_auto_extend, or the acquire option): kept for several ttls, worked only up to the
+ * deadline the library reports at each moment, stopped at once by the lost callback.
  *
  * A checker records every hold as an interval of true (global) time and reports two holds of
- * one resource that overlap: a violation of mutual exclusion. */
+ * one resource that overlap: a violation of mutual exclusion. The promises of the
+ * auto-extension API (the lost callback fires once per lost hold, in time, never after a
+ * release; nothing is extended after a release; a cap ends the hold through the lost callback)
+ * are checked as the run goes. */
 #ifndef SIM_H
 #define SIM_H
 
@@ -35,6 +40,20 @@ typedef struct sim_config {
     uint64_t wait_ms; /* > 0: acquire keeps retrying this long (retry_count is then unused) */
     uint64_t retry_delay_ms, retry_jitter_ms;
     double extend_prob; /* chance that a holder extends its lock once while working */
+
+    /* Auto-extension. A hold is auto-extended with chance auto_prob: half the time through
+     * redlock_lock_opts.auto_extend, half through redlock_auto_extend from the acquire
+     * callback, with extend_at, lost_margin_ms and the retake flag drawn per hold. The holder
+     * means to keep it for a span drawn in (ttl, auto_hold_max_ms] on its own clock, then
+     * releases it; it works only up to the deadline the library reports, and stops at once if
+     * the lost callback fires. With chance auto_cap_prob the hold has a cap (max_extensions
+     * 1..auto_cap_max); with chance auto_close_prob a process ends its last auto-extended hold
+     * by closing its client instead of releasing (the lost callback must say ECANCELED). */
+    double auto_prob;
+    uint64_t auto_hold_max_ms;
+    double auto_cap_prob;
+    unsigned auto_cap_max;
+    double auto_close_prob;
 
     /* Clocks. Every clock (processes' and nodes') runs at a rate within 1 +/- rate_spread;
      * rate_spread = drift_factor / 2 keeps any two clocks within drift_factor of each other. */
@@ -76,12 +95,32 @@ typedef struct sim_result {
     unsigned handovers; /* a hold that began within one ttl of another's end, same resource */
     unsigned acquired[SIM_MAX_PROCS];
     unsigned extended;
+
+    /* Auto-extension. promise: the first broken promise of its API (a lost callback twice,
+     * late, after a release or missing; an extension sent after a release or a loss; a cap not
+     * kept or not reported). */
+    bool promise_broken;
+    char promise[512];
+    unsigned auto_holds;      /* auto-extended holds handed out */
+    unsigned auto_long_holds; /* ... worked for over a ttl of true time */
+    unsigned auto_extensions; /* extensions they won (redlock_lock_extensions at their end) */
+    unsigned auto_planned;    /* ... ended by the holder at its planned end, of which: */
+    unsigned auto_stopped;    /*   redlock_auto_extend_stop, then released before the deadline */
+    unsigned auto_freed;      /*   freed without a release (also from a lost callback) */
+    unsigned lost;            /* lost callbacks, and of them: */
+    unsigned lost_limit;      /*   REDLOCK_ELIMIT (the cap) */
+    unsigned lost_canceled;   /*   REDLOCK_ECANCELED (the holder closed its client) */
+    unsigned lost_lost, lost_noquorum, lost_expired; /* REDLOCK_ELOST, _ENOQUORUM, _EEXPIRED */
+    unsigned release_races; /* releases made while an extension of the lock was on the wire */
 } sim_result;
 
 /* The named scenarios the tests use; seed is folded into each. "safe": every assumption holds,
  * with random delays, stalls, drops, partitions, pauses and restarts that keep data.
  * "slow-clock": process 0's clock runs 30% slow. "amnesia": nodes restart without their data.
- * "calm": no faults at all. Returns false for an unknown name. */
+ * "calm": no faults at all. "reconnect": silent connections are dropped and re-made.
+ * Each name with "-auto" appended ("safe-auto", ...) is the same world with auto-extended holds
+ * (all of them in "slow-clock-auto" and "amnesia-auto", most in the others), running longer.
+ * Returns false for an unknown name. */
 bool sim_config_scenario(sim_config *cfg, const char *name, uint64_t seed);
 
 /* Run one simulation. Returns 0, or -1 if the run could not be set up (out of memory). */

@@ -1,5 +1,6 @@
-/* sim_internal.h - the simulation's world, shared by sim_world.c (event loop, processes,
- * checker) and sim_io.c (nodes, network and the io.h implementation). */
+/* sim_internal.h - the simulation's world, shared by sim_world.c (event loop, faults, checker),
+ * sim_proc.c (the client processes' program) and sim_io.c (nodes, network and the io.h
+ * implementation). */
 #ifndef SIM_INTERNAL_H
 #define SIM_INTERNAL_H
 
@@ -64,6 +65,7 @@ typedef struct sim_event {
     unsigned proc, node;
     uint64_t arg;
     sim_msg *msg;
+    bool deferred; /* held back by a pause of its process: it runs later than it was due */
 } sim_event;
 
 typedef struct sim_key {
@@ -112,6 +114,30 @@ typedef struct sim_io {
 
 typedef enum { PROC_IDLE, PROC_ACQUIRING, PROC_HOLDING, PROC_RELEASING, PROC_DONE } sim_proc_state;
 
+/* How the holder ended auto-extension itself (the lost callback may not come after any). */
+typedef enum {
+    AUTO_RUNNING = 0,
+    AUTO_RELEASED, /* redlock_release */
+    AUTO_CLOSED,   /* redlock_client_close while holding: the lost callback says ECANCELED */
+    AUTO_STOPPED,  /* redlock_auto_extend_stop, then work on before the deadline, release */
+    AUTO_FREED,    /* redlock_lock_free without a release: the keys live out their ttl */
+} sim_auto_end;
+
+/* One auto-extended hold, as its process sees it; the lost callback's data. Kept until the end
+ * of the run, so a callback that comes when it should not still lands in valid memory. */
+typedef struct sim_auto_hold {
+    struct sim_auto_hold *next; /* sim_world.auto_holds */
+    sim_proc *proc;
+    redlock_auto_opts opts;
+    bool via_opts;      /* started by redlock_acquire's option, else by redlock_auto_extend */
+    uint64_t margin_us; /* lost_margin as the API defines it */
+    bool started;       /* handed to the process with auto-extension on */
+    bool expired;       /* the holder saw the deadline pass: the lost callback is owed */
+    sim_auto_end ended; /* what the holder did to end it, if it did */
+    unsigned lost;      /* lost callbacks seen */
+    uint64_t seen_deadline_us, renewed_us; /* the deadline last seen, and when it changed */
+} sim_auto_hold;
+
 struct sim_proc {
     sim_world *w;
     unsigned id;
@@ -131,13 +157,18 @@ struct sim_proc {
     uint64_t hold_gen;
     bool using_lock;      /* inside [acquired, min(done, deadline)) */
     uint64_t hold_start;  /* true time */
-    uint64_t deadline_us; /* the lock's deadline on this process's clock */
+    uint64_t deadline_us; /* the lock's deadline on this process's clock, as last seen */
+    sim_auto_hold *autoh; /* the current hold's auto-extension, or NULL */
     bool client_closed;
+    /* The token of the lock last released or lost: no extension may carry it any more. */
+    size_t dead_token_len;
+    char dead_token[SIM_VALUE_MAX];
 };
 
 typedef struct sim_interval {
     unsigned proc, resource;
     uint64_t start, end; /* true time, [start, end) */
+    bool auto_extended;
 } sim_interval;
 
 struct sim_world {
@@ -153,6 +184,8 @@ struct sim_world {
     sim_proc procs[SIM_MAX_PROCS];
     sim_interval *ivs;
     size_t n_ivs, cap_ivs;
+    sim_auto_hold *auto_holds;
+    bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
 };
 
@@ -172,11 +205,30 @@ void sim_contract(sim_world *w, const char *fmt, ...)
 #endif
     ;
 
-/* Clocks: a process's or node's reading at true time t, and the first true time its clock reads
- * at least local (never before w->now). */
+/* Record a broken promise of the auto-extension API (first one wins). */
+void sim_promise(sim_world *w, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Clocks: a process's or node's reading at true time t; the first true time its clock reads at
+ * least local (the raw one may be in the past; sim_clock_true is never before w->now). */
 uint64_t sim_clock(uint64_t rate_ppm, uint64_t offset_us, uint64_t t);
+uint64_t sim_clock_true_raw(uint64_t rate_ppm, uint64_t offset_us, uint64_t local);
 uint64_t sim_clock_true(sim_world *w, uint64_t rate_ppm, uint64_t offset_us, uint64_t local);
 uint64_t sim_proc_now(sim_proc *p);
+
+/* The checker (sim_world.c): p held its resource over [p->hold_start, end) of true time. */
+void sim_record_hold(sim_world *w, sim_proc *p, uint64_t end);
+
+/* sim_proc.c: the processes' program. start schedules the first acquire; step runs an
+ * EV_PROC_STEP; observe runs after each of the process's events (it notes when the library
+ * moved the lock's deadline); finish checks, at the end of the run, that nothing is owed. */
+void sim_proc_start(sim_proc *p);
+void sim_proc_step(sim_proc *p, uint64_t arg);
+void sim_proc_observe(sim_proc *p);
+void sim_proc_finish(sim_proc *p);
 
 /* sim_io.c */
 int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,

@@ -220,6 +220,10 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     sim_trace(w, "p%u -> n%u %s %.*s %.*s ttl=%llu", p->id, node, redlock__cmd_name(cmd->kind),
               (int)cmd->key_len, cmd->key, (int)REDLOCK__MIN(cmd->token_len, 8), cmd->token,
               (unsigned long long)cmd->ttl_ms);
+    if (cmd->kind == REDLOCK__CMD_EXTEND && cmd->token_len == p->dead_token_len &&
+        memcmp(cmd->token, p->dead_token, cmd->token_len) == 0)
+        sim_promise(w, "p%u sent an extension of a lock it had released or been told it lost",
+                    p->id);
     /* Fail fast, synchronously, as the real io does for a closed client or a node that is down. */
     if (p->io.closing || p->io.closed) {
         complete(p, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL);

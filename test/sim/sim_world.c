@@ -1,5 +1,5 @@
-/* sim_world.c - the simulation's event loop in virtual time, the client processes, the faults
- * and the mutual-exclusion checker.
+/* sim_world.c - the simulation's event loop in virtual time, the faults, the mutual-exclusion
+ * checker, and the scenarios. The processes' program is in sim_proc.c.
  *
  * True time is global and only the checker reads it. Each process sees only its own clock,
  * local = offset + t * rate, through its io; its events (replies, timeouts, timers, its own
@@ -72,7 +72,7 @@ uint64_t sim_clock(uint64_t rate_ppm, uint64_t offset_us, uint64_t t)
 }
 
 /* The first true time at which the clock reads at least local. */
-static uint64_t clock_true_raw(uint64_t rate_ppm, uint64_t offset_us, uint64_t local)
+uint64_t sim_clock_true_raw(uint64_t rate_ppm, uint64_t offset_us, uint64_t local)
 {
     if (local <= offset_us)
         return 0;
@@ -81,7 +81,7 @@ static uint64_t clock_true_raw(uint64_t rate_ppm, uint64_t offset_us, uint64_t l
 
 uint64_t sim_clock_true(sim_world *w, uint64_t rate_ppm, uint64_t offset_us, uint64_t local)
 {
-    return REDLOCK__MAX(w->now, clock_true_raw(rate_ppm, offset_us, local));
+    return REDLOCK__MAX(w->now, sim_clock_true_raw(rate_ppm, offset_us, local));
 }
 
 uint64_t sim_proc_now(sim_proc *p)
@@ -145,7 +145,7 @@ static sim_event heap_pop(sim_world *w)
 void sim_push(sim_world *w, uint64_t at, sim_ev_kind kind, unsigned proc, unsigned node,
               uint64_t arg, sim_msg *msg)
 {
-    sim_event ev = {REDLOCK__MAX(at, w->now), ++w->next_seq, kind, proc, node, arg, msg};
+    sim_event ev = {REDLOCK__MAX(at, w->now), ++w->next_seq, kind, proc, node, arg, msg, false};
     heap_insert(w, ev);
 }
 
@@ -186,10 +186,23 @@ void sim_contract(sim_world *w, const char *fmt, ...)
     va_end(ap);
 }
 
+void sim_promise(sim_world *w, const char *fmt, ...)
+{
+    sim_result *r = w->res;
+    if (r->promise_broken)
+        return;
+    r->promise_broken = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->promise, sizeof(r->promise), fmt, ap);
+    va_end(ap);
+    sim_trace(w, "BROKEN PROMISE: %s", r->promise);
+}
+
 /* ---- the checker ------------------------------------------------------------------------------
  */
 
-static void record_hold(sim_world *w, sim_proc *p, uint64_t end)
+void sim_record_hold(sim_world *w, sim_proc *p, uint64_t end)
 {
     if (end <= p->hold_start)
         return;
@@ -203,9 +216,11 @@ static void record_hold(sim_world *w, sim_proc *p, uint64_t end)
         w->ivs = v;
         w->cap_ivs = cap;
     }
-    w->ivs[w->n_ivs++] = (sim_interval){p->id, p->resource, p->hold_start, end};
-    sim_trace(w, "p%u held res-%u over [%llu, %llu) us", p->id, p->resource,
-              (unsigned long long)p->hold_start, (unsigned long long)end);
+    bool auto_extended = p->autoh != NULL && p->autoh->started;
+    w->ivs[w->n_ivs++] = (sim_interval){p->id, p->resource, p->hold_start, end, auto_extended};
+    sim_trace(w, "p%u held res-%u over [%llu, %llu) us%s", p->id, p->resource,
+              (unsigned long long)p->hold_start, (unsigned long long)end,
+              auto_extended ? " (auto-extended)" : "");
 }
 
 static int iv_cmp(const void *a, const void *b)
@@ -232,10 +247,11 @@ static void check_exclusion(sim_world *w)
         if (last != NULL && v->start < last->end && !r->violation) {
             r->violation = true;
             snprintf(r->what, sizeof(r->what),
-                     "res-%u held by process %u over [%llu, %llu) us and by process %u over "
+                     "res-%u held by process %u%s over [%llu, %llu) us and by process %u%s over "
                      "[%llu, %llu) us (true time): %llu us of overlap",
-                     v->resource, last->proc, (unsigned long long)last->start,
-                     (unsigned long long)last->end, v->proc, (unsigned long long)v->start,
+                     v->resource, last->proc, last->auto_extended ? " (auto-extended)" : "",
+                     (unsigned long long)last->start, (unsigned long long)last->end, v->proc,
+                     v->auto_extended ? " (auto-extended)" : "", (unsigned long long)v->start,
                      (unsigned long long)v->end,
                      (unsigned long long)(REDLOCK__MIN(last->end, v->end) - v->start));
         }
@@ -243,152 +259,6 @@ static void check_exclusion(sim_world *w)
             r->handovers++;
         if (last == NULL || v->end > last->end)
             last = v;
-    }
-}
-
-/* ---- the client processes ---------------------------------------------------------------------
- */
-
-enum { STEP_ACQUIRE = 1, STEP_EXTEND, STEP_DONE };
-
-static void step_at(sim_proc *p, uint64_t local_us, unsigned step)
-{
-    sim_world *w = p->w;
-    sim_push(w, sim_clock_true(w, p->rate_ppm, p->offset_us, local_us), EV_PROC_STEP, p->id, 0,
-             (p->hold_gen << 8) | step, NULL);
-}
-
-static void on_client_closed(redlock_client *client, void *data)
-{
-    (void)client;
-    sim_proc *p = data;
-    if (p->client_closed)
-        sim_contract(p->w, "close callback of process %u ran twice", p->id);
-    p->client_closed = true;
-}
-
-static void proc_next(sim_proc *p)
-{
-    sim_world *w = p->w;
-    p->lock = NULL;
-    if (++p->cycles_done >= w->cfg.cycles) {
-        p->state = PROC_DONE;
-        sim_trace(w, "p%u closes its client", p->id);
-        if (redlock_client_close(p->client, on_client_closed, p) != 0)
-            sim_contract(w, "process %u could not close its client", p->id);
-        return;
-    }
-    p->state = PROC_IDLE;
-    step_at(p, sim_proc_now(p) + sim_rng_range(&p->rng, 0, w->cfg.ttl_ms * 500), STEP_ACQUIRE);
-}
-
-/* The holder stops using the lock now, or stopped at its deadline if that came first. */
-static void end_hold(sim_proc *p)
-{
-    if (!p->using_lock)
-        return;
-    p->using_lock = false;
-    uint64_t deadline = clock_true_raw(p->rate_ppm, p->offset_us, p->deadline_us);
-    record_hold(p->w, p, REDLOCK__MIN(p->w->now, deadline));
-}
-
-static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
-{
-    (void)result;
-    sim_proc *p = data;
-    sim_hash(p->w, (uint64_t)(int64_t)status);
-    sim_trace(p->w, "p%u released: %s (%u deleted)", p->id,
-              status ? redlock_err_name(status) : "ok", result->votes_yes);
-    redlock_lock_free(lock);
-    proc_next(p);
-}
-
-static void on_extended(redlock_lock *lock, int status, const redlock_result *result, void *data)
-{
-    (void)result;
-    sim_proc *p = data;
-    sim_hash(p->w, (uint64_t)(int64_t)status);
-    sim_trace(p->w, "p%u extend: %s", p->id, status ? redlock_err_name(status) : "ok");
-    if (status != 0 || p->lock != lock || p->state != PROC_HOLDING || !p->using_lock)
-        return;
-    p->w->res->extended++;
-    p->deadline_us = redlock_lock_deadline_us(lock);
-}
-
-static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
-{
-    sim_proc *p = data;
-    sim_world *w = p->w;
-    sim_hash(w, (uint64_t)(int64_t)status);
-    sim_trace(w, "p%u acquire res-%u: %s after %u attempts (yes %u no %u err %u timeout %u)", p->id,
-              p->resource, status ? redlock_err_name(status) : "ok", result->attempts,
-              result->votes_yes, result->votes_no, result->votes_error, result->votes_timeout);
-    if (status != 0) {
-        proc_next(p);
-        return;
-    }
-    w->res->acquired[p->id]++;
-    p->lock = lock;
-    p->hold_gen++;
-    p->state = PROC_HOLDING;
-    p->deadline_us = redlock_lock_deadline_us(lock);
-    uint64_t now = sim_proc_now(p);
-    uint64_t ttl_us = w->cfg.ttl_ms * 1000;
-    if (now >= p->deadline_us) { /* a pause ate the validity: never use it */
-        step_at(p, now, STEP_DONE);
-        return;
-    }
-    p->using_lock = true;
-    p->hold_start = w->now;
-    /* Work for up to 1.5 ttl: often past the deadline, where the holder must stop. */
-    step_at(p, now + sim_rng_range(&p->rng, 0, ttl_us * 3 / 2), STEP_DONE);
-    if (sim_rng_chance(&p->rng, w->cfg.extend_prob))
-        step_at(p, now + sim_rng_range(&p->rng, 0, p->deadline_us - now), STEP_EXTEND);
-}
-
-static void proc_step(sim_proc *p, uint64_t arg)
-{
-    sim_world *w = p->w;
-    unsigned step = (unsigned)(arg & 0xff);
-    if (step != STEP_ACQUIRE && (arg >> 8) != p->hold_gen)
-        return; /* about a hold that is over */
-    if (step == STEP_ACQUIRE) {
-        if (p->state != PROC_IDLE)
-            return;
-        p->resource = (unsigned)sim_rng_range(&p->rng, 0, w->cfg.n_resources - 1);
-        char key[16];
-        int len = snprintf(key, sizeof(key), "res-%u", p->resource);
-        redlock_lock_opts opts;
-        redlock_lock_opts_init(&opts);
-        opts.retry_count = w->cfg.retry_count;
-        opts.wait_ms = w->cfg.wait_ms;
-        p->state = PROC_ACQUIRING;
-        int rc = redlock_acquire(p->client, key, (size_t)len, w->cfg.ttl_ms, &opts, on_acquired, p);
-        if (rc != 0) {
-            sim_contract(w, "acquire by process %u failed at once: %s", p->id,
-                         redlock_err_name(rc));
-            proc_next(p);
-        }
-        return;
-    }
-    if (p->state != PROC_HOLDING)
-        return;
-    if (step == STEP_EXTEND) {
-        if (!p->using_lock)
-            return;
-        unsigned flags = sim_rng_chance(&p->rng, 0.5) ? REDLOCK_EXTEND_RETAKE : 0;
-        int rc = redlock_extend(p->lock, 0, flags, on_extended, p);
-        if (rc != 0 && rc != REDLOCK_EEXPIRED)
-            sim_contract(w, "extend by process %u failed at once: %s", p->id, redlock_err_name(rc));
-        return;
-    }
-    end_hold(p);
-    p->state = PROC_RELEASING;
-    int rc = redlock_release(p->lock, on_released, p);
-    if (rc != 0) {
-        sim_contract(w, "release by process %u failed at once: %s", p->id, redlock_err_name(rc));
-        redlock_lock_free(p->lock);
-        proc_next(p);
     }
 }
 
@@ -455,7 +325,7 @@ static int start_procs(sim_world *w)
             sim_contract(w, "client %u: %s", i, err);
             return -1;
         }
-        step_at(p, sim_proc_now(p) + sim_rng_range(&p->rng, 0, cfg->ttl_ms * 500), STEP_ACQUIRE);
+        sim_proc_start(p);
     }
     return 0;
 }
@@ -476,7 +346,7 @@ static void dispatch(sim_world *w, const sim_event *ev)
         break;
     case EV_PROC_STEP:
         if (!p->io.closing)
-            proc_step(p, ev->arg);
+            sim_proc_step(p, ev->arg);
         break;
     case EV_PAUSE:
         p->paused_until = REDLOCK__MAX(p->paused_until, w->now + ev->arg);
@@ -493,15 +363,20 @@ static void run_loop(sim_world *w)
     while (w->heap_len > 0 && !w->oom) {
         sim_event ev = heap_pop(w);
         w->now = ev.at;
-        if (is_proc_event(ev.kind) && w->procs[ev.proc].paused_until > ev.at) {
+        bool proc_event = is_proc_event(ev.kind);
+        if (proc_event && w->procs[ev.proc].paused_until > ev.at) {
             ev.at = w->procs[ev.proc].paused_until; /* same seq: deferred events keep order */
+            ev.deferred = true;
             heap_insert(w, ev);
             continue;
         }
         w->res->events++;
         sim_hash(w, ev.at);
         sim_hash(w, ((uint64_t)ev.kind << 32) | ((uint64_t)ev.proc << 16) | ev.node);
+        w->ev_deferred = ev.deferred;
         dispatch(w, &ev);
+        if (proc_event && !w->procs[ev.proc].io.closed)
+            sim_proc_observe(&w->procs[ev.proc]);
         if (w->res->events > MAX_EVENTS_PER_RUN) {
             sim_contract(w, "runaway: over %u events", MAX_EVENTS_PER_RUN);
             break;
@@ -514,6 +389,7 @@ static void check_contract(sim_world *w)
 {
     for (unsigned i = 0; i < w->cfg.n_procs; i++) {
         sim_proc *p = &w->procs[i];
+        sim_proc_finish(p);
         if (!p->client_closed || !p->io.closed)
             sim_contract(w, "process %u: client not closed at the end", i);
         if (p->sent != p->completed)
@@ -554,6 +430,11 @@ int sim_run(const sim_config *cfg, sim_result *res)
     while (w->heap_len > 0)
         free(heap_pop(w).msg);
     int ok = w->oom ? -1 : 0;
+    while (w->auto_holds != NULL) {
+        sim_auto_hold *h = w->auto_holds;
+        w->auto_holds = h->next;
+        free(h);
+    }
     free(w->heap);
     free(w->ivs);
     free(w);
@@ -590,7 +471,7 @@ static void base_config(sim_config *c, uint64_t seed)
     c->restart_down_max_us = 50000;
 }
 
-bool sim_config_scenario(sim_config *c, const char *name, uint64_t seed)
+static bool base_scenario(sim_config *c, const char *name, uint64_t seed)
 {
     base_config(c, seed);
     /* The mix of faults varies with the seed too, from a stream of its own. */
@@ -633,4 +514,42 @@ bool sim_config_scenario(sim_config *c, const char *name, uint64_t seed)
         return true;
     }
     return false;
+}
+
+/* Auto-extended holds in a named world. Holds last several ttls, so the run lasts longer: the
+ * faults are spread over a longer horizon, with their count scaled to keep their density. */
+static void add_auto_extension(sim_config *c, double auto_prob)
+{
+    c->auto_prob = auto_prob;
+    c->auto_hold_max_ms = 5 * c->ttl_ms;
+    c->auto_cap_prob = 0.25;
+    c->auto_cap_max = 8;
+    c->auto_close_prob = 0.3;
+    c->horizon_us *= 2;
+    c->partitions *= 2;
+    c->pauses *= 2;
+    c->restarts *= 2;
+}
+
+bool sim_config_scenario(sim_config *c, const char *name, uint64_t seed)
+{
+    static const char suffix[] = "-auto";
+    size_t len = strlen(name), suffix_len = sizeof(suffix) - 1;
+    if (len <= suffix_len || strcmp(name + len - suffix_len, suffix) != 0)
+        return base_scenario(c, name, seed);
+    char base[32];
+    if (len - suffix_len >= sizeof(base))
+        return false;
+    memcpy(base, name, len - suffix_len);
+    base[len - suffix_len] = '\0';
+    if (!base_scenario(c, base, seed))
+        return false;
+    /* Where an assumption is broken on purpose, every hold is auto-extended (what breaks is then
+     * an extended hold) and half of them are capped: the cap's lost callback, at lost_margin
+     * before the deadline on a slow clock, comes after the keys expired. */
+    bool broken = strcmp(base, "slow-clock") == 0 || strcmp(base, "amnesia") == 0;
+    add_auto_extension(c, broken ? 1.0 : 0.7);
+    if (broken)
+        c->auto_cap_prob = 0.5;
+    return true;
 }

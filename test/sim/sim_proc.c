@@ -201,31 +201,28 @@ static void auto_expired(sim_proc *p)
                     (unsigned long long)w->now);
 }
 
-static void on_lost(redlock_lock *lock, int reason, void *data)
+/* Whether a lost callback may come for h now, judged only from the record (the lock may be gone
+ * if the callback is wrong); a callback that may not is a broken promise. */
+static bool lost_may_come(sim_auto_hold *h, redlock_lock *lock, int reason)
 {
-    sim_auto_hold *h = data;
     sim_proc *p = h->proc;
     sim_world *w = p->w;
-    sim_hash(w, (uint64_t)(int64_t)reason);
-    sim_trace(w, "p%u lost callback: %s", p->id, redlock_err_name(reason));
-    w->res->lost++;
-    /* Only what the record says is safe to touch: the lock may be gone if the callback is wrong. */
+    const char *why = redlock_err_name(reason);
     if (++h->lost > 1) {
-        sim_promise(w, "p%u: lost callback (%s) fired %u times for one hold", p->id,
-                    redlock_err_name(reason), h->lost);
-        return;
+        sim_promise(w, "p%u: lost callback (%s) fired %u times for one hold", p->id, why, h->lost);
+        return false;
     }
     if (!h->started) {
         sim_promise(w, "p%u: lost callback (%s) for a lock it was not handed as auto-extended",
-                    p->id, redlock_err_name(reason));
-        return;
+                    p->id, why);
+        return false;
     }
     if (h->ended == AUTO_CLOSED) {
         w->res->lost_canceled += reason == REDLOCK_ECANCELED;
         if (reason != REDLOCK_ECANCELED)
             sim_promise(w, "p%u: lost callback said %s at close, not REDLOCK_ECANCELED", p->id,
-                        redlock_err_name(reason));
-        return;
+                        why);
+        return false; /* the close goes on; nothing left to do */
     }
     if (h->ended != AUTO_RUNNING) {
         static const char *const how[] = {
@@ -233,19 +230,26 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
             [AUTO_STOPPED] = "stopped auto-extension",
             [AUTO_FREED] = "freed the lock",
         };
-        sim_promise(w, "p%u: lost callback (%s) after it %s", p->id, redlock_err_name(reason),
-                    how[h->ended]);
-        return;
+        sim_promise(w, "p%u: lost callback (%s) after it %s", p->id, why, how[h->ended]);
+        return false;
     }
     if (lock != p->lock) {
         sim_promise(w, "p%u: lost callback with a handle that is not its lock", p->id);
-        return;
+        return false;
     }
     if (reason == REDLOCK_ECANCELED) {
         sim_promise(w, "p%u: lost callback said REDLOCK_ECANCELED with the client open", p->id);
-        return;
+        return false;
     }
+    return true;
+}
 
+/* The reason agrees with the cap, and the callback came in time. */
+static void check_lost(sim_auto_hold *h, redlock_lock *lock, int reason)
+{
+    sim_proc *p = h->proc;
+    sim_world *w = p->w;
+    const char *why = redlock_err_name(reason);
     uint64_t now = sim_proc_now(p);
     uint64_t deadline = redlock_lock_deadline_us(lock);
     if (deadline != h->seen_deadline_us) { /* renewed during this very event */
@@ -259,23 +263,34 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
     w->res->lost_expired += reason == REDLOCK_EEXPIRED;
     if (reason != REDLOCK_ELIMIT && reason != REDLOCK_ELOST && reason != REDLOCK_ENOQUORUM &&
         reason != REDLOCK_EEXPIRED)
-        sim_promise(w, "p%u: lost callback with reason %s", p->id, redlock_err_name(reason));
+        sim_promise(w, "p%u: lost callback with reason %s", p->id, why);
     if (cap != 0 && ext > cap)
         sim_promise(w, "p%u: %u extensions won with max_extensions %u", p->id, ext, cap);
     else if ((reason == REDLOCK_ELIMIT) != (cap != 0 && ext == cap))
         sim_promise(w, "p%u: lost callback said %s after %u extensions (max_extensions %u)", p->id,
-                    redlock_err_name(reason), ext, cap);
+                    why, ext, cap);
     /* At the latest lost_margin before the deadline, or at once after a round that left less
      * validity than that; later only if a pause held the process back. */
     uint64_t guard = deadline > h->margin_us ? deadline - h->margin_us : 0;
-    uint64_t latest = REDLOCK__MAX(guard, h->renewed_us) + LOST_SLACK_US;
-    if (!w->ev_deferred && now > latest)
+    uint64_t due = REDLOCK__MAX(guard, h->renewed_us);
+    if (!w->ev_deferred && now > due + LOST_SLACK_US)
         sim_promise(w,
                     "p%u: lost callback (%s) at %llu us of its clock, %llu us after deadline %llu "
                     "us - lost_margin %llu us",
-                    p->id, redlock_err_name(reason), (unsigned long long)now,
-                    (unsigned long long)(now - REDLOCK__MAX(guard, h->renewed_us)),
+                    p->id, why, (unsigned long long)now, (unsigned long long)(now - due),
                     (unsigned long long)deadline, (unsigned long long)h->margin_us);
+}
+
+static void on_lost(redlock_lock *lock, int reason, void *data)
+{
+    sim_auto_hold *h = data;
+    sim_proc *p = h->proc;
+    sim_hash(p->w, (uint64_t)(int64_t)reason);
+    sim_trace(p->w, "p%u lost callback: %s", p->id, redlock_err_name(reason));
+    p->w->res->lost++;
+    if (!lost_may_come(h, lock, reason))
+        return;
+    check_lost(h, lock, reason);
     /* Stop at once (a deadline already passed ended the work there), and give the lock back or,
      * now and then, just forget it from inside the callback (allowed: the keys expire). */
     refresh_deadline(p);

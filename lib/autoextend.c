@@ -141,10 +141,20 @@ int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64
     if ((opts->extend_flags & ~REDLOCK_EXTEND_RETAKE) != 0)
         return redlock__client_error(c, REDLOCK_EINVAL, "unknown extend_flags 0x%x",
                                      opts->extend_flags);
-    if (margin_us(opts, ttl_ms) >= ttl_ms * 1000)
+    uint64_t ttl_us = ttl_ms * 1000;
+    if (margin_us(opts, ttl_ms) >= ttl_us)
         return redlock__client_error(c, REDLOCK_EINVAL,
                                      "lost_margin_ms must be below the ttl (%llu ms)",
                                      (unsigned long long)ttl_ms);
+    /* The first extension must start before the guard could fire even on a round won at once:
+     * its validity is at most ttl minus the drift allowance. */
+    double drift_us = (double)ttl_us * c->opts.drift_factor + 2000.0;
+    double guard_us = (double)ttl_us - drift_us - (double)margin_us(opts, ttl_ms);
+    if ((double)ttl_us * opts->extend_at >= guard_us)
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "extend_at %.2f of a %llu ms ttl leaves no time to extend "
+                                     "before the lost margin: lower extend_at or lost_margin_ms",
+                                     opts->extend_at, (unsigned long long)ttl_ms);
     return 0;
 }
 

@@ -228,7 +228,14 @@ static void bad_auto_options_are_refused(void **state)
     ao.lost_margin_ms = 1000;
     assert_int_equal(redlock_acquire(c, "auto:bad", 8, 1000, &lo, h_record_cb, &rec),
                      REDLOCK_EINVAL);
+    /* Extending at 0.9 of the ttl would come after the guard (ttl - drift - margin): every hold
+     * would be lost before its first extension. */
     ao.lost_margin_ms = 0;
+    ao.extend_at = 0.9;
+    assert_int_equal(redlock_acquire(c, "auto:bad", 8, 1000, &lo, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_client_last_error(c), "no time to extend"));
+    ao.extend_at = 0.5;
     ao.extend_flags = 0x80;
     assert_int_equal(redlock_acquire(c, "auto:bad", 8, 1000, &lo, h_record_cb, &rec),
                      REDLOCK_EINVAL);

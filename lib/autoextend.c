@@ -65,10 +65,26 @@ static void schedule(redlock_lock *lock)
     redlock__auto *a = &lock->autox;
     redlock_client *c = lock->client;
     redlock__client_timer_start(c, &a->guard_timer, guard_due(lock), on_guard_timer);
-    if (a->opts.max_extensions != 0 && a->extensions >= a->opts.max_extensions)
+    if (a->opts.max_extensions != 0 && a->extensions >= a->opts.max_extensions) {
+        redlock__client_timer_stop(c, &a->extend_timer);
         return; /* the guard ends the hold with REDLOCK_ELIMIT */
+    }
     uint64_t after = (uint64_t)((double)lock->ttl_ms * 1000.0 * a->opts.extend_at);
     redlock__client_timer_start(c, &a->extend_timer, lock->won_start_us + after, on_extend_timer);
+}
+
+void redlock__auto_moved(redlock_lock *lock)
+{
+    redlock__auto *a = &lock->autox;
+    if (!a->active)
+        return;
+    if (a->extending) {
+        /* The auto-extension's own round (on_extended plans the rest), or the caller's while
+         * ours is in flight: only the guard follows the deadline now. */
+        redlock__client_timer_start(lock->client, &a->guard_timer, guard_due(lock), on_guard_timer);
+        return;
+    }
+    schedule(lock);
 }
 
 static void on_extended(redlock_lock *lock, int status, const redlock_result *result, void *data)

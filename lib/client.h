@@ -102,6 +102,8 @@ void redlock__ops_cancel_all(redlock_client *c);
 /* Auto-extension (autoextend.c): stop without a callback; tell every auto-extended lock of the
  * client that it is lost with REDLOCK_ECANCELED. */
 void redlock__auto_stop(redlock_lock *lock);
+/* The lock's deadline moved (an extend won): if it is auto-extended, plan from the new one. */
+void redlock__auto_moved(redlock_lock *lock);
 /* Check auto-extension options for a lock of ttl_ms; sets the client's last error. */
 int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,
                         redlock_lost_cb lost_cb);

@@ -391,6 +391,7 @@ static void extend_round_done(op *o, round *r)
         lock->deadline_us = r->q.decided_us + validity;
         lock->won_start_us = r->q.start_us;
         lock->attached = false;
+        redlock__auto_moved(lock); /* a caller's own extend moves the auto-extension's plan */
     }
     op_complete(o, status);
 }

@@ -165,6 +165,39 @@ static void extension_cap_fires_elimit(void **state)
     h_env_stop(&env);
 }
 
+/* A caller's own extend moves the auto-extension's plan: with the cap reached, the guard is
+ * re-armed at the new deadline, so "lost" (ELIMIT) comes shortly before that deadline, not at
+ * the old one while the lock is still valid for long. */
+static void own_extend_moves_the_guard(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 5, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    ao.max_extensions = 1;
+    lost_record lost = {0};
+    h_record rec;
+    assert_int_equal(acquire_auto(&env, c, "auto:moved", 300, &ao, &lost, &rec), 0);
+    uint64_t give_up = redlock_now_us() + 2000 * 1000;
+    while (redlock_lock_extensions(rec.lock) < 1 && redlock_now_us() < give_up)
+        h_run_for(&env.loop, 5);
+    assert_int_equal(redlock_lock_extensions(rec.lock), 1);
+    assert_int_equal(lost.calls, 0);
+    h_record ext;
+    assert_int_equal(h_extend(&env, rec.lock, 1500, 0, &ext), 0);
+    uint64_t deadline = redlock_lock_deadline_us(rec.lock);
+    assert_true(h_run_until(&env.loop, &lost.calls, 1, 3000));
+    assert_int_equal(lost.reason, REDLOCK_ELIMIT);
+    assert_int_equal(lost.deadline_us, deadline);
+    assert_true(lost.at_us < deadline);
+    /* The guard keeps the margin planned at the start (a tenth of 300 ms): not much earlier. */
+    if (lost.at_us + 200 * 1000 < deadline)
+        fail_msg("lost %llu us before the deadline", (unsigned long long)(deadline - lost.at_us));
+    h_env_stop(&env);
+}
+
 /* Closing the client tells every auto-extended lock, once, before the close callback; a lost
  * callback may free its lock. */
 static bool closed_seen;
@@ -353,6 +386,7 @@ int main(void)
         cmocka_unit_test(quorum_gone_fires_lost_before_deadline),
         cmocka_unit_test(keys_taken_fires_lost_elost),
         cmocka_unit_test(extension_cap_fires_elimit),
+        cmocka_unit_test(own_extend_moves_the_guard),
         cmocka_unit_test(close_fires_lost_ecanceled),
         cmocka_unit_test(bad_auto_options_are_refused),
         cmocka_unit_test(attach_extend_release_by_token),

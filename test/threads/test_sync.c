@@ -277,7 +277,7 @@ static void inspect_and_attach(void **state)
     assert_int_equal(redlock_sync_lock_validity_ms(attached), 0); /* unknown until an extend */
     assert_int_equal(redlock_sync_lock_status(attached), 0);
     assert_int_equal(redlock_sync_extend(attached, 0, 0, report), 0);
-    assert_true(report->votes_yes >= N_NODES / 2 + 1); /* decided at the quorum */
+    assert_true(report->votes_yes >= N_NODES / 2 + 1);           /* decided at the quorum */
     assert_true(redlock_sync_lock_validity_ms(attached) > 5000); /* its own ttl, 8 s */
     assert_int_equal(redlock_sync_release(attached, report), 0);
     assert_int_equal(report->votes_yes, N_NODES);

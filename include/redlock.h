@@ -398,7 +398,8 @@ REDLOCK_EXTERN uint64_t redlock_lock_validity_ms(const redlock_lock *lock);
 /* When that validity runs out, on the redlock_now_us() clock. */
 REDLOCK_EXTERN uint64_t redlock_lock_deadline_us(const redlock_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
-/* true until release is called and while now < deadline. */
+/* true while now < deadline, until release is called or auto-extension reports the lock lost
+ * (an extend the caller starts after that, if won, makes it held again). */
 REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);
 REDLOCK_EXTERN redlock_client *redlock_lock_client(const redlock_lock *lock);
 /* A pointer for the caller; the library never touches it. */

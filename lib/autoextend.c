@@ -47,6 +47,7 @@ static void fire_lost(redlock_lock *lock, int reason)
         return;
     a->active = false;
     stop_timers(lock);
+    lock->lost = true; /* not held any more, whatever an extension in flight still does */
     a->lost_cb(lock, reason, a->lost_data);
 }
 

@@ -56,6 +56,7 @@ struct redlock_lock {
     unsigned refs;      /* the user's (once handed out), each operation's, each round's */
     bool user_owned;
     bool released;     /* unlock was called */
+    bool lost;         /* auto-extension reported it lost; only an extend called since clears it */
     bool attached;     /* made by redlock_lock_attach: validity unknown until an extend wins */
     bool caller_token; /* the caller chose the token: retries reuse it */
     uint64_t ttl_ms;

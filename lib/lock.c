@@ -97,7 +97,7 @@ uint64_t redlock_lock_ttl_ms(const redlock_lock *lock)
 
 bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us)
 {
-    return lock != NULL && !lock->released && now_us < lock->deadline_us;
+    return lock != NULL && !lock->released && !lock->lost && now_us < lock->deadline_us;
 }
 
 redlock_client *redlock_lock_client(const redlock_lock *lock)

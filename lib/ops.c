@@ -35,8 +35,9 @@ typedef struct op {
     uint64_t wait_deadline_us; /* 0: none */
     uint64_t prev_deadline_us; /* extend: the validity the round must beat */
     int status;
-    bool done;     /* status is final; only the delivery is left */
-    bool has_auto; /* acquire: start auto-extension on success */
+    bool done;       /* status is final; only the delivery is left */
+    bool has_auto;   /* acquire: start auto-extension on success */
+    bool after_lost; /* extend: called after the lock was reported lost */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
@@ -391,6 +392,10 @@ static void extend_round_done(op *o, round *r)
         lock->deadline_us = r->q.decided_us + validity;
         lock->won_start_us = r->q.start_us;
         lock->attached = false;
+        /* A win of a round started before "lost" was said (the auto-extension's, in flight)
+         * renews the keys but does not take the word back; the caller's own extend since does. */
+        if (o->after_lost)
+            lock->lost = false;
         redlock__auto_moved(lock); /* a caller's own extend moves the auto-extension's plan */
     }
     op_complete(o, status);
@@ -622,6 +627,7 @@ int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_
     o->ttl_ms = ttl_ms;
     o->flags = flags;
     o->prev_deadline_us = lock->deadline_us;
+    o->after_lost = lock->lost;
     return op_launch(o);
 }
 

@@ -319,8 +319,12 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
     redlock_sync_lock *sl = req->lock;
     redlock_sync *s = sl->sync;
     redlock_report_copy(req->report, result);
-    if (status == 0 && sl->lock != NULL)
+    if (status == 0 && sl->lock != NULL) {
         store_validity(sl);
+        /* Held again after a loss (an extend called since won): the status says so too. */
+        if (redlock_lock_is_held(sl->lock, redlock_now_us()))
+            atomic_store(&sl->status, 0);
+    }
     handle_call_done(s, sl);
     complete(s, req, status);
 }

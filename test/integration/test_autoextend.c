@@ -13,6 +13,7 @@ typedef struct lost_record {
     int reason;
     uint64_t at_us;
     uint64_t deadline_us; /* the lock's deadline when "lost" fired */
+    bool held_in_cb;      /* redlock_lock_is_held() inside the callback (must be false) */
     bool free_in_cb;
 } lost_record;
 
@@ -23,6 +24,7 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
     l->reason = reason;
     l->at_us = redlock_now_us();
     l->deadline_us = redlock_lock_deadline_us(lock);
+    l->held_in_cb = redlock_lock_is_held(lock, l->at_us);
     if (l->free_in_cb)
         redlock_lock_free(lock);
 }
@@ -192,6 +194,13 @@ static void own_extend_moves_the_guard(void **state)
     assert_int_equal(lost.reason, REDLOCK_ELIMIT);
     assert_int_equal(lost.deadline_us, deadline);
     assert_true(lost.at_us < deadline);
+    /* Said lost: not held, though still before the deadline; an extend of the caller's own
+     * after that makes it held again. */
+    assert_false(lost.held_in_cb);
+    assert_false(redlock_lock_is_held(rec.lock, redlock_now_us()));
+    assert_int_equal(h_extend(&env, rec.lock, 1500, 0, &ext), 0);
+    assert_true(redlock_lock_is_held(rec.lock, redlock_now_us()));
+    assert_int_equal(lost.calls, 1);
     /* The guard keeps the margin planned at the start (a tenth of 300 ms): not much earlier. */
     if (lost.at_us + 200 * 1000 < deadline)
         fail_msg("lost %llu us before the deadline", (unsigned long long)(deadline - lost.at_us));

@@ -14,8 +14,10 @@
  *                  wants or its cap allows; with a broken assumption extended holds overlap;
  *   determinism:   one seed, one trace.
  *
- * A failing seed is printed with the command that replays it with a trace:
+ * A failing seed is printed with the command that replays it with a trace, including the
+ * change a run made to its scenario (SIM_RATE=r, SIM_KEEP_DATA=1, SIM_DELAY_RESTART=1):
  *   SIM_SEED=1234 SIM_SCENARIO=safe build/test/sim/test-sim
+ *   SIM_SEED=7 SIM_RATE=0.950 SIM_SCENARIO=slow-clock build/test/sim/test-sim
  * SIM_SEEDS=N and SIM_AUTO_SEEDS=N change the number of seeds of the two safety runs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,15 +77,46 @@ static unsigned env_unsigned(const char *name, unsigned fallback)
     return (unsigned)strtoul(s, NULL, 10);
 }
 
-/* A change to a scenario's configuration (a broken assumption restored, a clock rate). */
-typedef void (*tweak_fn)(sim_config *cfg);
-static double tweak_rate;
+/* A change to a scenario's configuration (a clock rate, a broken assumption restored), named
+ * by the environment variable that makes a replay apply it too. Returns false for an unknown
+ * name. */
+static bool apply_tweak(sim_config *cfg, const char *name, const char *value)
+{
+    if (strcmp(name, "SIM_RATE") == 0) {
+        cfg->bad_rate = strtod(value, NULL); /* process 0's clock rate */
+    } else if (strcmp(name, "SIM_KEEP_DATA") == 0) {
+        cfg->restart_loses_data = false; /* restarted nodes keep their keys */
+    } else if (strcmp(name, "SIM_DELAY_RESTART") == 0) {
+        /* The delayed restart of docs/operations.md: an empty node stays away over a ttl. */
+        cfg->restart_down_min_us = cfg->ttl_ms * 1100;
+        cfg->restart_down_max_us = cfg->ttl_ms * 1500;
+    } else {
+        return false;
+    }
+    return true;
+}
 
-/* Run seeds first..first+count-1 of a scenario, changed by tweak (NULL: as named); print the
- * first few violations. */
-static batch run_batch(const char *scenario, uint64_t first, unsigned count, tweak_fn tweak,
+static const char *const tweak_names[] = {"SIM_RATE", "SIM_KEEP_DATA", "SIM_DELAY_RESTART"};
+
+/* tweak: "NAME=VALUE" (see apply_tweak), or NULL for the scenario as named. */
+static void apply_tweak_text(sim_config *cfg, const char *tweak)
+{
+    if (tweak == NULL)
+        return;
+    char name[32];
+    const char *eq = strchr(tweak, '=');
+    assert_non_null(eq);
+    snprintf(name, sizeof(name), "%.*s", (int)(eq - tweak), tweak);
+    assert_true(apply_tweak(cfg, name, eq + 1));
+}
+
+/* Run seeds first..first+count-1 of a scenario, changed by tweak ("NAME=VALUE", NULL: as
+ * named); print the first few violations, each with the command that replays it. */
+static batch run_batch(const char *scenario, uint64_t first, unsigned count, const char *tweak,
                        const char *label)
 {
+    const char *sep = tweak != NULL ? " " : "";
+    const char *shown = tweak != NULL ? tweak : "";
     batch b;
     memset(&b, 0, sizeof(b));
     double t0 = wall_seconds();
@@ -94,8 +127,7 @@ static batch run_batch(const char *scenario, uint64_t first, unsigned count, twe
         }
         sim_config cfg;
         assert_true(sim_config_scenario(&cfg, scenario, seed));
-        if (tweak != NULL)
-            tweak(&cfg);
+        apply_tweak_text(&cfg, tweak);
         sim_result r;
         int rc = sim_run(&cfg, &r);
         b.runs++;
@@ -124,15 +156,15 @@ static batch run_batch(const char *scenario, uint64_t first, unsigned count, twe
         if (r.promise_broken) {
             if (b.broken_promises < SHOW_MAX)
                 printf("# seed %" PRIu64 " breaks a promise of auto-extension: %s\n"
-                       "#   replay: SIM_SEED=%" PRIu64 " SIM_SCENARIO=%s test-sim\n",
-                       seed, r.promise, seed, scenario);
+                       "#   replay: SIM_SEED=%" PRIu64 " %s%sSIM_SCENARIO=%s test-sim\n",
+                       seed, r.promise, seed, shown, sep, scenario);
             b.broken_promises++;
         }
         if (rc == 0 && !r.contract_broken && r.violation) {
             if (b.violations < SHOW_MAX)
                 printf("# seed %" PRIu64 " violates mutual exclusion: %s\n"
-                       "#   replay: SIM_SEED=%" PRIu64 " SIM_SCENARIO=%s test-sim\n",
-                       seed, r.what, seed, scenario);
+                       "#   replay: SIM_SEED=%" PRIu64 " %s%sSIM_SCENARIO=%s test-sim\n",
+                       seed, r.what, seed, shown, sep, scenario);
             b.violations++;
         }
     }
@@ -167,11 +199,6 @@ static void safety_holds(void **state)
     assert_true(b.extended > 0);
 }
 
-static void set_rate(sim_config *cfg)
-{
-    cfg->bad_rate = tweak_rate;
-}
-
 /* Process 0's clock runs 30% slow: it holds on long after its keys expired. */
 static void slow_clock_violates(void **state)
 {
@@ -185,24 +212,13 @@ static void slow_clock_violates(void **state)
     for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
         char label[32];
         snprintf(label, sizeof(label), " (rate %.3f)", rates[i]);
-        tweak_rate = rates[i];
-        batch r = run_batch("slow-clock", 1, BROKEN_SEEDS, set_rate, label);
+        char tweak[32];
+        snprintf(tweak, sizeof(tweak), "SIM_RATE=%.3f", rates[i]);
+        batch r = run_batch("slow-clock", 1, BROKEN_SEEDS, tweak, label);
         assert_int_equal(r.contract_failures, 0);
         if (i == 0)
             assert_int_equal(r.violations, 0);
     }
-}
-
-static void keep_data(sim_config *cfg)
-{
-    cfg->restart_loses_data = false;
-}
-
-/* The delayed restart of docs/operations.md: an empty node stays away for over a ttl. */
-static void delay_restart(sim_config *cfg)
-{
-    cfg->restart_down_min_us = cfg->ttl_ms * 1100;
-    cfg->restart_down_max_us = cfg->ttl_ms * 1500;
 }
 
 /* Nodes restart empty: one of the two nodes a holder has can hand a second client a majority. */
@@ -213,11 +229,12 @@ static void amnesia_violates(void **state)
     assert_int_equal(b.contract_failures, 0);
     assert_true(b.violations > 0);
     /* The control: the same seeds, the same restarts, but the nodes keep their keys. */
-    batch c = run_batch("amnesia", 1, BROKEN_SEEDS, keep_data, " (restarts keep data)");
+    batch c = run_batch("amnesia", 1, BROKEN_SEEDS, "SIM_KEEP_DATA=1", " (restarts keep data)");
     assert_int_equal(c.contract_failures, 0);
     assert_int_equal(c.violations, 0);
     /* And empty nodes that wait out 1.1-1.5 ttl before they answer again. */
-    batch d = run_batch("amnesia", 1, BROKEN_SEEDS, delay_restart, " (empty, delayed restart)");
+    batch d =
+        run_batch("amnesia", 1, BROKEN_SEEDS, "SIM_DELAY_RESTART=1", " (empty, delayed restart)");
     assert_int_equal(d.contract_failures, 0);
     assert_int_equal(d.violations, 0);
 }
@@ -372,6 +389,11 @@ static int replay(const char *seed_text)
                 "with -auto)\n",
                 scenario);
         return 2;
+    }
+    for (size_t i = 0; i < sizeof(tweak_names) / sizeof(tweak_names[0]); i++) {
+        const char *value = getenv(tweak_names[i]);
+        if (value != NULL && *value != '\0')
+            apply_tweak(&cfg, tweak_names[i], value);
     }
     cfg.trace = true;
     sim_result r;

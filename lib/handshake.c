@@ -65,11 +65,6 @@ void redlock__handshake_reset(redlock__handshake *hs)
     hs->run_id[0] = '\0';
 }
 
-bool redlock__handshake_pending(const redlock__handshake *hs)
-{
-    return hs->answered < hs->n_steps;
-}
-
 /* The "run_id:<40 characters>" line of an INFO reply, copied into hs->run_id if there is one. */
 static void take_run_id(redlock__handshake *hs, const char *info, size_t len)
 {

@@ -48,8 +48,11 @@ int redlock__handshake_start(redlock__handshake *hs, const redlock_url *url, red
 /* Forget the handshake (the connection it was for is gone): nothing is pending. */
 void redlock__handshake_reset(redlock__handshake *hs);
 
-/* true while replies are still owed to the handshake. */
-bool redlock__handshake_pending(const redlock__handshake *hs);
+/* true while replies are still owed to the handshake (asked for every reply: inline). */
+static inline bool redlock__handshake_pending(const redlock__handshake *hs)
+{
+    return hs->answered < hs->n_steps;
+}
 
 /* Check the reply to the next step. Returns true if the connection may go on (the reply is the
  * step's success, or a tolerated error); false with a message in why (the server's text, or what

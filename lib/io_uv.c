@@ -17,7 +17,6 @@ typedef struct io_uv {
      * path without weakening the randomness. */
     unsigned char pool[RANDOM_POOL];
     size_t pool_left;
-    const char **names; /* each node's name (redacted URL), stored after nodes[] */
     redlock__node *nodes[];
 } io_uv;
 
@@ -112,7 +111,7 @@ static const char *io_twin_of(void *ctx, const redlock__node *node, const char *
     for (unsigned i = 0; i < io->n_nodes; i++) {
         const char *other = io->nodes[i] != node ? redlock__node_run_id(io->nodes[i]) : NULL;
         if (other != NULL && strcmp(other, run_id) == 0)
-            return io->names[i];
+            return redlock__node_name(io->nodes[i]);
     }
     return NULL;
 }
@@ -124,20 +123,17 @@ static const redlock__io_ops io_uv_ops = {
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,
                        const redlock__alloc *alloc, redlock__io **out)
 {
-    io_uv *io =
-        redlock__calloc(alloc, 1, sizeof(*io) + n * (sizeof(io->nodes[0]) + sizeof(io->names[0])));
+    io_uv *io = redlock__calloc(alloc, 1, sizeof(*io) + n * sizeof(io->nodes[0]));
     if (io == NULL)
         return REDLOCK_ENOMEM;
     io->base.ops = &io_uv_ops;
     io->loop = loop;
     io->alloc = *alloc;
     io->n_nodes = n;
-    io->names = (const char **)(void *)(io->nodes + n);
     for (unsigned i = 0; i < n; i++) {
         redlock__node_config cfg = cfgs[i];
         cfg.twin_of = io_twin_of;
         cfg.twin_ctx = io;
-        io->names[i] = cfgs[i].name;
         if (redlock__node_new(loop, &cfg, &io->nodes[i]) != 0) {
             while (i-- > 0)
                 redlock__node_free_unstarted(io->nodes[i]);

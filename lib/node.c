@@ -721,9 +721,9 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     flush(n);
 }
 
-bool redlock__node_is_ready(const redlock__node *n)
+const char *redlock__node_name(const redlock__node *n)
 {
-    return n->state == NODE_READY;
+    return n->cfg.name;
 }
 
 const char *redlock__node_run_id(const redlock__node *n)

@@ -58,8 +58,8 @@ void redlock__node_send(redlock__node *node, redlock__req *req);
  * node. */
 void redlock__node_close(redlock__node *node, void (*cb)(void *data), void *data);
 
-/* true while the connection is up and its handshake done. */
-bool redlock__node_is_ready(const redlock__node *node);
+/* Its name for messages (the redacted URL of its config). */
+const char *redlock__node_name(const redlock__node *node);
 /* The run_id of the server a ready node is connected to, or NULL (not ready, or INFO refused). */
 const char *redlock__node_run_id(const redlock__node *node);
 

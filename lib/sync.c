@@ -694,9 +694,10 @@ int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len, co
 {
     if (lock_out != NULL)
         *lock_out = NULL;
+    /* The resource is copied into the handle before redlock_lock_attach checks it; the token
+     * and the ttl are checked there. */
     if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
-        len > REDLOCK_RESOURCE_MAX || token == NULL || token_len == 0 ||
-        token_len > REDLOCK_TOKEN_MAX || ttl_ms > REDLOCK_TTL_MAX_MS)
+        len > REDLOCK_RESOURCE_MAX)
         return REDLOCK_EINVAL;
     sync_req req = {
         .kind = REQ_ATTACH,

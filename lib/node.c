@@ -18,7 +18,7 @@
 
 typedef enum {
     NODE_IDLE,       /* no connection; requests fail fast; a reconnect may be scheduled */
-    NODE_CONNECTING, /* resolving or connecting; requests queue */
+    NODE_CONNECTING, /* resolving or connecting; requests queue (fail fast if the node is down) */
     NODE_HANDSHAKE,  /* connected, handshake answers pending; requests wait until they all came */
     NODE_READY,
     NODE_CLOSING
@@ -74,6 +74,10 @@ struct redlock__node {
     uint64_t backoff_us;
     uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
     char last_error[ERR_LEN];
+    /* A connection failed and no new one has become ready since: the node is down, and the
+     * requests made while it tries to reconnect fail fast instead of waiting for an attempt that
+     * may hang (a stopped server still accepts TCP connections and never answers). */
+    bool down;
 
     unsigned closes_pending; /* connection handles, timers and a lookup still to finish */
     void (*close_cb)(void *data);
@@ -244,6 +248,7 @@ static void node_fail(redlock__node *n, const char *why, bool immediate_retry)
     bool was_ready = n->state == NODE_READY;
     drop_conn(n);
     n->state = NODE_IDLE;
+    n->down = true;
     n->out.len = 0;
     n->hs.len = 0;
     n->skip_replies = 0;
@@ -314,6 +319,7 @@ static void flush(redlock__node *n)
 static void set_ready(redlock__node *n)
 {
     n->state = NODE_READY;
+    n->down = false;
     n->backoff_us = 0;
     n->last_error[0] = '\0';
     n->last_reply_us = now_us();
@@ -698,7 +704,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
         return;
     }
-    if (n->state == NODE_IDLE) {
+    if (n->state == NODE_IDLE || (n->down && n->state != NODE_READY)) {
         char why[ERR_LEN + 16];
         redlock__fmt(why, sizeof(why), "node down: %s", n->last_error);
         req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);

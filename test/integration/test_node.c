@@ -74,13 +74,21 @@ static void silent_node_is_dropped_and_comes_back(void **state)
     fixture_pause(&env.cluster, 0);
     bool saw_timeout = false, saw_dropped_or_down = false;
     int timeouts_after_down = 0;
-    uint64_t until = redlock_now_us() + 1500000;
+    char trace[4096] = ""; /* node 0's release votes, printed if an assertion below fails */
+    size_t trace_len = 0;
+    uint64_t paused_at = redlock_now_us(), until = paused_at + 1500000;
     while (redlock_now_us() < until) {
         h_record rec;
         assert_int_equal(h_acquire(&env, c, "node:silent", 5000, NULL, &rec), 0);
         h_record rel;
         h_release(&env, rec.lock, &rel);
         redlock_lock_free(rec.lock);
+        if (trace_len < sizeof(trace) - 1)
+            trace_len += (size_t)snprintf(trace + trace_len, sizeof(trace) - trace_len,
+                                          "  +%llu ms %s %s\n",
+                                          (unsigned long long)h_since_us(paused_at) / 1000,
+                                          redlock_vote_name(rel.node_vote[0]),
+                                          rel.node_error[0]);
         if (rel.node_vote[0] == REDLOCK_VOTE_TIMEOUT) {
             saw_timeout = true;
             if (saw_dropped_or_down)
@@ -94,6 +102,8 @@ static void silent_node_is_dropped_and_comes_back(void **state)
         /* A round never waits for the paused node beyond its deadline (generous slack). */
         assert_true(rel.elapsed_us < 100000 + 400000);
     }
+    if (!saw_timeout || !saw_dropped_or_down || timeouts_after_down != 0)
+        fprintf(stderr, "node 0's release votes after its pause:\n%s", trace);
     assert_true(saw_timeout);
     assert_true(saw_dropped_or_down);
     assert_int_equal(timeouts_after_down, 0);

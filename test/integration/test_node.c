@@ -79,16 +79,25 @@ static void silent_node_is_dropped_and_comes_back(void **state)
     uint64_t paused_at = redlock_now_us(), until = paused_at + 1500000;
     while (redlock_now_us() < until) {
         h_record rec;
+        uint64_t t0 = redlock_now_us();
         assert_int_equal(h_acquire(&env, c, "node:silent", 5000, NULL, &rec), 0);
+        uint64_t t1 = redlock_now_us();
         h_record rel;
         h_release(&env, rec.lock, &rel);
         redlock_lock_free(rec.lock);
+        uint64_t t2 = redlock_now_us();
         if (trace_len < sizeof(trace) - 1)
-            trace_len += (size_t)snprintf(trace + trace_len, sizeof(trace) - trace_len,
-                                          "  +%llu ms %s %s\n",
-                                          (unsigned long long)h_since_us(paused_at) / 1000,
-                                          redlock_vote_name(rel.node_vote[0]),
-                                          rel.node_error[0]);
+            trace_len += (size_t)snprintf(
+                trace + trace_len, sizeof(trace) - trace_len,
+                "  +%llu ms: acquire %llu us (elapsed %llu), release %llu us (elapsed %llu): %s %s\n",
+                (unsigned long long)(t0 - paused_at) / 1000, (unsigned long long)(t1 - t0),
+                (unsigned long long)rec.elapsed_us, (unsigned long long)(t2 - t1),
+                (unsigned long long)rel.elapsed_us, redlock_vote_name(rel.node_vote[0]),
+                rel.node_error[0]);
+        if (t2 - t0 > 1000000) {
+            h_dump_record("slow acquire", &rec);
+            h_dump_record("slow release", &rel);
+        }
         if (rel.node_vote[0] == REDLOCK_VOTE_TIMEOUT) {
             saw_timeout = true;
             if (saw_dropped_or_down)

@@ -704,7 +704,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
         return;
     }
-    if (n->state == NODE_IDLE || (n->down && n->state != NODE_READY)) {
+    if (n->down) { /* idle, or trying to reconnect */
         char why[ERR_LEN + 16];
         redlock__fmt(why, sizeof(why), "node down: %s", n->last_error);
         req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);

@@ -160,22 +160,29 @@ static bool on_loop_thread(const redlock_sync *s)
     return uv_thread_equal(&self, &s->thread) != 0;
 }
 
-/* Queue req, wake the loop and wait until the loop thread is done with it. Returns its status,
- * or at once REDLOCK_ECLOSING (free has started), REDLOCK_EINVAL (called on the loop thread,
- * from a lost callback: it would wait for itself) or REDLOCK_ENOMEM. */
+/* req never reached the loop thread: its report (if any) says why. */
+static int refuse(sync_req *req, int status)
+{
+    report_status(req->report, status);
+    return status;
+}
+
+/* Queue req, wake the loop and wait until the loop thread is done with it (it fills the report).
+ * Returns its status, or at once REDLOCK_ECLOSING (free has started), REDLOCK_EINVAL (called on
+ * the loop thread, from a lost callback: it would wait for itself) or REDLOCK_ENOMEM. */
 static int submit(redlock_sync *s, sync_req *req)
 {
     if (on_loop_thread(s))
-        return REDLOCK_EINVAL;
+        return refuse(req, REDLOCK_EINVAL);
     if (uv_cond_init(&req->cond) != 0)
-        return REDLOCK_ENOMEM;
+        return refuse(req, REDLOCK_ENOMEM);
     req->done = false;
     req->sync = s;
     uv_mutex_lock(&s->mutex);
     if (s->closing) {
         uv_mutex_unlock(&s->mutex);
         uv_cond_destroy(&req->cond);
-        return REDLOCK_ECLOSING;
+        return refuse(req, REDLOCK_ECLOSING);
     }
     redlock__list_push(&s->queue, &req->link);
     s->callers++;
@@ -664,28 +671,22 @@ int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, u
 {
     if (lock_out != NULL)
         *lock_out = NULL;
-    int rc;
     if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
         len > REDLOCK_RESOURCE_MAX) {
-        rc = REDLOCK_EINVAL;
-    } else {
-        sync_req req = {
-            .kind = REQ_ACQUIRE,
-            .report = report,
-            .resource = resource,
-            .resource_len = len,
-            .opts = opts,
-            .ttl_ms = ttl_ms,
-        };
-        rc = submit(sync, &req);
-        if (rc == 0) {
-            *lock_out = req.lock;
-            return 0;
-        }
-        if (req.done)
-            return rc; /* the loop thread has filled the report */
+        report_status(report, REDLOCK_EINVAL);
+        return REDLOCK_EINVAL;
     }
-    report_status(report, rc);
+    sync_req req = {
+        .kind = REQ_ACQUIRE,
+        .report = report,
+        .resource = resource,
+        .resource_len = len,
+        .opts = opts,
+        .ttl_ms = ttl_ms,
+    };
+    int rc = submit(sync, &req);
+    if (rc == 0)
+        *lock_out = req.lock;
     return rc;
 }
 
@@ -716,22 +717,17 @@ int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len, co
 int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
                          redlock_report *report)
 {
-    int rc;
     if (sync == NULL || resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX) {
-        rc = REDLOCK_EINVAL;
-    } else {
-        sync_req req = {
-            .kind = REQ_INSPECT,
-            .report = report,
-            .resource = resource,
-            .resource_len = len,
-        };
-        rc = submit(sync, &req);
-        if (req.done)
-            return rc; /* the loop thread has filled the report */
+        report_status(report, REDLOCK_EINVAL);
+        return REDLOCK_EINVAL;
     }
-    report_status(report, rc);
-    return rc;
+    sync_req req = {
+        .kind = REQ_INSPECT,
+        .report = report,
+        .resource = resource,
+        .resource_len = len,
+    };
+    return submit(sync, &req);
 }
 
 static int lock_call(redlock_sync_lock *lock, req_kind kind, uint64_t ttl_ms, unsigned flags,
@@ -748,10 +744,7 @@ static int lock_call(redlock_sync_lock *lock, req_kind kind, uint64_t ttl_ms, un
         .ttl_ms = ttl_ms,
         .flags = flags,
     };
-    int rc = submit(lock->sync, &req);
-    if (!req.done)
-        report_status(report, rc);
-    return rc;
+    return submit(lock->sync, &req);
 }
 
 int redlock_sync_extend(redlock_sync_lock *lock, uint64_t ttl_ms, unsigned flags,

@@ -6,8 +6,8 @@
  * The one rule that matters most: a password never leaves this file except in url->password.
  * Every message quotes the input through redlock_url_redact(), and the pieces of the input that
  * messages quote (scheme, host, port, db, query) all lie outside the span that redaction hides.
- * Parsing splits userinfo off where redaction ends it (the last '@', see redact_span), so the
- * two cannot disagree about where a password stops. */
+ * Parsing splits userinfo off where redaction ends it (userinfo_end), so the two cannot disagree
+ * about where a password stops. */
 #include "url.h"
 
 #include <limits.h>
@@ -89,14 +89,36 @@ static size_t scheme_prefix_len(const char *text)
     return strncmp(text + i, "://", 3) == 0 ? i + 3 : 0;
 }
 
-/* The bytes redaction hides: after "scheme://" (or from the start when there is no scheme), up
- * to the LAST '@'; from after the first ':' before it when there is one (the user stays), else
- * the whole userinfo (it may be a password given without ':'). Taking the last '@' hides a
- * password with unencoded '@', '/', '?' or '#' too. Returns 0 when there is no '@'. */
+/* Where the userinfo of text + authority ends: the '@' that parsing splits at, or NULL.
+ *   - any scheme but unix (and no scheme at all): the LAST '@', which hides a password with
+ *     unencoded '@', '/', '?' or '#' too;
+ *   - unix: a socket path may hold an '@' itself, so there is no userinfo when the text after
+ *     "unix://" starts with the path's '/', and otherwise it ends at the last "@/". Text that
+ *     has an '@' but no "@/" cannot parse as a unix URL; it is redacted up to its last '@' anyway
+ *     (over-redaction never leaks), so its error message cannot quote a password either.
+ * Parsing and redlock_url_redact both call this, so they cannot disagree about where a
+ * password stops. */
+static const char *userinfo_end(const char *text, size_t authority)
+{
+    const char *rest = text + authority;
+    bool is_unix = authority == 7 && equal_nocase(text, 4, "unix");
+    if (!is_unix)
+        return strrchr(rest, '@');
+    if (rest[0] == '/')
+        return NULL;
+    const char *at = NULL;
+    for (const char *s = strstr(rest, "@/"); s != NULL; s = strstr(s + 1, "@/"))
+        at = s;
+    return at != NULL ? at : strrchr(rest, '@');
+}
+
+/* The bytes redaction hides: the userinfo (see userinfo_end), from after its first ':' when
+ * there is one (the user stays), else the whole of it (it may be a password given without ':').
+ * Returns 0 when there is no userinfo. */
 static int redact_span(const char *text, size_t *start, size_t *end)
 {
     size_t authority = scheme_prefix_len(text);
-    const char *at = strrchr(text + authority, '@');
+    const char *at = userinfo_end(text, authority);
     if (at == NULL)
         return 0;
     const char *colon = memchr(text + authority, ':', (size_t)(at - (text + authority)));
@@ -432,17 +454,9 @@ static int parse_url(parser *p, redlock_url *url)
         return fail(p, "unsupported scheme \"%.*s\" (expected redis:// or unix://)", (int)scheme.n,
                     scheme.s);
 
-    /* Split the userinfo off where redact_span() ends it. For unix the path itself may hold an
-     * '@', so there the userinfo ends at the last "@/", and only exists when the text after
-     * "unix://" does not start with the path's '/'. */
+    /* Split the userinfo off where redact_span() ends it. */
     const char *rest = text + prefix;
-    const char *at = NULL;
-    if (!url->is_unix) {
-        at = strrchr(rest, '@');
-    } else if (rest[0] != '/') {
-        for (const char *s = strstr(rest, "@/"); s != NULL; s = strstr(s + 1, "@/"))
-            at = s;
-    }
+    const char *at = userinfo_end(text, prefix);
     if (at != NULL) {
         if ((rc = parse_userinfo(p, url, (span){rest, (size_t)(at - rest)})) != 0)
             return rc;
@@ -453,8 +467,8 @@ static int parse_url(parser *p, redlock_url *url)
     return url->is_unix ? parse_unix_rest(p, url, rest) : parse_tcp_rest(p, url, rest);
 }
 
-/* url->redacted for a URL that parsed: exact, since the password's place is known (unlike
- * redlock_url_redact, this leaves an '@' in a unix socket path alone). */
+/* url->redacted for a URL that parsed: the password's place is known, so only it is replaced
+ * (the same text redlock_url_redact gives; fuzz_url checks that they agree). */
 static char *redacted_copy(const parser *p)
 {
     size_t len = strlen(p->text);

@@ -344,6 +344,14 @@ static const struct {
     {"rediss://:pw@h", "rediss://:***@h"},
     {"garbage+x://x:y@z", "garbage+x://x:***@z"},
     {"unix://:pw@/tmp/s.sock", "unix://:***@/tmp/s.sock"},
+    /* unix: an '@' in the socket path is not userinfo, as the parser reads it (userinfo ends at
+     * the last "@/", and there is none when the path follows "unix://" directly) ... */
+    {"unix:///tmp/re@host.sock", "unix:///tmp/re@host.sock"},
+    {"UNIX:///tmp/a@b@c.sock", "UNIX:///tmp/a@b@c.sock"},
+    {"unix://:pw@/tmp/a@b.sock", "unix://:***@/tmp/a@b.sock"},
+    {"unix://:p@/w@/tmp/s.sock", "unix://:***@/tmp/s.sock"},
+    /* ... and text with an '@' but no "@/" (it cannot parse) is hidden up to its last '@'. */
+    {"unix://:pw@tmp/s.sock", "unix://:***@tmp/s.sock"},
     {":pw@h", ":***@h"},
     {":pa://ss@h", ":***@h"},
     {"pw@h", "***@h"},

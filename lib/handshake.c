@@ -65,14 +65,27 @@ void redlock__handshake_reset(redlock__handshake *hs)
     hs->run_id[0] = '\0';
 }
 
-/* The "run_id:<40 characters>" line of an INFO reply, copied into hs->run_id if there is one. */
+static bool is_run_id(const char *s)
+{
+    for (size_t i = 0; i < REDLOCK__RUN_ID_LEN; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* The "run_id:<40 hex digits>" line of an INFO reply, copied into hs->run_id if there is one.
+ * Anything else (shorter, binary, upper case: no Redis sends it) is no run_id at all, so two
+ * nodes are never taken for one server on a partial match. */
 static void take_run_id(redlock__handshake *hs, const char *info, size_t len)
 {
     static const char key[] = "run_id:";
     const size_t key_len = sizeof(key) - 1;
     for (size_t i = 0; i + key_len + REDLOCK__RUN_ID_LEN <= len; i++) {
         if ((i == 0 || info[i - 1] == '\n') && memcmp(info + i, key, key_len) == 0) {
-            memcpy(hs->run_id, info + i + key_len, REDLOCK__RUN_ID_LEN);
+            const char *id = info + i + key_len;
+            if (!is_run_id(id))
+                return;
+            memcpy(hs->run_id, id, REDLOCK__RUN_ID_LEN);
             hs->run_id[REDLOCK__RUN_ID_LEN] = '\0';
             return;
         }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The message is one line whatever the user typed: a control byte quoted from the command line
+ * (a newline in a KEY, say) is shown as '?'. */
 static int usage(char *err, size_t err_len, const char *fmt, ...)
 {
     va_list ap;
@@ -13,6 +15,9 @@ static int usage(char *err, size_t err_len, const char *fmt, ...)
     if (err_len > 0)
         vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
+    for (size_t i = 0; i < err_len && err[i] != '\0'; i++)
+        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
+            err[i] = '?';
     return CLI_PARSE_USAGE;
 }
 

@@ -227,6 +227,14 @@ static void command_line_refused(void **state)
     assert_int_equal(PARSE(&a, "redis://a", err, "-\x01", "acquire", "k"), CLI_PARSE_USAGE);
     assert_non_null(strstr(err, "0x01"));
     cli_args_free(&a);
+    /* The message is one line whatever is quoted in it (found by fuzz_args). */
+    assert_int_equal(PARSE(&a, "redis://a", err, "line\none"), CLI_PARSE_USAGE);
+    assert_null(strchr(err, '\n'));
+    assert_non_null(strstr(err, "'line?one'"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "-t", "1\r\x1b", "acquire", "k"), CLI_PARSE_USAGE);
+    assert_null(strpbrk(err, "\r\x1b"));
+    cli_args_free(&a);
 
     /* 64 nodes are fine, 65 are not. */
     char list[65 * 24] = "";

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # test/fuzz/run.sh - build the libFuzzer targets with clang and run each for a while.
 #
-#   test/fuzz/run.sh [SECONDS] [TARGET...]     default: 60 s each, every target, side by side
+#   test/fuzz/run.sh [--merge] [SECONDS] [TARGET...]   default: 60 s each, every target, side by side
 #
-# Each target (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined together with
-# the library sources it needs into a temp dir, then all run at once for SECONDS each from a copy
-# of its seed corpus test/fuzz/corpus/<name>/ (the committed corpus is never written). Prints TAP: one
-# "ok"/"not ok" per target; a crash leaves its reproducer in $FUZZ_ARTIFACTS (default:
-# $TMPDIR/redlock-fuzz-artifacts) and its log on stderr. Needs clang and
-# libclang-rt-14-dev (tools/ensure-deps installs them). Reproduce a crash with:
-#   <temp>/fuzz_<name> <artifact>
+# Targets: url (parse + redact), reply (reply -> vote of each round type), quorum (the core's
+# vote sequences), handshake (the connection handshake and INFO's run_id), args (the redlock
+# tool's command line). Each (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined
+# together with the sources it needs into a temp dir, then all run at once for SECONDS each.
+#
+# The corpus accumulates: test/fuzz/corpus/<name>/ is committed, minimized, and every run starts
+# from it. A plain run (CI's) never writes it; it ends each target's line with how many inputs
+# of new coverage it found. --merge adds them: after the run, each committed corpus is replaced by
+# a minimized merge (libFuzzer -merge=1) of itself and the run's finds, ready to commit. A crash
+# leaves its reproducer in $FUZZ_ARTIFACTS (default: $TMPDIR/redlock-fuzz-artifacts) and its log
+# on stderr; once fixed, commit the reproducer as corpus/<name>/regression-<what> so it is run
+# forever. Reproduce a crash with: <temp>/fuzz_<name> <artifact>
+#
+# Prints TAP: one "ok"/"not ok" per target ("# SKIP" without clang). Needs clang and its
+# sanitizer runtime (tools/ensure-deps installs them).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+merge=0
+if [ "${1:-}" = --merge ]; then
+    merge=1
+    shift
+fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(url reply quorum)
+[ ${#targets[@]} -eq 0 ] && targets=(url reply quorum handshake args)
 
 cc="${FUZZ_CC:-clang}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/redlock-fuzz.XXXXXX")"
@@ -54,8 +67,10 @@ status=0
 built=()
 for i in "${!targets[@]}"; do
     t="${targets[$i]}"
-    if ! "$cc" "${flags[@]}" -fsanitize=fuzzer "$here/fuzz_$t.c" "${objs[@]}" "${libs[@]}" \
-        -o "$work/fuzz_$t" 2>"$work/build-$t.log"; then
+    extra=()
+    [ "$t" = args ] && extra=(-I"$root/tools" "$root/tools/args.c")
+    if ! "$cc" "${flags[@]}" -fsanitize=fuzzer "${extra[@]}" "$here/fuzz_$t.c" "${objs[@]}" \
+        "${libs[@]}" -o "$work/fuzz_$t" 2>"$work/build-$t.log"; then
         cat "$work/build-$t.log" >&2
         built+=(0)
         continue
@@ -80,7 +95,23 @@ for i in "${!targets[@]}"; do
     fi
     if wait "$(cat "$work/pid-$t")"; then
         runs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/run-$t.log" | grep -o '[0-9]*$')"
-        echo "ok $n - $t (${runs:-?} runs in ${seconds} s, $(( SECONDS - start )) s since start)"
+        found="$(find "$work/corpus-$t" -type f | wc -l)"
+        kept=""
+        if [ "$merge" = 1 ]; then
+            # Minimize the committed corpus together with the finds, then put it in place.
+            mkdir -p "$work/merged-$t"
+            if "$work/fuzz_$t" -merge=1 -max_len=4096 "$work/merged-$t" "$here/corpus/$t" \
+                "$work/corpus-$t" >"$work/merge-$t.log" 2>&1; then
+                before="$(find "$here/corpus/$t" -type f | wc -l)"
+                find "$here/corpus/$t" -type f ! -name 'regression-*' ! -name 'seed*' -delete
+                cp -n "$work/merged-$t"/* "$here/corpus/$t/" 2>/dev/null || true
+                kept=", corpus $before -> $(find "$here/corpus/$t" -type f | wc -l) inputs"
+            else
+                tail -20 "$work/merge-$t.log" >&2
+                kept=", merge failed (see stderr)"
+            fi
+        fi
+        echo "ok $n - $t (${runs:-?} runs in ${seconds} s, $found inputs of new coverage$kept, $(( SECONDS - start )) s since start)"
     else
         tail -60 "$work/run-$t.log" >&2
         echo "not ok $n - $t (see stderr; reproducer in $artifacts/$t-*)"

@@ -155,6 +155,10 @@ static void run_id_only_from_its_own_line(void **state)
         {"x\nrun_id:0123456789abcdef0123456789abcdef01234567\n", true}, /* a later line */
         {"x\nmaster_run_id:0123456789abcdef0123456789abcdef01234567", false},
         {"run_id:0123456789", false}, /* too short: not taken */
+        /* not 40 lowercase hex digits: no Redis sends it, and a partial id must not match */
+        {"run_id:0123456789ABCDEF0123456789abcdef01234567", false},
+        {"run_id:0123456789abcdef0123456789abcdef0123456\r\n", false},
+        {"run_id:0123456789abcdef 123456789abcdef01234567", false},
         {"# Server\r\nredis_version:7.0.15", false},
         {"", false},
     };

@@ -18,7 +18,8 @@
  * change a run made to its scenario (SIM_RATE=r, SIM_KEEP_DATA=1, SIM_DELAY_RESTART=1):
  *   SIM_SEED=1234 SIM_SCENARIO=safe build/test/sim/test-sim
  *   SIM_SEED=7 SIM_RATE=0.950 SIM_SCENARIO=slow-clock build/test/sim/test-sim
- * SIM_SEEDS=N and SIM_AUTO_SEEDS=N change the number of seeds of the two safety runs. */
+ * SIM_SEEDS=N and SIM_AUTO_SEEDS=N change the number of seeds of the two safety runs;
+ * SIM_TEST_FILTER=name runs only the tests whose names match. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -421,6 +422,10 @@ int main(void)
     const char *seed = getenv("SIM_SEED");
     if (seed != NULL && *seed != '\0')
         return replay(seed);
+    /* SIM_TEST_FILTER=name runs only the matching tests (cmocka's '*' and '?' wildcards). */
+    const char *filter = getenv("SIM_TEST_FILTER");
+    if (filter != NULL && *filter != '\0')
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(safety_holds),
         cmocka_unit_test(slow_clock_violates),

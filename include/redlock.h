@@ -24,18 +24,18 @@
 #include <stdint.h>
 
 /* Only the loop's type is needed, so uv.h (which wants POSIX feature macros) is not included:
- * this header compiles under plain -std=c11. The typedef is identical to uv.h's, which C11 and
- * C++ allow to appear twice. */
+ * this header compiles under plain -std=c99 and -std=c11. The loop is named by its struct tag,
+ * struct uv_loop_s, which is what uv.h's uv_loop_t stands for: a typedef here would clash with
+ * uv.h's under C99 (a typedef may appear twice only from C11 on). */
 struct uv_loop_s;
-typedef struct uv_loop_s uv_loop_t;
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(_WIN32)
-#define REDLOCK_EXTERN __declspec(dllexport)
-#elif defined(__GNUC__)
+/* The library is built for POSIX systems with symbols hidden by default; only these are
+ * exported. */
+#if defined(__GNUC__)
 #define REDLOCK_EXTERN __attribute__((visibility("default")))
 #else
 #define REDLOCK_EXTERN
@@ -293,7 +293,7 @@ typedef void (*redlock_close_cb)(redlock_client *client, void *data);
  * has closed descriptor 0, 1 or 2, they are reopened on /dev/null: libuv aborts when it closes a
  * socket that landed there. (A program that closes stdio must do the same before uv_loop_init,
  * for the loop's own descriptors; redlock_sync_new does it.) */
-REDLOCK_EXTERN int redlock_client_new(uv_loop_t *loop, const char *const *node_urls,
+REDLOCK_EXTERN int redlock_client_new(struct uv_loop_s *loop, const char *const *node_urls,
                                       unsigned n_nodes, const redlock_options *opts,
                                       redlock_client **client_out, char *err, size_t err_len);
 
@@ -312,7 +312,7 @@ REDLOCK_EXTERN const char *redlock_client_last_error(const redlock_client *clien
 REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 /* Node i's URL with the password redacted (NULL if out of range). */
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
-REDLOCK_EXTERN uv_loop_t *redlock_client_loop(const redlock_client *client);
+REDLOCK_EXTERN struct uv_loop_s *redlock_client_loop(const redlock_client *client);
 
 /* Auto-extension: the client keeps a held lock alive with extend rounds until it is released.
  * If it cannot (the keys were taken, too few nodes answer in time, the cap is reached, the

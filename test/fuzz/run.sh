@@ -8,7 +8,8 @@
 # of its seed corpus test/fuzz/corpus/<name>/ (the committed corpus is never written). Prints TAP: one
 # "ok"/"not ok" per target; a crash leaves its reproducer in $FUZZ_ARTIFACTS (default:
 # $TMPDIR/redlock-fuzz-artifacts) and its log on stderr. Needs clang and
-# libclang-rt-14-dev (tools/ensure-deps installs them). Reproduce a crash with:
+# its libFuzzer runtime (on Debian libclang-rt-dev; tools/ensure-deps test installs both).
+# Reproduce a crash with:
 #   <temp>/fuzz_<name> <artifact>
 set -uo pipefail
 

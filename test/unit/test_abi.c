@@ -47,7 +47,7 @@ static void older_caller_gets_defaults_for_what_it_lacks(void **state)
 {
     (void)state;
     /* An older program: its init call reaches a newer library with its own, smaller size. */
-    unsigned char buf[sizeof(v1) + 16];
+    _Alignas(16) unsigned char buf[sizeof(v1) + 16];
     memset(buf, CANARY, sizeof(buf));
     redlock__struct_init(buf, sizeof(v1), &v2_defaults, sizeof(v2));
     assert_bytes(buf, sizeof(v1), sizeof(buf), CANARY); /* nothing written past the caller's */
@@ -90,7 +90,7 @@ static void newer_caller_is_refused_only_when_it_sets_what_the_library_lacks(voi
 static void a_newer_callers_init_zeroes_its_extra_bytes(void **state)
 {
     (void)state;
-    unsigned char buf[sizeof(v2) + 8];
+    _Alignas(16) unsigned char buf[sizeof(v2) + 8];
     memset(buf, CANARY, sizeof(buf));
     v1 defaults = {sizeof(v1), 1};
     redlock__struct_init(buf, sizeof(v2), &defaults, sizeof(defaults));
@@ -155,7 +155,7 @@ static void init_macros_set_the_callers_size_and_the_defaults(void **state)
 static void inits_never_write_past_the_size_they_are_given(void **state)
 {
     (void)state;
-    unsigned char buf[sizeof(redlock_report) + 64];
+    _Alignas(16) unsigned char buf[sizeof(redlock_report) + 64];
     memset(buf, CANARY, sizeof(buf));
     redlock_options_init_sized((redlock_options *)(void *)buf, 16);
     assert_bytes(buf, 16, sizeof(buf), CANARY);

@@ -40,7 +40,8 @@ void bench_plot(const bench_config *cfg)
         write_cdf(g, &cfg->plot_cycle);
         write_cdf(g, &cfg->plot_raw_cycle);
     } else {
-        fprintf(g, "set label 'latency scenario not run' at graph 0.3,0.5\nplot NaN notitle\n");
+        fprintf(g, "set label 'latency scenario not run' at graph 0.3,0.5\n"
+                   "plot [1:10][0:1] NaN notitle\n"); /* fixed ranges: no data to scale by */
         fprintf(g, "unset label\n");
     }
     fprintf(g, "unset logscale x\nset logscale x 2\nset title 'throughput'\n"
@@ -55,7 +56,8 @@ void bench_plot(const bench_config *cfg)
             fprintf(g, "%u %.1f\n", cfg->tp_concurrency[i], cfg->tp_raw[i]);
         fprintf(g, "e\n");
     } else {
-        fprintf(g, "set label 'throughput scenario not run' at graph 0.3,0.5\nplot NaN notitle\n");
+        fprintf(g, "set label 'throughput scenario not run' at graph 0.3,0.5\n"
+                   "plot [1:10][0:1] NaN notitle\n"); /* fixed ranges: no data to scale by */
     }
     fprintf(g, "unset multiplot\n");
     if (pclose(g) != 0)

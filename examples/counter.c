@@ -273,7 +273,8 @@ static int run_worker(const config *cfg, unsigned id)
         }
     }
 
-    redlock_report report = {0}; /* what the last acquire saw, node by node */
+    redlock_report report; /* what the last acquire saw, node by node */
+    redlock_report_init(&report);
     int exit_code = 0;
     for (unsigned done = 0; done < cfg->incr;) {
         int rc = cfg->use_lock ? locked_increment(&w, &report) : read_modify_write(&w);

@@ -15,6 +15,15 @@
  * error and never calls back; a call that returns 0 calls back exactly once. Borrowed data
  * handed to a callback (results, error texts) is valid only while the callback runs.
  * See docs/api.md for the full contract and docs/algorithm.md for the round.
+ *
+ * ABI (docs/api.md, "ABI policy"): a struct the caller allocates and the library reads or fills
+ * (redlock_options, redlock_lock_opts, redlock_auto_opts, redlock_report) starts with a `size`
+ * member that its init macro sets to the struct's size as the caller was compiled, so a program
+ * built against an older header keeps working with a newer library: the library reads and
+ * writes only the bytes the caller has, and gives the members the caller does not know their
+ * defaults. New members are only ever appended. Structs the library hands out
+ * (redlock_result) may grow at the end; redlock_node_result, redlock_round and redlock_url have
+ * a frozen size with reserved room.
  */
 #ifndef REDLOCK_H
 #define REDLOCK_H
@@ -24,27 +33,27 @@
 #include <stdint.h>
 
 /* Only the loop's type is needed, so uv.h (which wants POSIX feature macros) is not included:
- * this header compiles under plain -std=c11. The typedef is identical to uv.h's, which C11 and
- * C++ allow to appear twice. */
+ * this header compiles under plain -std=c99 and -std=c11. The loop is named by its struct tag,
+ * struct uv_loop_s, which is what uv.h's uv_loop_t stands for: a typedef here would clash with
+ * uv.h's under C99 (a typedef may appear twice only from C11 on). */
 struct uv_loop_s;
-typedef struct uv_loop_s uv_loop_t;
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(_WIN32)
-#define REDLOCK_EXTERN __declspec(dllexport)
-#elif defined(__GNUC__)
+/* The library is built for POSIX systems with symbols hidden by default; only these are
+ * exported. */
+#if defined(__GNUC__)
 #define REDLOCK_EXTERN __attribute__((visibility("default")))
 #else
 #define REDLOCK_EXTERN
 #endif
 
 #define REDLOCK_VERSION_MAJOR 0
-#define REDLOCK_VERSION_MINOR 1
+#define REDLOCK_VERSION_MINOR 2
 #define REDLOCK_VERSION_PATCH 0
-#define REDLOCK_VERSION_STRING "0.1.0"
+#define REDLOCK_VERSION_STRING "0.2.0"
 
 /* ---------------------------------------------------------------------------------------------
  * 1. Errors
@@ -134,6 +143,9 @@ typedef struct redlock_round {
     redlock_decision decision;
     int status;                             /* see redlock_round_status */
     unsigned char votes[REDLOCK_MAX_NODES]; /* redlock_vote per node */
+    /* Zeroed by redlock_round_init. Room for state a minor release adds without changing the
+     * struct's size (planned: the largest fencing counter among the yes voters). */
+    uint64_t reserved[4];
 } redlock_round;
 
 /* Start a round over n_nodes (1..REDLOCK_MAX_NODES) at time start_us (first command not yet
@@ -198,6 +210,9 @@ typedef struct redlock_url {
     int db;         /* -1 when not given */
     int timeout_ms; /* -1 when not given */
     char *redacted; /* the URL with the password replaced by "***", for logs and errors */
+    /* Zeroed by redlock_url_parse. Room for members a minor release adds without changing the
+     * struct's size (planned: a flag for rediss://, TLS over TCP), each in place of one slot. */
+    uintptr_t reserved[4];
 } redlock_url;
 
 /* Parse text into url (all strings malloc'ed; release with redlock_url_free, also after a
@@ -228,6 +243,7 @@ typedef struct redlock_lock redlock_lock;
 typedef void *(*redlock_realloc_fn)(void *ud, void *ptr, size_t size);
 
 typedef struct redlock_options {
+    size_t size;              /* set by redlock_options_init; do not change */
     uint64_t ttl_ms;          /* default lock ttl (10000) */
     uint64_t node_timeout_ms; /* per-request deadline on each node (50); a URL's timeout_ms wins */
     uint64_t connect_timeout_ms;    /* TCP connect + AUTH/SELECT (1000) */
@@ -243,11 +259,17 @@ typedef struct redlock_options {
     redlock_realloc_fn realloc_fn;  /* NULL: libc realloc/free. Covers the client, its rounds and
                                        lock handles; parsed URL strings use malloc */
     void *realloc_ud;
+    /* New members are appended here, with 0 / NULL as their default (docs/api.md, "ABI
+     * policy"). */
 } redlock_options;
 
-/* Fill opts with the defaults above. Always call it before setting fields, so fields added later
- * get their defaults. */
-REDLOCK_EXTERN void redlock_options_init(redlock_options *opts);
+/* Fill opts with the defaults above and set opts->size. Always call it before setting fields: a
+ * struct whose size was not set this way is refused with REDLOCK_EINVAL. It is a macro, so that
+ * the size of redlock_options as the caller was compiled reaches the library with the call:
+ * redlock_options_init_sized writes exactly `size` bytes (zeros past the members it knows) and
+ * never more. */
+REDLOCK_EXTERN void redlock_options_init_sized(redlock_options *opts, size_t size);
+#define redlock_options_init(opts) redlock_options_init_sized((opts), sizeof(redlock_options))
 
 /* Per-node outcome of one round, as handed to a callback. */
 typedef struct redlock_node_result {
@@ -261,11 +283,19 @@ typedef struct redlock_node_result {
     const char *value;
     size_t value_len;
     int64_t pttl_ms;
+    /* Zeroed by the library. Callers index arrays of this struct (result->nodes[i]), so its size
+     * never changes within a soversion: the per-node members of coming releases take these
+     * slots, each planned in docs/api.md ("ABI policy"): reserved_u64[0] the node's fencing
+     * counter, reserved_u64[1] TLS flags (session resumed), reserved_ptr[0] the address that
+     * answered (Redis Cluster redirects), reserved_ptr[1] and [2] the TLS version and cipher. */
+    uint64_t reserved_u64[4];
+    const void *reserved_ptr[4];
 } redlock_node_result;
 
 #define REDLOCK_ERROR_TEXT_MAX 160 /* per-node error texts are at most this long, NUL included */
 
-/* The outcome of one operation; valid only while the callback runs. */
+/* The outcome of one operation; valid only while the callback runs. The library allocates it,
+ * so members may be appended in a minor release (a program reads only those it knows). */
 typedef struct redlock_result {
     int status; /* same as the callback's status */
     unsigned n_nodes;
@@ -293,7 +323,7 @@ typedef void (*redlock_close_cb)(redlock_client *client, void *data);
  * has closed descriptor 0, 1 or 2, they are reopened on /dev/null: libuv aborts when it closes a
  * socket that landed there. (A program that closes stdio must do the same before uv_loop_init,
  * for the loop's own descriptors; redlock_sync_new does it.) */
-REDLOCK_EXTERN int redlock_client_new(uv_loop_t *loop, const char *const *node_urls,
+REDLOCK_EXTERN int redlock_client_new(struct uv_loop_s *loop, const char *const *node_urls,
                                       unsigned n_nodes, const redlock_options *opts,
                                       redlock_client **client_out, char *err, size_t err_len);
 
@@ -312,7 +342,7 @@ REDLOCK_EXTERN const char *redlock_client_last_error(const redlock_client *clien
 REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 /* Node i's URL with the password redacted (NULL if out of range). */
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
-REDLOCK_EXTERN uv_loop_t *redlock_client_loop(const redlock_client *client);
+REDLOCK_EXTERN struct uv_loop_s *redlock_client_loop(const redlock_client *client);
 
 /* Auto-extension: the client keeps a held lock alive with extend rounds until it is released.
  * If it cannot (the keys were taken, too few nodes answer in time, the cap is reached, the
@@ -321,16 +351,21 @@ REDLOCK_EXTERN uv_loop_t *redlock_client_loop(const redlock_client *client);
 typedef void (*redlock_lost_cb)(redlock_lock *lock, int reason, void *data);
 
 typedef struct redlock_auto_opts {
+    size_t size;             /* set by redlock_auto_opts_init; do not change */
     double extend_at;        /* extend when this fraction of the ttl has passed (1/3), (0, 1) */
     unsigned max_extensions; /* 0: no cap; else "lost" with REDLOCK_ELIMIT after this many */
-    uint64_t lost_margin_ms; /* 0: ttl / 10 (at least 5 ms). Must be below the ttl */
     unsigned extend_flags;   /* passed to every extend: REDLOCK_EXTEND_RETAKE or 0 */
+    uint64_t lost_margin_ms; /* 0: ttl / 10 (at least 5 ms). Must be below the ttl */
+    /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_auto_opts;
 
-REDLOCK_EXTERN void redlock_auto_opts_init(redlock_auto_opts *opts);
+/* Fill opts with the defaults above and set opts->size (a macro, as redlock_options_init). */
+REDLOCK_EXTERN void redlock_auto_opts_init_sized(redlock_auto_opts *opts, size_t size);
+#define redlock_auto_opts_init(opts) redlock_auto_opts_init_sized((opts), sizeof(redlock_auto_opts))
 
 /* Optional per-call settings of redlock_acquire; NULL means all defaults. */
 typedef struct redlock_lock_opts {
+    size_t size;       /* set by redlock_lock_opts_init; do not change */
     const char *token; /* caller's token (copied), NULL: 128 random bits as 32 hex digits,
                           fresh for every attempt. A caller's token is reused by retries, and a
                           lost attempt's release delayed by a reconnect could then delete the
@@ -344,12 +379,15 @@ typedef struct redlock_lock_opts {
     const redlock_auto_opts *auto_extend;
     redlock_lost_cb lost_cb; /* required with auto_extend */
     void *lost_data;
+    /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_lock_opts;
 
 #define REDLOCK_TOKEN_MAX 256
 #define REDLOCK_RESOURCE_MAX (64u * 1024 * 1024)
 
-REDLOCK_EXTERN void redlock_lock_opts_init(redlock_lock_opts *opts);
+/* Fill opts with the defaults above and set opts->size (a macro, as redlock_options_init). */
+REDLOCK_EXTERN void redlock_lock_opts_init_sized(redlock_lock_opts *opts, size_t size);
+#define redlock_lock_opts_init(opts) redlock_lock_opts_init_sized((opts), sizeof(redlock_lock_opts))
 
 /* Acquire the lock on resource (len bytes, binary-safe, 1..REDLOCK_RESOURCE_MAX, copied) for
  * ttl_ms (0: the client's ttl). Rounds are retried after retry_delay +/- jitter while the retry
@@ -442,14 +480,19 @@ REDLOCK_EXTERN int redlock_inspect(redlock_client *client, const void *resource,
  *
  * A redlock_sync owns a loop thread with an async client on it; any thread may call it at
  * once. Each call blocks until its operation completes. Lock handles of a sync client are
- * redlock_sync_lock, safe to read from any thread.
+ * redlock_sync_lock, safe to read from any thread. Every call that takes a redlock_report *
+ * accepts NULL; any other report must have been set up by redlock_report_init, else the call
+ * returns REDLOCK_EINVAL at once and does nothing.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct redlock_sync redlock_sync;
 typedef struct redlock_sync_lock redlock_sync_lock;
 
-/* An owned copy of a redlock_result, for callers that outlive a callback. */
+/* An owned copy of a redlock_result, for callers that outlive a callback. The caller allocates
+ * it and sets it up with redlock_report_init; the library fills only the `size` bytes the
+ * caller has. */
 typedef struct redlock_report {
+    size_t size; /* set by redlock_report_init; do not change */
     int status;
     unsigned n_nodes;
     unsigned votes_yes, votes_no, votes_error, votes_timeout;
@@ -460,10 +503,19 @@ typedef struct redlock_report {
     redlock_node_result nodes[REDLOCK_MAX_NODES];
     char errors[REDLOCK_MAX_NODES][REDLOCK_ERROR_TEXT_MAX];
     char values[REDLOCK_MAX_NODES][REDLOCK_TOKEN_MAX + 1];
+    /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_report;
 
-/* Copy result into report (deep: error texts and values are copied). */
-REDLOCK_EXTERN void redlock_report_copy(redlock_report *report, const redlock_result *result);
+/* Set report up as empty (status 0, no nodes) and set report->size (a macro, as
+ * redlock_options_init). Every function that fills a report refuses one whose size was not set
+ * this way: with REDLOCK_EINVAL, before doing anything else. */
+REDLOCK_EXTERN void redlock_report_init_sized(redlock_report *report, size_t size);
+#define redlock_report_init(report) redlock_report_init_sized((report), sizeof(redlock_report))
+
+/* Copy result into report (deep: error texts and values are copied). Returns 0, or
+ * REDLOCK_EINVAL (report not set up by redlock_report_init: nothing is written). NULL report:
+ * nothing to do, 0. */
+REDLOCK_EXTERN int redlock_report_copy(redlock_report *report, const redlock_result *result);
 
 /* Start the loop thread and a client on it (arguments as redlock_client_new). Returns 0 and
  * *sync_out, or an error with a message in err. */

@@ -6,12 +6,32 @@
  * runs out: the holder hears of it while it is still safe to stop. */
 #include "client.h"
 
+#include "abi.h"
+
 #define MIN_MARGIN_US 5000
 
-void redlock_auto_opts_init(redlock_auto_opts *o)
+static void auto_opts_defaults(redlock_auto_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->extend_at = 1.0 / 3.0;
+}
+
+void redlock_auto_opts_init_sized(redlock_auto_opts *o, size_t size)
+{
+    redlock_auto_opts defaults;
+    auto_opts_defaults(&defaults);
+    redlock__struct_init(o, size, &defaults, sizeof(defaults));
+}
+
+int redlock__auto_opts_in(redlock_auto_opts *dst, const redlock_auto_opts *src, char *err,
+                          size_t err_len)
+{
+    auto_opts_defaults(dst);
+    if (src == NULL)
+        return 0;
+    return redlock__struct_in(dst, sizeof(*dst), src, REDLOCK__AUTO_OPTS_MIN, "auto_opts",
+                              "redlock_auto_opts_init", err, err_len);
 }
 
 unsigned redlock_lock_extensions(const redlock_lock *lock)
@@ -175,8 +195,8 @@ int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64
     return 0;
 }
 
-int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts, redlock_lost_cb lost_cb,
-                        void *data)
+int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts,
+                        redlock_lost_cb lost_cb, void *data)
 {
     if (lock == NULL)
         return REDLOCK_EINVAL;
@@ -190,12 +210,13 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts, redlo
     if (lock->attached)
         return redlock__client_error(c, REDLOCK_EINVAL,
                                      "validity of an attached lock is unknown: extend it first");
-    redlock_auto_opts defaults;
-    if (opts == NULL) {
-        redlock_auto_opts_init(&defaults);
-        opts = &defaults;
-    }
-    int rc = redlock__auto_check(c, opts, lock->ttl_ms, lost_cb);
+    redlock_auto_opts copy;
+    char why[256];
+    int rc = redlock__auto_opts_in(&copy, caller_opts, why, sizeof(why));
+    if (rc != 0)
+        return redlock__client_error(c, rc, "%s", why);
+    const redlock_auto_opts *opts = &copy;
+    rc = redlock__auto_check(c, opts, lock->ttl_ms, lost_cb);
     if (rc != 0)
         return rc;
     uint64_t now = redlock__client_now(c);

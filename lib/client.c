@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "abi.h"
 #include "io_uv.h"
 #include "node.h"
 #include "url.h"
@@ -41,9 +42,10 @@ const char *redlock_client_last_error(const redlock_client *c)
     return c != NULL ? c->last_error : "";
 }
 
-void redlock_options_init(redlock_options *o)
+static void options_defaults(redlock_options *o)
 {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->ttl_ms = 10000;
     o->node_timeout_ms = 50;
     o->connect_timeout_ms = 1000;
@@ -56,6 +58,22 @@ void redlock_options_init(redlock_options *o)
     o->reconnect_min_ms = 50;
     o->reconnect_max_ms = 5000;
     o->max_inflight_per_node = 65536;
+}
+
+void redlock_options_init_sized(redlock_options *o, size_t size)
+{
+    redlock_options defaults;
+    options_defaults(&defaults);
+    redlock__struct_init(o, size, &defaults, sizeof(defaults));
+}
+
+int redlock__options_in(redlock_options *dst, const redlock_options *src, char *err, size_t err_len)
+{
+    options_defaults(dst);
+    if (src == NULL)
+        return 0;
+    return redlock__struct_in(dst, sizeof(*dst), src, REDLOCK__OPTIONS_MIN, "opts",
+                              "redlock_options_init", err, err_len);
 }
 
 static int check_options(const redlock_options *o, char *err, size_t err_len)
@@ -248,13 +266,12 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
         return REDLOCK_EINVAL;
     }
     redlock_options o;
-    if (opts != NULL)
-        o = *opts;
-    else
-        redlock_options_init(&o);
+    int rc = redlock__options_in(&o, opts, err, err_len);
+    if (rc != 0)
+        return rc;
     if (o.key_prefix == NULL)
         o.key_prefix = "";
-    int rc = check_options(&o, err, err_len);
+    rc = check_options(&o, err, err_len);
     if (rc != 0)
         return rc;
 

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 
+#include "abi.h"
 #include "quorum.h"
 
 typedef enum { OP_LOCK, OP_EXTEND, OP_UNLOCK, OP_INSPECT } op_kind;
@@ -521,14 +522,32 @@ static int check_call(redlock_client *c, const void *resource, size_t len, redlo
     return 0;
 }
 
-void redlock_lock_opts_init(redlock_lock_opts *o)
+static void lock_opts_defaults(redlock_lock_opts *o)
 {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->retry_count = -1;
 }
 
+void redlock_lock_opts_init_sized(redlock_lock_opts *o, size_t size)
+{
+    redlock_lock_opts defaults;
+    lock_opts_defaults(&defaults);
+    redlock__struct_init(o, size, &defaults, sizeof(defaults));
+}
+
+int redlock__lock_opts_in(redlock_lock_opts *dst, const redlock_lock_opts *src, char *err,
+                          size_t err_len)
+{
+    lock_opts_defaults(dst);
+    if (src == NULL)
+        return 0;
+    return redlock__struct_in(dst, sizeof(*dst), src, REDLOCK__LOCK_OPTS_MIN, "opts",
+                              "redlock_lock_opts_init", err, err_len);
+}
+
 int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
-                    const redlock_lock_opts *opts, redlock_cb cb, void *data)
+                    const redlock_lock_opts *caller_opts, redlock_cb cb, void *data)
 {
     int rc = check_call(c, resource, len, cb);
     if (rc != 0)
@@ -538,11 +557,16 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
     rc = check_ttl(c, ttl_ms);
     if (rc != 0)
         return rc;
-    redlock_lock_opts defaults;
-    if (opts == NULL) {
-        redlock_lock_opts_init(&defaults);
-        opts = &defaults;
-    }
+    /* The caller's structs are read once, by their size (abi.h); only the copies are used. */
+    redlock_lock_opts lock_opts;
+    redlock_auto_opts auto_opts;
+    char why[256];
+    rc = redlock__lock_opts_in(&lock_opts, caller_opts, why, sizeof(why));
+    if (rc == 0 && lock_opts.auto_extend != NULL)
+        rc = redlock__auto_opts_in(&auto_opts, lock_opts.auto_extend, why, sizeof(why));
+    if (rc != 0)
+        return redlock__client_error(c, rc, "%s", why);
+    const redlock_lock_opts *opts = &lock_opts;
     if (opts->token != NULL && (opts->token_len == 0 || opts->token_len > REDLOCK_TOKEN_MAX))
         return redlock__client_error(c, REDLOCK_EINVAL, "token length must be 1..%d",
                                      REDLOCK_TOKEN_MAX);
@@ -551,7 +575,7 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
     if (opts->wait_ms > REDLOCK_TTL_MAX_MS)
         return redlock__client_error(c, REDLOCK_EINVAL, "wait_ms is out of range");
     if (opts->auto_extend != NULL) {
-        rc = redlock__auto_check(c, opts->auto_extend, ttl_ms, opts->lost_cb);
+        rc = redlock__auto_check(c, &auto_opts, ttl_ms, opts->lost_cb);
         if (rc != 0)
             return rc;
     }
@@ -581,7 +605,7 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
         o->wait_deadline_us = o->call_us + opts->wait_ms * 1000;
     if (opts->auto_extend != NULL) {
         o->has_auto = true;
-        o->auto_opts = *opts->auto_extend;
+        o->auto_opts = auto_opts;
         o->lost_cb = opts->lost_cb;
         o->lost_data = opts->lost_data;
     }

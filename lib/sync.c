@@ -31,6 +31,8 @@
 #include <signal.h>
 #endif
 
+#include "abi.h"
+
 typedef enum {
     REQ_ACQUIRE,
     REQ_ATTACH,
@@ -56,7 +58,7 @@ typedef struct sync_req {
     size_t resource_len;
     const void *token; /* attach */
     size_t token_len;
-    const redlock_lock_opts *opts;
+    redlock_lock_opts opts; /* acquire: the caller's, read by its size (abi.h) */
     uint64_t ttl_ms;
     unsigned flags;
 } sync_req;
@@ -104,6 +106,10 @@ struct redlock_sync_lock {
 
 /* ---- reports --------------------------------------------------------------------------------- */
 
+/* Every public call checks its report with redlock__report_ok before anything else, and
+ * refuses a bad one: from then on a non-NULL report is the caller's, set up and at least as
+ * large as the first layout (REDLOCK__REPORT_MIN). Members appended after it are written only
+ * where REDLOCK__HAS(report->size, ...) says the caller has them. */
 static void report_status(redlock_report *report, int status)
 {
     if (report == NULL)
@@ -115,13 +121,24 @@ static void report_status(redlock_report *report, int status)
     report->elapsed_us = 0;
 }
 
-void redlock_report_copy(redlock_report *report, const redlock_result *result)
+void redlock_report_init_sized(redlock_report *report, size_t size)
+{
+    if (size < sizeof(size_t))
+        return;
+    /* Empty: zeros, except the size. Written in place (the struct is large). */
+    memset(report, 0, size);
+    report->size = size;
+}
+
+int redlock_report_copy(redlock_report *report, const redlock_result *result)
 {
     if (report == NULL)
-        return;
+        return 0;
+    if (!redlock__report_ok(report))
+        return REDLOCK_EINVAL;
     if (result == NULL) {
         report_status(report, 0);
-        return;
+        return 0;
     }
     report->status = result->status;
     report->votes_yes = result->votes_yes;
@@ -148,6 +165,7 @@ void redlock_report_copy(redlock_report *report, const redlock_result *result)
             dst->value_len = len;
         }
     }
+    return 0;
 }
 
 /* ---- the caller's side ----------------------------------------------------------------------- */
@@ -306,7 +324,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
         return;
     }
     handle_adopt(s, sl, lock);
-    if (req->opts != NULL && req->opts->auto_extend != NULL)
+    if (req->opts.auto_extend != NULL)
         redlock__list_push(&s->auto_locks, &sl->auto_link);
     complete(s, req, 0);
 }
@@ -353,11 +371,7 @@ static int start_acquire(redlock_sync *s, sync_req *req)
     if (sl == NULL)
         return REDLOCK_ENOMEM;
 
-    redlock_lock_opts opts;
-    if (req->opts != NULL)
-        opts = *req->opts;
-    else
-        redlock_lock_opts_init(&opts);
+    redlock_lock_opts opts = req->opts;
     if (opts.auto_extend != NULL && opts.lost_cb != NULL) {
         sl->lost_cb = opts.lost_cb;
         sl->lost_data = opts.lost_data;
@@ -596,23 +610,26 @@ int redlock_sync_new(const char *const *node_urls, unsigned n_nodes, const redlo
         return REDLOCK_EINVAL;
     }
     *sync_out = NULL;
+    redlock_options o;
+    int rc = redlock__options_in(&o, opts, err, err_len);
+    if (rc != 0)
+        return rc;
     redlock__alloc alloc;
-    redlock__alloc_init(&alloc, opts != NULL ? opts->realloc_fn : NULL,
-                        opts != NULL ? opts->realloc_ud : NULL);
+    redlock__alloc_init(&alloc, o.realloc_fn, o.realloc_ud);
     redlock_sync *s = redlock__calloc(&alloc, 1, sizeof(*s));
     if (s == NULL) {
         redlock__fmt(err, err_len, "out of memory");
         return REDLOCK_ENOMEM;
     }
     s->alloc = alloc;
-    int rc = sync_init(s, err, err_len);
+    rc = sync_init(s, err, err_len);
     if (rc != 0) {
         redlock__free(&alloc, s);
         return rc;
     }
     /* The client is created here, before the thread exists, so its errors (a bad URL, the same
      * node twice) come back from this call with their message, and a failure starts nothing. */
-    rc = redlock_client_new(&s->loop, node_urls, n_nodes, opts, &s->client, err, err_len);
+    rc = redlock_client_new(&s->loop, node_urls, n_nodes, &o, &s->client, err, err_len);
     if (rc != 0) {
         s->client = NULL;
         unwind_new(s);
@@ -671,19 +688,22 @@ int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, u
 {
     if (lock_out != NULL)
         *lock_out = NULL;
-    if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
-        len > REDLOCK_RESOURCE_MAX) {
-        report_status(report, REDLOCK_EINVAL);
+    if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
-    }
     sync_req req = {
         .kind = REQ_ACQUIRE,
         .report = report,
         .resource = resource,
         .resource_len = len,
-        .opts = opts,
         .ttl_ms = ttl_ms,
     };
+    char why[256];
+    if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
+        len > REDLOCK_RESOURCE_MAX ||
+        redlock__lock_opts_in(&req.opts, opts, why, sizeof(why)) != 0) {
+        report_status(report, REDLOCK_EINVAL);
+        return REDLOCK_EINVAL;
+    }
     int rc = submit(sync, &req);
     if (rc == 0)
         *lock_out = req.lock;
@@ -717,6 +737,8 @@ int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len, co
 int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
                          redlock_report *report)
 {
+    if (report != NULL && !redlock__report_ok(report))
+        return REDLOCK_EINVAL;
     if (sync == NULL || resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX) {
         report_status(report, REDLOCK_EINVAL);
         return REDLOCK_EINVAL;
@@ -733,6 +755,8 @@ int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
 static int lock_call(redlock_sync_lock *lock, req_kind kind, uint64_t ttl_ms, unsigned flags,
                      redlock_report *report)
 {
+    if (report != NULL && !redlock__report_ok(report))
+        return REDLOCK_EINVAL;
     if (lock == NULL) {
         report_status(report, REDLOCK_EINVAL);
         return REDLOCK_EINVAL;

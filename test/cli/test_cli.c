@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "redlock.h"
+
 #define PASSWORD "pw-S3cret"
 
 /* ---- usage errors: exit 64, one line on stderr, nothing sent ------------------------------- */
@@ -255,7 +257,7 @@ static void help_documents_everything(void **state)
     proc_free(&p);
     TOOL(&p, NULL, "--version");
     expect_status(&p, 0);
-    assert_non_null(strstr(p.out, "redlock 0.1.0"));
+    assert_non_null(strstr(p.out, "redlock " REDLOCK_VERSION_STRING " (libredlock "));
     assert_non_null(strstr(p.out, "libuv"));
     proc_free(&p);
 }

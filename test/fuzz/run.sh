@@ -17,7 +17,7 @@
 # forever. Reproduce a crash with: <temp>/fuzz_<name> <artifact>
 #
 # Prints TAP: one "ok"/"not ok" per target ("# SKIP" without clang). Needs clang and its
-# sanitizer runtime (tools/ensure-deps installs them).
+# libFuzzer runtime (on Debian libclang-rt-dev; tools/ensure-deps test installs both).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -1,16 +1,93 @@
 #!/usr/bin/env bash
-# check.sh SRC_ROOT - the library works installed (header + pkg-config) and as a meson
-# subproject. Prints TAP.
+# check.sh SRC_ROOT - the library as a distribution and other projects take it. Prints TAP.
+#
+#   1. meson install into a temporary prefix installs the library (soname libredlock.so.1),
+#      the header, the pkg-config file, the tool and its man page, and nothing else; the .so
+#      exports only redlock_* symbols
+#   2. a program built with nothing but `pkg-config --cflags --libs redlock` links and runs
+#   3. the installed header compiles for C99 and C11 (-Wpedantic -Werror, with uv.h included
+#      before it, after it, or not at all) and for C++17
+#   4. the installed .so's ABI equals the committed baseline (abi/redlock.abi, abidiff, also
+#      its "harmless" changes) and so do the header's constants (abi/constants.txt)
+#   5. `man -l` renders the installed redlock(1), and the installed tool runs
+#   6. a meson project that uses libredlock as a subproject with default options builds and
+#      runs, and no tool, example, bench or proxy target was built for it
 set -uo pipefail
-src="$1"
+src="$(cd "$1" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "1..2"
+echo "1..6"
 
+n=0
+# check DESCRIPTION LOG: "ok" if the commands before it succeeded ($? == 0), else "not ok" and
+# the log as TAP comments.
+check() {
+    local rc=$? desc="$1" log="$2"
+    n=$((n + 1))
+    if [ $rc -eq 0 ]; then
+        echo "ok $n - $desc"
+    else
+        echo "not ok $n - $desc"
+        sed 's/^/# /' "$log"
+    fi
+    return 0
+}
+skip() {
+    n=$((n + 1))
+    echo "ok $n - $1 # SKIP $2"
+}
+
+prefix="$tmp/prefix"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+export LD_LIBRARY_PATH="$prefix/lib"
+
+# ---- 1. install ---------------------------------------------------------------------------
+log="$tmp/install.log"
+installed_ok=1
+{
+    meson setup "$tmp/b" "$src" -Dtests=false -Dexamples=false -Dbench=false -Dman=enabled \
+        --prefix="$prefix" --libdir=lib &&
+        ninja -C "$tmp/b" install &&
+        (cd "$prefix" && find . \( -type f -o -type l \) | sort) >"$tmp/files" &&
+        diff -u - "$tmp/files" <<'FILES' &&
+./bin/redlock
+./include/redlock.h
+./lib/libredlock.a
+./lib/libredlock.so
+./lib/libredlock.so.1
+./lib/libredlock.so.1.0.0
+./lib/pkgconfig/redlock.pc
+./share/man/man1/redlock.1
+FILES
+        objdump -p "$prefix/lib/libredlock.so.1.0.0" | grep -E 'SONAME +libredlock\.so\.1$' &&
+        ! nm -D --defined-only "$prefix/lib/libredlock.so" | grep -E ' T ' | grep -v ' redlock_'
+} >"$log" 2>&1 || installed_ok=0
+[ $installed_ok = 1 ]
+check "meson install: library (soname libredlock.so.1), header, pkg-config, tool, man page; only redlock_ symbols exported" "$log"
+
+if [ $installed_ok = 0 ]; then
+    for what in "pkg-config consumer" "header for C99, C11, C++17" "ABI against abi/redlock.abi" \
+        "man page" "meson subproject"; do
+        n=$((n + 1))
+        echo "not ok $n - $what # the install failed"
+    done
+    exit 0
+fi
+
+# ---- 2. a consumer with pkg-config only -----------------------------------------------------
 cat >"$tmp/user.c" <<'C'
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
+#include <uv.h>
 #include <redlock.h>
+
+static void on_closed(redlock_client *client, void *data)
+{
+    (void)client;
+    *(int *)data = 1;
+}
+
 int main(void)
 {
     redlock_round r;
@@ -21,40 +98,161 @@ int main(void)
         return 2;
     if (strcmp(redlock_err_name(REDLOCK_EBUSY), "REDLOCK_EBUSY") != 0)
         return 3;
-    printf("%s\n", redlock_version_string());
+    /* A client on the program's own libuv loop (pkg-config's Requires: libuv brings it). */
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    redlock_options opts;
+    redlock_options_init(&opts);
+    opts.ttl_ms = 5000;
+    const char *urls[] = {"redis://127.0.0.1:1"};
+    redlock_client *client;
+    char err[256];
+    if (redlock_client_new(&loop, urls, 1, &opts, &client, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 4;
+    }
+    if (redlock_client_loop(client) != &loop)
+        return 5;
+    int closed = 0;
+    redlock_client_close(client, on_closed, &closed);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    if (!closed || uv_loop_close(&loop) != 0)
+        return 6;
+    printf("libredlock %s\n", redlock_version_string());
     return 0;
 }
 C
-
-# 1. Installed: the header compiles under strict C11 and pkg-config links it.
-if meson setup "$tmp/b" "$src" -Dtests=false --prefix="$tmp/prefix" --libdir=lib >"$tmp/log" 2>&1 &&
-    ninja -C "$tmp/b" install >>"$tmp/log" 2>&1 &&
-    export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" &&
+log="$tmp/consumer.log"
+{
     cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$tmp/user.c" -o "$tmp/user" \
-        $(pkg-config --cflags --libs redlock) >>"$tmp/log" 2>&1 &&
-    LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/user" >>"$tmp/log" 2>&1 &&
-    ! nm -D --defined-only "$tmp/prefix/lib/libredlock.so" | grep -E ' T ' | grep -v ' redlock_' >>"$tmp/log"
-then
-    echo "ok 1 - installed library, header and pkg-config (only redlock_ symbols exported)"
+        $(pkg-config --cflags --libs redlock) &&
+        "$tmp/user" | grep -F "libredlock $(pkg-config --modversion redlock)"
+} >"$log" 2>&1
+check "a program built with only pkg-config --cflags --libs redlock links and runs" "$log"
+
+# ---- 3. the header, for C99, C11 and C++17 -------------------------------------------------
+cat >"$tmp/header.c" <<'C'
+#if defined(UV_FIRST) || defined(UV_AFTER)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#ifdef UV_FIRST
+#include <uv.h>
+#endif
+#include <redlock.h>
+#ifdef UV_AFTER
+#include <uv.h>
+#endif
+
+#if defined(UV_FIRST) || defined(UV_AFTER)
+/* uv.h's uv_loop_t and the header's struct uv_loop_s are one type. */
+uv_loop_t *loop_of(const redlock_client *client);
+uv_loop_t *loop_of(const redlock_client *client)
+{
+    return redlock_client_loop(client);
+}
+#endif
+
+int main(void)
+{
+    redlock_options opts;
+    redlock_options_init(&opts);
+    redlock_lock_opts lock_opts;
+    redlock_lock_opts_init(&lock_opts);
+    redlock_auto_opts auto_opts;
+    redlock_auto_opts_init(&auto_opts);
+    return opts.size == sizeof(opts) && lock_opts.retry_count == -1 ? 0 : 1;
+}
+C
+log="$tmp/header.log"
+header_ok=1
+# uv.h from a copy, as a program whose libuv lives outside the system's include directories
+# has it: compilers keep quiet about what a system header does (a typedef seen twice, say).
+uv_include="$(pkg-config --variable=includedir libuv)"
+mkdir -p "$tmp/uv" && cp -r "$uv_include/uv.h" "$uv_include/uv" "$tmp/uv/" || header_ok=0
+cflags="-I$tmp/uv $(pkg-config --cflags redlock)"
+libs="$(pkg-config --libs redlock)"
+for std in c99 c11; do
+    for uv in NONE UV_FIRST UV_AFTER; do
+        echo "== -std=$std $uv" >>"$log"
+        cc -std=$std -Wall -Wextra -Wpedantic -Werror -D$uv -x c "$tmp/header.c" \
+            -o "$tmp/header" $cflags $libs >>"$log" 2>&1 && "$tmp/header" >>"$log" 2>&1 ||
+            header_ok=0
+    done
+done
+for uv in NONE UV_FIRST; do
+    echo "== c++ -std=c++17 $uv" >>"$log"
+    c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -D$uv -x c++ "$tmp/header.c" \
+        -o "$tmp/header" $cflags $libs >>"$log" 2>&1 && "$tmp/header" >>"$log" 2>&1 ||
+        header_ok=0
+done
+[ $header_ok = 1 ]
+check "the installed header compiles for C99 and C11 (-Wpedantic -Werror; uv.h before, after, none) and C++17" "$log"
+
+# ---- 4. the ABI against the baseline ---------------------------------------------------------
+log="$tmp/abi.log"
+if [ "$(uname -m)" != x86_64 ]; then
+    skip "ABI against abi/redlock.abi" "the baseline is for x86_64"
+elif ! command -v abidw >/dev/null || ! command -v abidiff >/dev/null; then
+    echo "abidw and abidiff are missing: install abigail-tools (tools/ensure-deps test does)" >"$log"
+    false
+    check "ABI against abi/redlock.abi" "$log"
 else
-    echo "not ok 1 - installed library, header and pkg-config"
-    sed 's/^/# /' "$tmp/log"
+    # abidiff leaves out the changes it calls harmless (an enumerator added, say) unless asked
+    # for them alone with --harmless: the baseline is an exact record, so both runs must be
+    # clean. The constants programs compile in (error codes, limits) are checked beside it.
+    {
+        "$src/abi/dump.sh" "$prefix/lib/libredlock.so.1" "$tmp/new.abi" &&
+            abidiff --suppressions "$src/abi/redlock.suppr" "$src/abi/redlock.abi" "$tmp/new.abi" &&
+            abidiff --harmless --suppressions "$src/abi/redlock.suppr" "$src/abi/redlock.abi" \
+                "$tmp/new.abi" &&
+            cc -std=c99 $cflags "$src/abi/constants.c" -o "$tmp/constants" &&
+            "$tmp/constants" >"$tmp/constants.txt" &&
+            diff -u "$src/abi/constants.txt" "$tmp/constants.txt"
+    } >"$log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || echo "If the change is intended: ninja -C build abi-update, and commit abi/ with it (docs/api.md, \"ABI policy\")." >>"$log"
+    [ $rc -eq 0 ]
+    check "ABI of the installed libredlock.so.1 and the header's constants equal abi/ (abidiff)" "$log"
 fi
 
-# 2. As a subproject: dependency('redlock') finds the override.
+# ---- 5. the man page and the tool ------------------------------------------------------------
+log="$tmp/man.log"
+{
+    MANWIDTH=80 man -l "$prefix/share/man/man1/redlock.1" >"$tmp/man.txt" 2>"$tmp/man.err" &&
+        ! [ -s "$tmp/man.err" ] &&
+        grep -q '^NAME' "$tmp/man.txt" && grep -q '^EXIT STATUS' "$tmp/man.txt" &&
+        grep -q 'redlock - hold a distributed lock' "$tmp/man.txt" &&
+        "$prefix/bin/redlock" --version | grep -F "libredlock $(pkg-config --modversion redlock)"
+} >"$log" 2>&1
+cat "$tmp/man.err" >>"$log" 2>/dev/null
+check "man -l renders the installed redlock(1) without warnings; the installed tool runs" "$log"
+
+# ---- 6. as a subproject with default options ------------------------------------------------
 mkdir -p "$tmp/sp/subprojects"
 ln -s "$src" "$tmp/sp/subprojects/redlock"
 cp "$tmp/user.c" "$tmp/sp/user.c"
 cat >"$tmp/sp/meson.build" <<'M'
 project('user', 'c', default_options: ['c_std=c11'])
-subproject('redlock', default_options: ['tests=false'])
+subproject('redlock') # default options: the library only
 executable('user', 'user.c', dependencies: dependency('redlock'))
 M
-if meson setup "$tmp/sp/b" "$tmp/sp" >"$tmp/log2" 2>&1 && ninja -C "$tmp/sp/b" >>"$tmp/log2" 2>&1 &&
-    "$tmp/sp/b/user" >>"$tmp/log2" 2>&1
-then
-    echo "ok 2 - meson subproject"
-else
-    echo "not ok 2 - meson subproject"
-    sed 's/^/# /' "$tmp/log2"
-fi
+log="$tmp/subproject.log"
+{
+    env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH meson setup "$tmp/sp/b" "$tmp/sp" &&
+        ninja -C "$tmp/sp/b" &&
+        env -u LD_LIBRARY_PATH "$tmp/sp/b/user" &&
+        meson introspect --targets "$tmp/sp/b" >"$tmp/targets.json" &&
+        python3 - "$tmp/targets.json" <<'PY'
+import json, sys
+targets = json.load(open(sys.argv[1]))
+ours = sorted((t["name"], t["type"]) for t in targets if t.get("subproject") == "redlock")
+print("subproject targets:", ours)
+allowed = {("redlock", "shared library"), ("redlock", "static library")}
+extra = [t for t in ours if t not in allowed]
+sys.exit(1 if extra or not ours else 0)
+PY
+    [ -z "$(find "$tmp/sp/b/subprojects" -type f \( -name redlock -o -name redlock-bench \
+        -o -name redlock-proxy -o -name minimal -o -name counter -o -name async_lock \
+        -o -name 'test-*' \))" ]
+} >"$log" 2>&1
+check "a meson subproject with default options builds and runs; only the library is built for it" "$log"

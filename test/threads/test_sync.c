@@ -182,8 +182,9 @@ static void report_shows_each_node(void **state)
     fixture_cluster cluster;
     assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
     redlock_sync *sync = start_sync(&cluster, NULL);
-    redlock_report *report = calloc(1, sizeof(*report));
+    redlock_report *report = malloc(sizeof(*report));
     assert_non_null(report);
+    redlock_report_init(report);
 
     /* Every node connected and answering: a release is confirmed by all five. */
     redlock_sync_lock *lock = NULL;
@@ -247,8 +248,9 @@ static void inspect_and_attach(void **state)
     assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
     redlock_sync *owner = start_sync(&cluster, NULL);
     redlock_sync *other = start_sync(&cluster, NULL);
-    redlock_report *report = calloc(1, sizeof(*report));
+    redlock_report *report = malloc(sizeof(*report));
     assert_non_null(report);
+    redlock_report_init(report);
     const char *res = "threads:attach";
 
     redlock_sync_lock *lock = NULL;
@@ -352,7 +354,9 @@ static void report_copy_is_deep(void **state)
     redlock_report *report = malloc(sizeof(*report));
     assert_non_null(report);
     memset(report, 0xa5, sizeof(*report));
-    redlock_report_copy(report, &result);
+    redlock_report_init(report);
+    memset((char *)report + sizeof(report->size), 0xa5, sizeof(*report) - sizeof(report->size));
+    assert_int_equal(redlock_report_copy(report, &result), 0);
     memset(long_value, 'x', sizeof(long_value)); /* the report owns its copies */
     memset(long_error, 'x', sizeof(long_error) - 1);
 
@@ -423,6 +427,7 @@ static void new_reports_bad_arguments(void **state)
     redlock_sync_free(NULL);
     redlock_sync_lock_free(NULL);
     redlock_report report;
+    redlock_report_init(&report);
     assert_int_equal(redlock_sync_release(NULL, &report), REDLOCK_EINVAL);
     assert_int_equal(report.status, REDLOCK_EINVAL);
     assert_int_equal(redlock_sync_extend(NULL, 0, 0, NULL), REDLOCK_EINVAL);
@@ -439,6 +444,7 @@ static void calls_report_bad_arguments(void **state)
     assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
     redlock_sync *sync = start_sync(&cluster, NULL);
     redlock_report report;
+    redlock_report_init(&report);
     redlock_sync_lock *lock = NULL;
     assert_int_equal(redlock_sync_acquire(sync, "", 0, 0, NULL, &lock, &report), REDLOCK_EINVAL);
     assert_int_equal(report.status, REDLOCK_EINVAL);
@@ -508,6 +514,7 @@ static void waiter_main(void *arg)
         w->rc = REDLOCK_ENOMEM;
         return;
     }
+    redlock_report_init(report);
     atomic_store(&w->started, 1);
     uint64_t t0 = redlock_now_us();
     w->rc = acquire_str(w->sync, "threads:held", 30000, &lo, &w->lock, report);
@@ -653,6 +660,7 @@ static void extender_main(void *arg)
     for (int i = 0; i < e->rounds; i++) {
         uint64_t before = redlock_sync_lock_deadline_us(e->lock);
         redlock_report report;
+        redlock_report_init(&report);
         int rc = redlock_sync_extend(e->lock, 5000, 0, &report);
         if (rc != 0 || report.status != 0) {
             if (e->first_error == 0)
@@ -1021,6 +1029,7 @@ static void acquire_out_of_memory_takes_nothing(void **state)
     long live_before = atomic_load(&fa.live);
     atomic_store(&fa.fail_size, handle_size);
     redlock_report report;
+    redlock_report_init(&report);
     lock = (redlock_sync_lock *)(uintptr_t)1;
     assert_int_equal(redlock_sync_acquire(sync, resource, len, 5000, NULL, &lock, &report),
                      REDLOCK_ENOMEM);

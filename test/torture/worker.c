@@ -249,6 +249,7 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
                              .sync = sync,
                              .log_fd = log_fd,
                              .seed = cfg->seed * 1000003u + process * 1009u + started};
+        redlock_report_init(&w->report);
         if (pthread_create(&w->tid, NULL, thread_main, w) != 0) {
             fprintf(stderr, "worker %u: pthread_create failed\n", process);
             break;

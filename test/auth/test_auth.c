@@ -509,12 +509,12 @@ int main(void)
     dup2(fd, 2);
     close(fd);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(requirepass_right_password),
-        cmocka_unit_test(requirepass_wrong_or_missing),
-        cmocka_unit_test(acl_user),
-        cmocka_unit_test(parse_errors_redacted),
-        cmocka_unit_test(tool_with_password),
-        cmocka_unit_test(log_has_no_password),
+        H_TEST(requirepass_right_password),
+        H_TEST(requirepass_wrong_or_missing),
+        H_TEST(acl_user),
+        H_TEST(parse_errors_redacted),
+        H_TEST(tool_with_password),
+        H_TEST(log_has_no_password),
     };
     return cmocka_run_group_tests_name("auth", tests, NULL, NULL);
 }

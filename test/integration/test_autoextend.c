@@ -389,17 +389,13 @@ static void inspect_shows_holder_per_node(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
+    h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(short_ttl_lock_stays_held),
-        cmocka_unit_test(quorum_gone_fires_lost_before_deadline),
-        cmocka_unit_test(keys_taken_fires_lost_elost),
-        cmocka_unit_test(extension_cap_fires_elimit),
-        cmocka_unit_test(own_extend_moves_the_guard),
-        cmocka_unit_test(close_fires_lost_ecanceled),
-        cmocka_unit_test(bad_auto_options_are_refused),
-        cmocka_unit_test(attach_extend_release_by_token),
-        cmocka_unit_test(inspect_shows_holder_per_node),
+        H_TEST(short_ttl_lock_stays_held),     H_TEST(quorum_gone_fires_lost_before_deadline),
+        H_TEST(keys_taken_fires_lost_elost),   H_TEST(extension_cap_fires_elimit),
+        H_TEST(own_extend_moves_the_guard),    H_TEST(close_fires_lost_ecanceled),
+        H_TEST(bad_auto_options_are_refused),  H_TEST(attach_extend_release_by_token),
+        H_TEST(inspect_shows_holder_per_node),
     };
     return cmocka_run_group_tests_name("autoextend", tests, NULL, NULL);
 }

@@ -91,11 +91,11 @@ static void three_down_is_no_quorum(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
+    h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(lock_sets_token_everywhere),
-        cmocka_unit_test(second_client_is_refused_until_release),
-        cmocka_unit_test(three_down_is_no_quorum),
+        H_TEST(lock_sets_token_everywhere),
+        H_TEST(second_client_is_refused_until_release),
+        H_TEST(three_down_is_no_quorum),
     };
     return cmocka_run_group_tests_name("basic", tests, NULL, NULL);
 }

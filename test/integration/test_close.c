@@ -301,11 +301,11 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(close_with_acquires_in_flight),
-        cmocka_unit_test(close_with_mixed_operations),
-        cmocka_unit_test(close_from_inside_acquire_callback),
-        cmocka_unit_test(release_from_inside_acquire_callback),
-        cmocka_unit_test(close_from_release_and_extend_callbacks),
+        H_TEST(close_with_acquires_in_flight),
+        H_TEST(close_with_mixed_operations),
+        H_TEST(close_from_inside_acquire_callback),
+        H_TEST(release_from_inside_acquire_callback),
+        H_TEST(close_from_release_and_extend_callbacks),
     };
     return cmocka_run_group_tests_name("close", tests, NULL, NULL);
 }

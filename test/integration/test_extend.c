@@ -275,12 +275,12 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(extend_keeps_lock_alive),
-        cmocka_unit_test(extend_after_expiry_or_release_is_refused),
-        cmocka_unit_test(extend_fails_when_quorum_lost_the_key),
-        cmocka_unit_test(extend_retake_restores_restarted_node),
-        cmocka_unit_test(extend_retake_vote_decides),
-        cmocka_unit_test(release_during_extend),
+        H_TEST(extend_keeps_lock_alive),
+        H_TEST(extend_after_expiry_or_release_is_refused),
+        H_TEST(extend_fails_when_quorum_lost_the_key),
+        H_TEST(extend_retake_restores_restarted_node),
+        H_TEST(extend_retake_vote_decides),
+        H_TEST(release_during_extend),
     };
     return cmocka_run_group_tests_name("extend", tests, NULL, NULL);
 }

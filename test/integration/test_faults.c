@@ -542,18 +542,18 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(two_nodes_down_still_locks),
-        cmocka_unit_test(three_nodes_down_fails_fast_and_leaves_no_key),
-        cmocka_unit_test(three_nodes_paused_fail_after_one_timeout),
-        cmocka_unit_test(paused_node_does_not_delay_or_confuse),
-        cmocka_unit_test(url_timeout_overrides_node_timeout),
-        cmocka_unit_test(lost_round_leaves_no_key),
-        cmocka_unit_test(lost_rounds_with_retries_leave_no_key),
-        cmocka_unit_test(waiting_acquire_gets_lock_after_release),
-        cmocka_unit_test(per_node_outcome_names_the_failed_node),
-        cmocka_unit_test(restarted_node_is_used_again),
-        cmocka_unit_test(silent_node_is_dropped_and_comes_back),
-        cmocka_unit_test(connect_timeout_counts_from_client_creation),
+        H_TEST(two_nodes_down_still_locks),
+        H_TEST(three_nodes_down_fails_fast_and_leaves_no_key),
+        H_TEST(three_nodes_paused_fail_after_one_timeout),
+        H_TEST(paused_node_does_not_delay_or_confuse),
+        H_TEST(url_timeout_overrides_node_timeout),
+        H_TEST(lost_round_leaves_no_key),
+        H_TEST(lost_rounds_with_retries_leave_no_key),
+        H_TEST(waiting_acquire_gets_lock_after_release),
+        H_TEST(per_node_outcome_names_the_failed_node),
+        H_TEST(restarted_node_is_used_again),
+        H_TEST(silent_node_is_dropped_and_comes_back),
+        H_TEST(connect_timeout_counts_from_client_creation),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

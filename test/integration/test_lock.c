@@ -587,18 +587,18 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(acquire_sets_token_and_release_deletes_it),
-        cmocka_unit_test(tokens_are_random),
-        cmocka_unit_test(release_with_wrong_token_deletes_nothing),
-        cmocka_unit_test(binary_token_is_stored_exactly),
-        cmocka_unit_test(held_lock_refuses_second_client_until_release),
-        cmocka_unit_test(lock_is_free_again_after_ttl),
-        cmocka_unit_test(resource_names_are_binary_safe),
-        cmocka_unit_test(key_prefix_is_applied_on_nodes_only),
-        cmocka_unit_test(many_concurrent_locks_on_one_client),
-        cmocka_unit_test(client_creation_errors),
-        cmocka_unit_test(password_protected_cluster),
-        cmocka_unit_test(unix_socket_urls),
+        H_TEST(acquire_sets_token_and_release_deletes_it),
+        H_TEST(tokens_are_random),
+        H_TEST(release_with_wrong_token_deletes_nothing),
+        H_TEST(binary_token_is_stored_exactly),
+        H_TEST(held_lock_refuses_second_client_until_release),
+        H_TEST(lock_is_free_again_after_ttl),
+        H_TEST(resource_names_are_binary_safe),
+        H_TEST(key_prefix_is_applied_on_nodes_only),
+        H_TEST(many_concurrent_locks_on_one_client),
+        H_TEST(client_creation_errors),
+        H_TEST(password_protected_cluster),
+        H_TEST(unix_socket_urls),
     };
     return cmocka_run_group_tests_name("lock", tests, NULL, NULL);
 }

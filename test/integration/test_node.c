@@ -323,17 +323,17 @@ static void closed_stdin_is_survived(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
+    h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(acquire_right_after_create_waits_for_connect),
-        cmocka_unit_test(dead_node_fails_fast),
-        cmocka_unit_test(silent_node_is_dropped_and_comes_back),
-        cmocka_unit_test(inflight_cap_bounds_a_stopped_node),
-        cmocka_unit_test(host_names_are_resolved),
-        cmocka_unit_test(refused_select_runs_nothing),
-        cmocka_unit_test(one_server_under_two_urls_counts_once),
-        cmocka_unit_test(unresolvable_host_is_an_error),
-        cmocka_unit_test(closed_stdin_is_survived),
+        H_TEST(acquire_right_after_create_waits_for_connect),
+        H_TEST(dead_node_fails_fast),
+        H_TEST(silent_node_is_dropped_and_comes_back),
+        H_TEST(inflight_cap_bounds_a_stopped_node),
+        H_TEST(host_names_are_resolved),
+        H_TEST(refused_select_runs_nothing),
+        H_TEST(one_server_under_two_urls_counts_once),
+        H_TEST(unresolvable_host_is_an_error),
+        H_TEST(closed_stdin_is_survived),
     };
     return cmocka_run_group_tests_name("node", tests, NULL, NULL);
 }

@@ -220,11 +220,11 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(script_sha1s_match_the_server),
-        cmocka_unit_test(script_flush_before_release_and_extend),
-        cmocka_unit_test(script_flush_on_some_nodes),
-        cmocka_unit_test(script_flush_then_extend_and_release_back_to_back),
-        cmocka_unit_test(release_then_reacquire_on_cold_script_cache),
+        H_TEST(script_sha1s_match_the_server),
+        H_TEST(script_flush_before_release_and_extend),
+        H_TEST(script_flush_on_some_nodes),
+        H_TEST(script_flush_then_extend_and_release_back_to_back),
+        H_TEST(release_then_reacquire_on_cold_script_cache),
     };
     return cmocka_run_group_tests_name("scripts", tests, NULL, NULL);
 }

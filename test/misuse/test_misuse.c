@@ -1025,8 +1025,10 @@ int main(void)
     h_test_main_init();
     static struct CMUnitTest tests[N_ROWS];
     for (size_t i = 0; i < N_ROWS; i++) {
-        tests[i] = (struct CMUnitTest){
-            .name = rows[i].name, .test_func = run_row, .initial_state = (void *)&rows[i]};
+        tests[i] = (struct CMUnitTest){.name = rows[i].name,
+                                       .test_func = run_row,
+                                       .teardown_func = h_teardown,
+                                       .initial_state = (void *)&rows[i]};
     }
     return _cmocka_run_group_tests("misuse", tests, N_ROWS, NULL, NULL);
 }

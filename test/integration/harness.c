@@ -38,7 +38,8 @@ void h_record_cb(redlock_lock *lock, int status, const redlock_result *result, v
 void h_test_options(redlock_options *opts)
 {
     redlock_options_init(opts);
-    opts->node_timeout_ms = 200;
+    opts->node_timeout_ms = H_NODE_TIMEOUT_MS;
+    opts->connect_timeout_ms = H_CONNECT_TIMEOUT_MS;
     opts->retry_count = 0;
 }
 

@@ -71,7 +71,8 @@ void h_env_start(h_env *env, unsigned n, const char *extra_conf);
 void h_env_stop(h_env *env);
 /* A client on the env's servers with opts (NULL: h_test_options). */
 redlock_client *h_client(h_env *env, const redlock_options *opts);
-/* redlock_options_init, then the tests' defaults: node timeout 200 ms, retry_count 0. */
+/* redlock_options_init, then the tests' defaults: node and connect timeouts H_NODE_TIMEOUT_MS
+ * and H_CONNECT_TIMEOUT_MS, retry_count 0. */
 void h_test_options(redlock_options *opts);
 /* cmocka teardown for every test (H_TEST): a failed check longjmps out of the test past its
  * h_env_stop, so this stops whatever servers the test left running (fixture_stop_all) and the

@@ -244,7 +244,7 @@ static void release_from_inside_acquire_callback(void **state)
     size_t token_len = 0;
     const char *token = redlock_lock_token(ctx.second.lock, &token_len);
     assert_string_not_equal(token, ctx.token);
-    assert_true(h_wait_holding(&env, "chain:1", 7, token, token_len, N, 2000));
+    assert_true(h_wait_holding(&env, "chain:1", 7, token, token_len, N, H_WAIT_MS));
     h_record rel;
     assert_int_equal(h_release(&env, ctx.second.lock, &rel), 0);
     assert_int_equal(rel.votes_yes, N);

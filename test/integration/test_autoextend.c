@@ -42,9 +42,9 @@ static int acquire_auto(h_env *env, redlock_client *c, const char *name, uint64_
     return h_acquire(env, c, name, ttl_ms, &lo, rec);
 }
 
-/* ttl 1 s, held 2 s: still ours, a second client is refused throughout, and the keys' PTTL
- * never ran out. (Extended every third of the ttl, "lost" at a tenth before the deadline: a
- * shorter ttl would leave a loaded machine too little time to be late by.) */
+/* ttl 2 s, held 2.5 s: still ours, a second client is refused throughout, and the keys' PTTL
+ * never ran out. (Extended every third of the ttl, "lost" at a tenth before the deadline: an
+ * extension has more than a second to be late by on a loaded machine.) */
 static void short_ttl_lock_stays_held(void **state)
 {
     (void)state;
@@ -54,7 +54,7 @@ static void short_ttl_lock_stays_held(void **state)
     redlock_client *b = h_client(&env, NULL);
     lost_record lost = {0};
     h_record rec;
-    const uint64_t ttl_ms = 1000, hold_ms = 2000;
+    const uint64_t ttl_ms = 2000, hold_ms = 2500;
     assert_int_equal(acquire_auto(&env, a, "auto:held", ttl_ms, NULL, &lost, &rec), 0);
     redlock_lock *lock = rec.lock;
     uint64_t t0 = redlock_now_us();
@@ -67,8 +67,8 @@ static void short_ttl_lock_stays_held(void **state)
         assert_true(redlock_lock_is_held(lock, redlock_now_us()));
     }
     assert_int_equal(lost.calls, 0);
-    /* Held for twice its ttl: extended at least twice (every third of the ttl: about six). */
-    assert_true(redlock_lock_extensions(lock) >= hold_ms / ttl_ms);
+    /* Held past its ttl: extended (every third of the ttl: about three times). */
+    assert_true(redlock_lock_extensions(lock) >= 1);
     size_t token_len;
     const char *token = redlock_lock_token(lock, &token_len);
     assert_true(h_count_holding(&env, "auto:held", 9, token, token_len) >= 3);
@@ -89,7 +89,8 @@ static void short_ttl_lock_stays_held(void **state)
 
 /* 3 of 5 nodes stopped during the hold: "lost" fires once, before the validity deadline. The
  * stopped nodes alone have a short node timeout: the extension rounds are lost on their
- * timeouts (ENOQUORUM), and retried until the guard gives up. */
+ * timeouts (ENOQUORUM), and retried until the guard gives up. A lost margin of 500 ms leaves
+ * the guard's timer that much to be late by. */
 static void quorum_gone_fires_lost_before_deadline(void **state)
 {
     (void)state;
@@ -101,13 +102,16 @@ static void quorum_gone_fires_lost_before_deadline(void **state)
     o.retry_jitter_ms = 0;
     char buf[5][160];
     const char *urls[5];
-    h_urls_with_timeout(&env, 0x7, 500, buf, urls);
+    h_urls_with_timeout(&env, 0x7, 400, buf, urls);
     redlock_client *c = NULL;
     assert_int_equal(h_client_urls(&env, urls, 5, &o, &c, NULL, 0), 0);
     lost_record lost = {0};
     h_record rec;
-    const uint64_t ttl_ms = 1500;
-    assert_int_equal(acquire_auto(&env, c, "auto:lost", ttl_ms, NULL, &lost, &rec), 0);
+    const uint64_t ttl_ms = 2000;
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    ao.lost_margin_ms = 500;
+    assert_int_equal(acquire_auto(&env, c, "auto:lost", ttl_ms, &ao, &lost, &rec), 0);
     /* An extension first. */
     uint64_t give_up = redlock_now_us() + H_WAIT_MS * 1000;
     while (redlock_lock_extensions(rec.lock) < 1 && redlock_now_us() < give_up)
@@ -154,8 +158,8 @@ static void keys_taken_fires_lost_elost(void **state)
 }
 
 /* The cap on extensions ends the hold through the same path, with REDLOCK_ELIMIT, before the
- * deadline of the last extension (a margin of 250 ms leaves the guard's timer room to be
- * late on a loaded machine). */
+ * deadline of the last extension (a margin of 400 ms leaves the guard's timer room to be
+ * late on a loaded machine, and each extension more than 500 ms). */
 static void extension_cap_fires_elimit(void **state)
 {
     (void)state;
@@ -165,10 +169,10 @@ static void extension_cap_fires_elimit(void **state)
     redlock_auto_opts ao;
     redlock_auto_opts_init(&ao);
     ao.max_extensions = 2;
-    ao.lost_margin_ms = 250;
+    ao.lost_margin_ms = 400;
     lost_record lost = {0};
     h_record rec;
-    assert_int_equal(acquire_auto(&env, c, "auto:cap", 1000, &ao, &lost, &rec), 0);
+    assert_int_equal(acquire_auto(&env, c, "auto:cap", 1500, &ao, &lost, &rec), 0);
     assert_true(h_run_until(&env.loop, &lost.calls, 1, H_WAIT_MS));
     assert_int_equal(lost.reason, REDLOCK_ELIMIT);
     assert_int_equal(redlock_lock_extensions(rec.lock), 2);
@@ -190,10 +194,12 @@ static void own_extend_moves_the_guard(void **state)
     redlock_auto_opts ao;
     redlock_auto_opts_init(&ao);
     ao.max_extensions = 1;
-    ao.lost_margin_ms = 150; /* room for the guard's timer to be late on a loaded machine */
+    /* Room for the guard's timer to be late on a loaded machine, and for the first extension
+     * (at 400 ms, before the guard at 786 ms). */
+    ao.lost_margin_ms = 400;
     lost_record lost = {0};
     h_record rec;
-    assert_int_equal(acquire_auto(&env, c, "auto:moved", 600, &ao, &lost, &rec), 0);
+    assert_int_equal(acquire_auto(&env, c, "auto:moved", 1200, &ao, &lost, &rec), 0);
     uint64_t give_up = redlock_now_us() + H_WAIT_MS * 1000;
     while (redlock_lock_extensions(rec.lock) < 1 && redlock_now_us() < give_up)
         h_run_for(&env.loop, 5);
@@ -213,9 +219,9 @@ static void own_extend_moves_the_guard(void **state)
     assert_int_equal(h_extend(&env, rec.lock, 1500, 0, &ext), 0);
     assert_true(redlock_lock_is_held(rec.lock, redlock_now_us()));
     assert_int_equal(lost.calls, 1);
-    /* The guard keeps the margin planned at the start (150 ms): not much earlier (a timer is
+    /* The guard keeps the margin planned at the start (400 ms): not much earlier (a timer is
      * never early; this bound does not depend on the machine). */
-    if (lost.at_us + (150 + 50) * 1000 < deadline)
+    if (lost.at_us + (400 + 50) * 1000 < deadline)
         fail_msg("lost %llu us before the deadline", (unsigned long long)(deadline - lost.at_us));
     h_env_stop(&env);
 }

@@ -368,6 +368,10 @@ static void waiting_acquire_gets_lock_after_release(void **state)
     redlock_client *b = h_client(&env, &o);
     h_record ra, rb;
     assert_int_equal(h_acquire(&env, a, "faults:wait", 10000, NULL, &ra), 0);
+    /* Won at the quorum: let a's SETs land everywhere before b starts, else b's SET may take a
+     * node first (and b's lost round then frees it), and a's release finds no key there. */
+    assert_true(h_wait_holding(&env, "faults:wait", 11, redlock_lock_token(ra.lock, NULL), 32, N,
+                               H_WAIT_MS));
     release_later later = {.lock = ra.lock};
     uv_timer_init(&env.loop, &later.timer);
     uv_timer_start(&later.timer, on_release_later, 300, 0);

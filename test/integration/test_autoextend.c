@@ -254,7 +254,7 @@ static void close_fires_lost_ecanceled(void **state)
     assert_int_equal(redlock_client_close(c, on_closed, NULL), 0);
     env.client = NULL;
     int dummy = 0;
-    uint64_t until = redlock_now_us() + 3000000;
+    uint64_t until = redlock_now_us() + H_WAIT_MS * 1000;
     while (!closed_seen && redlock_now_us() < until)
         uv_run(&env.loop, UV_RUN_ONCE);
     (void)dummy;

@@ -195,8 +195,6 @@ static redlock_client *client_for(h_env *env, const char *userinfo, bool unix_so
     urlset u;
     redlock_options o;
     h_test_options(&o);
-    o.node_timeout_ms = 1000;
-    o.connect_timeout_ms = 2000;
     redlock_client *c = NULL;
     char err[256];
     int rc = h_client_urls(env, make_urls(&u, env, userinfo, unix_socket), env->cluster.n, &o, &c,
@@ -223,7 +221,7 @@ static void lock_cycle(h_env *env, redlock_client *c, const char *user, const ch
     assert_true(s.errors_ok);
     const char *token = redlock_lock_token(s.lock, NULL);
     /* Won at the quorum: a node that connected last may take its SET a moment later. */
-    uint64_t deadline = redlock_now_us() + 2000 * 1000;
+    uint64_t deadline = redlock_now_us() + H_WAIT_MS * 1000;
     while (holding(env, user, password, "auth:res", token) != env->cluster.n &&
            redlock_now_us() < deadline)
         h_run_for(&env->loop, 10);
@@ -403,11 +401,15 @@ static int run_tool(const char *const *args, char *out, size_t out_len)
     out[n] = '\0';
     fclose(f);
     unlink(path);
-    say("tool %s -> status %d:\n%s", args[2], WIFEXITED(st) ? WEXITSTATUS(st) : -1, out);
+    /* args[4]: the command, after "-T", TOOL_T, "-n", nodes (never print nodes: passwords). */
+    say("tool %s -> status %d:\n%s", args[4], WIFEXITED(st) ? WEXITSTATUS(st) : -1, out);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-#define ARGS_ACQ(nodes) ((const char *const[]){"-n", (nodes), "acquire", "auth:tool", NULL})
+/* The tool's node timeout in seconds too (its default is 500 ms). */
+#define TOOL_T "5s"
+#define ARGS_ACQ(nodes)                                                                            \
+    ((const char *const[]){"-T", TOOL_T, "-n", (nodes), "acquire", "auth:tool", NULL})
 
 static void nodes_arg(h_env *env, const char *userinfo, char *out, size_t len)
 {
@@ -443,15 +445,16 @@ static void tool_with_password(void **state)
     assert_int_equal(holding(&env, NULL, PASS, "auth:tool", token), 3);
 
     assert_int_equal(
-        run_tool((const char *const[]){"-n", nodes, "status", "auth:tool", NULL}, out, sizeof(out)),
+        run_tool((const char *const[]){"-T", TOOL_T, "-n", nodes, "status", "auth:tool", NULL}, out,
+                 sizeof(out)),
         0);
     assert_false(contains_secret(out));
     assert_non_null(strstr(out, token));
 
-    assert_int_equal(
-        run_tool((const char *const[]){"-n", nodes, "release", "auth:tool", token, NULL}, out,
-                 sizeof(out)),
-        0);
+    assert_int_equal(run_tool((const char *const[]){"-T", TOOL_T, "-n", nodes, "release",
+                                                    "auth:tool", token, NULL},
+                              out, sizeof(out)),
+                     0);
     assert_false(contains_secret(out));
     assert_int_equal(dbsize_all(&env, NULL, PASS), 0);
 
@@ -509,12 +512,12 @@ int main(void)
     dup2(fd, 2);
     close(fd);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(requirepass_right_password),
-        cmocka_unit_test(requirepass_wrong_or_missing),
-        cmocka_unit_test(acl_user),
-        cmocka_unit_test(parse_errors_redacted),
-        cmocka_unit_test(tool_with_password),
-        cmocka_unit_test(log_has_no_password),
+        H_TEST(requirepass_right_password),
+        H_TEST(requirepass_wrong_or_missing),
+        H_TEST(acl_user),
+        H_TEST(parse_errors_redacted),
+        H_TEST(tool_with_password),
+        H_TEST(log_has_no_password),
     };
     return cmocka_run_group_tests_name("auth", tests, NULL, NULL);
 }

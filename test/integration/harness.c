@@ -38,8 +38,21 @@ void h_record_cb(redlock_lock *lock, int status, const redlock_result *result, v
 void h_test_options(redlock_options *opts)
 {
     redlock_options_init(opts);
-    opts->node_timeout_ms = 200;
+    opts->node_timeout_ms = H_NODE_TIMEOUT_MS;
+    opts->connect_timeout_ms = H_CONNECT_TIMEOUT_MS;
     opts->retry_count = 0;
+}
+
+int h_teardown(void **state)
+{
+    (void)state;
+    unsigned stopped = fixture_stop_all();
+    if (stopped > 0)
+        fprintf(stderr,
+                "# h_teardown: the test ended with %u cluster(s) running (a failed check): "
+                "stopped\n",
+                stopped);
+    return 0;
 }
 
 void h_env_start(h_env *env, unsigned n, const char *extra_conf)
@@ -392,7 +405,7 @@ void h_wait_ready(h_env *env, redlock_client *c)
     unsigned running = 0;
     for (unsigned i = 0; i < env->cluster.n; i++)
         running += env->cluster.servers[i].pid != 0 && !env->cluster.servers[i].paused;
-    uint64_t deadline = redlock_now_us() + 5000000;
+    uint64_t deadline = redlock_now_us() + H_WAIT_MS * 1000;
     char name[64];
     snprintf(name, sizeof(name), "h-ready-%llu", (unsigned long long)redlock_now_us());
     for (int attempt = 1;; attempt++) {
@@ -412,7 +425,64 @@ void h_wait_ready(h_env *env, redlock_client *c)
             h_dump_record("  acquire", &rec);
         }
         if (redlock_now_us() >= deadline)
-            fail_msg("client not ready after 5 s");
+            fail_msg("client not ready after %d ms", H_WAIT_MS);
         h_run_for(&env->loop, 20);
+    }
+}
+
+static bool server_running(const h_env *env, unsigned i)
+{
+    return env->cluster.servers[i].pid != 0 && !env->cluster.servers[i].paused;
+}
+
+void h_drain(h_env *env, redlock_client *c)
+{
+    bool answered[H_MAX_NODES] = {false};
+    uint64_t deadline = redlock_now_us() + H_WAIT_MS * 1000;
+    for (;;) {
+        h_record rec;
+        memset(&rec, 0, sizeof(rec));
+        assert_int_equal(redlock_inspect(c, "h-drain", 7, h_record_cb, &rec), 0);
+        assert_true(h_run_until(&env->loop, &rec.calls, 1, H_WAIT_MS + H_NODE_TIMEOUT_MS));
+        bool all = true;
+        for (unsigned i = 0; i < env->cluster.n && i < H_MAX_NODES; i++) {
+            if (rec.node_vote[i] == REDLOCK_VOTE_YES || rec.node_vote[i] == REDLOCK_VOTE_NO)
+                answered[i] = true;
+            if (server_running(env, i) && !answered[i])
+                all = false;
+        }
+        if (all)
+            return;
+        if (redlock_now_us() >= deadline) {
+            h_dump_record("h_drain: last inspect", &rec);
+            fail_msg("h_drain: not every running server answered within %d ms", H_WAIT_MS);
+        }
+        h_run_for(&env->loop, 20);
+    }
+}
+
+void h_assert_validity(const h_record *rec, uint64_t ttl_ms, uint64_t validity_ms)
+{
+    const uint64_t drift_us = ttl_ms * 10 + 2000;
+    const uint64_t most_us = ttl_ms * 1000 - drift_us;
+    const uint64_t least_us =
+        most_us > rec->elapsed_us + 1000 ? most_us - rec->elapsed_us - 1000 : 0;
+    if (validity_ms * 1000 > most_us || validity_ms * 1000 < least_us)
+        fail_msg("validity %llu ms of a %llu ms ttl, round took %llu us: want %llu..%llu ms",
+                 (unsigned long long)validity_ms, (unsigned long long)ttl_ms,
+                 (unsigned long long)rec->elapsed_us, (unsigned long long)least_us / 1000,
+                 (unsigned long long)most_us / 1000);
+}
+
+void h_urls_with_timeout(h_env *env, unsigned short_mask, uint64_t short_timeout_ms,
+                         char (*buf)[160], const char **urls)
+{
+    for (unsigned i = 0; i < env->cluster.n; i++) {
+        if (short_mask & (1u << i))
+            snprintf(buf[i], 160, "%s?timeout_ms=%llu", env->cluster.urls[i],
+                     (unsigned long long)short_timeout_ms);
+        else
+            snprintf(buf[i], 160, "%s", env->cluster.urls[i]);
+        urls[i] = buf[i];
     }
 }

@@ -1,6 +1,11 @@
 /* harness.h - what every integration test needs: a loop, a cluster of real redis-server
  * processes, a client on them, callbacks that record what happened, and a way to run the loop
- * until something happened (with a bound, so no test can hang). */
+ * until something happened (with a bound, so no test can hang).
+ *
+ * The rule (test/README.md): a check asserts what the library promises, never that the machine
+ * met a deadline. Node timeouts are seconds (H_NODE_TIMEOUT_MS) except on a node the test stops
+ * on purpose; "every node did X" waits for the late ones (h_wait_holding, h_drain); an upper
+ * bound on elapsed time is the promised time plus H_SLACK_MS. */
 #ifndef REDLOCK_TEST_HARNESS_H
 #define REDLOCK_TEST_HARNESS_H
 
@@ -17,6 +22,23 @@
 #include "redlock.h"
 
 #define H_MAX_NODES 16
+
+/* The node and connect timeouts of h_test_options: a healthy node on a loaded machine (two CPU
+ * hogs, sanitizers, valgrind) always answers well within them. A test whose subject is a
+ * deadline stops a node on purpose (fixture_pause) and gives that node alone a short timeout,
+ * best with "?timeout_ms=" in its URL (h_urls_with_timeout). */
+#define H_NODE_TIMEOUT_MS 5000
+#define H_CONNECT_TIMEOUT_MS 5000
+/* How long a test waits, at most, for something that must happen soon: a late node's SET, a
+ * reconnect, a lost callback. Only a failing test ever waits this long. */
+#define H_WAIT_MS 10000
+/* What a loaded machine may add to anything the library does promptly. An upper bound on elapsed
+ * time is what the library promises (derived from the configured timeouts and delays) plus this;
+ * it still tells "after about one node timeout" from "after the 5 s timeout of a healthy node". */
+#define H_SLACK_MS 2500
+
+/* A test in a cmocka table, with h_teardown: use it for every test that starts servers. */
+#define H_TEST(f) cmocka_unit_test_teardown(f, h_teardown)
 
 /* What one callback saw, copied out of the borrowed result. */
 typedef struct h_record {
@@ -47,10 +69,17 @@ void h_env_start(h_env *env, unsigned n, const char *extra_conf);
 /* Close the client (if any) and wait for its close callback, check the loop has nothing left
  * open, stop the servers. */
 void h_env_stop(h_env *env);
-/* A client on the env's servers with opts (NULL: test defaults: node timeout 200 ms so a loaded
- * CI machine does not trip it, retry_count 0). */
+/* A client on the env's servers with opts (NULL: h_test_options). */
 redlock_client *h_client(h_env *env, const redlock_options *opts);
+/* redlock_options_init, then the tests' defaults: node and connect timeouts H_NODE_TIMEOUT_MS
+ * and H_CONNECT_TIMEOUT_MS, retry_count 0. */
 void h_test_options(redlock_options *opts);
+/* cmocka teardown for every test (H_TEST): a failed check longjmps out of the test past its
+ * h_env_stop, so this stops whatever servers the test left running (fixture_stop_all) and the
+ * next test starts clean. The failed test's client and loop are left as they are, never run or
+ * closed again: their pending callbacks point into the test's dead stack frame, and closing the
+ * client would call them (ECANCELED) and write there. A failed run may leak them. */
+int h_teardown(void **state);
 /* Close a client and run the loop until its close callback ran. */
 void h_close_client(h_env *env, redlock_client *client);
 
@@ -87,7 +116,8 @@ int h_acquire_bin(h_env *env, redlock_client *c, const void *resource, size_t le
 int h_client_urls(h_env *env, const char *const *urls, unsigned n, const redlock_options *opts,
                   redlock_client **out, char *err, size_t err_len);
 /* Run the loop in short slices until h_count_holding(key, token) == want, at most timeout_ms.
- * Returns true if reached. */
+ * Returns true if reached. An acquire or extend is decided at a quorum: this is how a test waits
+ * for the other nodes' SETs ("every node holds the token"). */
 bool h_wait_holding(h_env *env, const void *key, size_t key_len, const char *token,
                     size_t token_len, unsigned want, uint64_t timeout_ms);
 /* SET key value on server i (no options); fails the test unless the reply is OK. */
@@ -109,11 +139,28 @@ void h_dump_record(const char *what, const h_record *rec);
  * names match it, and if $H_TEST_SKIP is set skip those that match it (cmocka's filters: '*' and
  * '?' wildcards). */
 void h_test_main_init(void);
-/* Wait (at most 5 s, else fail the test) until the client has every running server of the env
+/* Wait (at most H_WAIT_MS, else fail the test) until the client has every running server of the env
  * connected and working: a probe acquire/release on each of them confirmed by all. Probes that
  * fail on the way are printed on stderr (so a flaky start leaves a trace in the test log). */
 void h_wait_ready(h_env *env, redlock_client *c);
 /* Microseconds since t0_us on the redlock_now_us() clock. */
 uint64_t h_since_us(uint64_t t0_us);
+/* Wait until every command client c has written so far has been executed by every running
+ * (not stopped) server: an inspect round, which goes to each node behind them on the same
+ * ordered connection, is run until each such server answered one (at most H_WAIT_MS, else the
+ * test fails). For checking what a round decided at the quorum, or a lost round's release
+ * everywhere, left on the servers. c's node i must be the env's server i (h_client, or
+ * h_client_urls with the env's servers in order). */
+void h_drain(h_env *env, redlock_client *c);
+/* Check the validity a won acquire or extend gave (validity_ms, from redlock_lock_validity_ms)
+ * against the library's promise for the round recorded in rec with this ttl: ttl - elapsed -
+ * drift (drift = ttl * 0.01 + 2 ms, the default drift factor), whatever the machine's speed:
+ * at most ttl - drift, at least that minus rec->elapsed_us (and 1 ms of rounding). */
+void h_assert_validity(const h_record *rec, uint64_t ttl_ms, uint64_t validity_ms);
+/* URLs of the env's servers into urls[] (each buf[i], at least 160 bytes), the servers listed in
+ * short_mask (bit i: server i) with "?timeout_ms=short_timeout_ms": the nodes a test stops get
+ * a short deadline, every other node keeps the client's H_NODE_TIMEOUT_MS. */
+void h_urls_with_timeout(h_env *env, unsigned short_mask, uint64_t short_timeout_ms,
+                         char (*buf)[160], const char **urls);
 
 #endif

@@ -19,10 +19,10 @@ static void lock_sets_token_everywhere(void **state)
     size_t token_len = 0;
     const char *token = redlock_lock_token(lock, &token_len);
     assert_int_equal(token_len, 32);
-    assert_true(redlock_lock_validity_ms(lock) > 4800 && redlock_lock_validity_ms(lock) <= 4950);
+    h_assert_validity(&rec, 5000, redlock_lock_validity_ms(lock));
     assert_true(redlock_lock_deadline_us(lock) > redlock_now_us());
-    /* Let the slower nodes' SETs land, then every node holds the token with a ttl <= 5000. */
-    h_run_for(&env.loop, 50);
+    /* Once the slower nodes' SETs landed, every node holds the token with a ttl <= 5000. */
+    assert_true(h_wait_holding(&env, "basic:1", 7, token, token_len, 5, H_WAIT_MS));
     for (unsigned i = 0; i < 5; i++) {
         size_t len = 0;
         char *v = h_get(&env, i, "basic:1", 7, &len);
@@ -71,19 +71,21 @@ static void three_down_is_no_quorum(void **state)
     h_env_start(&env, 5, NULL);
     redlock_client *c = h_client(&env, NULL);
     h_wait_connected(&env, c);
-    fixture_kill(&env.cluster, 0);
-    fixture_kill(&env.cluster, 1);
+    assert_int_equal(fixture_kill(&env.cluster, 0), 0);
+    assert_int_equal(fixture_kill(&env.cluster, 1), 0);
     h_record rec;
     assert_int_equal(h_acquire(&env, c, "basic:3", 5000, NULL, &rec), 0);
     h_record rel;
     h_release(&env, rec.lock, &rel);
-    fixture_kill(&env.cluster, 2);
+    assert_int_equal(fixture_kill(&env.cluster, 2), 0);
     uint64_t t0 = redlock_now_us();
     assert_int_equal(h_acquire(&env, c, "basic:4", 5000, NULL, &rec), REDLOCK_ENOQUORUM);
-    assert_true(redlock_now_us() - t0 < 1000000);
+    /* Dead nodes fail fast: decided long before any node's deadline. */
+    assert_true(h_since_us(t0) < H_NODE_TIMEOUT_MS * 1000 / 2);
     assert_true(rec.votes_error >= 3);
     assert_true(strlen(rec.node_error[0]) > 0);
-    h_run_for(&env.loop, 50);
+    /* The live nodes ran the SET and then the release of the lost round. */
+    h_drain(&env, c);
     assert_int_equal(h_pttl(&env, 3, "basic:4", 7), -2);
     assert_int_equal(h_pttl(&env, 4, "basic:4", 7), -2);
     h_env_stop(&env);
@@ -91,11 +93,11 @@ static void three_down_is_no_quorum(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
+    h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(lock_sets_token_everywhere),
-        cmocka_unit_test(second_client_is_refused_until_release),
-        cmocka_unit_test(three_down_is_no_quorum),
+        H_TEST(lock_sets_token_everywhere),
+        H_TEST(second_client_is_refused_until_release),
+        H_TEST(three_down_is_no_quorum),
     };
     return cmocka_run_group_tests_name("basic", tests, NULL, NULL);
 }

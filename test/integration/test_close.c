@@ -244,7 +244,7 @@ static void release_from_inside_acquire_callback(void **state)
     size_t token_len = 0;
     const char *token = redlock_lock_token(ctx.second.lock, &token_len);
     assert_string_not_equal(token, ctx.token);
-    assert_true(h_wait_holding(&env, "chain:1", 7, token, token_len, N, 2000));
+    assert_true(h_wait_holding(&env, "chain:1", 7, token, token_len, N, H_WAIT_MS));
     h_record rel;
     assert_int_equal(h_release(&env, ctx.second.lock, &rel), 0);
     assert_int_equal(rel.votes_yes, N);
@@ -301,11 +301,11 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(close_with_acquires_in_flight),
-        cmocka_unit_test(close_with_mixed_operations),
-        cmocka_unit_test(close_from_inside_acquire_callback),
-        cmocka_unit_test(release_from_inside_acquire_callback),
-        cmocka_unit_test(close_from_release_and_extend_callbacks),
+        H_TEST(close_with_acquires_in_flight),
+        H_TEST(close_with_mixed_operations),
+        H_TEST(close_from_inside_acquire_callback),
+        H_TEST(release_from_inside_acquire_callback),
+        H_TEST(close_from_release_and_extend_callbacks),
     };
     return cmocka_run_group_tests_name("close", tests, NULL, NULL);
 }

@@ -11,12 +11,22 @@
 #define N 5
 #define MS 1000ull /* microseconds per millisecond */
 
-static redlock_client *client_with_timeout(h_env *env, uint64_t node_timeout_ms)
+/* A client whose nodes in stopped_mask (bit i: node i) have the short timeout: the nodes the
+ * test will stop. Every other node keeps H_NODE_TIMEOUT_MS, so only a stopped node can time
+ * out. */
+static redlock_client *client_stopping(h_env *env, unsigned stopped_mask, uint64_t timeout_ms,
+                                       const redlock_options *opts)
 {
-    redlock_options o;
-    h_test_options(&o);
-    o.node_timeout_ms = node_timeout_ms;
-    return h_client(env, &o);
+    char buf[N][160];
+    const char *urls[N];
+    h_urls_with_timeout(env, stopped_mask, timeout_ms, buf, urls);
+    redlock_client *c = NULL;
+    char err[256];
+    int rc = h_client_urls(env, urls, N, opts, &c, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "redlock_client_new: %s: %s\n", redlock_err_name(rc), err);
+    assert_int_equal(rc, 0);
+    return c;
 }
 
 static void token_opts(redlock_lock_opts *lo, const char *token)
@@ -32,7 +42,7 @@ static void two_nodes_down_still_locks(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
-    redlock_client *c = client_with_timeout(&env, 500);
+    redlock_client *c = h_client(&env, NULL);
     h_wait_ready(&env, c);
     assert_int_equal(fixture_kill(&env.cluster, 1), 0);
     assert_int_equal(fixture_kill(&env.cluster, 3), 0);
@@ -59,8 +69,8 @@ static void three_nodes_down_fails_fast_and_leaves_no_key(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
-    const uint64_t timeout_ms = 500;
-    redlock_client *c = client_with_timeout(&env, timeout_ms);
+    const uint64_t timeout_ms = H_NODE_TIMEOUT_MS;
+    redlock_client *c = h_client(&env, NULL);
     h_wait_ready(&env, c);
     for (unsigned i = 0; i < 3; i++)
         assert_int_equal(fixture_kill(&env.cluster, i), 0);
@@ -71,8 +81,9 @@ static void three_nodes_down_fails_fast_and_leaves_no_key(void **state)
     assert_int_equal(h_acquire(&env, c, "faults:3down", 10000, &lo, &rec), REDLOCK_ENOQUORUM);
     uint64_t took_us = h_since_us(t0);
     assert_null(rec.lock);
-    assert_true(took_us < 3 * timeout_ms * MS);
-    assert_true(rec.elapsed_us < 3 * timeout_ms * MS);
+    /* Long before any node's deadline. */
+    assert_true(took_us < timeout_ms * MS / 2);
+    assert_true(rec.elapsed_us < timeout_ms * MS / 2);
     assert_true(rec.votes_error >= 3);
     assert_int_equal(rec.votes_no, 0);
     assert_int_equal(rec.attempts, 1);
@@ -80,8 +91,9 @@ static void three_nodes_down_fails_fast_and_leaves_no_key(void **state)
         assert_int_equal(rec.node_vote[i], REDLOCK_VOTE_ERROR);
         assert_true(strlen(rec.node_error[i]) > 0);
     }
-    /* Give the SETs (and the release sent after them on the same connections) time to land. */
-    h_run_for(&env.loop, 300);
+    /* Once the live nodes ran everything sent so far (the SET, then the release after it on the
+     * same connection), no key of ours is left. */
+    h_drain(&env, c);
     assert_int_equal(h_count_holding(&env, "faults:3down", 12, "tok-3down", 9), 0);
     assert_int_equal(h_dbsize(&env, 3), 0);
     assert_int_equal(h_dbsize(&env, 4), 0);
@@ -90,14 +102,14 @@ static void three_nodes_down_fails_fast_and_leaves_no_key(void **state)
 
 /* Three of five nodes stopped: the round is lost when their deadlines trip (about one node
  * timeout, not later), and once they wake up they run the SET and then the release, in order,
- * so no key of ours survives anywhere. */
+ * so no key of ours survives anywhere. Only the stopped nodes have the short timeout. */
 static void three_nodes_paused_fail_after_one_timeout(void **state)
 {
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
     const uint64_t timeout_ms = 500;
-    redlock_client *c = client_with_timeout(&env, timeout_ms);
+    redlock_client *c = client_stopping(&env, 0x7, timeout_ms, NULL);
     h_wait_ready(&env, c);
     for (unsigned i = 0; i < 3; i++)
         assert_int_equal(fixture_pause(&env.cluster, i), 0);
@@ -105,10 +117,11 @@ static void three_nodes_paused_fail_after_one_timeout(void **state)
     token_opts(&lo, "tok-paused");
     h_record rec;
     uint64_t t0 = redlock_now_us();
-    assert_int_equal(h_acquire(&env, c, "faults:paused", 10000, &lo, &rec), REDLOCK_ENOQUORUM);
+    /* A ttl longer than every wait below: only a release can take the keys away. */
+    assert_int_equal(h_acquire(&env, c, "faults:paused", 60000, &lo, &rec), REDLOCK_ENOQUORUM);
     uint64_t took_us = h_since_us(t0);
     assert_true(took_us >= timeout_ms * MS * 8 / 10);
-    assert_true(took_us < 3 * timeout_ms * MS);
+    assert_true(took_us < (timeout_ms + H_SLACK_MS) * MS); /* not at the others' 5 s */
     assert_int_equal(rec.votes_timeout, 3);
     assert_int_equal(rec.votes_yes, 2);
     for (unsigned i = 0; i < 3; i++) {
@@ -116,17 +129,16 @@ static void three_nodes_paused_fail_after_one_timeout(void **state)
         assert_true(rec.node_latency_us[i] >= timeout_ms * MS * 8 / 10);
         assert_true(strlen(rec.node_error[i]) > 0);
     }
-    h_run_for(&env.loop, 100);
-    /* The live nodes got the release already. */
-    assert_int_equal(h_count_holding(&env, "faults:paused", 13, "tok-paused", 10), 0);
+    /* The live nodes voted yes and then got the release. */
+    assert_true(h_wait_holding(&env, "faults:paused", 13, "tok-paused", 10, 0, H_WAIT_MS));
     for (unsigned i = 0; i < 3; i++)
         assert_int_equal(fixture_resume(&env.cluster, i), 0);
-    h_run_for(&env.loop, 300);
+    h_drain(&env, c);
     assert_int_equal(h_count_holding(&env, "faults:paused", 13, "tok-paused", 10), 0);
     for (unsigned i = 0; i < N; i++)
         assert_int_equal(h_dbsize(&env, i), 0);
     /* And the client is fine afterwards. */
-    assert_true(h_wait_release_votes(&env, c, N, 3000));
+    assert_true(h_wait_release_votes(&env, c, N, H_WAIT_MS));
     h_env_stop(&env);
 }
 
@@ -145,18 +157,18 @@ static void paused_node_does_not_delay_or_confuse(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
-    const uint64_t timeout_ms = 1000;
-    redlock_client *c = client_with_timeout(&env, timeout_ms);
+    /* Node 4's; long enough that, resumed, it surely answers within it. */
+    const uint64_t timeout_ms = 2000;
+    redlock_client *c = client_stopping(&env, 1u << 4, timeout_ms, NULL);
     h_wait_ready(&env, c);
     assert_int_equal(fixture_pause(&env.cluster, 4), 0);
 
     redlock_lock_opts lo;
     token_opts(&lo, "tok-p1");
     h_record rec1, rec2, rec, rel;
-    uint64_t t0 = redlock_now_us();
+    uint64_t t0;
+    /* Decided without node 4: no answer from it, not even its timeout, was waited for. */
     assert_int_equal(h_acquire(&env, c, "faults:p", 10000, &lo, &rec1), 0);
-    assert_true(h_since_us(t0) < timeout_ms * MS * 8 / 10);
-    assert_true(rec1.elapsed_us < timeout_ms * MS * 8 / 10);
     assert_int_equal(rec1.node_vote[4], REDLOCK_VOTE_NONE);
     assert_int_equal(rec1.node_latency_us[4], 0);
     assert_true(rec1.votes_yes >= 3);
@@ -170,7 +182,7 @@ static void paused_node_does_not_delay_or_confuse(void **state)
     assert_int_equal(h_release(&env, rec2.lock, &rel), 0);
     uint64_t took_us = h_since_us(t0);
     assert_true(took_us >= timeout_ms * MS * 8 / 10);
-    assert_true(took_us < 3 * timeout_ms * MS);
+    assert_true(took_us < (timeout_ms + H_SLACK_MS) * MS);
     assert_int_equal(rel.votes_yes, 4);
     assert_int_equal(rel.node_vote[4], REDLOCK_VOTE_TIMEOUT);
     assert_int_equal(h_count_holding(&env, "faults:p2", 9, "tok-p2", 6), 0);
@@ -202,7 +214,7 @@ static void paused_node_does_not_delay_or_confuse(void **state)
         assert_int_equal(h_acquire(&env, c, res, 10000, &lo, &rec), 0);
         assert_int_equal(rec.votes_no + rec.votes_error + rec.votes_timeout, 0);
         assert_votes_sane(&rec, REDLOCK_VOTE_NONE);
-        assert_true(h_wait_holding(&env, res, res_len, token, strlen(token), N, 2000));
+        assert_true(h_wait_holding(&env, res, res_len, token, strlen(token), N, H_WAIT_MS));
         assert_int_equal(h_release(&env, rec.lock, &rel), 0);
         assert_int_equal(rel.votes_yes, N);
         assert_votes_sane(&rel, REDLOCK_VOTE_YES);
@@ -226,23 +238,25 @@ static void url_timeout_overrides_node_timeout(void **state)
                            env.cluster.urls[4]};
     redlock_options o;
     h_test_options(&o);
-    o.node_timeout_ms = 5000;
+    o.node_timeout_ms = H_NODE_TIMEOUT_MS;
     redlock_client *c = NULL;
     assert_int_equal(h_client_urls(&env, urls, N, &o, &c, NULL, 0), 0);
     h_wait_ready(&env, c);
     h_record rec, rel;
     assert_int_equal(h_acquire(&env, c, "faults:urltimeout", 10000, NULL, &rec), 0);
     assert_true(h_wait_holding(&env, "faults:urltimeout", 17, redlock_lock_token(rec.lock, NULL),
-                               32, N, 2000));
+                               32, N, H_WAIT_MS));
     assert_int_equal(fixture_pause(&env.cluster, 0), 0);
     uint64_t t0 = redlock_now_us();
     assert_int_equal(h_release(&env, rec.lock, &rel), 0);
     uint64_t took_us = h_since_us(t0);
     assert_int_equal(rel.node_vote[0], REDLOCK_VOTE_TIMEOUT);
     assert_int_equal(rel.votes_yes, 4);
+    /* About 300 ms: the URL's, not the client's 5 s. */
     assert_true(took_us >= 240 * MS);
-    assert_true(took_us < 900 * MS);
-    assert_true(rel.node_latency_us[0] >= 240 * MS && rel.node_latency_us[0] < 900 * MS);
+    assert_true(took_us < (300 + H_SLACK_MS) * MS);
+    assert_true(rel.node_latency_us[0] >= 240 * MS &&
+                rel.node_latency_us[0] < (300 + H_SLACK_MS) * MS);
     assert_int_equal(fixture_resume(&env.cluster, 0), 0);
     redlock_lock_free(rec.lock);
     h_env_stop(&env);
@@ -268,7 +282,7 @@ static void lost_round_leaves_no_key(void **state)
     assert_int_equal(rec.attempts, 1);
     for (unsigned i = 0; i < 3; i++)
         assert_int_equal(rec.node_vote[i], REDLOCK_VOTE_NO);
-    h_run_for(&env.loop, 200);
+    h_drain(&env, c);
     assert_int_equal(h_count_holding(&env, "faults:lost", 11, "tok-lost", 8), 0);
     assert_int_equal(h_pttl(&env, 3, "faults:lost", 11), -2);
     assert_int_equal(h_pttl(&env, 4, "faults:lost", 11), -2);
@@ -302,8 +316,8 @@ static void lost_rounds_with_retries_leave_no_key(void **state)
     assert_int_equal(rec.votes_no, 3);
     /* Two delays of 40 +/- 10 ms between the three rounds. */
     assert_true(took_us >= 2 * 30 * MS);
-    assert_true(took_us < 3000 * MS);
-    h_run_for(&env.loop, 200);
+    assert_true(took_us < (2 * 50 + H_SLACK_MS) * MS);
+    h_drain(&env, c);
     assert_int_equal(h_count_holding(&env, "faults:retry", 12, "tok-retry", 9), 0);
     assert_int_equal(h_count_holding(&env, "faults:retry", 12, "foreign", 7), 3);
 
@@ -320,8 +334,8 @@ static void lost_rounds_with_retries_leave_no_key(void **state)
     took_us = h_since_us(t0);
     assert_true(rec.attempts >= 3);
     assert_true(took_us >= 300 * MS);
-    assert_true(took_us < 3000 * MS);
-    h_run_for(&env.loop, 200);
+    assert_true(took_us < (300 + H_SLACK_MS) * MS);
+    h_drain(&env, c2);
     for (unsigned i = 0; i < 2; i++)
         assert_int_equal(h_dbsize(&env, i), 0);
     h_close_client(&env, c2);
@@ -354,6 +368,10 @@ static void waiting_acquire_gets_lock_after_release(void **state)
     redlock_client *b = h_client(&env, &o);
     h_record ra, rb;
     assert_int_equal(h_acquire(&env, a, "faults:wait", 10000, NULL, &ra), 0);
+    /* Won at the quorum: let a's SETs land everywhere before b starts, else b's SET may take a
+     * node first (and b's lost round then frees it), and a's release finds no key there. */
+    assert_true(h_wait_holding(&env, "faults:wait", 11, redlock_lock_token(ra.lock, NULL), 32, N,
+                               H_WAIT_MS));
     release_later later = {.lock = ra.lock};
     uv_timer_init(&env.loop, &later.timer);
     uv_timer_start(&later.timer, on_release_later, 300, 0);
@@ -363,17 +381,20 @@ static void waiting_acquire_gets_lock_after_release(void **state)
     uint64_t t0 = redlock_now_us();
     assert_int_equal(h_acquire(&env, b, "faults:wait", 10000, &lo, &rb), 0);
     uint64_t took_us = h_since_us(t0);
-    /* a's release waits for all five nodes, b's acquire only for three: either may finish
-     * first. */
-    assert_true(h_run_until(&env.loop, &later.rec.calls, 1, 10000));
+    /* a's release waits for all five nodes (each has H_NODE_TIMEOUT_MS to answer), b's acquire
+     * only for three: either may finish first. */
+    assert_true(h_run_until(&env.loop, &later.rec.calls, 1, H_WAIT_MS));
+    if (later.rec.votes_yes != N)
+        h_dump_record("a's release", &later.rec);
     assert_int_equal(later.rec.status, 0);
     assert_int_equal(later.rec.votes_yes, N);
     assert_true(rb.attempts >= 2);
+    /* Taken once a let go (after 300 ms), within a retry delay (50 +/- 10 ms) or so. */
     assert_true(took_us >= 250 * MS);
-    assert_true(took_us < 5000 * MS);
+    assert_true(took_us < (300 + 60 + H_SLACK_MS) * MS);
     size_t token_len = 0;
     const char *token = redlock_lock_token(rb.lock, &token_len);
-    assert_true(h_wait_holding(&env, "faults:wait", 11, token, token_len, N, 2000));
+    assert_true(h_wait_holding(&env, "faults:wait", 11, token, token_len, N, H_WAIT_MS));
     uv_close((uv_handle_t *)&later.timer, NULL);
     h_record rel;
     assert_int_equal(h_release(&env, rb.lock, &rel), 0);
@@ -390,8 +411,8 @@ static void per_node_outcome_names_the_failed_node(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
-    const uint64_t timeout_ms = 500;
-    redlock_client *c = client_with_timeout(&env, timeout_ms);
+    const uint64_t timeout_ms = H_NODE_TIMEOUT_MS;
+    redlock_client *c = h_client(&env, NULL);
     h_wait_ready(&env, c);
     assert_int_equal(fixture_kill(&env.cluster, 2), 0);
     h_record rec, rel;
@@ -450,13 +471,14 @@ static void restarted_node_is_used_again(void **state)
 
     assert_int_equal(fixture_restart(&env.cluster, 4), 0);
     uint64_t t0 = redlock_now_us();
-    assert_true(h_wait_release_votes(&env, c, N, 3000));
-    assert_true(h_since_us(t0) < 3500 * MS);
+    assert_true(h_wait_release_votes(&env, c, N, H_WAIT_MS));
+    /* Within the bounded backoff: at most reconnect_max_ms, +50% jitter. */
+    assert_true(h_since_us(t0) < (1500 + H_SLACK_MS) * MS);
     /* A lock taken now lands on the restarted node too. */
     assert_int_equal(h_acquire(&env, c, "faults:restart", 5000, NULL, &rec), 0);
     size_t token_len = 0;
     const char *token = redlock_lock_token(rec.lock, &token_len);
-    assert_true(h_wait_holding(&env, "faults:restart", 14, token, token_len, N, 2000));
+    assert_true(h_wait_holding(&env, "faults:restart", 14, token, token_len, N, H_WAIT_MS));
     assert_int_equal(h_release(&env, rec.lock, &rel), 0);
     assert_int_equal(rel.votes_yes, N);
     assert_int_equal(rel.node_vote[4], REDLOCK_VOTE_YES);
@@ -473,16 +495,16 @@ static void silent_node_is_dropped_and_comes_back(void **state)
     h_env_start(&env, N, NULL);
     redlock_options o;
     h_test_options(&o);
-    o.node_timeout_ms = 200;
     o.connect_timeout_ms = 300;
     o.reconnect_max_ms = 500;
-    redlock_client *c = h_client(&env, &o);
+    redlock_client *c = client_stopping(&env, 1u << 4, 200, &o);
     h_wait_ready(&env, c);
     assert_int_equal(fixture_pause(&env.cluster, 4), 0);
-    /* Keep the client busy for well over three timeouts. */
+    /* Keep the client busy until node 4 has timed out and then been seen failing fast: how many
+     * rounds that takes depends on the machine, what must happen in them does not. */
     uint64_t t0 = redlock_now_us();
-    int rounds = 0, timeouts = 0, errors = 0;
-    while (h_since_us(t0) < 2000 * MS) {
+    int timeouts = 0, errors = 0;
+    while ((timeouts == 0 || errors == 0) && h_since_us(t0) < H_WAIT_MS * MS) {
         h_record rec, rel;
         if (h_acquire(&env, c, "faults:silent", 1000, NULL, &rec) != 0)
             h_dump_record("acquire", &rec);
@@ -498,40 +520,38 @@ static void silent_node_is_dropped_and_comes_back(void **state)
         else
             fail_msg("node 4 voted %s while stopped", redlock_vote_name(rel.node_vote[4]));
         redlock_lock_free(rec.lock);
-        rounds++;
     }
-    assert_true(rounds >= 3);
     assert_true(timeouts >= 1);
     assert_true(errors >= 1); /* dropped at some point: failed fast */
     assert_int_equal(fixture_resume(&env.cluster, 4), 0);
-    assert_true(h_wait_release_votes(&env, c, N, 3000));
+    assert_true(h_wait_release_votes(&env, c, N, H_WAIT_MS));
     h_env_stop(&env);
 }
 
 /* The connect timeout counts from when the client starts connecting, even if the loop has not
  * run for a while before (its cached time is then stale): a program that sets up its loop, does
- * some slow work, then creates the client must not see its connects "time out" at once. */
+ * some slow work, then creates the client must not see its connects "time out" at once. A
+ * connect that timed out would leave its node down, failing fast: an error vote. */
 static void connect_timeout_counts_from_client_creation(void **state)
 {
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
     h_run_for(&env.loop, 1);
-    /* Slow start-up work with the loop idle. */
-    struct timespec pause_ts = {.tv_sec = 0, .tv_nsec = 700 * 1000 * 1000};
+    /* Slow start-up work with the loop idle, for longer than the connect timeout. */
+    const uint64_t connect_timeout_ms = 1000;
+    struct timespec pause_ts = {.tv_sec = 1, .tv_nsec = 200 * 1000 * 1000};
     while (nanosleep(&pause_ts, &pause_ts) != 0)
         ;
     redlock_options o;
     h_test_options(&o);
-    o.connect_timeout_ms = 500;
-    o.node_timeout_ms = 500;
+    o.connect_timeout_ms = connect_timeout_ms;
     redlock_client *c = h_client(&env, &o);
     h_record rec, rel;
-    uint64_t t0 = redlock_now_us();
-    if (h_acquire(&env, c, "faults:connect", 5000, NULL, &rec) != 0)
+    if (h_acquire(&env, c, "faults:connect", 5000, NULL, &rec) != 0 || rec.votes_error != 0)
         h_dump_record("first acquire", &rec);
     assert_int_equal(rec.status, 0);
-    assert_true(h_since_us(t0) < 400 * MS);
+    assert_int_equal(rec.votes_error, 0);
     assert_int_equal(h_release(&env, rec.lock, &rel), 0);
     assert_int_equal(rel.votes_yes, N);
     redlock_lock_free(rec.lock);
@@ -542,18 +562,18 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(two_nodes_down_still_locks),
-        cmocka_unit_test(three_nodes_down_fails_fast_and_leaves_no_key),
-        cmocka_unit_test(three_nodes_paused_fail_after_one_timeout),
-        cmocka_unit_test(paused_node_does_not_delay_or_confuse),
-        cmocka_unit_test(url_timeout_overrides_node_timeout),
-        cmocka_unit_test(lost_round_leaves_no_key),
-        cmocka_unit_test(lost_rounds_with_retries_leave_no_key),
-        cmocka_unit_test(waiting_acquire_gets_lock_after_release),
-        cmocka_unit_test(per_node_outcome_names_the_failed_node),
-        cmocka_unit_test(restarted_node_is_used_again),
-        cmocka_unit_test(silent_node_is_dropped_and_comes_back),
-        cmocka_unit_test(connect_timeout_counts_from_client_creation),
+        H_TEST(two_nodes_down_still_locks),
+        H_TEST(three_nodes_down_fails_fast_and_leaves_no_key),
+        H_TEST(three_nodes_paused_fail_after_one_timeout),
+        H_TEST(paused_node_does_not_delay_or_confuse),
+        H_TEST(url_timeout_overrides_node_timeout),
+        H_TEST(lost_round_leaves_no_key),
+        H_TEST(lost_rounds_with_retries_leave_no_key),
+        H_TEST(waiting_acquire_gets_lock_after_release),
+        H_TEST(per_node_outcome_names_the_failed_node),
+        H_TEST(restarted_node_is_used_again),
+        H_TEST(silent_node_is_dropped_and_comes_back),
+        H_TEST(connect_timeout_counts_from_client_creation),
     };
     return cmocka_run_group_tests_name("faults", tests, NULL, NULL);
 }

@@ -33,23 +33,24 @@ static void dead_node_fails_fast(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, 5, NULL);
-    redlock_options o;
-    h_test_options(&o);
-    o.node_timeout_ms = 2000;
-    redlock_client *c = h_client(&env, &o);
+    redlock_client *c = h_client(&env, NULL);
     h_wait_connected(&env, c);
-    fixture_kill(&env.cluster, 4);
-    h_run_for(&env.loop, 100); /* the client sees the connection close */
+    assert_int_equal(fixture_kill(&env.cluster, 4), 0);
+    /* The client sees the connection close: the server's end was closed when it died, before
+     * fixture_kill returned, so the first loop turn reads the EOF. */
+    h_run_for(&env.loop, 100);
+    /* Far from the node timeout (H_NODE_TIMEOUT_MS): no deadline was waited for. */
+    const uint64_t far_us = H_NODE_TIMEOUT_MS * 1000 / 2;
     for (int round = 0; round < 3; round++) {
         h_record rec;
         assert_int_equal(h_acquire(&env, c, "node:dead", 5000, NULL, &rec), 0);
         /* The round was decided at quorum; by the time it is, node 4 already answered. */
         assert_int_equal(rec.node_vote[4], REDLOCK_VOTE_ERROR);
-        assert_true(rec.node_latency_us[4] < 1000000); /* far from the 2 s deadline */
+        assert_true(rec.node_latency_us[4] < far_us);
         assert_non_null(strstr(rec.node_error[4], "node down"));
         h_record rel;
         assert_int_equal(h_release(&env, rec.lock, &rel), 0);
-        assert_true(rel.elapsed_us < 1000000); /* release does not wait for a deadline either */
+        assert_true(rel.elapsed_us < far_us); /* release does not wait for a deadline either */
         redlock_lock_free(rec.lock);
     }
     h_env_stop(&env);
@@ -58,7 +59,8 @@ static void dead_node_fails_fast(void **state)
 /* A stopped server keeps its TCP connection open and never answers: requests time out; once it
  * owes answers and has been silent for three node timeouts its connection is dropped, and from
  * then on it fails fast while down (its reconnect attempts are accepted by the kernel and hang in
- * the handshake: requests must not wait for them), and once it answers again it is used again. */
+ * the handshake: requests must not wait for them), and once it answers again it is used again.
+ * Only node 0, the one stopped, has the short node timeout. */
 static void silent_node_is_dropped_and_comes_back(void **state)
 {
     (void)state;
@@ -66,12 +68,18 @@ static void silent_node_is_dropped_and_comes_back(void **state)
     h_env_start(&env, 5, NULL);
     redlock_options o;
     h_test_options(&o);
-    o.node_timeout_ms = 100;
+    /* Client-wide, but only node 0 reconnects: the others connect once, before the pause
+     * (h_wait_ready retries a connect that was too slow). */
     o.connect_timeout_ms = 300;
     o.reconnect_max_ms = 200;
-    redlock_client *c = h_client(&env, &o);
-    h_wait_connected(&env, c);
-    fixture_pause(&env.cluster, 0);
+    const uint64_t timeout_ms = 100; /* node 0's */
+    char buf[5][160];
+    const char *urls[5];
+    h_urls_with_timeout(&env, 1u << 0, timeout_ms, buf, urls);
+    redlock_client *c = NULL;
+    assert_int_equal(h_client_urls(&env, urls, 5, &o, &c, NULL, 0), 0);
+    h_wait_ready(&env, c);
+    assert_int_equal(fixture_pause(&env.cluster, 0), 0);
     /* Rounds go on until the node has been seen down, then for 800 ms more: long enough for
      * reconnect attempts (backoff <= 200 ms, each hanging until its 300 ms connect timeout),
      * during which it must fail fast too. No upper bound on the wall time of the first part: how
@@ -115,8 +123,9 @@ static void silent_node_is_dropped_and_comes_back(void **state)
             down_at = t2;
         }
         /* A round never waits for the paused node beyond its deadline (generous slack): the
-         * acquire is decided by the other four, the release waits at most one node timeout. */
-        if (t1 - t0 >= 100000 + 400000 || t2 - t1 >= 100000 + 400000) {
+         * acquire is decided by the other four, the release waits at most node 0's timeout. */
+        const uint64_t bound_us = (timeout_ms + H_SLACK_MS) * 1000;
+        if (t1 - t0 >= bound_us || t2 - t1 >= bound_us) {
             slow = true;
             h_dump_record("slow acquire", &rec);
             h_dump_record("slow release", &rel);
@@ -131,9 +140,9 @@ static void silent_node_is_dropped_and_comes_back(void **state)
     assert_true(saw_timeout);
     assert_true(saw_dropped_or_down);
     assert_int_equal(timeouts_after_down, 0);
-    fixture_resume(&env.cluster, 0);
+    assert_int_equal(fixture_resume(&env.cluster, 0), 0);
     bool back = false;
-    uint64_t until = redlock_now_us() + 5000000;
+    uint64_t until = redlock_now_us() + H_WAIT_MS * 1000;
     while (!back && redlock_now_us() < until) {
         h_record rec;
         assert_int_equal(h_acquire(&env, c, "node:silent", 5000, NULL, &rec), 0);
@@ -157,11 +166,10 @@ static void inflight_cap_bounds_a_stopped_node(void **state)
     h_env_start(&env, 5, NULL);
     redlock_options o;
     h_test_options(&o);
-    o.node_timeout_ms = 3000;
     o.max_inflight_per_node = 4;
     redlock_client *c = h_client(&env, &o);
-    h_wait_connected(&env, c);
-    fixture_pause(&env.cluster, 2);
+    h_wait_ready(&env, c);
+    assert_int_equal(fixture_pause(&env.cluster, 2), 0);
     /* One at a time, so healthy nodes owe at most one answer while the paused one piles up. */
     enum { K = 10 };
     h_record recs[K];
@@ -171,11 +179,16 @@ static void inflight_cap_bounds_a_stopped_node(void **state)
         char name[32];
         snprintf(name, sizeof(name), "node:cap:%d", i);
         assert_int_equal(h_acquire(&env, c, name, 5000, NULL, &recs[i]), 0);
+        /* Decided at quorum, not at node 2's deadline. */
+        assert_int_equal(recs[i].votes_timeout, 0);
         if (recs[i].node_vote[2] == REDLOCK_VOTE_ERROR &&
             strstr(recs[i].node_error[2], "too many requests") != NULL)
             capped++;
+        else
+            assert_int_equal(recs[i].node_vote[2], REDLOCK_VOTE_NONE);
     }
-    assert_true(redlock_now_us() - t0 < 2500000); /* decided at quorum, not at the deadline */
+    /* All ten before the first request to node 2 timed out (else it would owe fewer). */
+    assert_true(h_since_us(t0) < H_NODE_TIMEOUT_MS * 1000);
     /* The first 4 wait for the paused node; the other 6 were refused at once. */
     assert_int_equal(capped, K - 4);
     fixture_resume(&env.cluster, 2);
@@ -323,17 +336,17 @@ static void closed_stdin_is_survived(void **state)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
+    h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(acquire_right_after_create_waits_for_connect),
-        cmocka_unit_test(dead_node_fails_fast),
-        cmocka_unit_test(silent_node_is_dropped_and_comes_back),
-        cmocka_unit_test(inflight_cap_bounds_a_stopped_node),
-        cmocka_unit_test(host_names_are_resolved),
-        cmocka_unit_test(refused_select_runs_nothing),
-        cmocka_unit_test(one_server_under_two_urls_counts_once),
-        cmocka_unit_test(unresolvable_host_is_an_error),
-        cmocka_unit_test(closed_stdin_is_survived),
+        H_TEST(acquire_right_after_create_waits_for_connect),
+        H_TEST(dead_node_fails_fast),
+        H_TEST(silent_node_is_dropped_and_comes_back),
+        H_TEST(inflight_cap_bounds_a_stopped_node),
+        H_TEST(host_names_are_resolved),
+        H_TEST(refused_select_runs_nothing),
+        H_TEST(one_server_under_two_urls_counts_once),
+        H_TEST(unresolvable_host_is_an_error),
+        H_TEST(closed_stdin_is_survived),
     };
     return cmocka_run_group_tests_name("node", tests, NULL, NULL);
 }

@@ -580,6 +580,19 @@ void fixture_stop(fixture_cluster *c)
     c->dir[0] = '\0';
 }
 
+unsigned fixture_stop_all(void)
+{
+    unsigned stopped = 0;
+    for (size_t k = 0; k < MAX_LIVE_CLUSTERS; k++) {
+        // A slot inherited through fork() is the parent's cluster: registry_stop only forgets it.
+        if (live_clusters[k].creator == getpid())
+            stopped++;
+        if (live_clusters[k].creator != 0)
+            registry_stop(&live_clusters[k]);
+    }
+    return stopped;
+}
+
 /* The registry entry for a started cluster owned by this process with i in range, or NULL with
  * a message. */
 static live_cluster *checked_cluster(fixture_cluster *c, unsigned i, const char *what)

@@ -59,6 +59,14 @@ int fixture_start(fixture_cluster *c, unsigned n, const char *extra_conf);
  * forked child process, it only forgets the cluster and leaves the parent's servers running. */
 void fixture_stop(fixture_cluster *c);
 
+/* Stop every cluster this process started and has not stopped yet (as fixture_stop() does each
+ * of them), using the fixture's own record of the pids and temp dirs, never the callers' structs:
+ * those may be gone, e.g. in a dead stack frame after a failed test check longjmped past its
+ * fixture_stop(). Meant for a test's teardown, so one failed test never leaves servers running
+ * into the next. The structs of the clusters it stopped still list their old pids; start them
+ * again (fixture_start) before any other use. Returns how many clusters it stopped. */
+unsigned fixture_stop_all(void);
+
 /* SIGKILL server i and reap it. Its port stays recorded in servers[i] for fixture_restart(),
  * but nothing holds the port meanwhile. Returns 0, or -1 if i is out of range, c is not a
  * started cluster, or the server is not running. */

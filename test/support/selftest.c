@@ -234,6 +234,31 @@ static void test_start_twice(void)
     fixture_stop(&c);
 }
 
+/* fixture_stop_all stops every cluster still running, from the fixture's own records: the
+ * callers' structs may already be gone (a failed test check longjmps past its fixture_stop). */
+static void test_stop_all(void)
+{
+    CHECK(fixture_stop_all() == 0);
+    fixture_cluster *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+    CHECK(a != NULL && b != NULL);
+    CHECK(fixture_start(a, 1, NULL) == 0);
+    CHECK(fixture_start(b, 2, NULL) == 0);
+    pid_t pids[3] = {a->servers[0].pid, b->servers[0].pid, b->servers[1].pid};
+    char dir_a[256], dir_b[256];
+    memcpy(dir_a, a->dir, sizeof(dir_a));
+    memcpy(dir_b, b->dir, sizeof(dir_b));
+    memset(a, 0x5a, sizeof(*a)); // what a reused stack slot would hold
+    free(a);
+    CHECK(fixture_stop_all() == 2);
+    for (unsigned i = 0; i < 3; i++)
+        CHECK(process_gone(pids[i]));
+    CHECK(dir_gone(dir_a) && dir_gone(dir_b));
+    CHECK(fixture_stop_all() == 0);
+    CHECK(fixture_kill(b, 0) == -1); // b's struct is stale: not a started cluster any more
+    fixture_stop(b);
+    free(b);
+}
+
 typedef struct child_report {
     unsigned n;
     pid_t pids[FIXTURE_MAX_SERVERS];
@@ -355,6 +380,7 @@ int main(void)
 
     test_requirepass();
     test_start_twice();
+    test_stop_all();
     test_crash_cleanup();
 
     // Every server was ours and has been reaped: no child of this process is left.

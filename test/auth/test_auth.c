@@ -423,10 +423,8 @@ static void nodes_arg(h_env *env, const char *userinfo, char *out, size_t len)
 static void tool_with_password(void **state)
 {
     (void)state;
-    if (tool_path == NULL || access(tool_path, X_OK) != 0) {
-        say("no redlock tool (REDLOCK_TOOL unset)");
-        skip();
-    }
+    if (tool_path == NULL || access(tool_path, X_OK) != 0)
+        h_skip("no redlock tool (REDLOCK_TOOL unset)");
     h_env env;
     h_env_start(&env, 3, REQUIREPASS_CONF);
     char nodes[1024], out[8192];

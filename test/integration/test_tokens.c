@@ -92,7 +92,7 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(tokens_are_128_random_bits),
+        H_TEST(tokens_are_128_random_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

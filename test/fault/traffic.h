@@ -28,6 +28,7 @@ typedef struct traffic_stats {
     unsigned min_release_votes_yes;   /* over releases that reported status 0 */
     unsigned max_votes_timeout;       /* over every call */
     unsigned max_votes_failed;        /* errors + timeouts, over every call */
+    unsigned max_votes_error;         /* errors alone, over every call */
     char last_error[H_MAX_NODES][96]; /* the last error text each node gave (diagnosis) */
 } traffic_stats;
 

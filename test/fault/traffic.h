@@ -21,6 +21,7 @@ typedef struct traffic_stats {
     int other;                        /* any other status */
     int other_status;                 /* the first such status */
     int acquires_ok;                  /* acquires that won */
+    int releases_ok;                  /* releases that reported status 0 */
     int releases_full;                /* releases confirmed by every node (votes_yes == n_nodes) */
     int immediate_errors;             /* calls refused at once (no callback expected) */
     uint64_t max_latency_us;          /* call to callback, acquire or release */

@@ -65,8 +65,11 @@ static void two_nodes_stopped_five_seconds_under_load(void **state)
     char urls_buf[N][96];
     const char *urls[N];
     for (unsigned i = 0; i < N; i++) {
-        snprintf(urls_buf[i], sizeof(urls_buf[i]), "%s%s", env.cluster.urls[i],
-                 i == 1 || i == 3 ? "?timeout_ms=100" : "");
+        if (i == 1 || i == 3)
+            snprintf(urls_buf[i], sizeof(urls_buf[i]), "%s?timeout_ms=%llu", env.cluster.urls[i],
+                     (unsigned long long)timeout_ms);
+        else
+            snprintf(urls_buf[i], sizeof(urls_buf[i]), "%s", env.cluster.urls[i]);
         urls[i] = urls_buf[i];
     }
     redlock_options o;
@@ -114,6 +117,7 @@ static void two_nodes_stopped_five_seconds_under_load(void **state)
     uint64_t back_us = h_since_us(t0);
     traffic_set_epoch(&t, E_RECOVERED);
     h_run_for(&env.loop, 500);
+    h_run_until(&env.loop, &t.by_epoch[E_RECOVERED].acquires_ok, SLOTS, 10000);
     assert_true(traffic_stop(&t, 10000));
 
     if (getenv("FAULT_VERBOSE") != NULL)

@@ -2,7 +2,7 @@
  * in the same run on the same nodes.
  *
  *   redlock-bench --nodes URL,URL,... [--scenario NAME]... [--duration S] [--json FILE]
- *                 [--quick] [--pids PID,PID,...] [--proxy PATH]
+ *                 [--quick] [--pids PID,PID,...] [--proxy PATH] [--node-timeout MS]
  *
  * Scenarios: latency, throughput, contention, faults (needs --pids of the node servers),
  * wan (needs --proxy, the delay proxy program), memory. Default: all that can run.
@@ -26,6 +26,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: redlock-bench --nodes URL[,URL...] [--scenario NAME]... [--duration S]\n"
                "                     [--json FILE] [--quick] [--pids PID,...] [--proxy PATH]\n"
+               "                     [--node-timeout MS]\n"
                "scenarios: latency throughput contention faults wan memory (default: all)\n");
 }
 
@@ -155,14 +156,20 @@ int main(int argc, char **argv)
     const char *json_path = NULL;
 
     static const struct option longopts[] = {
-        {"nodes", required_argument, NULL, 'n'},    {"scenario", required_argument, NULL, 's'},
-        {"duration", required_argument, NULL, 'd'}, {"json", required_argument, NULL, 'j'},
-        {"quick", no_argument, NULL, 'q'},          {"pids", required_argument, NULL, 'p'},
-        {"proxy", required_argument, NULL, 'x'},    {"plot", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"nodes", required_argument, NULL, 'n'},
+        {"scenario", required_argument, NULL, 's'},
+        {"duration", required_argument, NULL, 'd'},
+        {"json", required_argument, NULL, 'j'},
+        {"quick", no_argument, NULL, 'q'},
+        {"pids", required_argument, NULL, 'p'},
+        {"proxy", required_argument, NULL, 'x'},
+        {"plot", required_argument, NULL, 'P'},
+        {"node-timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
-    while ((ch = getopt_long(argc, argv, "n:s:d:j:qp:x:P:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "n:s:d:j:qp:x:P:T:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
             nodes = optarg;
@@ -205,6 +212,18 @@ int main(int argc, char **argv)
         case 'P':
             cfg.plot_path = optarg;
             break;
+        case 'T': {
+            char *end;
+            errno = 0;
+            unsigned long long ms = strtoull(optarg, &end, 10);
+            if (errno != 0 || *end != '\0' || optarg[0] == '-' || ms < 1 || ms > 3600000) {
+                fprintf(stderr, "redlock-bench: bad node timeout \"%s\" (ms, 1..3600000)\n",
+                        optarg);
+                return 64;
+            }
+            cfg.node_timeout_ms = ms;
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;

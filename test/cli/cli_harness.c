@@ -5,24 +5,19 @@
 
 #include "cli_harness.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 const char *tool_path;
 fixture_cluster shared;
 char shared_nodes[1024];
+fixture_cluster extra;
 static char temp_dir[256];
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -55,16 +50,16 @@ void node_list(const fixture_cluster *c, const char *password, char *out, size_t
     }
 }
 
-/* Start the tool; args are the arguments after argv[0] (NULL-terminated). $REDLOCK_NODES is
- * unset unless env sets it. */
-void tool_start(proc *p, const char *const *env, const char *const *args)
+static void start_tool(proc *p, const char *const *env, const char *const *args, bool timeout)
 {
     const char *argv[64];
     size_t n = 0;
     argv[n++] = "redlock";
-    for (; args[n - 1] != NULL; n++) {
+    if (timeout)
+        argv[n++] = TOOL_NODE_TIMEOUT;
+    for (size_t k = 0; args[k] != NULL; k++) {
         assert_true(n < 63);
-        argv[n] = args[n - 1];
+        argv[n++] = args[k];
     }
     argv[n] = NULL;
     const char *full_env[16];
@@ -76,6 +71,16 @@ void tool_start(proc *p, const char *const *env, const char *const *args)
     }
     full_env[e] = NULL;
     proc_start(p, tool_path, argv, full_env);
+}
+
+void tool_start(proc *p, const char *const *env, const char *const *args)
+{
+    start_tool(p, env, args, true);
+}
+
+void tool_start_bare(proc *p, const char *const *env, const char *const *args)
+{
+    start_tool(p, env, args, false);
 }
 
 void tool_finish(proc *p, int timeout_ms)
@@ -199,16 +204,20 @@ void server_del(fixture_cluster *c, unsigned i, const char *key)
     freeReplyObject(r);
 }
 
-/* Every server of c holds key with value token (NULL: the key is on none). The last SETs of a
- * won round may still be on their way when the tool exits: give them a moment. */
+/* Every server of c holds key with value token (NULL: the key is on none). A won round is
+ * decided at the quorum, so the last node's command may land after the tool said so (or, on a
+ * loaded machine, a while after it exited): wait for it, bounded. */
 void expect_key_everywhere(fixture_cluster *c, const char *key, const char *token)
 {
     for (unsigned i = 0; i < c->n; i++) {
         char *v = NULL;
-        for (int tries = 0; tries < 50; tries++) {
+        long long until = now_ms() + LATE_NODE_WAIT_MS;
+        for (;;) {
             free(v);
             v = server_get(c, i, key);
             if ((token == NULL) == (v == NULL) && (v == NULL || strcmp(v, token) == 0))
+                break;
+            if (now_ms() >= until)
                 break;
             sleep_ms(10);
         }
@@ -218,6 +227,27 @@ void expect_key_everywhere(fixture_cluster *c, const char *key, const char *toke
             fail_msg("node %u: %s = %s, expected %s", i, key, v != NULL ? v : "(none)", token);
         free(v);
     }
+}
+
+void expect_validity(int64_t validity_ms, long long ttl_ms, long long took_ms)
+{
+    /* drift = floor(ttl_us * 0.01) + 2000 us (lib/quorum.c), and the JSON has whole ms. */
+    long long ttl_us = ttl_ms * 1000;
+    long long best_us = ttl_us - ttl_us / 100 - 2000;
+    long long most = best_us / 1000;
+    long long least = (best_us - took_ms * 1000) / 1000 - 1;
+    if (validity_ms > most || validity_ms < least)
+        fail_msg("validity %lld ms for a %lld ms ttl, not in [%lld, %lld] (the tool took %lld ms)",
+                 (long long)validity_ms, ttl_ms, least, most, took_ms);
+}
+
+void expect_pttl(long long pttl_ms, long long ttl_ms, long long since_ms)
+{
+    /* Redis counts the expiry on its own clock, in whole ms: allow it a little. */
+    const long long slack_ms = 10;
+    if (pttl_ms > ttl_ms || pttl_ms < ttl_ms - since_ms - slack_ms)
+        fail_msg("PTTL %lld ms for a %lld ms ttl set at most %lld ms ago", pttl_ms, ttl_ms,
+                 since_ms);
 }
 
 /* Acquire key on the shared cluster with the tool; returns the token (malloc'ed). */
@@ -283,80 +313,6 @@ unsigned count_votes(const jv *v, const char *vote)
     return k;
 }
 
-/* ---- a slow node ----------------------------------------------------------------------------- */
-
-/* Shuttle bytes between two sockets until either side closes. */
-static void shuttle(int a, int b)
-{
-    char buf[16384];
-    for (;;) {
-        struct pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
-        if (poll(fds, 2, -1) < 0 && errno != EINTR)
-            return;
-        for (int k = 0; k < 2; k++) {
-            if (fds[k].revents == 0)
-                continue;
-            ssize_t n = read(fds[k].fd, buf, sizeof(buf));
-            if (n <= 0)
-                return;
-            if (write(fds[1 - k].fd, buf, (size_t)n) != n)
-                return;
-        }
-    }
-}
-
-/* A TCP proxy on a free loopback port to upstream_port that lets each connection in at once but
- * connects it upstream only after delay_ms: a node whose connection setup is slow. Returns the
- * proxy's pid (it and its helpers die with the test) and its port in *port. */
-pid_t slow_proxy_start(int upstream_port, int delay_ms, int *port)
-{
-    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(ls >= 0);
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof(addr));
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(ls, (struct sockaddr *)&addr, sizeof(addr)), 0);
-    assert_int_equal(listen(ls, 16), 0);
-    socklen_t len = sizeof(addr);
-    assert_int_equal(getsockname(ls, (struct sockaddr *)&addr, &len), 0);
-    *port = ntohs(addr.sin_port);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid > 0) {
-        close(ls);
-        return pid;
-    }
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    signal(SIGCHLD, SIG_IGN); /* helpers are reaped by the kernel */
-    for (;;) {
-        int c = accept(ls, NULL, NULL);
-        if (c < 0)
-            continue;
-        if (fork() == 0) {
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-            sleep_ms(delay_ms);
-            int u = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in up;
-            memset(&up, 0, sizeof(up));
-            up.sin_family = AF_INET;
-            up.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            up.sin_port = htons((uint16_t)upstream_port);
-            if (u >= 0 && connect(u, (struct sockaddr *)&up, sizeof(up)) == 0)
-                shuttle(c, u);
-            _exit(0);
-        }
-        close(c);
-    }
-}
-
-void slow_proxy_stop(pid_t pid)
-{
-    kill(pid, SIGKILL);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-}
-
 /* ---- the test program ---------------------------------------------------------------------- */
 
 static const char *const *temp_files_to_remove;
@@ -381,7 +337,21 @@ static int group_teardown(void **state)
         unlink(path);
     }
     rmdir(temp_dir);
+    fixture_stop(&extra);
     fixture_stop(&shared);
+    return 0;
+}
+
+/* After every test, passed or failed (a failed check longjmps past the test's own cleanup): its
+ * own cluster is stopped and the shared one has no paused server, so the next test starts
+ * clean. */
+static int test_teardown(void **state)
+{
+    (void)state;
+    fixture_stop(&extra);
+    for (unsigned i = 0; i < shared.n; i++)
+        if (shared.servers[i].paused)
+            fixture_resume(&shared, i);
     return 0;
 }
 
@@ -395,5 +365,15 @@ int cli_main(const char *group, const struct CMUnitTest *tests, size_t n,
     }
     signal(SIGPIPE, SIG_IGN);
     temp_files_to_remove = temp_files;
-    return _cmocka_run_group_tests(group, tests, n, group_setup, group_teardown);
+    struct CMUnitTest *all = calloc(n, sizeof(*all));
+    if (all == NULL)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        all[i] = tests[i];
+        if (all[i].teardown_func == NULL)
+            all[i].teardown_func = test_teardown;
+    }
+    int rc = _cmocka_run_group_tests(group, all, n, group_setup, group_teardown);
+    free(all);
+    return rc;
 }

@@ -1,6 +1,21 @@
 /* cli_harness.h - what the cli tests share: running build/tools/redlock (path in $REDLOCK_TOOL)
  * as a child process, reading its JSON line, looking at the keys on the servers, and one
- * 3-node cluster per test program (cli_main starts it). */
+ * 3-node cluster per test program (cli_main starts it).
+ *
+ * The rule for every test here: a check asserts what the tool and the library promise, never
+ * that the machine met a deadline.
+ *   - Every tool run gets a node timeout of seconds (TOOL_NODE_TIMEOUT, added by tool_start):
+ *     nothing here is slow unless a test makes it slow on purpose (fixture_pause, a killed
+ *     server), so only a node the test stopped can ever time out. A test about a deadline gives
+ *     its own -T after it (the last one wins).
+ *   - "Every node did X" waits, bounded and generously, for the late ones
+ *     (expect_key_everywhere); a won round is decided at the quorum, not when the last node
+ *     answered.
+ *   - Times are bounded by what was configured or measured around the tool (expect_validity,
+ *     expect_pttl), not by how fast the machine is.
+ *   - A second cluster a test starts is `extra`: it is stopped after every test, passed or
+ *     failed, and every paused server of `shared` is resumed, so a failed check never leaves
+ *     servers behind for the next test. */
 #ifndef REDLOCK_TEST_CLI_HARNESS_H
 #define REDLOCK_TEST_CLI_HARNESS_H
 
@@ -18,10 +33,16 @@
 #include "proc.h"
 
 #define TOOL_TIMEOUT_MS 15000
+/* The node timeout every tool run gets (the tool's own default is 500 ms). */
+#define TOOL_NODE_TIMEOUT "--node-timeout=10s"
+/* How long "every node" checks wait for a late node: generous, since they return at once. */
+#define LATE_NODE_WAIT_MS 5000
 
 extern const char *tool_path;
 extern fixture_cluster shared;  /* 3 nodes, no password */
 extern char shared_nodes[1024]; /* their URLs, comma-separated */
+/* A cluster of a test's own (fixture_start(&extra, ...)); stopped after every test. */
+extern fixture_cluster extra;
 
 long long now_ms(void);
 void sleep_ms(int ms);
@@ -29,9 +50,12 @@ void sleep_ms(int ms);
 /* "redis://[:password@]127.0.0.1:PORT,..." for every server of c. */
 void node_list(const fixture_cluster *c, const char *password, char *out, size_t len);
 
-/* Start the tool; args are the arguments after argv[0] (NULL-terminated). $REDLOCK_NODES is
- * unset unless env ("NAME=VALUE" entries, NULL-terminated, may be NULL) sets it. */
+/* Start the tool with TOOL_NODE_TIMEOUT first, then args, the arguments after argv[0]
+ * (NULL-terminated). $REDLOCK_NODES is unset unless env ("NAME=VALUE" entries, NULL-terminated,
+ * may be NULL) sets it. */
 void tool_start(proc *p, const char *const *env, const char *const *args);
+/* As tool_start, with exactly args (for the command-line checks themselves). */
+void tool_start_bare(proc *p, const char *const *env, const char *const *args);
 /* Wait for the tool to exit; fail the test after timeout_ms. */
 void tool_finish(proc *p, int timeout_ms);
 
@@ -64,8 +88,17 @@ char *server_get_pw(fixture_cluster *c, unsigned i, const char *password, const 
 char *server_get(fixture_cluster *c, unsigned i, const char *key);
 long long server_pttl(fixture_cluster *c, unsigned i, const char *key);
 void server_del(fixture_cluster *c, unsigned i, const char *key);
-/* Every server of c holds key with value token (NULL: the key is on none), within 500 ms. */
+/* Every server of c holds key with value token (NULL: the key is on none), within
+ * LATE_NODE_WAIT_MS. */
 void expect_key_everywhere(fixture_cluster *c, const char *key, const char *token);
+
+/* validity_ms, reported by a tool run that took took_ms (measured around it), is what the
+ * library promises: ttl - elapsed - drift (drift = 1% of the ttl + 2 ms) with elapsed somewhere
+ * in [0, took_ms]. */
+void expect_validity(int64_t validity_ms, long long ttl_ms, long long took_ms);
+/* A PTTL read since_ms after the command that set the key with ttl_ms was started: in
+ * [ttl_ms - since_ms, ttl_ms] (a few ms of slack for the server's clock and rounding). */
+void expect_pttl(long long pttl_ms, long long ttl_ms, long long since_ms);
 
 /* Acquire key on the shared cluster with the tool; returns the token (malloc'ed). */
 char *acquire_shared(const char *key, const char *ttl);
@@ -73,12 +106,6 @@ char *acquire_shared(const char *key, const char *ttl);
 /* A path in the test's temp dir (removed, with the files named in cli_main, at the end). */
 void marker_path(char *out, size_t len, const char *name);
 bool file_exists(const char *path);
-
-/* A TCP proxy on a free loopback port to upstream_port that lets each connection in at once but
- * connects it upstream only after delay_ms: a node whose connection setup is slow. Returns the
- * proxy's pid (it and its helpers die with the test) and its port in *port. */
-pid_t slow_proxy_start(int upstream_port, int delay_ms, int *port);
-void slow_proxy_stop(pid_t pid);
 
 /* Start the shared cluster and a temp dir, run the tests, clean up. temp_files: names in the
  * temp dir to remove at the end (NULL-terminated). */

@@ -194,7 +194,7 @@ static void usage_error(void **state)
     }
     reset_stats(&shared);
     proc p;
-    tool_start(&p, env, args);
+    tool_start_bare(&p, env, args);
     tool_finish(&p, TOOL_TIMEOUT_MS);
     expect_status(&p, 64);
     assert_int_equal(p.out_len, 0);
@@ -268,7 +268,9 @@ static void acquire_prints_json_and_second_is_busy(void **state)
 {
     (void)state;
     proc p;
+    long long start = now_ms();
     TOOL(&p, NULL, "-n", shared_nodes, "acquire", "cli:acquire");
+    long long took = now_ms() - start;
     expect_status(&p, 0);
     jv *v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "resource"), "cli:acquire"));
@@ -276,8 +278,7 @@ static void acquire_prints_json_and_second_is_busy(void **state)
     assert_null(jv_get(v, "error"));
     const char *token = jstr(v, "token");
     assert_true(is_hex_token(token));
-    int64_t validity = jint(v, "validity_ms");
-    assert_true(validity > 9000 && validity <= 10000);
+    expect_validity(jint(v, "validity_ms"), 10000, took);
     assert_int_equal(jint(v, "attempts"), 1);
     check_nodes(v, &shared, false);
     assert_true(count_votes(v, "yes") >= 2);
@@ -287,8 +288,7 @@ static void acquire_prints_json_and_second_is_busy(void **state)
     proc_free(&p);
     /* The lock is left held for its ttl: every node has the token. */
     expect_key_everywhere(&shared, "cli:acquire", tok);
-    long long pttl = server_pttl(&shared, 0, "cli:acquire");
-    assert_true(pttl > 8000 && pttl <= 10000);
+    expect_pttl(server_pttl(&shared, 0, "cli:acquire"), 10000, now_ms() - start);
 
     /* A second acquire: busy, 75, and JSON that says why. */
     TOOL(&p, NULL, "-n", shared_nodes, "acquire", "cli:acquire");
@@ -348,21 +348,24 @@ static void extend_renews_then_reports_lost(void **state)
     (void)state;
     char *token = acquire_shared("cli:extend", "2s");
     proc p;
+    long long start = now_ms();
     TOOL(&p, NULL, "-n", shared_nodes, "-t", "60s", "extend", "cli:extend", token);
+    long long took = now_ms() - start;
     expect_status(&p, 0);
     jv *v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "status"), "REDLOCK_OK"));
     assert_true(jv_is_str(jv_get(v, "token"), token));
-    int64_t validity = jint(v, "validity_ms");
-    assert_true(validity > 55000 && validity <= 60000);
+    expect_validity(jint(v, "validity_ms"), 60000, took);
     check_nodes(v, &shared, false);
     jv_free(v);
     proc_free(&p);
+    /* Every node's key was renewed: its PTTL is past the old 2 s ttl (the last node's extend may
+     * land a moment after the quorum's), and no more than 60 s since the extend started. */
     for (unsigned i = 0; i < shared.n; i++) {
-        long long pttl = -3;
-        for (int tries = 0; tries < 50 && pttl < 50000; tries++, sleep_ms(10))
-            pttl = server_pttl(&shared, i, "cli:extend");
-        assert_true(pttl > 50000 && pttl <= 60000);
+        long long pttl = -3, until = now_ms() + LATE_NODE_WAIT_MS;
+        while ((pttl = server_pttl(&shared, i, "cli:extend")) <= 2000 && now_ms() < until)
+            sleep_ms(10);
+        expect_pttl(pttl, 60000, now_ms() - start);
     }
 
     /* The keys are gone (expired, or deleted by an operator): extend says the lock is lost. */
@@ -400,17 +403,18 @@ static void status_shows_holder_everywhere(void **state)
     jv_free(v);
     proc_free(&p);
 
+    long long start = now_ms();
     char *token = acquire_shared("cli:status", "10s");
     expect_key_everywhere(&shared, "cli:status", token);
     TOOL(&p, NULL, "-n", shared_nodes, "status", "cli:status");
+    long long since = now_ms() - start;
     expect_status(&p, 0);
     v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "holder"), token));
     for (unsigned i = 0; i < shared.n; i++) {
         const jv *n = jv_at(jv_get(v, "nodes"), i);
         assert_true(jv_is_str(jv_get(n, "holder"), token));
-        int64_t pttl = jint(n, "pttl_ms");
-        assert_true(pttl > 8000 && pttl <= 10000);
+        expect_pttl(jint(n, "pttl_ms"), 10000, since);
     }
     assert_non_null(strstr(p.err, "is held by"));
     jv_free(v);
@@ -420,61 +424,77 @@ static void status_shows_holder_everywhere(void **state)
 
 /* ---- a slow node: acquire and extend reach every node before the tool exits --------------- */
 
+/* Run the tool on extra's nodes with node 2 stopped: the round is decided by nodes 0 and 1, and
+ * the result printed, while node 2 has not even finished its handshake. Then let node 2 go on:
+ * the tool must still be running (waiting for it), and exit once node 2 took the command. */
+static void run_with_node_2_stopped(proc *p, const char *const *args, jv **result)
+{
+    assert_int_equal(fixture_pause(&extra, 2), 0);
+    tool_start(p, NULL, args);
+    if (!proc_wait_for_output(p, "\n", false, TOOL_TIMEOUT_MS))
+        fail_msg("no result while node 2 is stopped; stderr:\n%s", p->err);
+    *result = json_line(p);
+    /* Decided without node 2: it had not answered (nor even connected). */
+    assert_true(jv_is_str(jv_get(jv_at(jv_get(*result, "nodes"), 2), "vote"), "none"));
+    /* The tool waits for it (within its 10 s node timeout) instead of exiting. */
+    proc_wait(p, 200);
+    if (p->exited)
+        fail_msg("the tool exited before node 2 answered; stderr:\n%s", p->err);
+    assert_int_equal(fixture_resume(&extra, 2), 0);
+    tool_finish(p, TOOL_TIMEOUT_MS);
+    expect_status(p, 0);
+}
+
 static void won_round_reaches_slow_node(void **state)
 {
     (void)state;
-    int port;
-    pid_t proxy = slow_proxy_start(shared.servers[2].port, 300, &port);
+    assert_int_equal(fixture_start(&extra, 3, NULL), 0);
     char nodes[1024];
-    snprintf(nodes, sizeof(nodes), "%s,%s,redis://127.0.0.1:%d", shared.servers[0].url,
-             shared.servers[1].url, port);
-    long long start = now_ms();
+    node_list(&extra, NULL, nodes, sizeof(nodes));
     proc p;
-    TOOL(&p, NULL, "-n", nodes, "-T", "3s", "-t", "20s", "acquire", "cli:slow");
-    expect_status(&p, 0);
-    long long took = now_ms() - start;
-    jv *v = json_line(&p);
+    jv *v;
+    run_with_node_2_stopped(&p, ARGS("-n", nodes, "-t", "20s", "acquire", "cli:slow"), &v);
     char *token = strdup(jstr(v, "token"));
-    /* Won on the two fast nodes; the slow one had not even finished connecting. */
-    assert_true(jv_is_str(jv_get(jv_at(jv_get(v, "nodes"), 2), "vote"), "none"));
     jv_free(v);
     proc_free(&p);
     /* The tool waited for the slow node, so its SET is there now (no waiting here). */
-    char *val = server_get(&shared, 2, "cli:slow");
+    char *val = server_get(&extra, 2, "cli:slow");
     if (val == NULL || strcmp(val, token) != 0)
         fail_msg("the slow node does not hold the lock: %s", val != NULL ? val : "(no key)");
     free(val);
-    assert_true(took >= 300);
 
     /* extend, likewise: the slow node's ttl is renewed too. */
-    TOOL(&p, NULL, "-n", nodes, "-T", "3s", "-t", "60s", "extend", "cli:slow", token);
-    expect_status(&p, 0);
+    long long start = now_ms();
+    run_with_node_2_stopped(&p, ARGS("-n", nodes, "-t", "60s", "extend", "cli:slow", token), &v);
+    jv_free(v);
     proc_free(&p);
-    long long pttl = server_pttl(&shared, 2, "cli:slow");
-    assert_true(pttl > 50000);
-    slow_proxy_stop(proxy);
+    expect_pttl(server_pttl(&extra, 2, "cli:slow"), 60000, now_ms() - start);
 
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:slow", token);
+    TOOL(&p, NULL, "-n", nodes, "release", "cli:slow", token);
     expect_status(&p, 0);
+    v = json_line(&p);
+    assert_int_equal(jint(v, "released"), 3);
+    jv_free(v);
     proc_free(&p);
     free(token);
+    fixture_stop(&extra);
 }
 
 static void no_quorum_exits_69(void **state)
 {
     (void)state;
-    fixture_cluster c;
-    assert_int_equal(fixture_start(&c, 5, NULL), 0);
+    fixture_cluster *c = &extra;
+    assert_int_equal(fixture_start(c, 5, NULL), 0);
     char nodes[1024];
-    node_list(&c, NULL, nodes, sizeof(nodes));
+    node_list(c, NULL, nodes, sizeof(nodes));
     for (unsigned i = 0; i < 3; i++)
-        assert_int_equal(fixture_kill(&c, i), 0);
+        assert_int_equal(fixture_kill(c, i), 0);
     proc p;
     TOOL(&p, NULL, "-n", nodes, "acquire", "cli:noq");
     expect_status(&p, 69);
     jv *v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "status"), "REDLOCK_ENOQUORUM"));
-    check_nodes(v, &c, false);
+    check_nodes(v, c, false);
     assert_int_equal(count_votes(v, "error"), 3);
     for (unsigned i = 0; i < 3; i++)
         assert_int_equal(jv_get(jv_at(jv_get(v, "nodes"), i), "error")->type, JV_STRING);
@@ -507,7 +527,7 @@ static void no_quorum_exits_69(void **state)
     TOOL(&p, NULL, "-n", nodes, "run", "cli:noq", "--", "true");
     expect_status(&p, 69);
     proc_free(&p);
-    fixture_stop(&c);
+    fixture_stop(c);
 }
 
 /* ---- passwords, escaping, environment, quiet ----------------------------------------------- */
@@ -521,12 +541,12 @@ static void expect_no_secret(const proc *p, const char *secret)
 static void password_never_shown(void **state)
 {
     (void)state;
-    fixture_cluster c;
-    assert_int_equal(fixture_start(&c, 3, "requirepass " PASSWORD "\n"), 0);
+    fixture_cluster *c = &extra;
+    assert_int_equal(fixture_start(c, 3, "requirepass " PASSWORD "\n"), 0);
     char nodes[1024], wrong[1024], redacted[128];
-    node_list(&c, PASSWORD, nodes, sizeof(nodes));
-    node_list(&c, "wrong-Pw0rd", wrong, sizeof(wrong));
-    snprintf(redacted, sizeof(redacted), "redis://:***@127.0.0.1:%d", c.servers[0].port);
+    node_list(c, PASSWORD, nodes, sizeof(nodes));
+    node_list(c, "wrong-Pw0rd", wrong, sizeof(wrong));
+    snprintf(redacted, sizeof(redacted), "redis://:***@127.0.0.1:%d", c->servers[0].port);
 
     proc p;
     TOOL(&p, NULL, "-n", nodes, "acquire", "cli:pw");
@@ -537,10 +557,11 @@ static void password_never_shown(void **state)
     assert_true(jv_is_str(jv_get(jv_at(jv_get(v, "nodes"), 0), "url"), redacted));
     jv_free(v);
     proc_free(&p);
-    for (unsigned i = 0; i < c.n; i++) {
+    for (unsigned i = 0; i < c->n; i++) {
         char *val = NULL;
-        for (int tries = 0; tries < 50 && val == NULL; tries++, sleep_ms(10))
-            val = server_get_pw(&c, i, PASSWORD, "cli:pw", NULL);
+        long long until = now_ms() + LATE_NODE_WAIT_MS;
+        while ((val = server_get_pw(c, i, PASSWORD, "cli:pw", NULL)) == NULL && now_ms() < until)
+            sleep_ms(10);
         assert_non_null(val);
         assert_string_equal(val, token);
         free(val);
@@ -581,7 +602,7 @@ static void password_never_shown(void **state)
     jv_free(v);
     proc_free(&p);
     free(token);
-    fixture_stop(&c);
+    fixture_stop(c);
 }
 
 static bool printable_text(const char *s, size_t len)
@@ -677,12 +698,13 @@ static void nodes_from_environment(void **state)
     char n0[200], n12[400];
     snprintf(n0, sizeof(n0), "%s", shared.servers[0].url);
     snprintf(n12, sizeof(n12), "%s,%s", shared.servers[1].url, shared.servers[2].url);
+    long long start = now_ms();
     TOOL(&p, NULL, "acquire", "-n", n0, "--nodes", n12, "--ttl=2.5s", "cli:env");
+    long long took = now_ms() - start;
     expect_status(&p, 0);
     v = json_line(&p);
     check_nodes(v, &shared, false);
-    int64_t validity = jint(v, "validity_ms");
-    assert_true(validity > 2000 && validity <= 2500);
+    expect_validity(jint(v, "validity_ms"), 2500, took);
     jv_free(v);
     proc_free(&p);
     free(token);
@@ -715,9 +737,16 @@ static void closed_stdout_is_an_error(void **state)
 {
     (void)state;
     proc p;
-    const char *argv[] = {"sh",      "-c",         "exec \"$0\" \"$@\" >&-",
-                          tool_path, "-n",         shared_nodes,
-                          "acquire", "cli:closed", NULL};
+    const char *argv[] = {"sh",
+                          "-c",
+                          "exec \"$0\" \"$@\" >&-",
+                          tool_path,
+                          TOOL_NODE_TIMEOUT,
+                          "-n",
+                          shared_nodes,
+                          "acquire",
+                          "cli:closed",
+                          NULL};
     const char *env[] = {"REDLOCK_NODES", NULL};
     proc_start(&p, "/bin/sh", argv, env);
     tool_finish(&p, TOOL_TIMEOUT_MS);
@@ -725,10 +754,19 @@ static void closed_stdout_is_an_error(void **state)
     assert_non_null(strstr(p.err, "cannot write the result"));
     proc_free(&p);
     /* run: COMMAND inherits the closed stdout, and its status is what counts. */
-    const char *run_argv[] = {"sh",      "-c",          "exec \"$0\" \"$@\" >&-",
-                              tool_path, "-n",          shared_nodes,
-                              "run",     "cli:closed2", "--",
-                              "sh",      "-c",          "echo x || exit 4",
+    const char *run_argv[] = {"sh",
+                              "-c",
+                              "exec \"$0\" \"$@\" >&-",
+                              tool_path,
+                              TOOL_NODE_TIMEOUT,
+                              "-n",
+                              shared_nodes,
+                              "run",
+                              "cli:closed2",
+                              "--",
+                              "sh",
+                              "-c",
+                              "echo x || exit 4",
                               NULL};
     proc_start(&p, "/bin/sh", run_argv, env);
     tool_finish(&p, TOOL_TIMEOUT_MS);
@@ -771,6 +809,7 @@ static void valgrind_run(const char *valgrind, int expected, const char *const *
     for (size_t i = 0; i < sizeof(vg) / sizeof(vg[0]); i++)
         argv[n++] = vg[i];
     argv[n++] = tool_path;
+    argv[n++] = TOOL_NODE_TIMEOUT;
     for (size_t i = 0; args[i] != NULL; i++)
         argv[n++] = args[i];
     argv[n] = NULL;

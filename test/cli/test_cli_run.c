@@ -43,13 +43,27 @@ static void run_exits_with_command_status(void **state)
     }
 }
 
+/* A shell loop that waits until the file $1 exists (at most 30 s, so that a test that failed
+ * meanwhile leaves nothing running for long): a COMMAND that runs until the test lets it end. */
+#define UNTIL_MARKER "i=0; while [ ! -e \"$1\" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
+
+/* Make the file at path (the marker UNTIL_MARKER waits for). */
+static void touch_marker(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
 static void run_passes_key_and_token_and_holds_the_lock(void **state)
 {
     (void)state;
+    char marker[512];
+    marker_path(marker, sizeof(marker), "env-marker");
     proc p;
     tool_start(&p, NULL,
                ARGS("-n", shared_nodes, "run", "cli:run-env", "--", "sh", "-c",
-                    "echo \"$REDLOCK_KEY $REDLOCK_TOKEN\"; exec sleep 1"));
+                    "echo \"$REDLOCK_KEY $REDLOCK_TOKEN\"; " UNTIL_MARKER, "sh", marker));
     assert_true(proc_wait_for_output(&p, "\n", false, TOOL_TIMEOUT_MS));
     assert_int_equal(strncmp(p.out, "cli:run-env ", 12), 0);
     char token[64];
@@ -57,6 +71,7 @@ static void run_passes_key_and_token_and_holds_the_lock(void **state)
     assert_true(is_hex_token(token));
     /* While COMMAND runs, every node holds the token COMMAND was given. */
     expect_key_everywhere(&shared, "cli:run-env", token);
+    touch_marker(marker);
     tool_finish(&p, TOOL_TIMEOUT_MS);
     expect_status(&p, 0);
     proc_free(&p);
@@ -120,17 +135,22 @@ static void run_command_not_found_releases(void **state)
     expect_key_everywhere(&shared, "cli:run-404", NULL);
 }
 
+/* A 3 s ttl held for one and a half ttls: only auto-extension can keep the key alive that long.
+ * (Extensions come every third of the ttl and the lock counts as lost a tenth of it before its
+ * deadline, so a loaded machine may stall the tool for a second and a half.) */
 static void run_short_ttl_keeps_lock_alive(void **state)
 {
     (void)state;
-    long long start = now_ms();
+    const long long ttl_ms = 3000;
+    char marker[512];
+    marker_path(marker, sizeof(marker), "short-marker");
     proc p;
-    tool_start(
-        &p, NULL,
-        ARGS("-n", shared_nodes, "-t", "300ms", "run", "cli:run-short", "--", "sleep", "1.5"));
+    tool_start(&p, NULL,
+               ARGS("-n", shared_nodes, "-t", "3s", "run", "cli:run-short", "--", "sh", "-c",
+                    UNTIL_MARKER, "sh", marker));
     assert_true(proc_wait_for_output(&p, "acquired", true, TOOL_TIMEOUT_MS));
-    /* Well past the 300 ms ttl: only auto-extension can keep the key alive. */
-    sleep_ms(900);
+    long long acquired = now_ms();
+    sleep_ms((int)(ttl_ms * 3 / 2));
     proc s;
     TOOL(&s, NULL, "-n", shared_nodes, "status", "cli:run-short");
     expect_status(&s, 0);
@@ -142,7 +162,7 @@ static void run_short_ttl_keeps_lock_alive(void **state)
         const jv *n = jv_at(jv_get(v, "nodes"), i);
         assert_true(jv_is_str(jv_get(n, "holder"), holder->str));
         int64_t pttl = jint(n, "pttl_ms");
-        assert_true(pttl > 0 && pttl <= 300);
+        assert_true(pttl > 0 && pttl <= ttl_ms);
     }
     jv_free(v);
     proc_free(&s);
@@ -150,13 +170,21 @@ static void run_short_ttl_keeps_lock_alive(void **state)
     TOOL(&a, NULL, "-n", shared_nodes, "acquire", "cli:run-short");
     expect_status(&a, 75);
     proc_free(&a);
+    /* Still held, more than a ttl after it was acquired. */
+    assert_true(now_ms() - acquired >= ttl_ms * 3 / 2);
+    proc_wait(&p, 1);
+    assert_false(p.exited);
 
+    touch_marker(marker);
     tool_finish(&p, TOOL_TIMEOUT_MS);
     expect_status(&p, 0);
-    assert_true(now_ms() - start >= 1500);
     proc_free(&p);
     expect_key_everywhere(&shared, "cli:run-short", NULL);
 }
+
+/* A signal ends the run well before COMMAND's own 30 s would: the bound is half of that, however
+ * slow the machine. */
+#define SIGNAL_BOUND_MS 15000
 
 #define TRAP_TERM                                                                                  \
     "trap 'kill $child 2>/dev/null; echo got-TERM; exit 0' TERM; sleep 30 & child=$!; "            \
@@ -171,9 +199,9 @@ static void run_forwards_sigterm_and_releases(void **state)
     assert_true(proc_wait_for_output(&p, "ready", false, TOOL_TIMEOUT_MS));
     long long sent = now_ms();
     proc_signal(&p, SIGTERM);
-    tool_finish(&p, 5000);
+    tool_finish(&p, TOOL_TIMEOUT_MS);
     expect_status(&p, 0); /* COMMAND handled the signal and exited 0 */
-    assert_true(now_ms() - sent < 3000);
+    assert_true(now_ms() - sent < SIGNAL_BOUND_MS);
     assert_non_null(strstr(p.out, "got-TERM"));
     assert_non_null(strstr(p.err, "got SIGTERM, forwarding it to pid"));
     proc_free(&p);
@@ -185,10 +213,35 @@ static void run_forwards_sigterm_and_releases(void **state)
         tool_start(&p, NULL, ARGS("-n", shared_nodes, "run", "cli:run-term", "--", "sleep", "30"));
         assert_true(proc_wait_for_output(&p, "acquired", true, TOOL_TIMEOUT_MS));
         proc_signal(&p, sigs[i]);
-        tool_finish(&p, 5000);
+        tool_finish(&p, TOOL_TIMEOUT_MS);
         expect_status(&p, 128 + sigs[i]);
         proc_free(&p);
         expect_key_everywhere(&shared, "cli:run-term", NULL);
+    }
+}
+
+static void reset_set_count(fixture_cluster *c, unsigned i)
+{
+    redisReply *r = fixture_command(c, i, "CONFIG RESETSTAT");
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+/* Wait (bounded) until server i has run a SET since reset_set_count. */
+static void wait_set_count(fixture_cluster *c, unsigned i)
+{
+    long long until = now_ms() + TOOL_TIMEOUT_MS;
+    for (;;) {
+        redisReply *r = fixture_command(c, i, "INFO commandstats");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        bool seen = strstr(r->str, "cmdstat_set:") != NULL;
+        freeReplyObject(r);
+        if (seen)
+            return;
+        if (now_ms() >= until)
+            fail_msg("no SET reached node %u within %d ms", i, TOOL_TIMEOUT_MS);
+        sleep_ms(10);
     }
 }
 
@@ -198,15 +251,18 @@ static void run_interrupted_while_waiting(void **state)
     char *token = acquire_shared("cli:run-int", "10s");
     char marker[512];
     marker_path(marker, sizeof(marker), "int-marker");
+    reset_set_count(&shared, 0);
     proc p;
     tool_start(&p, NULL,
                ARGS("-n", shared_nodes, "-w", "30s", "run", "cli:run-int", "--", "touch", marker));
-    sleep_ms(600);
+    /* Once its first SET reached a node the tool is waiting for the lock (its signal handlers
+     * are in place before it connects). */
+    wait_set_count(&shared, 0);
     long long sent = now_ms();
     proc_signal(&p, SIGINT);
-    tool_finish(&p, 5000);
+    tool_finish(&p, TOOL_TIMEOUT_MS);
     expect_status(&p, 128 + SIGINT);
-    assert_true(now_ms() - sent < 3000);
+    assert_true(now_ms() - sent < SIGNAL_BOUND_MS);
     assert_false(file_exists(marker));
     assert_non_null(strstr(p.err, "got SIGINT"));
     proc_free(&p);
@@ -221,32 +277,37 @@ static void run_interrupted_while_waiting(void **state)
 static void run_lock_lost_terminates_command(void **state)
 {
     (void)state;
-    fixture_cluster c;
-    assert_int_equal(fixture_start(&c, 5, NULL), 0);
+    assert_int_equal(fixture_start(&extra, 5, NULL), 0);
     char nodes[1024];
-    node_list(&c, NULL, nodes, sizeof(nodes));
+    node_list(&extra, NULL, nodes, sizeof(nodes));
     proc obeys, ignores;
     tool_start(&obeys, NULL,
-               ARGS("-n", nodes, "-t", "1s", "-g", "5s", "run", "cli:lost-1", "--", "sh", "-c",
+               ARGS("-n", nodes, "-t", "3s", "-g", "10s", "run", "cli:lost-1", "--", "sh", "-c",
                     TRAP_TERM));
     tool_start(&ignores, NULL,
-               ARGS("-q", "-n", nodes, "-t", "1s", "--grace", "300ms", "run", "cli:lost-2", "--",
+               ARGS("-q", "-n", nodes, "-t", "3s", "--grace", "300ms", "run", "cli:lost-2", "--",
                     "sh", "-c", "trap '' TERM; echo ready; exec sleep 30"));
     assert_true(proc_wait_for_output(&obeys, "ready", false, TOOL_TIMEOUT_MS));
     assert_true(proc_wait_for_output(&ignores, "ready", false, TOOL_TIMEOUT_MS));
-    /* Held for longer than a ttl first: extensions work. */
-    sleep_ms(1200);
+    /* Held for longer than a ttl first: extensions work (a 3 s ttl, for the same reason as in
+     * run_short_ttl_keeps_lock_alive). */
+    sleep_ms(3200);
+    proc_wait(&obeys, 1); /* reap, if either exited meanwhile */
+    proc_wait(&ignores, 1);
     assert_false(obeys.exited || ignores.exited);
     long long killed = now_ms();
     for (unsigned i = 0; i < 3; i++)
-        assert_int_equal(fixture_kill(&c, i), 0);
+        assert_int_equal(fixture_kill(&extra, i), 0);
 
-    tool_finish(&obeys, 8000);
-    tool_finish(&ignores, 8000);
+    tool_finish(&obeys, TOOL_TIMEOUT_MS);
+    tool_finish(&ignores, TOOL_TIMEOUT_MS);
     long long took = now_ms() - killed;
     expect_status(&obeys, 70);
     expect_status(&ignores, 70);
-    assert_true(took < 5000);
+    /* The loss is noticed within the 3 s validity, and the command that ignores SIGTERM is
+     * killed 300 ms later: seconds of slack on that, yet less than the 10 s grace the obeying
+     * command was given (the tool must not wait for it once it exited) or COMMAND's 30 s. */
+    assert_true(took < 3000 + 300 + 5000);
     assert_non_null(strstr(obeys.out, "got-TERM"));
     assert_non_null(strstr(obeys.err, "redlock: lock lost: "));
     assert_non_null(strstr(obeys.err, ", sending SIGTERM to pid "));
@@ -257,7 +318,7 @@ static void run_lock_lost_terminates_command(void **state)
     assert_null(strstr(ignores.err, "acquired"));
     proc_free(&obeys);
     proc_free(&ignores);
-    fixture_stop(&c);
+    fixture_stop(&extra);
 }
 
 int main(void)
@@ -272,6 +333,7 @@ int main(void)
         cmocka_unit_test(run_interrupted_while_waiting),
         cmocka_unit_test(run_lock_lost_terminates_command),
     };
-    static const char *const temp_files[] = {"busy-marker", "int-marker", "not-executable", NULL};
+    static const char *const temp_files[] = {"busy-marker", "int-marker",   "not-executable",
+                                             "env-marker",  "short-marker", NULL};
     return cli_main("cli-run", tests, sizeof(tests) / sizeof(tests[0]), temp_files);
 }

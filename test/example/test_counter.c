@@ -1,6 +1,10 @@
 /* test_counter.c - the shared-counter example (examples/counter.c) run end to end: 4 worker
  * processes x 250 increments over five real lock nodes and a sixth server for the counter.
  *
+ * The lock nodes are given a node timeout of seconds in their URLs (the library's default is
+ * 50 ms): nothing here is slow on purpose, so a loaded machine must never cost a worker its
+ * turn.
+ *
  * Run by meson with the path of the counter executable as the only argument. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* posix_spawn, pipe2 */
@@ -32,7 +36,7 @@ extern char **environ;
 /* What the whole group shares: the servers and the counter's command-line arguments. */
 typedef struct counter_env {
     fixture_cluster cluster;      /* must not move while running: it is malloc'ed once */
-    char nodes[LOCK_NODES * 128]; /* "URL,URL,..." */
+    char nodes[LOCK_NODES * 160]; /* "URL?timeout_ms=5000,URL...,..." */
 } counter_env;
 
 /* What one run of the counter did. */
@@ -131,6 +135,7 @@ static int group_setup(void **state)
         if (i > 0)
             strcat(env->nodes, ",");
         strcat(env->nodes, env->cluster.servers[i].url);
+        strcat(env->nodes, "?timeout_ms=5000");
     }
     *state = env;
     return 0;
@@ -188,8 +193,9 @@ static void locked_count_adds_to_the_value(void **state)
     assert_int_equal(data_count(env, "further"), 600);
 }
 
-/* Without the lock, updates are lost (usually most of them; not asserted: the figure depends
- * on scheduling), and the program still exits 0. */
+/* Without the lock, updates are lost, and the program still exits 0. How many depends on the
+ * scheduling, and a run may now and then lose none (the workers happened not to interleave, e.g.
+ * one started late on a loaded machine): it is run again, a few times, until one loses some. */
 static void unlocked_count_loses_updates(void **state)
 {
     counter_env *env = *state;
@@ -199,14 +205,24 @@ static void unlocked_count_loses_updates(void **state)
                           "--key",   "unlocked",
                           "--reset", "--no-lock",
                           NULL};
-    run_result res;
-    run_counter(args, &res);
-    assert_int_equal(res.exit_code, 0);
-    long long count = data_count(env, "unlocked");
-    assert_int_equal(res.final, count);
-    assert_true(count >= 1 && count <= 1000);
-    printf("# without the lock: %lld of 1000 increments survived, %lld lost\n", count,
-           1000 - count);
+    const int max_runs = 5;
+    long long count = 1000;
+    int run = 0;
+    while (count == 1000 && run < max_runs) {
+        run++;
+        run_result res;
+        run_counter(args, &res);
+        assert_int_equal(res.exit_code, 0);
+        count = data_count(env, "unlocked");
+        assert_int_equal(res.final, count);
+        /* A lost update only ever loses: the count never exceeds the increments made. */
+        assert_true(count >= 1 && count <= 1000);
+        printf("# run %d without the lock: %lld of 1000 increments survived, %lld lost\n", run,
+               count, 1000 - count);
+    }
+    if (count == 1000)
+        fail_msg("%d runs without the lock lost no update: the example does not show the race",
+                 max_runs);
 }
 
 /* Bad usage is exit status 2 and touches nothing. */

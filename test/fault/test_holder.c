@@ -2,7 +2,11 @@
  * lock and is stopped (SIGSTOP) while holding it; a client in the parent waits for the resource
  * and gets it, but only after the child's validity deadline. When the child continues, its
  * release does not touch the new holder's keys. Both processes read the same CLOCK_MONOTONIC
- * (redlock_now_us), so their deadlines compare directly. */
+ * (redlock_now_us), so their deadlines compare directly.
+ *
+ * The only thing slow here is the child, stopped on purpose: every client has a node timeout of
+ * seconds, and every bound is derived from the lock's own numbers (its ttl, drift and reported
+ * deadline) and times measured around the calls, never from how fast the machine is. */
 #include "harness.h"
 
 #include <errno.h>
@@ -16,12 +20,20 @@
 #define N 5
 #define MS 1000ull /* microseconds per millisecond */
 #define RESOURCE "fault:holder"
+#define NODE_TIMEOUT_MS 10000 /* nothing but the holder is ever slow */
+
+/* The test's cluster and child, file-level so that the teardown can stop them after a failed
+ * check (which longjmps past the test's own cleanup). */
+static h_env env;
+static pid_t child_pid;
 
 /* What the child reports: after its acquire, then after its release. */
 typedef struct child_report {
     int status; /* of the acquire, then of the release */
     uint64_t deadline_us;
-    uint64_t acquired_us;
+    uint64_t validity_ms;
+    uint64_t before_us;   /* redlock_now_us() just before redlock_acquire */
+    uint64_t acquired_us; /* ... when its callback had run */
     unsigned votes_yes;
     bool held_at_wakeup; /* redlock_lock_is_held when it continued */
     char token[REDLOCK_TOKEN_MAX + 1];
@@ -93,7 +105,7 @@ static int child_main(const char *const *urls, int report_fd, int go_fd, uint64_
         return 10;
     redlock_options o;
     redlock_options_init(&o);
-    o.node_timeout_ms = 200;
+    o.node_timeout_ms = NODE_TIMEOUT_MS;
     o.retry_count = 0;
     redlock_client *c = NULL;
     if (redlock_client_new(&loop, urls, N, &o, &c, NULL, 0) != 0)
@@ -101,6 +113,7 @@ static int child_main(const char *const *urls, int report_fd, int go_fd, uint64_
     child_state cs = {0};
     child_report rep;
     memset(&rep, 0, sizeof(rep));
+    rep.before_us = redlock_now_us();
     if (redlock_acquire(c, RESOURCE, strlen(RESOURCE), ttl_ms, NULL, child_cb, &cs) != 0)
         return 12;
     while (cs.calls == 0)
@@ -112,6 +125,7 @@ static int child_main(const char *const *urls, int report_fd, int go_fd, uint64_
         const char *token = redlock_lock_token(cs.lock, &len);
         snprintf(rep.token, sizeof(rep.token), "%.*s", (int)len, token);
         rep.deadline_us = redlock_lock_deadline_us(cs.lock);
+        rep.validity_ms = redlock_lock_validity_ms(cs.lock);
     }
     if (!write_all(report_fd, &rep, sizeof(rep)))
         return 13;
@@ -141,7 +155,6 @@ static int child_main(const char *const *urls, int report_fd, int go_fd, uint64_
 static void ttl_runs_out_while_holder_is_paused(void **state)
 {
     (void)state;
-    h_env env;
     h_env_start(&env, N, NULL);
     const uint64_t ttl_ms = 1000;
     int report[2], go[2];
@@ -155,6 +168,7 @@ static void ttl_runs_out_while_holder_is_paused(void **state)
         close(go[1]);
         _exit(child_main(env.cluster.urls, report[1], go[0], ttl_ms));
     }
+    child_pid = pid;
     close(report[1]);
     close(go[0]);
 
@@ -162,21 +176,32 @@ static void ttl_runs_out_while_holder_is_paused(void **state)
     bool got = read_all_within(report[0], &rep, sizeof(rep), 10000);
     /* Stop the holder at once, lock in hand. */
     assert_int_equal(kill(pid, SIGSTOP), 0);
-    if (!got) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+    if (!got)
         fail_msg("the child reported nothing");
-    }
     assert_int_equal(rep.status, 0);
     size_t token_len = strlen(rep.token);
     assert_true(token_len > 0);
-    assert_true(rep.deadline_us > rep.acquired_us - ttl_ms * MS);
-    assert_true(rep.deadline_us <= rep.acquired_us + ttl_ms * MS);
+    /* The deadline is the one Redlock promises: the round's start (before its first SET was
+     * written, so before any key's expiry began) + ttl - drift, drift being 1% of the ttl + 2 ms
+     * (the default drift_factor). The start lies between the call and the callback. */
+    const uint64_t ttl_us = ttl_ms * MS, drift_us = ttl_us / 100 + 2 * MS;
+    if (rep.deadline_us < rep.before_us + ttl_us - drift_us ||
+        rep.deadline_us > rep.acquired_us + ttl_us - drift_us)
+        fail_msg("deadline %llu us after the call, %llu us after the callback; promised: ttl - "
+                 "drift = %llu us after the round's start, which lies between them",
+                 (unsigned long long)(rep.deadline_us - rep.before_us),
+                 (unsigned long long)(rep.deadline_us - rep.acquired_us),
+                 (unsigned long long)(ttl_us - drift_us));
+    /* The validity reported is what was left of it when the round was decided, also between the
+     * call and the callback (whole ms, rounded down). */
+    assert_true(rep.validity_ms * MS <= rep.deadline_us - rep.before_us);
+    assert_true(rep.validity_ms * MS + MS > rep.deadline_us - rep.acquired_us);
     assert_true(h_count_holding(&env, RESOURCE, strlen(RESOURCE), rep.token, token_len) >= 3);
 
     /* Another client waits for the resource, retrying every ~50 ms. */
     redlock_options o;
     h_test_options(&o);
+    o.node_timeout_ms = NODE_TIMEOUT_MS;
     o.retry_delay_ms = 50;
     o.retry_jitter_ms = 20;
     redlock_client *c = h_client(&env, &o);
@@ -184,20 +209,28 @@ static void ttl_runs_out_while_holder_is_paused(void **state)
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 5000;
     h_record rec;
+    uint64_t wait_from_us = redlock_now_us();
     int rc = h_acquire(&env, c, RESOURCE, 5000, &lo, &rec);
     if (rc != 0)
         h_dump_record("waiting acquire", &rec);
     assert_int_equal(rc, 0);
-    /* Not before the paused holder's validity ran out; and not much later than its keys did. */
+    /* Not before the paused holder's validity ran out (its keys outlive it by the drift at
+     * least), and not long after a majority of its keys expired: the SETs that made its quorum
+     * all ran before its callback, so those keys were gone a ttl later, and the waiter tries
+     * again every retry delay + jitter; the rest is seconds of slack for a loaded machine. */
     if (rec.at_us < rep.deadline_us)
         fail_msg("acquired %llu us before the paused holder's deadline",
                  (unsigned long long)(rep.deadline_us - rec.at_us));
-    assert_true(rec.at_us < rep.deadline_us + 2000 * MS);
-    assert_true(rec.attempts > 1);
+    const uint64_t keys_gone_us = rep.acquired_us + ttl_us;
+    assert_true(rec.at_us < keys_gone_us + (o.retry_delay_ms + o.retry_jitter_ms + 2000) * MS);
+    /* It was refused at first: a wait that began half a ttl before the deadline cannot win its
+     * first round (that round's SETs would have to reach the servers half a ttl late). */
+    if (wait_from_us + ttl_us / 2 < rep.deadline_us)
+        assert_true(rec.attempts > 1);
     size_t new_len = 0;
     const char *new_token = redlock_lock_token(rec.lock, &new_len);
     /* Won at the quorum; the last SETs land a moment later. */
-    assert_true(h_wait_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len, N, 2000));
+    assert_true(h_wait_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len, N, 10000));
 
     /* The old holder continues: its lock is no longer held, and its release deletes nothing of
      * the new holder's. */
@@ -208,6 +241,7 @@ static void ttl_runs_out_while_holder_is_paused(void **state)
         kill(pid, SIGKILL);
     int wstatus = 0;
     assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    child_pid = 0;
     close(report[0]);
     close(go[1]);
     assert_true(got);
@@ -225,11 +259,24 @@ static void ttl_runs_out_while_holder_is_paused(void **state)
     h_env_stop(&env);
 }
 
+/* After the test, passed or failed: no child and no server is left for the next program. */
+static int teardown(void **state)
+{
+    (void)state;
+    if (child_pid > 0) {
+        kill(child_pid, SIGKILL);
+        waitpid(child_pid, NULL, 0);
+        child_pid = 0;
+    }
+    fixture_stop(&env.cluster);
+    return 0;
+}
+
 int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(ttl_runs_out_while_holder_is_paused),
+        cmocka_unit_test_teardown(ttl_runs_out_while_holder_is_paused, teardown),
     };
     return cmocka_run_group_tests_name("fault-holder", tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@ static void count(traffic_slot *s, bool is_acquire, int status, const redlock_re
     if (is_acquire && status == 0)
         st->acquires_ok++;
     if (!is_acquire && status == 0) {
+        st->releases_ok++;
         if (result->votes_yes < st->min_release_votes_yes)
             st->min_release_votes_yes = result->votes_yes;
         if (result->votes_yes == result->n_nodes)
@@ -35,6 +36,8 @@ static void count(traffic_slot *s, bool is_acquire, int status, const redlock_re
     }
     if (result->votes_timeout > st->max_votes_timeout)
         st->max_votes_timeout = result->votes_timeout;
+    if (result->votes_error > st->max_votes_error)
+        st->max_votes_error = result->votes_error;
     if (result->votes_timeout + result->votes_error > st->max_votes_failed)
         st->max_votes_failed = result->votes_timeout + result->votes_error;
     for (unsigned i = 0; i < result->n_nodes && i < H_MAX_NODES; i++) {
@@ -145,15 +148,17 @@ void traffic_dump(const traffic *t, unsigned epoch)
     const traffic_stats *sets[2] = {&t->by_epoch[epoch], &t->straddle[epoch]};
     for (int k = 0; k < 2; k++) {
         const traffic_stats *st = sets[k];
-        fprintf(stderr,
-                "epoch %u %s: calls %d ok %d enoquorum %d other %d (%s) acquires_ok %d "
-                "releases_full %d immediate %d max_latency %llu us max_acquire %llu us "
-                "min_release_yes %u max_timeouts %u max_failed %u\n",
-                epoch, k == 0 ? "clean" : "straddling", st->calls, st->ok, st->enoquorum, st->other,
-                st->other != 0 ? redlock_err_name(st->other_status) : "-", st->acquires_ok,
-                st->releases_full, st->immediate_errors, (unsigned long long)st->max_latency_us,
-                (unsigned long long)st->max_acquire_latency_us, st->min_release_votes_yes,
-                st->max_votes_timeout, st->max_votes_failed);
+        fprintf(
+            stderr,
+            "epoch %u %s: calls %d ok %d enoquorum %d other %d (%s) acquires_ok %d "
+            "releases_ok %d releases_full %d immediate %d max_latency %llu us max_acquire %llu us "
+            "min_release_yes %u max_timeouts %u max_errors %u max_failed %u\n",
+            epoch, k == 0 ? "clean" : "straddling", st->calls, st->ok, st->enoquorum, st->other,
+            st->other != 0 ? redlock_err_name(st->other_status) : "-", st->acquires_ok,
+            st->releases_ok, st->releases_full, st->immediate_errors,
+            (unsigned long long)st->max_latency_us, (unsigned long long)st->max_acquire_latency_us,
+            st->min_release_votes_yes, st->max_votes_timeout, st->max_votes_error,
+            st->max_votes_failed);
         for (unsigned i = 0; i < H_MAX_NODES; i++) {
             if (st->last_error[i][0] != '\0')
                 fprintf(stderr, "  node %u last error: %s\n", i, st->last_error[i]);

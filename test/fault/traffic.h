@@ -21,6 +21,7 @@ typedef struct traffic_stats {
     int other;                        /* any other status */
     int other_status;                 /* the first such status */
     int acquires_ok;                  /* acquires that won */
+    int releases_ok;                  /* releases that reported status 0 */
     int releases_full;                /* releases confirmed by every node (votes_yes == n_nodes) */
     int immediate_errors;             /* calls refused at once (no callback expected) */
     uint64_t max_latency_us;          /* call to callback, acquire or release */
@@ -28,6 +29,7 @@ typedef struct traffic_stats {
     unsigned min_release_votes_yes;   /* over releases that reported status 0 */
     unsigned max_votes_timeout;       /* over every call */
     unsigned max_votes_failed;        /* errors + timeouts, over every call */
+    unsigned max_votes_error;         /* errors alone, over every call */
     char last_error[H_MAX_NODES][96]; /* the last error text each node gave (diagnosis) */
 } traffic_stats;
 

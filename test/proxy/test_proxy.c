@@ -701,8 +701,10 @@ static int wait_exit(child *ch)
 
 static void program_controls_all_proxies(void **state)
 {
-    if (program_path == NULL)
-        skip();
+    if (program_path == NULL) {
+        printf("# SKIP no proxy program given (argv[1])\n"); /* test/run counts it as skipped */
+        return;
+    }
     child ch;
     spawn(&ch, "500", redis_port(), redis_port()); /* as in delay_change_takes_effect */
     int ports[2];
@@ -749,8 +751,10 @@ static void program_controls_all_proxies(void **state)
 
 static void program_exits_on_eof_and_signals(void **state)
 {
-    if (program_path == NULL)
-        skip();
+    if (program_path == NULL) {
+        printf("# SKIP no proxy program given (argv[1])\n"); /* test/run counts it as skipped */
+        return;
+    }
     int signals[] = {0, SIGTERM, SIGINT}; /* 0: end of stdin */
     for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
         child ch;
@@ -781,8 +785,10 @@ static void program_exits_on_eof_and_signals(void **state)
 
 static void program_rejects_bad_arguments(void **state)
 {
-    if (program_path == NULL)
-        skip();
+    if (program_path == NULL) {
+        printf("# SKIP no proxy program given (argv[1])\n"); /* test/run counts it as skipped */
+        return;
+    }
     const char *bad[][3] = {{"--delay-ms", "x", "6379"},
                             {"0", NULL, NULL},
                             {"70000", NULL, NULL},

@@ -34,7 +34,6 @@
 #define READY_POLL_MS 10
 /* A starting server refuses connects at once; a longer probe timeout only helps a wedged one. */
 #define PROBE_TIMEOUT_MS 500
-#define CONNECT_TIMEOUT_MS 1000
 #define START_ATTEMPTS 5
 #define RESTART_RETRY_DELAY_MS 100
 #define MAX_LIVE_CLUSTERS 32
@@ -695,7 +694,7 @@ redisContext *fixture_connect(fixture_cluster *c, unsigned i)
         fprintf(stderr, "fixture: fixture_connect: server %u out of range\n", i);
         return NULL;
     }
-    struct timeval tv = timeval_ms(CONNECT_TIMEOUT_MS);
+    struct timeval tv = timeval_ms(FIXTURE_COMMAND_TIMEOUT_MS);
     redisContext *ctx = redisConnectWithTimeout("127.0.0.1", c->servers[i].port, tv);
     if (ctx && !ctx->err)
         redisSetTimeout(ctx, tv);

@@ -19,6 +19,9 @@
 #include <hiredis/hiredis.h>
 
 #define FIXTURE_MAX_SERVERS 16
+/* How long fixture_connect and fixture_command wait for a connect or a reply: a loaded machine
+ * may take seconds to answer one command, and only a stopped server should time out. */
+#define FIXTURE_COMMAND_TIMEOUT_MS 5000
 
 typedef struct fixture_server {
     int port;            /* loopback TCP port, 127.0.0.1 */
@@ -86,11 +89,12 @@ int fixture_resume(fixture_cluster *c, unsigned i);
  * stderr if the server cannot start (e.g. another process took the port meanwhile). */
 int fixture_restart(fixture_cluster *c, unsigned i);
 
-/* Open a blocking hiredis connection to 127.0.0.1:servers[i].port with a 1 s timeout for the
- * connect and for every later command. Follows the hiredis convention: a failed connect still
- * returns a context with ->err and ->errstr set (e.g. "Connection refused" after fixture_kill).
- * The caller owns the context and frees it with redisFree() in every case. Returns NULL only if
- * i is out of range or memory ran out. Does not AUTH even when extra_conf set requirepass. */
+/* Open a blocking hiredis connection to 127.0.0.1:servers[i].port with a FIXTURE_COMMAND_TIMEOUT_MS
+ * timeout for the connect and for every later command. Follows the hiredis convention: a failed
+ * connect still returns a context with ->err and ->errstr set (e.g. "Connection refused" after
+ * fixture_kill). The caller owns the context and frees it with redisFree() in every case. Returns
+ * NULL only if i is out of range or memory ran out. Does not AUTH even when extra_conf set
+ * requirepass. */
 redisContext *fixture_connect(fixture_cluster *c, unsigned i);
 
 /* Run one command (hiredis format, e.g. "SET %s %b") on server i over a fresh connection made

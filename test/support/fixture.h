@@ -89,8 +89,8 @@ int fixture_resume(fixture_cluster *c, unsigned i);
  * stderr if the server cannot start (e.g. another process took the port meanwhile). */
 int fixture_restart(fixture_cluster *c, unsigned i);
 
-/* Open a blocking hiredis connection to 127.0.0.1:servers[i].port with a FIXTURE_COMMAND_TIMEOUT_MS
- * timeout for the connect and for every later command. Follows the hiredis convention: a failed
+/* Open a blocking hiredis connection to 127.0.0.1:servers[i].port with a timeout of
+ * FIXTURE_COMMAND_TIMEOUT_MS for the connect and for every later command. Follows the hiredis convention: a failed
  * connect still returns a context with ->err and ->errstr set (e.g. "Connection refused" after
  * fixture_kill). The caller owns the context and frees it with redisFree() in every case. Returns
  * NULL only if i is out of range or memory ran out. Does not AUTH even when extra_conf set

@@ -158,14 +158,18 @@ static void node_down(redlock__node *n, const char *why)
 {
     if (n->state == NODE_CLOSING)
         return;
-    redlock__fmt(n->last_error, sizeof(n->last_error), "%s", why);
+    /* A connection that skipped verification says so in every error it causes. */
+    bool note = redlock__tls_ctx_insecure(n->cfg.tls) && n->cfg.url->tls &&
+                strstr(why, REDLOCK__TLS_INSECURE_NOTE) == NULL;
+    redlock__fmt(n->last_error, sizeof(n->last_error), "%s%s", why,
+                 note ? REDLOCK__TLS_INSECURE_NOTE : "");
     n->state = NODE_DOWN;
     n->held.len = 0;
     n->skip_replies = 0;
     redlock__handshake_reset(&n->handshake);
     uv_timer_stop(&n->deadline_timer);
     char msg[ERR_LEN];
-    redlock__fmt(msg, sizeof(msg), "%s", why); /* why may be last_error, which may change */
+    redlock__fmt(msg, sizeof(msg), "%s", n->last_error); /* last_error may change meanwhile */
     fail_all(n, msg);
 }
 
@@ -179,7 +183,15 @@ static void node_fail(redlock__node *n, const char *why)
 
 static void on_stream_down(redlock__stream *s, const char *why)
 {
-    node_down(REDLOCK__CONTAINER_OF(s, redlock__node, stream), why);
+    redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
+    /* A TLS port resets a plain client as soon as its first bytes arrive. */
+    char hint[ERR_LEN];
+    if (!n->cfg.url->tls && !n->cfg.url->is_unix && n->handshake.n_steps > 0 &&
+        n->handshake.answered == 0 && strstr(why, "reset") != NULL) {
+        redlock__fmt(hint, sizeof(hint), "%s (before any answer: a TLS port? use rediss://)", why);
+        why = hint;
+    }
+    node_down(n, why);
 }
 
 /* ---- replies ------------------------------------------------------------------------------- */
@@ -388,6 +400,7 @@ int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock_
         .reconnect_min_us = cfg->reconnect_min_us,
         .reconnect_max_us = cfg->reconnect_max_us,
         .alloc = cfg->alloc,
+        .tls = cfg->tls,
         .on_open = on_stream_open,
         .on_read = on_stream_read,
         .on_down = on_stream_down,
@@ -448,6 +461,11 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
 const char *redlock__node_name(const redlock__node *n)
 {
     return n->cfg.name;
+}
+
+const redlock__stream_stats *redlock__node_stream_stats(const redlock__node *n)
+{
+    return &n->stream.stats;
 }
 
 const char *redlock__node_run_id(const redlock__node *n)

@@ -7,7 +7,7 @@
  * uv_timer_t, armed at the FIFO's head, serves them all because deadlines grow in FIFO order. A
  * timed-out request leaves the FIFO at once and only a counter remembers that its reply is still
  * owed: the late reply is read and dropped. The queue never knows how its bytes travel (TCP, a
- * unix socket).
+ * unix socket, TLS).
  *
  * A node that is down fails every request at once (nothing queues) while its stream reconnects
  * in the background with exponential backoff and jitter. While the first connection is being
@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "io.h"
+#include "stream.h"
 
 typedef struct redlock__node redlock__node;
 
@@ -43,6 +44,8 @@ typedef struct redlock__node_config {
      * one, this node stays down (a server must count only once in a quorum). NULL: no check. */
     const char *(*twin_of)(void *ctx, const redlock__node *node, const char *run_id);
     void *twin_ctx;
+    redlock__tls_ctx *tls; /* the client's TLS context, for a rediss:// url; must outlive the
+                              node */
 } redlock__node_config;
 
 /* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
@@ -63,5 +66,7 @@ void redlock__node_close(redlock__node *node, void (*cb)(void *data), void *data
 const char *redlock__node_name(const redlock__node *node);
 /* The run_id of the server a ready node is connected to, or NULL (not ready, or INFO refused). */
 const char *redlock__node_run_id(const redlock__node *node);
+/* What its stream counted (tests and the bench). */
+const redlock__stream_stats *redlock__node_stream_stats(const redlock__node *node);
 
 #endif

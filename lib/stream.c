@@ -1,5 +1,5 @@
-/* stream.c - a node's byte stream on libuv: connect, read, write, close, reconnect. See
- * stream.h for the states and their transitions. */
+/* stream.c - a node's byte stream on libuv: connect, read, write, close, reconnect; TLS through
+ * tls.h when the URL asks for it. See stream.h for the states and their transitions. */
 #include "stream.h"
 
 #include <string.h>
@@ -20,7 +20,9 @@ struct redlock__stream_conn {
     uv_write_t write_req;
     redlock__buf inflight; /* bytes handed to uv_write */
     bool writing;
-    bool detached; /* the stream no longer uses this connection */
+    bool detached;     /* the stream no longer uses this connection */
+    redlock__tls *tls; /* TLS over this connection, or NULL */
+    bool heard;        /* TLS: the server has sent something */
     redlock__stream *stream;
     char rbuf[READ_BUF_SIZE];
 };
@@ -34,6 +36,11 @@ static uint64_t ms_ceil(uint64_t us)
     return (us + 999) / 1000;
 }
 
+static uint64_t now_us(void)
+{
+    return uv_hrtime() / 1000;
+}
+
 /* ---- teardown ------------------------------------------------------------------------------ */
 
 static void maybe_closed(redlock__stream *s)
@@ -41,6 +48,7 @@ static void maybe_closed(redlock__stream *s)
     if (s->state != REDLOCK__STREAM_CLOSED || s->closes_pending > 0)
         return;
     redlock__buf_free(&s->out, s->cfg.alloc);
+    redlock__tls_resume_clear(&s->resume);
     s->cfg.on_closed(s);
 }
 
@@ -62,6 +70,8 @@ static void detach_conn(redlock__stream *s)
         return;
     s->conn = NULL;
     c->detached = true;
+    redlock__tls_free(c->tls); /* nothing reads or writes through it any more */
+    c->tls = NULL;
     s->closes_pending++; /* the stream outlives every connection it ever had */
     uv_close(&c->h.handle, on_conn_closed);
 }
@@ -115,6 +125,25 @@ static void fail_uv(redlock__stream *s, const char *what, int status)
     stream_fail(s, why);
 }
 
+/* The open connection broke (read or write error, end of file). Right after a TLS handshake,
+ * before the owner accepted the connection, the reason may be the server's refusal of the
+ * client's certificate, whose alert the reset overtook: tls.c knows whether it asked for one. */
+static void fail_io(redlock__stream *s, const char *why)
+{
+    char better[ERR_LEN];
+    if (s->state == REDLOCK__STREAM_OPEN && s->conn != NULL && s->conn->tls != NULL &&
+        redlock__tls_explain_drop(s->conn->tls, better, sizeof(better)))
+        why = better;
+    stream_fail(s, why);
+}
+
+static void fail_io_uv(redlock__stream *s, const char *what, int status)
+{
+    char why[ERR_LEN];
+    redlock__fmt(why, sizeof(why), "%s: %s", what, uv_strerror(status));
+    fail_io(s, why);
+}
+
 void redlock__stream_drop(redlock__stream *s)
 {
     if (s->state == REDLOCK__STREAM_CLOSED || s->state == REDLOCK__STREAM_IDLE)
@@ -142,28 +171,57 @@ static void on_write(uv_write_t *req, int status)
         return;
     redlock__stream *s = c->stream;
     if (status < 0) {
-        fail_uv(s, "write", status);
+        fail_io_uv(s, "write", status);
         return;
     }
     redlock__stream_flush(s);
 }
 
+/* With TLS: encrypt the whole output buffer in one SSL_write (as few records as its size
+ * needs), then hand every waiting record, the handshake's too, to uv_write. Returns false when
+ * the stream failed. */
+static bool take_ciphertext(redlock__stream *s, conn *c)
+{
+    char why[ERR_LEN];
+    if (s->out.len > 0 && redlock__stream_is_open(s)) {
+        if (redlock__tls_write(c->tls, s->out.data, s->out.len, why, sizeof(why)) != 0) {
+            stream_fail(s, why);
+            return false;
+        }
+        s->out.len = 0;
+    }
+    c->inflight.len = 0;
+    if (redlock__tls_take(c->tls, &c->inflight, s->cfg.alloc) != 0) {
+        stream_fail(s, "tls: out of memory");
+        return false;
+    }
+    return true;
+}
+
 void redlock__stream_flush(redlock__stream *s)
 {
     conn *c = s->conn;
-    if (c == NULL || c->writing || s->out.len == 0 || !redlock__stream_is_open(s))
+    if (c == NULL || c->writing)
         return;
-    redlock__buf tmp = c->inflight; /* swap: the empty in-flight buffer takes out's place */
-    c->inflight = s->out;
-    s->out = tmp;
-    s->out.len = 0;
+    if (c->tls != NULL) {
+        if (!take_ciphertext(s, c) || c->inflight.len == 0)
+            return;
+    } else {
+        if (s->out.len == 0 || !redlock__stream_is_open(s))
+            return;
+        redlock__buf tmp = c->inflight; /* swap: the empty in-flight buffer takes out's place */
+        c->inflight = s->out;
+        s->out = tmp;
+        s->out.len = 0;
+    }
+    s->stats.writes++;
     uv_buf_t buf = uv_buf_init(c->inflight.data, (unsigned)c->inflight.len);
     c->writing = true;
     int rc = uv_write(&c->write_req, &c->h.stream, &buf, 1, on_write);
     if (rc < 0) {
         c->writing = false;
         c->inflight.len = 0;
-        fail_uv(s, "write", rc);
+        fail_io_uv(s, "write", rc);
     }
 }
 
@@ -176,6 +234,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(c->rbuf, sizeof(c->rbuf));
 }
 
+static void tls_input(redlock__stream *s, conn *c, const char *data, size_t len);
+
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     conn *c = REDLOCK__CONTAINER_OF(st, conn, h.stream);
@@ -184,14 +244,86 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         return;
     redlock__stream *s = c->stream;
     if (nread == UV_EOF) {
-        stream_fail(s, "connection closed by the node");
+        fail_io(s, s->state == REDLOCK__STREAM_SECURING
+                       ? "tls: connection closed by the node during the handshake"
+                       : "connection closed by the node");
         return;
     }
     if (nread < 0) {
-        fail_uv(s, "read", (int)nread);
+        fail_io_uv(s, "read", (int)nread);
         return;
     }
-    s->cfg.on_read(s, c->rbuf, (size_t)nread);
+    if (c->tls != NULL)
+        tls_input(s, c, c->rbuf, (size_t)nread);
+    else
+        s->cfg.on_read(s, c->rbuf, (size_t)nread);
+}
+
+/* ---- TLS ----------------------------------------------------------------------------------- */
+
+/* Drive the TLS handshake with what came; once it is done the stream is OPEN. Returns false
+ * when it is not (yet), or the stream failed. */
+static bool tls_secure(redlock__stream *s, conn *c)
+{
+    char why[ERR_LEN];
+    int rc = redlock__tls_handshake(c->tls, why, sizeof(why));
+    if (rc < 0) {
+        stream_fail(s, why);
+        return false;
+    }
+    redlock__stream_flush(s); /* the handshake's own records */
+    if (rc == 0 || c->detached)
+        return false;
+    bool resumed = redlock__tls_resumed(c->tls);
+    s->stats.tls_handshakes++;
+    s->stats.tls_resumed += resumed;
+    s->stats.last_resumed = resumed;
+    s->stats.last_handshake_us = now_us() - s->secure_start_us;
+    s->state = REDLOCK__STREAM_OPEN;
+    s->cfg.on_open(s);
+    return !c->detached;
+}
+
+/* Ciphertext arrived: feed it, finish the handshake if it is under way, and hand every byte of
+ * plaintext to the owner (TLS 1.3 session tickets are taken on the way, inside tls.c). */
+static void tls_input(redlock__stream *s, conn *c, const char *data, size_t len)
+{
+    c->heard = true;
+    if (redlock__tls_feed(c->tls, data, len) != 0) {
+        stream_fail(s, "tls: out of memory");
+        return;
+    }
+    if (s->state == REDLOCK__STREAM_SECURING && !tls_secure(s, c))
+        return;
+    char why[ERR_LEN];
+    for (;;) {
+        const char *plain;
+        size_t plain_len;
+        int rc = redlock__tls_read(c->tls, &plain, &plain_len, why, sizeof(why));
+        if (rc < 0) {
+            stream_fail(s, why);
+            return;
+        }
+        if (rc == 0)
+            break;
+        s->cfg.on_read(s, plain, plain_len);
+        if (c->detached) /* the owner dropped the connection or closed the stream */
+            return;
+    }
+    redlock__stream_flush(s); /* anything reading produced (an alert, a key update) */
+}
+
+static void tls_begin(redlock__stream *s, conn *c)
+{
+    char why[ERR_LEN];
+    if (redlock__tls_new(s->cfg.tls, s->cfg.url->host, &s->resume, &c->tls, why, sizeof(why)) !=
+        0) {
+        stream_fail(s, why);
+        return;
+    }
+    s->state = REDLOCK__STREAM_SECURING;
+    s->secure_start_us = now_us();
+    tls_secure(s, c); /* writes the ClientHello */
 }
 
 /* ---- connecting ---------------------------------------------------------------------------- */
@@ -223,6 +355,10 @@ static void on_connect(uv_connect_t *req, int status)
         fail_uv(s, "read", rc);
         return;
     }
+    if (s->cfg.url->tls) {
+        tls_begin(s, c);
+        return;
+    }
     s->state = REDLOCK__STREAM_OPEN;
     s->cfg.on_open(s);
 }
@@ -234,8 +370,14 @@ static void on_connect_timeout(uv_timer_t *t)
         s->state == REDLOCK__STREAM_CLOSED)
         return;
     char why[ERR_LEN];
-    redlock__fmt(why, sizeof(why), "connect: timed out after %llu ms",
-                 (unsigned long long)(s->cfg.connect_timeout_us / 1000));
+    unsigned long long ms = (unsigned long long)(s->cfg.connect_timeout_us / 1000);
+    if (s->state == REDLOCK__STREAM_SECURING && s->conn != NULL && !s->conn->heard)
+        redlock__fmt(why, sizeof(why),
+                     "tls: no answer to the TLS handshake within %llu ms (server stopped, or not "
+                     "speaking TLS)",
+                     ms);
+    else
+        redlock__fmt(why, sizeof(why), "connect: timed out after %llu ms", ms);
     stream_fail(s, why);
 }
 

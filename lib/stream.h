@@ -1,9 +1,12 @@
-/* stream.h - the byte stream under a node's request queue: TCP or a unix socket on libuv.
+/* stream.h - the byte stream under a node's request queue: TCP, a unix socket, or TLS over TCP,
+ * on libuv.
  *
  * A stream connects (name lookup, then each address in turn), carries bytes both ways, and
  * after a failure reconnects by itself with exponential backoff and jitter. It knows nothing of
  * Redis: its owner (node.c) writes commands into the stream's one output buffer and reads
- * replies from the bytes it is handed.
+ * replies from the bytes it is handed. With TLS (tls.h) the owner's bytes are plaintext on both
+ * sides; the stream encrypts each flush of the output buffer with one SSL_write, decrypts what
+ * it reads, and offers the node's last session on every reconnection.
  *
  * Writes: the owner appends to redlock__stream_out() and calls redlock__stream_flush(). When no
  * write is in flight the buffer goes out at once (uv_write tries the write on the spot, so a
@@ -12,19 +15,20 @@
  * pipelining without a Nagle delay.
  *
  * Timers: one for the connect timeout, one for the reconnect backoff, never shared. The connect
- * timeout covers everything up to redlock__stream_established(): lookup, connect and the
- * owner's own handshake on the open stream.
+ * timeout covers everything up to redlock__stream_established(): lookup, connect, the TLS
+ * handshake and the owner's own handshake on the open stream.
  *
  * States and transitions (the only state a stream has):
  *
  *   IDLE        -- start, or the backoff timer fires -->   RESOLVING (a host name)
  *                                                          CONNECTING (an address, a unix path)
  *   RESOLVING   -- resolved -->                            CONNECTING
- *   CONNECTING  -- connected -->                           OPEN (on_open)
+ *   CONNECTING  -- connected -->                           OPEN (on_open), with TLS: SECURING
  *               -- refused, another address left -->       CONNECTING (next address)
+ *   SECURING    -- TLS handshake done -->                  OPEN (on_open)
  *   OPEN        -- redlock__stream_established() -->       ESTABLISHED
- *   RESOLVING, CONNECTING, OPEN
- *               -- connect timeout, lookup/connect error --> IDLE (on_down; backoff armed)
+ *   RESOLVING, CONNECTING, SECURING, OPEN
+ *               -- connect timeout, lookup/connect/TLS error --> IDLE (on_down; backoff armed)
  *   OPEN, ESTABLISHED
  *               -- read error, end of file, write error --> IDLE (on_down; backoff armed)
  *   any but CLOSED -- redlock__stream_drop() -->           IDLE (no callback; backoff armed)
@@ -43,6 +47,7 @@
 #include <uv.h>
 
 #include "common.h"
+#include "tls.h"
 #include "url.h"
 
 #define REDLOCK__STREAM_MAX_ADDRS 8
@@ -51,6 +56,7 @@ typedef enum redlock__stream_state {
     REDLOCK__STREAM_IDLE,        /* no connection; a reconnect may be scheduled */
     REDLOCK__STREAM_RESOLVING,   /* looking up the host name */
     REDLOCK__STREAM_CONNECTING,  /* connect in flight */
+    REDLOCK__STREAM_SECURING,    /* TLS handshake in flight */
     REDLOCK__STREAM_OPEN,        /* bytes flow; the connect timeout still runs */
     REDLOCK__STREAM_ESTABLISHED, /* the owner accepted the connection */
     REDLOCK__STREAM_CLOSED       /* closed for good */
@@ -59,8 +65,20 @@ typedef enum redlock__stream_state {
 typedef struct redlock__stream redlock__stream;
 typedef struct redlock__stream_conn redlock__stream_conn;
 
+/* What the stream counts, for tests and the bench (never for decisions). */
+typedef struct redlock__stream_stats {
+    uint64_t writes;            /* uv_write calls (with TLS: one SSL_write of application data
+                                   each, or handshake records) */
+    unsigned tls_handshakes;    /* TLS handshakes completed ... */
+    unsigned tls_resumed;       /* ... of which resumed a session */
+    bool last_resumed;          /* the last completed handshake resumed a session */
+    uint64_t last_handshake_us; /* TCP connected to TLS handshake done, last time */
+} redlock__stream_stats;
+
 typedef struct redlock__stream_config {
     const redlock_url *url; /* where to connect; must outlive the stream */
+    redlock__tls_ctx *tls;  /* for a rediss:// url (required then), else NULL; must outlive
+                               the stream */
     uint64_t connect_timeout_us;
     uint64_t reconnect_min_us;
     uint64_t reconnect_max_us;
@@ -96,6 +114,9 @@ struct redlock__stream {
     uint64_t backoff_us;
     uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
     unsigned closes_pending;
+    redlock__tls_resume resume; /* TLS: the session the next connection offers */
+    uint64_t secure_start_us;   /* TLS: when the handshake began */
+    redlock__stream_stats stats;
 };
 
 /* Set the stream up (memory only: no handle, no callback). cfg is copied. */

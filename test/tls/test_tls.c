@@ -143,7 +143,7 @@ static void bad_certificates_vote_error(void **state)
     if (!t_wait_node_error(&env, c2, 0,
                            "tls: host name mismatch (the certificate is not for "
                            "127.0.0.1)",
-                           10000, last))
+                           30000, last))
         fail_msg("node error \"%s\"", last);
     h_close_client(&env.h, c2);
     t_stop(&env);
@@ -175,7 +175,7 @@ static void missing_client_certificate(void **state)
     o.tls_key_file = t_path("other-client.key");
     c = t_client(&env, env.tls->urls, 5, &o);
     char last[160];
-    if (!t_wait_node_error(&env, c, 0, "tls: server rejected the client certificate", 10000, last))
+    if (!t_wait_node_error(&env, c, 0, "tls: server rejected the client certificate", 30000, last))
         fail_msg("node 0 error \"%s\"", last);
     t_stop(&env);
 }
@@ -249,7 +249,7 @@ static void ca_dir_and_server_name(void **state)
     o.tls_ca_dir = t_path("ca-dir");
     o.tls_server_name = "localhost";
     redlock_client *c = t_client(&env, env.tls->urls, 3, &o);
-    assert_true(t_wait_votes(&env, c, 3, 10000));
+    assert_true(t_wait_votes(&env, c, 3, 30000));
     h_close_client(&env.h, c);
 
     o.tls_server_name = "wrong.example";
@@ -257,7 +257,7 @@ static void ca_dir_and_server_name(void **state)
     char last[160];
     if (!t_wait_node_error(&env, c, 2,
                            "tls: host name mismatch (the certificate is not for wrong.example)",
-                           10000, last))
+                           30000, last))
         fail_msg("node error \"%s\"", last);
     t_stop(&env);
 }
@@ -274,16 +274,16 @@ static void insecure_says_so(void **state)
     t_options(&o);
     o.tls_insecure = true;
     redlock_client *c = t_client(&env, env.tls->urls, 3, &o);
-    assert_true(t_wait_votes(&env, c, 3, 10000));
+    assert_true(t_wait_votes(&env, c, 3, 30000));
     assert_int_equal(fixture_kill(&env.tls->servers[0].cluster, 0), 0);
     char last[160];
-    if (!t_wait_node_error(&env, c, 0, "[tls verification off]", 10000, last))
+    if (!t_wait_node_error(&env, c, 0, "[tls verification off]", 30000, last))
         fail_msg("node 0 error \"%s\"", last);
     h_close_client(&env.h, c);
 
     o.tls_insecure = false; /* the same servers fail verification */
     c = t_client(&env, env.tls->urls, 3, &o);
-    if (!t_wait_node_error(&env, c, 1, "tls: certificate verify failed", 10000, last))
+    if (!t_wait_node_error(&env, c, 1, "tls: certificate verify failed", 30000, last))
         fail_msg("node 1 error \"%s\"", last);
     assert_null(strstr(last, "[tls verification off]"));
     t_stop(&env);
@@ -314,7 +314,7 @@ static void batch_leaves_in_few_writes(void **state)
     redlock_options o;
     t_options(&o);
     redlock_client *c = t_client(&env, env.tls->urls, 3, &o);
-    assert_true(t_wait_votes(&env, c, 3, 10000));
+    assert_true(t_wait_votes(&env, c, 3, 30000));
     uint64_t before[3];
     for (unsigned i = 0; i < 3; i++)
         before[i] = t_stats(c, i)->writes;

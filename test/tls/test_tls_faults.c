@@ -31,7 +31,7 @@ static void wrong_port_kinds_fail_bounded(void **state)
                            env.tls->urls[4]};
     redlock_options o;
     t_options(&o);
-    o.connect_timeout_ms = 1500;
+    o.connect_timeout_ms = 5000;
     redlock_client *c = t_client(&env, urls, 5, &o);
     uint64_t bound_us = o.node_timeout_ms * 1000 + SLACK_US;
     h_record rec, rel;
@@ -45,10 +45,10 @@ static void wrong_port_kinds_fail_bounded(void **state)
         assert_true(rel.node_vote[i] == REDLOCK_VOTE_ERROR ||
                     rel.node_vote[i] == REDLOCK_VOTE_TIMEOUT);
     char last[160];
-    if (!t_wait_node_error(&env, c, 0, "tls: ", 10000, last))
+    if (!t_wait_node_error(&env, c, 0, "tls: ", 30000, last))
         fail_msg("TLS to a plain port: node error \"%s\"", last);
     fprintf(stderr, "# TLS to a plain port: %s\n", last);
-    if (!t_wait_node_error(&env, c, 1, "a TLS port? use rediss://", 10000, last))
+    if (!t_wait_node_error(&env, c, 1, "a TLS port? use rediss://", 30000, last))
         fail_msg("plain to a TLS port: node error \"%s\"", last);
     fprintf(stderr, "# plain to a TLS port: %s\n", last);
     t_stop(&env);
@@ -65,16 +65,16 @@ static void handshake_counts_in_connect_timeout(void **state)
     assert_int_equal(fixture_pause(&env.tls->servers[0].cluster, 0), 0);
     redlock_options o;
     t_options(&o);
-    o.connect_timeout_ms = 1000;
+    o.connect_timeout_ms = 3000;
     redlock_client *c = t_client(&env, env.tls->urls, 3, &o);
     char last[160];
     if (!t_wait_node_error(&env, c, 0,
-                           "tls: no answer to the TLS handshake within 1000 ms (server stopped, "
+                           "tls: no answer to the TLS handshake within 3000 ms (server stopped, "
                            "or not speaking TLS)",
-                           15000, last))
+                           30000, last))
         fail_msg("node 0 error \"%s\"", last);
     assert_int_equal(fixture_resume(&env.tls->servers[0].cluster, 0), 0);
-    assert_true(t_wait_votes(&env, c, 3, 20000));
+    assert_true(t_wait_votes(&env, c, 3, 30000));
     t_stop(&env);
 }
 
@@ -109,8 +109,9 @@ static void proxy_faults(void **state)
     const char *urls[3] = {via_proxy, env.tls->urls[1], env.tls->urls[2]};
     redlock_options o;
     t_options(&o);
+    o.node_timeout_ms = 3000; /* the blackhole's timeouts */
     redlock_client *c = t_client(&env, urls, 3, &o);
-    assert_true(t_wait_votes(&env, c, 3, 20000));
+    assert_true(t_wait_votes(&env, c, 3, 30000));
 
     /* delay */
     proxy_set_delay_ms(p, 150);
@@ -193,7 +194,7 @@ static void reconnect_resumes_session(void **state)
     redlock_options o;
     t_options(&o);
     redlock_client *c = t_client(&env, env.tls->urls, 3, &o);
-    assert_true(t_wait_votes(&env, c, 3, 20000));
+    assert_true(t_wait_votes(&env, c, 3, 30000));
     assert_int_equal(t_stats(c, 0)->tls_handshakes, 1);
 
     client_kill(&env, 0);
@@ -333,7 +334,7 @@ static void torture_over_tls(void **state)
     }
     redlock_options o;
     t_options(&o);
-    o.node_timeout_ms = 1000;
+    o.node_timeout_ms = 3000;
     o.retry_count = 0;
     o.reconnect_max_ms = 500;
     torture *t = calloc(1, sizeof(*t));

@@ -67,14 +67,20 @@ fixture_tls_conf t_conf(const char *cert, bool auth_clients)
     return (fixture_tls_conf){c, k, ca, auth_clients};
 }
 
-void t_start(t_env *env, unsigned n, const fixture_tls_conf *confs, bool all_same)
+void t_start_extra(t_env *env, unsigned n, const fixture_tls_conf *confs, bool all_same,
+                   const char *extra_conf)
 {
     memset(env, 0, sizeof(*env));
     redlock__keep_stdio_taken();
     assert_int_equal(uv_loop_init(&env->h.loop), 0);
     env->tls = calloc(1, sizeof(*env->tls));
     assert_non_null(env->tls);
-    assert_int_equal(fixture_tls_start(env->tls, n, confs, all_same, NULL), 0);
+    assert_int_equal(fixture_tls_start(env->tls, n, confs, all_same, extra_conf), 0);
+}
+
+void t_start(t_env *env, unsigned n, const fixture_tls_conf *confs, bool all_same)
+{
+    t_start_extra(env, n, confs, all_same, NULL);
 }
 
 void t_stop(t_env *env)
@@ -88,8 +94,8 @@ void t_stop(t_env *env)
 void t_options(redlock_options *o)
 {
     h_test_options(o);
-    o->node_timeout_ms = 2000;
-    o->connect_timeout_ms = 5000;
+    o->node_timeout_ms = 10000;
+    o->connect_timeout_ms = 20000;
     o->tls_ca_file = t_path("ca.crt");
 }
 

@@ -31,10 +31,13 @@ typedef struct t_env {
 } t_env;
 
 void t_start(t_env *env, unsigned n, const fixture_tls_conf *confs, bool all_same);
+/* As t_start, with extra redis.conf lines for every server. */
+void t_start_extra(t_env *env, unsigned n, const fixture_tls_conf *confs, bool all_same,
+                   const char *extra_conf);
 void t_stop(t_env *env);
 
-/* Test options: h_test_options, node timeout 2 s, connect timeout 5 s (a loaded machine, and
- * valgrind, must never trip them), the test CA. */
+/* Test options: h_test_options, node timeout 10 s, connect timeout 20 s (a loaded machine, and
+ * TLS handshakes under valgrind, must never trip them), the test CA. */
 void t_options(redlock_options *o);
 
 /* A client on urls (fails the test if creation fails). */

@@ -1,8 +1,8 @@
-/* test_tls_cli.c - the redlock tool on rediss:// nodes: the --tls-* options and their
- * $REDLOCK_TLS_* variables (the command line wins), mutual TLS, handshake failures that cost the
- * quorum exit 69 with each node's reason in the JSON and on stderr, --tls-insecure, --version,
- * and no key path or password in any output the user did not write themselves. The tool is
- * build/tools/redlock ($REDLOCK_TOOL), run as a child process. */
+/* test_tls_cli.c - the redlock tool (and examples/counter.c) on rediss:// nodes: the --tls-*
+ * options and their $REDLOCK_TLS_* variables (the command line wins), mutual TLS, handshake
+ * failures that cost the quorum exit 69 with each node's reason in the JSON and on stderr,
+ * --tls-insecure, --version, and no key path or password in any output the user did not write
+ * themselves. The tool is build/tools/redlock ($REDLOCK_TOOL), run as a child process. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #define SECRET "tls-cli-s3cret"
 
 static const char *tool_path;
+static const char *counter_path;
 
 /* Run the tool with args (NULL-terminated) and env ("NAME=VALUE", "NAME" unsets; NULL-terminated
  * or NULL); REDLOCK_NODES and every REDLOCK_TLS_* variable are unset unless env sets them. */
@@ -243,6 +244,39 @@ static void verification_failure_and_insecure(void **state)
     t_stop(&env);
 }
 
+/* examples/counter.c with its lock on five TLS nodes (mutual TLS, the CA from the environment):
+ * the count is exact. */
+static void counter_over_tls(void **state)
+{
+    (void)state;
+    t_env env;
+    fixture_tls_conf conf = t_conf("server", true);
+    t_start(&env, 5, &conf, true);
+    char nodes[1024];
+    node_list(&env, nodes, sizeof(nodes), NULL);
+    char env_ca[600];
+    snprintf(env_ca, sizeof(env_ca), "REDLOCK_TLS_CA=%s", t_path("ca.crt"));
+    char cert[600], key[600];
+    snprintf(cert, sizeof(cert), "%s", t_path("client.crt"));
+    snprintf(key, sizeof(key), "%s", t_path("client.key"));
+    const char *argv[] = {
+        "counter",    "--nodes", nodes,       "--data", env.tls->servers[0].plain_url,
+        "--procs",    "3",       "--incr",    "40",     "--reset",
+        "--tls-cert", cert,      "--tls-key", key,      NULL};
+    const char *envs[] = {"REDLOCK_TLS_CA", "REDLOCK_TLS_CERT", "REDLOCK_TLS_KEY", env_ca, NULL};
+    proc p;
+    proc_start(&p, counter_path, argv, envs);
+    if (!proc_wait(&p, TOOL_TIMEOUT_MS * 2))
+        fail_msg("the counter did not finish; stderr:\n%s", p.err);
+    expect_status(&p, 0);
+    char *count = t_get(&env, 0, "counter");
+    assert_non_null(count);
+    assert_string_equal(count, "120");
+    free(count);
+    proc_free(&p);
+    t_stop(&env);
+}
+
 static void version_says_tls(void **state)
 {
     (void)state;
@@ -278,8 +312,9 @@ static void version_says_tls(void **state)
 int main(void)
 {
     tool_path = getenv("REDLOCK_TOOL");
-    if (tool_path == NULL) {
-        fprintf(stderr, "tls-cli: set REDLOCK_TOOL to the redlock executable\n");
+    counter_path = getenv("REDLOCK_COUNTER");
+    if (tool_path == NULL || counter_path == NULL) {
+        fprintf(stderr, "tls-cli: set REDLOCK_TOOL and REDLOCK_COUNTER to the executables\n");
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -288,6 +323,7 @@ int main(void)
         cmocka_unit_test(acquire_release_with_flags_and_env),
         cmocka_unit_test(mutual_tls_and_handshake_failures),
         cmocka_unit_test(verification_failure_and_insecure),
+        cmocka_unit_test(counter_over_tls),
         cmocka_unit_test(version_says_tls),
     };
     return cmocka_run_group_tests_name("tls-cli", tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* redlock-cycles - a fixed loop of lock cycles, for instruction counts.
  *
- *   redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K]
+ *   redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] [--tls-ca FILE]
  *
  * Takes and releases N locks on distinct resources, K at a time (each slot starts its next
  * acquire from its release callback), then closes the client. Nothing is timed: run it under
@@ -74,9 +74,11 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {{"nodes", required_argument, NULL, 'n'},
                                              {"cycles", required_argument, NULL, 'c'},
                                              {"inflight", required_argument, NULL, 'k'},
+                                             {"tls-ca", required_argument, NULL, 'A'},
                                              {NULL, 0, NULL, 0}};
     char *nodes = NULL;
     unsigned long cycles = 1000, inflight = 1;
+    const char *tls_ca = NULL;
     int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (opt == 'n')
@@ -85,11 +87,14 @@ int main(int argc, char **argv)
             cycles = strtoul(optarg, NULL, 10);
         else if (opt == 'k')
             inflight = strtoul(optarg, NULL, 10);
+        else if (opt == 'A')
+            tls_ca = optarg;
         else
             return 64;
     }
     if (nodes == NULL || cycles == 0 || inflight == 0) {
-        fprintf(stderr, "usage: redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K]\n");
+        fprintf(stderr, "usage: redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] "
+                        "[--tls-ca FILE]\n");
         return 64;
     }
     const char *urls[REDLOCK_MAX_NODES];
@@ -105,6 +110,7 @@ int main(int argc, char **argv)
     opts.node_timeout_ms = 5000; /* valgrind is slow: no vote may time out */
     opts.connect_timeout_ms = 10000;
     opts.retry_count = 0;
+    opts.tls_ca_file = tls_ca;
     loop_state st = {.cycles = cycles};
     char err[256];
     if (redlock_client_new(&loop, urls, n, &opts, &st.client, err, sizeof(err)) != 0) {

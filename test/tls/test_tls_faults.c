@@ -5,9 +5,14 @@
  * session (and a restarted server, whose tickets died with it, with a full handshake first);
  * and a short torture of contending clients over TLS nodes under proxy faults keeps mutual
  * exclusion. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "proxy.h"
 #include "tls_harness.h"
@@ -51,6 +56,75 @@ static void wrong_port_kinds_fail_bounded(void **state)
     if (!t_wait_node_error(&env, c, 1, "a TLS port? use rediss://", 30000, last))
         fail_msg("plain to a TLS port: node error \"%s\"", last);
     fprintf(stderr, "# plain to a TLS port: %s\n", last);
+    t_stop(&env);
+}
+
+/* A peer that answers whatever it reads with a plain-text Redis error, as a Redis port that gets
+ * a line would: what a TLS client hears from a server that does not speak TLS. */
+typedef struct plain_peer {
+    int listen_fd;
+    int port;
+    pthread_t thread;
+} plain_peer;
+
+static void *plain_peer_main(void *arg)
+{
+    plain_peer *pp = arg;
+    for (;;) {
+        int fd = accept(pp->listen_fd, NULL, NULL);
+        if (fd < 0)
+            return NULL; /* the listener was shut down */
+        char buf[4096];
+        if (read(fd, buf, sizeof(buf)) > 0) {
+            static const char reply[] = "-ERR unknown command '\\x16\\x03\\x01'\r\n";
+            ssize_t ignored = write(fd, reply, sizeof(reply) - 1);
+            (void)ignored;
+        }
+        close(fd);
+    }
+}
+
+static void plain_peer_start(plain_peer *pp)
+{
+    pp->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(pp->listen_fd >= 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    assert_int_equal(bind(pp->listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    assert_int_equal(listen(pp->listen_fd, 16), 0);
+    assert_int_equal(getsockname(pp->listen_fd, (struct sockaddr *)&addr, &len), 0);
+    pp->port = ntohs(addr.sin_port);
+    assert_int_equal(pthread_create(&pp->thread, NULL, plain_peer_main, pp), 0);
+}
+
+static void plain_peer_stop(plain_peer *pp)
+{
+    shutdown(pp->listen_fd, SHUT_RDWR); /* wakes the accept() */
+    pthread_join(pp->thread, NULL);
+    close(pp->listen_fd);
+}
+
+/* A peer that answers the ClientHello in plain text: "server does not speak TLS", at once. */
+static void plain_answer_is_not_tls(void **state)
+{
+    (void)state;
+    t_env env;
+    fixture_tls_conf conf = t_conf("server", false);
+    t_start(&env, 2, &conf, true);
+    plain_peer pp;
+    plain_peer_start(&pp);
+    char url[64];
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", pp.port);
+    const char *urls[3] = {url, env.tls->urls[0], env.tls->urls[1]};
+    redlock_options o;
+    t_options(&o);
+    redlock_client *c = t_client(&env, urls, 3, &o);
+    char last[160];
+    if (!t_wait_node_error(&env, c, 0, "tls: server does not speak TLS", 30000, last))
+        fail_msg("node 0 error \"%s\"", last);
+    h_close_client(&env.h, c);
+    plain_peer_stop(&pp);
     t_stop(&env);
 }
 
@@ -413,6 +487,7 @@ int main(void)
     t_main_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(wrong_port_kinds_fail_bounded),
+        cmocka_unit_test(plain_answer_is_not_tls),
         cmocka_unit_test(handshake_counts_in_connect_timeout),
         cmocka_unit_test(proxy_faults),
         cmocka_unit_test(reconnect_resumes_session),

@@ -27,6 +27,11 @@ typedef struct bench_config {
     double drift_factor;
     const char *proxy_path;
     const char *plot_path;
+    /* The tls scenario: the same servers' TLS ports (rediss://), and what verifies them. */
+    const char *tls_urls[REDLOCK_MAX_NODES];
+    unsigned n_tls;
+    const char *tls_ca;
+    const char *tls_cert, *tls_key;
     FILE *json;
     /* Kept for --plot. */
     samples plot_cycle, plot_raw_cycle;
@@ -42,6 +47,7 @@ int bench_contention(bench_config *cfg);
 int bench_faults(bench_config *cfg);
 int bench_wan(bench_config *cfg);
 int bench_memory(bench_config *cfg);
+int bench_tls(bench_config *cfg);
 void bench_plot(const bench_config *cfg);
 void bench_results_free(bench_config *cfg);
 
@@ -52,6 +58,10 @@ redlock_client *bench_client(const bench_config *cfg, uv_loop_t *loop, const cha
 void bench_close(uv_loop_t *loop, redlock_client *client);
 /* Run loop until *flag or the time is up (absolute, bench_now_us clock). */
 void bench_run_until(uv_loop_t *loop, const bool *flag, uint64_t until_us);
+/* width lock cycles in flight on client for seconds (sc_speed.c): cycles per second; each
+ * cycle's time goes to cycle (may be NULL), failed cycles are added to *failures. */
+double bench_chain(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
+                   samples *cycle, uint64_t *failures);
 /* One sequential acquire + release on a fresh resource; returns the acquire status, and the
  * times taken. Used for warm-up and for latencies under faults. */
 int bench_cycle_once(uv_loop_t *loop, redlock_client *c, const char *resource, uint64_t *acquire_us,

@@ -3,9 +3,11 @@
  *
  *   redlock-bench --nodes URL,URL,... [--scenario NAME]... [--duration S] [--json FILE]
  *                 [--quick] [--pids PID,PID,...] [--proxy PATH] [--node-timeout MS]
+ *                 [--tls-nodes URL,URL,... --tls-ca FILE [--tls-cert FILE --tls-key FILE]]
  *
  * Scenarios: latency, throughput, contention, faults (needs --pids of the node servers),
- * wan (needs --proxy, the delay proxy program), memory. Default: all that can run.
+ * wan (needs --proxy, the delay proxy program), memory, tls (needs --tls-nodes: the same
+ * servers' TLS ports, in the order of --nodes). Default: all that can run.
  * Every scenario prints a table row and, with --json, one JSON object per line. */
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +29,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: redlock-bench --nodes URL[,URL...] [--scenario NAME]... [--duration S]\n"
                "                     [--json FILE] [--quick] [--pids PID,...] [--proxy PATH]\n"
                "                     [--node-timeout MS]\n"
-               "scenarios: latency throughput contention faults wan memory (default: all)\n");
+               "                     [--tls-nodes URL,... --tls-ca FILE [--tls-cert FILE\n"
+               "                      --tls-key FILE]]\n"
+               "scenarios: latency throughput contention faults wan memory tls (default: all)\n");
 }
 
 static unsigned split_list(char *list, const char **out, unsigned max)
@@ -137,6 +141,7 @@ static const scenario scenarios[] = {
     {"faults", bench_faults},
     {"wan", bench_wan},
     {"memory", bench_memory},
+    {"tls", bench_tls},
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -153,6 +158,7 @@ int main(int argc, char **argv)
     bool any_wanted = false;
     char *nodes = getenv("REDLOCK_NODES");
     char *pids = NULL;
+    char *tls_nodes = NULL;
     const char *json_path = NULL;
 
     static const struct option longopts[] = {
@@ -165,6 +171,10 @@ int main(int argc, char **argv)
         {"proxy", required_argument, NULL, 'x'},
         {"plot", required_argument, NULL, 'P'},
         {"node-timeout", required_argument, NULL, 'T'},
+        {"tls-nodes", required_argument, NULL, 'S'},
+        {"tls-ca", required_argument, NULL, 'A'},
+        {"tls-cert", required_argument, NULL, 'C'},
+        {"tls-key", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -224,6 +234,18 @@ int main(int argc, char **argv)
             cfg.node_timeout_ms = ms;
             break;
         }
+        case 'S':
+            tls_nodes = optarg;
+            break;
+        case 'A':
+            cfg.tls_ca = optarg;
+            break;
+        case 'C':
+            cfg.tls_cert = optarg;
+            break;
+        case 'K':
+            cfg.tls_key = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -249,6 +271,11 @@ int main(int argc, char **argv)
         cfg.n_pids = n;
         free(pids_copy);
     }
+    char *tls_copy = NULL;
+    if (tls_nodes != NULL) {
+        tls_copy = strdup(tls_nodes);
+        cfg.n_tls = split_list(tls_copy, cfg.tls_urls, REDLOCK_MAX_NODES);
+    }
     if (cfg.quick && cfg.duration_s > 1)
         cfg.duration_s = 1;
     if (json_path != NULL) {
@@ -273,6 +300,7 @@ int main(int argc, char **argv)
     if (cfg.json != NULL)
         fclose(cfg.json);
     free(nodes_copy);
+    free(tls_copy);
     bench_results_free(&cfg);
     return failures == 0 ? 0 : 1;
 }

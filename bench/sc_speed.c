@@ -166,6 +166,18 @@ static void speed_stop(speed_env *e)
     uv_loop_close(&e->loop);
 }
 
+double bench_chain(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
+                   samples *cycle, uint64_t *failures)
+{
+    chain ch;
+    memset(&ch, 0, sizeof(ch));
+    ch.client = client;
+    ch.cycle = cycle;
+    double rate = run_chain(loop, &ch, width, seconds);
+    *failures += ch.failures;
+    return rate;
+}
+
 /* ---- latency ------------------------------------------------------------------------------- */
 
 int bench_latency(bench_config *cfg)

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# bench/smoke.sh BENCH_EXE [PROXY_EXE] - the CI smoke run of the bench: redlock-bench --quick
-# against five servers of its own; checks that the JSON is well-formed, every scenario reported
-# and lost_updates is 0. A functional check only: speed is never asserted. Prints TAP.
+# bench/smoke.sh BENCH_EXE [PROXY_EXE [CERTS_EXE]] - the CI smoke run of the bench: redlock-bench
+# --quick against five servers of its own (with TLS ports too when CERTS_EXE, the
+# redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario
+# reported and lost_updates is 0. A functional check only: speed is never asserted. Prints TAP.
 set -uo pipefail
 bench="$1"
 proxy="${2:-}"
+certs_exe="${3:-}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/servers.sh"
 out="$(mktemp)"
-trap 'servers_stop; rm -f "$out" "$out.log"' EXIT
+certs=""
+trap 'servers_stop; rm -f "$out" "$out.log"; if [ -n "$certs" ]; then rm -rf "$certs"; fi' EXIT
 echo "1..2"
-if ! servers_start 5 2>"$out.log"; then
+if [ -n "$certs_exe" ]; then
+    certs="$(mktemp -d)"
+    "$certs_exe" "$certs"
+fi
+if ! servers_start 5 "$certs" 2>"$out.log"; then
     echo "not ok 1 - five redis-servers started"; sed 's/^/# /' "$out.log"; exit 0
 fi
 # Speed is not measured here, only that nothing fails, so no node may miss its deadline just
@@ -23,17 +30,20 @@ for i in "${!servers_urls[@]}"; do
 done
 args=(--quick --node-timeout 2000 --nodes "$(IFS=,; echo "${nodes[*]}")" --pids "$(IFS=,; echo "${servers_pids[*]}")" --json "$out")
 [ -n "$proxy" ] && args+=(--proxy "$proxy")
+[ -n "$certs" ] && args+=(--tls-nodes "$(IFS=,; echo "${servers_tls_urls[*]}")" --tls-ca "$certs/ca.crt")
 if "$bench" "${args[@]}" >"$out.log" 2>&1; then
     echo "ok 1 - redlock-bench --quick ran every scenario without a failure"
 else
     echo "not ok 1 - redlock-bench --quick failed"
 fi
 sed 's/^/# /' "$out.log"
-if python3 - "$out" <<'PY'
+if python3 - "$out" "$certs" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 seen = {r["scenario"] for r in rows}
 need = {"machine", "latency", "throughput", "contention", "faults", "memory"}
+if sys.argv[2]:
+    need |= {"tls", "tls_handshake"}
 missing = need - seen
 assert not missing, f"missing scenarios: {missing}"
 for r in rows:
@@ -43,6 +53,11 @@ for r in rows:
         assert r["cycle_us"]["n"] > 0 and r["raw_cycle_us"]["n"] > 0, r
     if r["scenario"] == "throughput":
         assert r["cycles_per_s"] > 0 and r["raw_cycles_per_s"] > 0, r
+    if r["scenario"] == "tls":
+        assert r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, r
+        assert r["cycle_us"]["n"] > 0 and r["plain_cycle_us"]["n"] > 0, r
+    if r["scenario"] == "tls_handshake":
+        assert r["full_us"]["n"] > 0 and r["resumed_us"]["n"] > 0, r
 PY
 then
     echo "ok 2 - JSON lines are well-formed, all scenarios present, lost_updates 0"

@@ -21,6 +21,10 @@
  *                        is NAME:lock, so one server can serve as both for a quick try
  *   --reset              set the counter to 0 before the workers start
  *   --no-lock            do not lock
+ *   --tls-ca FILE, --tls-ca-dir DIR, --tls-cert FILE, --tls-key FILE, --tls-server-name NAME,
+ *   --tls-insecure       TLS for rediss:// lock nodes, as for the redlock tool (the first four
+ *                        also from $REDLOCK_TLS_CA, _CA_DIR, _CERT, _KEY). The data server is
+ *                        reached with hiredis, plain TCP or a unix socket.
  *
  * Exit status: 0 when the final count is the expected one (always, with --no-lock), 1 when it
  * is not or a worker failed, 2 on bad usage.
@@ -67,6 +71,9 @@ typedef struct config {
     char lock_resource[256]; /* key + ":lock" */
     bool reset;
     bool use_lock;
+    /* TLS for rediss:// lock nodes (NULL: not given). */
+    const char *tls_ca, *tls_ca_dir, *tls_cert, *tls_key, *tls_server_name;
+    bool tls_insecure;
 } config;
 
 /* One worker process's state. */
@@ -90,6 +97,12 @@ static redisContext *data_connect(const char *url_text)
     char err[256];
     if (redlock_url_parse(&url, url_text, err, sizeof(err)) != 0) {
         fprintf(stderr, "--data: %s\n", err);
+        redlock_url_free(&url);
+        return NULL;
+    }
+    if (url.tls) {
+        fprintf(stderr, "--data: %s: the data server is reached with plain hiredis (no TLS)\n",
+                url.redacted);
         redlock_url_free(&url);
         return NULL;
     }
@@ -264,6 +277,12 @@ static int run_worker(const config *cfg, unsigned id)
         opts.ttl_ms = LOCK_TTL_MS;
         opts.retry_delay_ms = RETRY_DELAY_MS;
         opts.retry_jitter_ms = RETRY_JITTER_MS;
+        opts.tls_ca_file = cfg->tls_ca;
+        opts.tls_ca_dir = cfg->tls_ca_dir;
+        opts.tls_cert_file = cfg->tls_cert;
+        opts.tls_key_file = cfg->tls_key;
+        opts.tls_server_name = cfg->tls_server_name;
+        opts.tls_insecure = cfg->tls_insecure;
         char err[256];
         int rc = redlock_sync_new(cfg->node_urls, cfg->n_nodes, &opts, &w.sync, err, sizeof(err));
         if (rc != 0) {
@@ -302,7 +321,8 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s --nodes URL,URL,... --data URL [--procs P] [--incr M] [--key NAME]\n"
-            "       [--reset] [--no-lock]\n",
+            "       [--reset] [--no-lock] [--tls-ca FILE] [--tls-ca-dir DIR] [--tls-cert FILE]\n"
+            "       [--tls-key FILE] [--tls-server-name NAME] [--tls-insecure]\n",
             prog);
 }
 
@@ -342,6 +362,13 @@ static bool parse_nodes(char *list, config *cfg)
     return true;
 }
 
+/* An environment variable's value, NULL when unset or empty. */
+static const char *env_value(const char *name)
+{
+    const char *value = getenv(name);
+    return value != NULL && value[0] != '\0' ? value : NULL;
+}
+
 /* Fill cfg from the command line. Returns false after printing why. */
 static bool parse_args(int argc, char **argv, config *cfg)
 {
@@ -354,9 +381,20 @@ static bool parse_args(int argc, char **argv, config *cfg)
         {"reset", no_argument, NULL, 'r'},
         {"no-lock", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
+        {"tls-ca", required_argument, NULL, 'A'},
+        {"tls-ca-dir", required_argument, NULL, 'D'},
+        {"tls-cert", required_argument, NULL, 'C'},
+        {"tls-key", required_argument, NULL, 'K'},
+        {"tls-server-name", required_argument, NULL, 'S'},
+        {"tls-insecure", no_argument, NULL, 'I'},
         {NULL, 0, NULL, 0},
     };
     *cfg = (config){.procs = 4, .incr = 250, .key = "counter", .use_lock = true};
+    /* As for the redlock tool: the environment, unless the command line says otherwise. */
+    cfg->tls_ca = env_value("REDLOCK_TLS_CA");
+    cfg->tls_ca_dir = env_value("REDLOCK_TLS_CA_DIR");
+    cfg->tls_cert = env_value("REDLOCK_TLS_CERT");
+    cfg->tls_key = env_value("REDLOCK_TLS_KEY");
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (opt) {
@@ -387,6 +425,24 @@ static bool parse_args(int argc, char **argv, config *cfg)
             break;
         case 'N':
             cfg->use_lock = false;
+            break;
+        case 'A':
+            cfg->tls_ca = optarg;
+            break;
+        case 'D':
+            cfg->tls_ca_dir = optarg;
+            break;
+        case 'C':
+            cfg->tls_cert = optarg;
+            break;
+        case 'K':
+            cfg->tls_key = optarg;
+            break;
+        case 'S':
+            cfg->tls_server_name = optarg;
+            break;
+        case 'I':
+            cfg->tls_insecure = true;
             break;
         default:
             usage(argv[0]);

@@ -92,6 +92,10 @@ REDLOCK_EXTERN const char *redlock_err_name(int err);
 /* The library version as "MAJOR.MINOR.PATCH". */
 REDLOCK_EXTERN const char *redlock_version_string(void);
 
+/* The TLS library rediss:// nodes use, e.g. "OpenSSL 3.0.19 1 Jul 2025", or NULL when the
+ * library was built without TLS (a client then refuses rediss:// URLs). */
+REDLOCK_EXTERN const char *redlock_tls_backend(void);
+
 /* Monotonic time in microseconds, on the same clock as uv_hrtime() (uv_hrtime() / 1000). Lock
  * deadlines are on this clock. */
 REDLOCK_EXTERN uint64_t redlock_now_us(void);
@@ -189,15 +193,15 @@ REDLOCK_EXTERN const char *redlock_vote_name(redlock_vote vote);
  * 3. Node URLs
  *
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
- *   unix:///path/to.sock[?db=N&timeout_ms=N]
- *
+ *   rediss://[[user]:password@]host[:port][/db][?timeout_ms=N]     (TLS)
  *   unix://[[user]:password@]/path/to.sock[?db=N&timeout_ms=N]
  *
  * host is an IPv4 address, an IPv6 address in brackets ([::1]) or a host name (resolved at
  * connect time). port defaults to 6379; without a db the connection stays on the server's
  * default (db 0). timeout_ms overrides the client's node timeout for this node. user and
  * password may be percent-encoded ('@' must be, as %40); "user@" without a password is an
- * error.
+ * error. rediss:// parses in every build; a client refuses it when the library was built
+ * without TLS (see redlock_tls_backend).
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct redlock_url {
@@ -210,9 +214,10 @@ typedef struct redlock_url {
     int db;         /* -1 when not given */
     int timeout_ms; /* -1 when not given */
     char *redacted; /* the URL with the password replaced by "***", for logs and errors */
+    bool tls;       /* rediss:// (TLS over TCP); in place of the first reserved slot */
     /* Zeroed by redlock_url_parse. Room for members a minor release adds without changing the
-     * struct's size (planned: a flag for rediss://, TLS over TCP), each in place of one slot. */
-    uintptr_t reserved[4];
+     * struct's size, each in place of one slot. */
+    uintptr_t reserved[3];
 } redlock_url;
 
 /* Parse text into url (all strings malloc'ed; release with redlock_url_free, also after a
@@ -246,7 +251,7 @@ typedef struct redlock_options {
     size_t size;              /* set by redlock_options_init; do not change */
     uint64_t ttl_ms;          /* default lock ttl (10000) */
     uint64_t node_timeout_ms; /* per-request deadline on each node (50); a URL's timeout_ms wins */
-    uint64_t connect_timeout_ms;    /* TCP connect + AUTH/SELECT (1000) */
+    uint64_t connect_timeout_ms;    /* TCP connect, TLS handshake, AUTH/SELECT (1000) */
     double drift_factor;            /* clock drift allowance per ms of ttl (0.01) */
     uint64_t min_validity_ms;       /* a win with less validity left counts as lost (0) */
     int retry_count;                /* retries after the first attempt when no wait is given (3) */
@@ -259,6 +264,18 @@ typedef struct redlock_options {
     redlock_realloc_fn realloc_fn;  /* NULL: libc realloc/free. Covers the client, its rounds and
                                        lock handles; parsed URL strings use malloc */
     void *realloc_ud;
+    /* TLS, for rediss:// nodes (plain nodes ignore it); every path is only read during
+     * redlock_client_new. Verification is on unless tls_insecure says otherwise. */
+    const char *tls_ca_file;     /* PEM CA certificates to verify servers with (NULL) */
+    const char *tls_ca_dir;      /* a directory of hashed CA certificates (NULL); with neither
+                                    this nor tls_ca_file, the system's CA store */
+    const char *tls_cert_file;   /* client certificate chain (PEM) for mutual TLS (NULL) ... */
+    const char *tls_key_file;    /* ... and its private key (PEM, no passphrase) (NULL) */
+    const char *tls_server_name; /* the name to verify and send as SNI instead of each URL's
+                                    host (NULL) */
+    bool tls_insecure;           /* skip certificate and name verification (false). Never do
+                                    this in production: every node error says it is on */
+    unsigned char reserved_tls_[7]; /* zero; keeps the struct free of tail padding (ABI) */
     /* New members are appended here, with 0 / NULL as their default (docs/api.md, "ABI
      * policy"). */
 } redlock_options;

@@ -155,6 +155,7 @@ static void client_free(redlock_client *c)
     redlock__alloc alloc = c->alloc;
     redlock__free(&alloc, c->urls);
     redlock__free(&alloc, c->key_prefix);
+    redlock__tls_ctx_free(c->tls);
     redlock__free(&alloc, c);
 }
 
@@ -301,6 +302,8 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
     c->key_prefix_len = strlen(c->key_prefix);
     c->opts.key_prefix = c->key_prefix;
     rc = parse_nodes(c, node_urls, err, err_len);
+    if (rc == 0)
+        rc = redlock__client_tls_setup(c, err, err_len);
     if (rc != 0) {
         client_free(c);
         return rc;
@@ -319,6 +322,7 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
             .reconnect_max_us = o.reconnect_max_ms * 1000,
             .max_inflight = o.max_inflight_per_node,
             .alloc = &c->alloc,
+            .tls = u->tls ? c->tls : NULL,
         };
     }
     rc = make_io(make_ctx, cfgs, n_nodes, &c->alloc, &c->io);

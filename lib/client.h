@@ -10,6 +10,7 @@
 #include "io.h"
 #include "node.h"
 #include "timerq.h"
+#include "tls.h"
 
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 
@@ -34,6 +35,7 @@ struct redlock_client {
     redlock_close_cb close_cb;
     void *close_data;
     char last_error[256];
+    redlock__tls_ctx *tls; /* made when a node is rediss:// (tls.h); freed with the client */
 };
 
 /* Auto-extension state of one lock (autoextend.c). */
@@ -83,6 +85,10 @@ typedef int (*redlock__io_factory)(void *ctx, const redlock__node_config *cfgs, 
 int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
                            const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
                            redlock_client **client_out, char *err, size_t err_len);
+
+/* Make client->tls when a node is rediss:// (tls_setup.c). Returns 0, or REDLOCK_EINVAL /
+ * REDLOCK_ENOMEM with a message in err naming the node or the option at fault. */
+int redlock__client_tls_setup(redlock_client *c, char *err, size_t err_len);
 
 /* Set client->last_error (printf-style) and return err. */
 int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)

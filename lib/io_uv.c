@@ -120,6 +120,14 @@ static const redlock__io_ops io_uv_ops = {
     io_send, io_now_us, io_wake_at, io_random, io_close,
 };
 
+redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
+{
+    if (base == NULL || base->ops != &io_uv_ops)
+        return NULL;
+    io_uv *io = (io_uv *)base;
+    return i < io->n_nodes ? io->nodes[i] : NULL;
+}
+
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,
                        const redlock__alloc *alloc, redlock__io **out)
 {

@@ -13,4 +13,8 @@
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,
                        const redlock__alloc *alloc, redlock__io **out);
 
+/* Node i of an io made by redlock__io_uv_new, or NULL (another io, such as the simulator's, or
+ * i out of range). For tests and the bench. */
+redlock__node *redlock__io_uv_node(redlock__io *io, unsigned i);
+
 #endif

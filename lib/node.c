@@ -1,5 +1,6 @@
-/* node.c - one Redis master on libuv: connection, handshake, writes, replies, deadlines,
- * reconnection. See node.h for the model. */
+/* node.c - one Redis master's request queue: FIFO, deadlines, reply matching, skipped replies,
+ * the connection handshake; its bytes travel on a stream (stream.h). See node.h for the
+ * model. */
 #include "node.h"
 
 #include <stdlib.h>
@@ -9,58 +10,33 @@
 
 #include "command.h"
 #include "handshake.h"
+#include "stream.h"
 
-#define READ_BUF_SIZE 65536
 #define ERR_LEN REDLOCK_ERROR_TEXT_MAX /* messages end up in per-node error slots */
 /* A node that owes replies and has answered nothing for this many timeouts is dropped. */
 #define DROP_AFTER_TIMEOUTS 3
-#define MAX_ADDRS 8
 
+/* How the node treats requests; where its connection stands is the stream's state alone. */
 typedef enum {
-    NODE_IDLE,       /* no connection; requests fail fast; a reconnect may be scheduled */
-    NODE_CONNECTING, /* resolving or connecting; requests queue (fail fast if the node is down) */
-    NODE_HANDSHAKE,  /* connected, handshake answers pending; requests wait until they all came */
-    NODE_READY,
+    NODE_STARTING, /* no connection has become ready and none has failed yet: requests wait for
+                      the first one, each within its deadline */
+    NODE_READY,    /* the current connection's handshake succeeded (its stream is ESTABLISHED):
+                      requests are written */
+    NODE_DOWN,     /* a connection failed and no new one has become ready since: requests fail
+                      fast while the stream reconnects (a stopped server still accepts TCP
+                      connections and never answers, so waiting for an attempt could hang) */
     NODE_CLOSING
 } node_state;
-
-/* One connection. Lives until its handle's close callback, which may be after the node moved on
- * to a new connection. */
-typedef struct conn {
-    union {
-        uv_handle_t handle;
-        uv_stream_t stream;
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-    } h;
-    uv_connect_t connect_req;
-    uv_write_t write_req;
-    redlock__buf inflight; /* bytes handed to uv_write */
-    bool writing;
-    bool connected;
-    bool detached; /* the node no longer uses this connection */
-    redisReader *reader;
-    redlock__node *node;
-    char rbuf[READ_BUF_SIZE];
-} conn;
 
 struct redlock__node {
     uv_loop_t *loop;
     redlock__node_config cfg;
     node_state state;
-    conn *conn;
+    redlock__stream stream;
+    redisReader *reader; /* of the current connection: made new at every open */
 
     uv_timer_t deadline_timer; /* armed at or before the FIFO head's deadline */
-    uv_timer_t conn_timer;     /* connect timeout, then reconnect backoff */
-    uv_getaddrinfo_t gai;
-    bool gai_active;
-    /* Addresses of a resolved host name, tried in turn until one accepts ("localhost" may give
-     * ::1 first while the server listens on 127.0.0.1 only). */
-    struct sockaddr_storage addrs[MAX_ADDRS];
-    unsigned n_addrs, next_addr;
-
-    redlock__buf hs;           /* the handshake of the connection being made, until written */
-    redlock__buf out;          /* appended commands not yet handed to uv_write; held until the
+    redlock__buf held;         /* commands sent while STARTING: written once the first
                                   handshake has succeeded, so nothing runs on a server that
                                   refused AUTH or SELECT */
     redlock__req *head, *tail; /* requests whose replies are awaited, in write order */
@@ -71,22 +47,14 @@ struct redlock__node {
     redlock__handshake handshake;
     uint64_t last_reply_us;  /* last reply (or connect) time */
     uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
-    uint64_t backoff_us;
-    uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
     char last_error[ERR_LEN];
-    /* A connection failed and no new one has become ready since: the node is down, and the
-     * requests made while it tries to reconnect fail fast instead of waiting for an attempt that
-     * may hang (a stopped server still accepts TCP connections and never answers). */
-    bool down;
 
-    unsigned closes_pending; /* connection handles, timers and a lookup still to finish */
+    unsigned closes_pending; /* the deadline timer and the stream */
     void (*close_cb)(void *data);
     void *close_data;
 };
 
-static void node_connect(redlock__node *n);
-static void node_fail(redlock__node *n, const char *why, bool immediate_retry);
-static void flush(redlock__node *n);
+static void node_fail(redlock__node *n, const char *why);
 
 static uint64_t now_us(void)
 {
@@ -172,146 +140,58 @@ static void on_deadline(uv_timer_t *t)
      * one: an idle spell is not silence. */
     uint64_t quiet_since = REDLOCK__MAX(n->last_reply_us, n->owing_since_us);
     bool silent = now - quiet_since >= DROP_AFTER_TIMEOUTS * n->cfg.timeout_us;
-    if (owes && silent && (n->state == NODE_READY || n->state == NODE_HANDSHAKE)) {
+    if (owes && silent && redlock__stream_is_open(&n->stream)) {
         char drop[ERR_LEN];
         redlock__fmt(drop, sizeof(drop), "connection dropped: no answer for %llu ms",
                      (unsigned long long)((now - quiet_since) / 1000));
-        node_fail(n, drop, false);
+        node_fail(n, drop);
         return;
     }
     start_deadline_timer(n, now);
 }
 
-/* ---- connection teardown ------------------------------------------------------------------- */
+/* ---- going down ---------------------------------------------------------------------------- */
 
-static void maybe_closed(redlock__node *n)
-{
-    if (n->state != NODE_CLOSING || n->closes_pending > 0)
-        return;
-    void (*cb)(void *) = n->close_cb;
-    void *data = n->close_data;
-    redlock__buf_free(&n->out, n->cfg.alloc);
-    redlock__buf_free(&n->hs, n->cfg.alloc);
-    redlock__free(n->cfg.alloc, n);
-    if (cb != NULL)
-        cb(data);
-}
-
-static void on_conn_closed(uv_handle_t *h)
-{
-    conn *c = REDLOCK__CONTAINER_OF(h, conn, h.handle);
-    redlock__node *n = c->node;
-    const redlock__alloc *alloc = n->cfg.alloc;
-    if (c->reader != NULL)
-        redisReaderFree(c->reader);
-    redlock__buf_free(&c->inflight, alloc);
-    redlock__free(alloc, c);
-    n->closes_pending--;
-    maybe_closed(n);
-}
-
-/* Stop using the current connection; its memory goes in its close callback. */
-static void drop_conn(redlock__node *n)
-{
-    conn *c = n->conn;
-    if (c == NULL)
-        return;
-    n->conn = NULL;
-    c->detached = true;
-    n->closes_pending++; /* the node outlives every connection it ever had */
-    uv_close(&c->h.handle, on_conn_closed);
-}
-
-static uint64_t jitter(redlock__node *n, uint64_t base_us)
-{
-    /* xorshift64: jitter spreads reconnects of many clients; it needs no secrecy. */
-    n->rng ^= n->rng << 13;
-    n->rng ^= n->rng >> 7;
-    n->rng ^= n->rng << 17;
-    /* base * [0.5, 1.5) */
-    return base_us / 2 + (base_us > 0 ? n->rng % base_us : 0);
-}
-
-static void on_reconnect_timer(uv_timer_t *t)
-{
-    redlock__node *n = REDLOCK__CONTAINER_OF(t, redlock__node, conn_timer);
-    if (n->state == NODE_IDLE)
-        node_connect(n);
-}
-
-/* The connection failed or was dropped: fail what waits, go idle, reconnect after a backoff. */
-static void node_fail(redlock__node *n, const char *why, bool immediate_retry)
+/* The connection is gone (the stream failed, or the node gave it up): fail what waits; until a
+ * new connection is ready, requests fail fast. */
+static void node_down(redlock__node *n, const char *why)
 {
     if (n->state == NODE_CLOSING)
         return;
-    redlock__fmt(n->last_error, sizeof(n->last_error), "%s", why);
-    bool was_ready = n->state == NODE_READY;
-    drop_conn(n);
-    n->state = NODE_IDLE;
-    n->down = true;
-    n->out.len = 0;
-    n->hs.len = 0;
+    /* A connection that skipped verification says so in every error it causes. */
+    bool note = redlock__tls_ctx_insecure(n->cfg.tls) && n->cfg.url->tls &&
+                strstr(why, REDLOCK__TLS_INSECURE_NOTE) == NULL;
+    redlock__fmt(n->last_error, sizeof(n->last_error), "%s%s", why,
+                 note ? REDLOCK__TLS_INSECURE_NOTE : "");
+    n->state = NODE_DOWN;
+    n->held.len = 0;
     n->skip_replies = 0;
     redlock__handshake_reset(&n->handshake);
     uv_timer_stop(&n->deadline_timer);
-    /* A connection that worked starts over at the shortest backoff. */
-    if (was_ready || n->backoff_us == 0)
-        n->backoff_us = n->cfg.reconnect_min_us;
-    uint64_t delay = immediate_retry ? 0 : jitter(n, n->backoff_us);
-    n->backoff_us = REDLOCK__MIN(n->backoff_us * 2, n->cfg.reconnect_max_us);
-    uv_timer_start(&n->conn_timer, on_reconnect_timer, ms_ceil(delay), 0);
     char msg[ERR_LEN];
-    redlock__fmt(msg, sizeof(msg), "%s", why);
+    redlock__fmt(msg, sizeof(msg), "%s", n->last_error); /* last_error may change meanwhile */
     fail_all(n, msg);
 }
 
-/* ---- writes -------------------------------------------------------------------------------- */
-
-static void on_write(uv_write_t *req, int status)
+/* The node gives up its connection (a protocol error, a refused handshake, silence): the stream
+ * reconnects after its backoff. */
+static void node_fail(redlock__node *n, const char *why)
 {
-    conn *c = REDLOCK__CONTAINER_OF(req, conn, write_req);
-    c->writing = false;
-    c->inflight.len = 0;
-    if (c->detached)
-        return;
-    redlock__node *n = c->node;
-    if (status < 0) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "write: %s", uv_strerror(status));
-        node_fail(n, why, false);
-        return;
-    }
-    flush(n);
+    redlock__stream_drop(&n->stream);
+    node_down(n, why);
 }
 
-/* Hand the handshake, or once it has succeeded the output buffer, to uv_write unless a write is
- * in flight; uv_write tries the write at once, so a lone command leaves without waiting for a
- * loop turn. */
-static void flush(redlock__node *n)
+static void on_stream_down(redlock__stream *s, const char *why)
 {
-    conn *c = n->conn;
-    if (c == NULL || !c->connected || c->writing)
-        return;
-    redlock__buf *src = &n->hs;
-    if (src->len == 0) {
-        src = &n->out;
-        if (n->state != NODE_READY || src->len == 0)
-            return;
+    redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
+    /* A TLS port resets a plain client as soon as its first bytes arrive. */
+    char hint[ERR_LEN];
+    if (!n->cfg.url->tls && !n->cfg.url->is_unix && n->handshake.n_steps > 0 &&
+        n->handshake.answered == 0 && strstr(why, "reset") != NULL) {
+        redlock__fmt(hint, sizeof(hint), "%s (before any answer: a TLS port? use rediss://)", why);
+        why = hint;
     }
-    redlock__buf tmp = c->inflight; /* swap: the empty in-flight buffer takes src's place */
-    c->inflight = *src;
-    *src = tmp;
-    src->len = 0;
-    uv_buf_t buf = uv_buf_init(c->inflight.data, (unsigned)c->inflight.len);
-    c->writing = true;
-    int rc = uv_write(&c->write_req, &c->h.stream, &buf, 1, on_write);
-    if (rc < 0) {
-        c->writing = false;
-        c->inflight.len = 0;
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "write: %s", uv_strerror(rc));
-        node_fail(n, why, false);
-    }
+    node_down(n, why);
 }
 
 /* ---- replies ------------------------------------------------------------------------------- */
@@ -319,12 +199,22 @@ static void flush(redlock__node *n)
 static void set_ready(redlock__node *n)
 {
     n->state = NODE_READY;
-    n->down = false;
-    n->backoff_us = 0;
     n->last_error[0] = '\0';
     n->last_reply_us = now_us();
-    uv_timer_stop(&n->conn_timer);
-    flush(n); /* the requests held behind the handshake */
+    redlock__stream_established(&n->stream);
+    redlock__buf *out = redlock__stream_out(&n->stream);
+    if (n->held.len > 0) { /* the requests held behind the first handshake */
+        if (out->len == 0) {
+            redlock__buf tmp = *out;
+            *out = n->held;
+            n->held = tmp;
+        } else if (redlock__buf_append(out, n->cfg.alloc, n->held.data, n->held.len) != 0) {
+            node_fail(n, "out of memory");
+            return;
+        }
+        n->held.len = 0;
+    }
+    redlock__stream_flush(&n->stream);
 }
 
 /* Every handshake reply came: the node is ready unless another node already reached the same
@@ -340,7 +230,7 @@ static void handshake_done(redlock__node *n)
         redlock__fmt(why, sizeof(why),
                      "same server as %s (run_id %.8s...): a server must count only once", twin,
                      run_id);
-        node_fail(n, why, false);
+        node_fail(n, why);
         return;
     }
     set_ready(n);
@@ -350,7 +240,7 @@ static void handshake_reply(redlock__node *n, const redisReply *r)
 {
     char why[ERR_LEN];
     if (!redlock__handshake_reply(&n->handshake, r, why, sizeof(why))) {
-        node_fail(n, why, false);
+        node_fail(n, why);
         return;
     }
     if (!redlock__handshake_pending(&n->handshake))
@@ -377,7 +267,7 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
             return;
         }
     }
-    if (redlock__cmd_append(req->cmd, true, &n->out, n->cfg.alloc) != 0) {
+    if (redlock__cmd_append(req->cmd, true, redlock__stream_out(&n->stream), n->cfg.alloc) != 0) {
         req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
@@ -386,7 +276,7 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
     fifo_push(n, req);
     if (was_empty)
         start_deadline_timer(n, now);
-    flush(n);
+    redlock__stream_flush(&n->stream);
 }
 
 static void handle_reply(redlock__node *n, const redisReply *r)
@@ -403,7 +293,7 @@ static void handle_reply(redlock__node *n, const redisReply *r)
     }
     redlock__req *req = fifo_pop(n);
     if (req == NULL) {
-        node_fail(n, "protocol error: reply without a request", false);
+        node_fail(n, "protocol error: reply without a request");
         return;
     }
     char err[ERR_LEN];
@@ -419,7 +309,7 @@ static void handle_reply(redlock__node *n, const redisReply *r)
          * Nothing on this connection is believed any more. */
         char why[ERR_LEN];
         redlock__fmt(why, sizeof(why), "protocol error: %s (connection dropped)", err);
-        node_fail(n, why, false);
+        node_fail(n, why);
         req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
     }
@@ -427,244 +317,74 @@ static void handle_reply(redlock__node *n, const redisReply *r)
             req->cmd->kind == REDLOCK__CMD_INSPECT ? &data : NULL, now);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void on_stream_read(redlock__stream *s, const char *data, size_t len)
 {
-    conn *c = REDLOCK__CONTAINER_OF(h, conn, h.handle);
-    (void)suggested;
-    *buf = uv_buf_init(c->rbuf, sizeof(c->rbuf));
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    conn *c = REDLOCK__CONTAINER_OF(s, conn, h.stream);
-    (void)buf;
-    if (c->detached || nread == 0)
-        return;
-    redlock__node *n = c->node;
-    if (nread < 0) {
-        char why[ERR_LEN];
-        if (nread == UV_EOF)
-            redlock__fmt(why, sizeof(why), "connection closed by the node");
-        else
-            redlock__fmt(why, sizeof(why), "read: %s", uv_strerror((int)nread));
-        node_fail(n, why, false);
-        return;
-    }
-    if (redisReaderFeed(c->reader, c->rbuf, (size_t)nread) != REDIS_OK) {
-        node_fail(n, "protocol error: cannot buffer the reply", false);
+    redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
+    if (redisReaderFeed(n->reader, data, len) != REDIS_OK) {
+        node_fail(n, "protocol error: cannot buffer the reply");
         return;
     }
     for (;;) {
         void *reply = NULL;
-        if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
+        if (redisReaderGetReply(n->reader, &reply) != REDIS_OK) {
             char why[ERR_LEN];
-            redlock__fmt(why, sizeof(why), "protocol error: %s", c->reader->errstr);
-            node_fail(n, why, false);
+            redlock__fmt(why, sizeof(why), "protocol error: %s", n->reader->errstr);
+            node_fail(n, why);
             return;
         }
         if (reply == NULL)
             return;
         handle_reply(n, reply);
         freeReplyObject(reply);
-        /* A callback may have dropped this connection or closed the client. */
-        if (c->detached)
+        /* A callback may have dropped this connection or closed the client; a new connection
+         * never opens from inside one, so the stream's state tells. */
+        if (!redlock__stream_is_open(&n->stream))
             return;
     }
 }
 
-/* ---- connecting ---------------------------------------------------------------------------- */
-
-static void connect_to(redlock__node *n, const struct sockaddr *addr);
-
-static void on_connect(uv_connect_t *req, int status)
+/* A new connection: it says its handshake first; requests follow once every answer came. */
+static void on_stream_open(redlock__stream *s)
 {
-    conn *c = REDLOCK__CONTAINER_OF(req, conn, connect_req);
-    if (c->detached)
-        return;
-    redlock__node *n = c->node;
-    if (status < 0 && n->next_addr < n->n_addrs) {
-        /* Another address of the host may answer: retry on a fresh handle, same handshake. */
-        drop_conn(n);
-        connect_to(n, (const struct sockaddr *)&n->addrs[n->next_addr++]);
-        return;
-    }
-    if (status < 0) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "connect: %s", uv_strerror(status));
-        node_fail(n, why, false);
-        return;
-    }
-    c->connected = true;
+    redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
+    if (n->reader != NULL)
+        redisReaderFree(n->reader);
+    n->reader = redisReaderCreate();
+    n->skip_replies = 0;
     n->last_reply_us = now_us();
-    if (!n->cfg.url->is_unix) {
-        uv_tcp_nodelay(&c->h.tcp, 1);
-        uv_tcp_keepalive(&c->h.tcp, 1, 30);
-    }
-    int rc = uv_read_start(&c->h.stream, on_alloc, on_read);
-    if (rc < 0) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "read: %s", uv_strerror(rc));
-        node_fail(n, why, false);
+    if (n->reader == NULL || redlock__handshake_start(&n->handshake, n->cfg.url,
+                                                      redlock__stream_out(s), n->cfg.alloc) != 0) {
+        node_fail(n, "connect: out of memory");
         return;
     }
     if (!redlock__handshake_pending(&n->handshake))
         handshake_done(n);
     else
-        n->state = NODE_HANDSHAKE;
-    flush(n);
-}
-
-static void on_connect_timeout(uv_timer_t *t)
-{
-    redlock__node *n = REDLOCK__CONTAINER_OF(t, redlock__node, conn_timer);
-    if (n->state != NODE_CONNECTING && n->state != NODE_HANDSHAKE)
-        return;
-    char why[ERR_LEN];
-    redlock__fmt(why, sizeof(why), "connect: timed out after %llu ms",
-                 (unsigned long long)(n->cfg.connect_timeout_us / 1000));
-    node_fail(n, why, false);
-}
-
-static conn *conn_new(redlock__node *n)
-{
-    conn *c = redlock__calloc(n->cfg.alloc, 1, sizeof(*c));
-    if (c == NULL)
-        return NULL;
-    c->node = n;
-    c->reader = redisReaderCreate();
-    if (c->reader == NULL) {
-        redlock__free(n->cfg.alloc, c);
-        return NULL;
-    }
-    return c;
-}
-
-static void connect_to(redlock__node *n, const struct sockaddr *addr)
-{
-    conn *c = conn_new(n);
-    if (c == NULL) {
-        node_fail(n, "connect: out of memory", false);
-        return;
-    }
-    int rc;
-    if (n->cfg.url->is_unix) {
-        rc = uv_pipe_init(n->loop, &c->h.pipe, 0);
-        if (rc == 0) {
-            n->conn = c;
-            uv_pipe_connect(&c->connect_req, &c->h.pipe, n->cfg.url->path, on_connect);
-        }
-    } else {
-        rc = uv_tcp_init(n->loop, &c->h.tcp);
-        if (rc == 0) {
-            n->conn = c;
-            rc = uv_tcp_connect(&c->connect_req, &c->h.tcp, addr, on_connect);
-        }
-    }
-    if (rc < 0) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "connect: %s", uv_strerror(rc));
-        if (n->conn != c) { /* the handle was never initialised */
-            redisReaderFree(c->reader);
-            redlock__free(n->cfg.alloc, c);
-        }
-        node_fail(n, why, false);
-    }
-}
-
-static void set_port(struct sockaddr *sa, int port)
-{
-    if (sa->sa_family == AF_INET)
-        ((struct sockaddr_in *)(void *)sa)->sin_port = htons((uint16_t)port);
-    else if (sa->sa_family == AF_INET6)
-        ((struct sockaddr_in6 *)(void *)sa)->sin6_port = htons((uint16_t)port);
-}
-
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
-{
-    redlock__node *n = REDLOCK__CONTAINER_OF(req, redlock__node, gai);
-    n->gai_active = false;
-    if (n->state == NODE_CLOSING) {
-        uv_freeaddrinfo(res);
-        n->closes_pending--;
-        maybe_closed(n);
-        return;
-    }
-    /* Any attempt still waiting for an address takes the answer; otherwise it is stale (a connect
-     * timeout abandoned the attempt that asked). */
-    if (n->state != NODE_CONNECTING || n->conn != NULL) {
-        uv_freeaddrinfo(res);
-        return;
-    }
-    if (status < 0 || res == NULL) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "resolve %s: %s", n->cfg.url->host, uv_strerror(status));
-        uv_freeaddrinfo(res);
-        node_fail(n, why, false);
-        return;
-    }
-    n->n_addrs = n->next_addr = 0;
-    for (struct addrinfo *ai = res; ai != NULL && n->n_addrs < MAX_ADDRS; ai = ai->ai_next) {
-        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
-            continue;
-        memcpy(&n->addrs[n->n_addrs], ai->ai_addr, ai->ai_addrlen);
-        set_port((struct sockaddr *)&n->addrs[n->n_addrs], n->cfg.url->port);
-        n->n_addrs++;
-    }
-    uv_freeaddrinfo(res);
-    if (n->n_addrs == 0) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "resolve %s: no IPv4 or IPv6 address", n->cfg.url->host);
-        node_fail(n, why, false);
-        return;
-    }
-    connect_to(n, (const struct sockaddr *)&n->addrs[n->next_addr++]);
-}
-
-static void node_connect(redlock__node *n)
-{
-    n->state = NODE_CONNECTING;
-    n->n_addrs = n->next_addr = 0;
-    n->out.len = 0;
-    n->hs.len = 0;
-    n->skip_replies = 0;
-    if (redlock__handshake_start(&n->handshake, n->cfg.url, &n->hs, n->cfg.alloc) != 0) {
-        node_fail(n, "connect: out of memory", false);
-        return;
-    }
-    /* libuv times timers from the loop's cached clock, which is stale when the caller was busy
-     * before creating the client: refresh it, or the timeout fires early. */
-    uv_update_time(n->loop);
-    uv_timer_start(&n->conn_timer, on_connect_timeout, ms_ceil(n->cfg.connect_timeout_us), 0);
-
-    const redlock_url *u = n->cfg.url;
-    if (u->is_unix) {
-        connect_to(n, NULL);
-        return;
-    }
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    if (uv_ip4_addr(u->host, u->port, (struct sockaddr_in *)&ss) == 0 ||
-        uv_ip6_addr(u->host, u->port, (struct sockaddr_in6 *)&ss) == 0) {
-        connect_to(n, (struct sockaddr *)&ss);
-        return;
-    }
-    if (n->gai_active)
-        return; /* an older lookup is still running; its answer will be taken as stale */
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = uv_getaddrinfo(n->loop, &n->gai, on_resolved, u->host, NULL, &hints);
-    if (rc < 0) {
-        char why[ERR_LEN];
-        redlock__fmt(why, sizeof(why), "resolve %s: %s", u->host, uv_strerror(rc));
-        node_fail(n, why, false);
-        return;
-    }
-    n->gai_active = true;
+        redlock__stream_flush(s);
 }
 
 /* ---- public (internal) API ----------------------------------------------------------------- */
+
+static void maybe_closed(redlock__node *n)
+{
+    if (n->closes_pending > 0)
+        return;
+    void (*cb)(void *) = n->close_cb;
+    void *data = n->close_data;
+    if (n->reader != NULL)
+        redisReaderFree(n->reader);
+    redlock__buf_free(&n->held, n->cfg.alloc);
+    redlock__free(n->cfg.alloc, n);
+    if (cb != NULL)
+        cb(data);
+}
+
+static void on_stream_closed(redlock__stream *s)
+{
+    redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
+    n->closes_pending--;
+    maybe_closed(n);
+}
 
 int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock__node **out)
 {
@@ -673,7 +393,20 @@ int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock_
         return REDLOCK_ENOMEM;
     n->loop = loop;
     n->cfg = *cfg;
-    n->state = NODE_IDLE;
+    n->state = NODE_STARTING;
+    redlock__stream_config scfg = {
+        .url = cfg->url,
+        .connect_timeout_us = cfg->connect_timeout_us,
+        .reconnect_min_us = cfg->reconnect_min_us,
+        .reconnect_max_us = cfg->reconnect_max_us,
+        .alloc = cfg->alloc,
+        .tls = cfg->tls,
+        .on_open = on_stream_open,
+        .on_read = on_stream_read,
+        .on_down = on_stream_down,
+        .on_closed = on_stream_closed,
+    };
+    redlock__stream_init(&n->stream, loop, &scfg);
     *out = n;
     return 0;
 }
@@ -685,14 +418,9 @@ void redlock__node_free_unstarted(redlock__node *n)
 
 void redlock__node_start(redlock__node *n)
 {
-    uint64_t seed = 0;
-    if (uv_random(NULL, NULL, &seed, sizeof(seed), 0, NULL) != 0 || seed == 0)
-        seed = uv_hrtime() | 1;
-    n->rng = seed;
     uv_timer_init(n->loop, &n->deadline_timer);
-    uv_timer_init(n->loop, &n->conn_timer);
     redlock__fmt(n->last_error, sizeof(n->last_error), "not connected yet");
-    node_connect(n);
+    redlock__stream_start(&n->stream);
 }
 
 void redlock__node_send(redlock__node *n, redlock__req *req)
@@ -704,7 +432,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
         return;
     }
-    if (n->down) { /* idle, or trying to reconnect */
+    if (n->state == NODE_DOWN) { /* reconnecting: fail fast */
         char why[ERR_LEN + 16];
         redlock__fmt(why, sizeof(why), "node down: %s", n->last_error);
         req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
@@ -714,7 +442,9 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         req->cb(req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", NULL, now);
         return;
     }
-    if (redlock__cmd_append(req->cmd, false, &n->out, n->cfg.alloc) != 0) {
+    bool ready = n->state == NODE_READY;
+    redlock__buf *out = ready ? redlock__stream_out(&n->stream) : &n->held;
+    if (redlock__cmd_append(req->cmd, false, out, n->cfg.alloc) != 0) {
         req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
@@ -724,12 +454,18 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     fifo_push(n, req);
     if (was_empty && !uv_is_active((uv_handle_t *)&n->deadline_timer))
         start_deadline_timer(n, now);
-    flush(n);
+    if (ready)
+        redlock__stream_flush(&n->stream);
 }
 
 const char *redlock__node_name(const redlock__node *n)
 {
     return n->cfg.name;
+}
+
+const redlock__stream_stats *redlock__node_stream_stats(const redlock__node *n)
+{
+    return &n->stream.stats;
 }
 
 const char *redlock__node_run_id(const redlock__node *n)
@@ -749,16 +485,10 @@ void redlock__node_close(redlock__node *n, void (*cb)(void *data), void *data)
     n->state = NODE_CLOSING;
     n->close_cb = cb;
     n->close_data = data;
-    n->closes_pending += 2; /* the two timers; connections and the resolver count themselves */
+    n->closes_pending = 2; /* the deadline timer and the stream */
     n->skip_replies = 0;
     fail_all(n, "canceled: client closing");
-    drop_conn(n);
-    if (n->gai_active) {
-        n->closes_pending++;
-        uv_cancel((uv_req_t *)&n->gai);
-    }
+    redlock__stream_close(&n->stream);
     n->deadline_timer.data = n;
-    n->conn_timer.data = n;
     uv_close((uv_handle_t *)&n->deadline_timer, on_timer_closed);
-    uv_close((uv_handle_t *)&n->conn_timer, on_timer_closed);
 }

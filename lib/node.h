@@ -1,20 +1,21 @@
-/* node.h - one Redis master on libuv.
+/* node.h - one Redis master's request queue, on a byte stream (stream.h).
  *
- * A node owns one ordered connection (uv_tcp_t, or uv_pipe_t for unix://). Commands are
- * appended to one output buffer and written at once when no write is in flight, otherwise with
- * the next write (pipelining without a Nagle delay). Replies are parsed with hiredis's
- * redisReader and matched to a FIFO of outstanding requests. Every request has a deadline
- * (send time + the node's timeout); one uv_timer_t, armed at the FIFO's head, serves them all
- * because deadlines grow in FIFO order. A timed-out request leaves the FIFO at once and only a
- * counter remembers that its reply is still owed: the late reply is read and dropped.
+ * Commands are appended to the stream's one output buffer, which goes out at once when no write
+ * is in flight, otherwise with the next write (pipelining without a Nagle delay). Replies are
+ * parsed with hiredis's redisReader from the bytes the stream hands over, and matched to a FIFO
+ * of outstanding requests. Every request has a deadline (send time + the node's timeout); one
+ * uv_timer_t, armed at the FIFO's head, serves them all because deadlines grow in FIFO order. A
+ * timed-out request leaves the FIFO at once and only a counter remembers that its reply is still
+ * owed: the late reply is read and dropped. The queue never knows how its bytes travel (TCP, a
+ * unix socket, TLS).
  *
- * A node that is down fails every request at once (nothing queues) and reconnects in the
- * background with exponential backoff and jitter. While a (re)connection is being made,
- * requests wait, each within its own deadline, and are written only once every reply of the
- * handshake (AUTH, SELECT, SCRIPT LOAD) has come and was the expected one. A reply that no Redis
- * gives to its command means the replies are out of step: the connection is dropped. A node that
- * owes replies and has answered nothing for three timeouts is dropped and reconnected, so
- * nothing grows without bound. */
+ * A node that is down fails every request at once (nothing queues) while its stream reconnects
+ * in the background with exponential backoff and jitter. While the first connection is being
+ * made, requests wait, each within its own deadline, and are written only once every reply of
+ * the handshake (AUTH, SELECT, SCRIPT LOAD, INFO) has come and was the expected one. A reply
+ * that no Redis gives to its command means the replies are out of step: the connection is
+ * dropped. A node that owes replies and has answered nothing for three timeouts is dropped and
+ * reconnected, so nothing grows without bound. */
 #ifndef REDLOCK_NODE_H
 #define REDLOCK_NODE_H
 
@@ -25,6 +26,7 @@
 
 #include "common.h"
 #include "io.h"
+#include "stream.h"
 
 typedef struct redlock__node redlock__node;
 
@@ -42,6 +44,8 @@ typedef struct redlock__node_config {
      * one, this node stays down (a server must count only once in a quorum). NULL: no check. */
     const char *(*twin_of)(void *ctx, const redlock__node *node, const char *run_id);
     void *twin_ctx;
+    redlock__tls_ctx *tls; /* the client's TLS context, for a rediss:// url; must outlive the
+                              node */
 } redlock__node_config;
 
 /* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
@@ -62,5 +66,7 @@ void redlock__node_close(redlock__node *node, void (*cb)(void *data), void *data
 const char *redlock__node_name(const redlock__node *node);
 /* The run_id of the server a ready node is connected to, or NULL (not ready, or INFO refused). */
 const char *redlock__node_run_id(const redlock__node *node);
+/* What its stream counted (tests and the bench). */
+const redlock__stream_stats *redlock__node_stream_stats(const redlock__node *node);
 
 #endif

@@ -1,6 +1,7 @@
 /* url.c - node URLs: parse, redact, compare.
  *
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
+ *   rediss://[[user]:password@]host[:port][/db][?timeout_ms=N]    (TLS)
  *   unix://[[user]:password@]/absolute/path.sock[?db=N&timeout_ms=N]
  *
  * The one rule that matters most: a password never leaves this file except in url->password.
@@ -444,15 +445,16 @@ static int parse_url(parser *p, redlock_url *url)
 
     size_t prefix = scheme_prefix_len(text);
     if (prefix == 0)
-        return fail(p, "missing scheme (expected redis://host:port or unix:///path)");
+        return fail(p, "missing scheme (expected redis://host:port, rediss://host:port or "
+                       "unix:///path)");
     span scheme = {text, prefix - 3};
     if (equal_nocase(scheme.s, scheme.n, "unix"))
         url->is_unix = true;
     else if (equal_nocase(scheme.s, scheme.n, "rediss"))
-        return fail(p, "TLS (rediss://) is not supported");
+        url->tls = true;
     else if (!equal_nocase(scheme.s, scheme.n, "redis"))
-        return fail(p, "unsupported scheme \"%.*s\" (expected redis:// or unix://)", (int)scheme.n,
-                    scheme.s);
+        return fail(p, "unsupported scheme \"%.*s\" (expected redis://, rediss:// or unix://)",
+                    (int)scheme.n, scheme.s);
 
     /* Split the userinfo off where redact_span() ends it. */
     const char *rest = text + prefix;

@@ -184,7 +184,13 @@ typedef enum {
     OPT_GRACE,
     OPT_QUIET,
     OPT_HELP,
-    OPT_VERSION
+    OPT_VERSION,
+    OPT_TLS_CA,
+    OPT_TLS_CA_DIR,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_SERVER_NAME,
+    OPT_TLS_INSECURE
 } opt_id;
 
 typedef struct option_def {
@@ -194,12 +200,19 @@ typedef struct option_def {
     opt_id id;
 } option_def;
 
+/* clang-format off */
 static const option_def option_defs[] = {
     {'n', "nodes", true, OPT_NODES}, {'t', "ttl", true, OPT_TTL},
     {'w', "wait", true, OPT_WAIT},   {'T', "node-timeout", true, OPT_NODE_TIMEOUT},
     {'g', "grace", true, OPT_GRACE}, {'q', "quiet", false, OPT_QUIET},
     {'h', "help", false, OPT_HELP},  {'V', "version", false, OPT_VERSION},
+    /* Long only (short_name 0 never matches a letter). */
+    {0, "tls-ca", true, OPT_TLS_CA},     {0, "tls-ca-dir", true, OPT_TLS_CA_DIR},
+    {0, "tls-cert", true, OPT_TLS_CERT}, {0, "tls-key", true, OPT_TLS_KEY},
+    {0, "tls-server-name", true, OPT_TLS_SERVER_NAME},
+    {0, "tls-insecure", false, OPT_TLS_INSECURE},
 };
+/* clang-format on */
 #define N_OPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
 
 typedef struct parser {
@@ -258,6 +271,25 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
         return CLI_PARSE_OK;
     case OPT_VERSION:
         a->version = true;
+        return CLI_PARSE_OK;
+    case OPT_TLS_CA:
+    case OPT_TLS_CA_DIR:
+    case OPT_TLS_CERT:
+    case OPT_TLS_KEY:
+    case OPT_TLS_SERVER_NAME: {
+        /* The value is never quoted: it may be the path of a key. */
+        if (value[0] == '\0')
+            return usage(ps->err, ps->err_len, "--%s: empty value", def->long_name);
+        const char **slot = def->id == OPT_TLS_CA       ? &a->tls_ca
+                            : def->id == OPT_TLS_CA_DIR ? &a->tls_ca_dir
+                            : def->id == OPT_TLS_CERT   ? &a->tls_cert
+                            : def->id == OPT_TLS_KEY    ? &a->tls_key
+                                                        : &a->tls_server_name;
+        *slot = value;
+        return CLI_PARSE_OK;
+    }
+    case OPT_TLS_INSECURE:
+        a->tls_insecure = true;
         return CLI_PARSE_OK;
     }
     return CLI_PARSE_OK;

@@ -60,6 +60,14 @@ typedef struct cli_args {
     bool quiet;
     bool help;    /* --help was given: print the help, do nothing else */
     bool version; /* --version was given */
+    /* TLS for rediss:// nodes, borrowed from argv (NULL when not given; the tool then reads
+     * $REDLOCK_TLS_CA, $REDLOCK_TLS_CA_DIR, $REDLOCK_TLS_CERT, $REDLOCK_TLS_KEY). */
+    const char *tls_ca;
+    const char *tls_ca_dir;
+    const char *tls_cert;
+    const char *tls_key;
+    const char *tls_server_name;
+    bool tls_insecure;
 } cli_args;
 
 /* Results of cli_parse. */

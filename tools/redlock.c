@@ -51,8 +51,15 @@ static const char help_text[] =
     "                              lost (default 5s)\n"
     "  -q, --quiet                 nothing on stderr unless something is wrong (a busy lock\n"
     "                              is not: it is silent)\n"
+    "  --tls-ca FILE               rediss:// nodes: CA certificates (PEM) to verify them with;\n"
+    "                              default $REDLOCK_TLS_CA, else the system's CA store\n"
+    "  --tls-ca-dir DIR            a directory of hashed CA certificates ($REDLOCK_TLS_CA_DIR)\n"
+    "  --tls-cert FILE             client certificate for mutual TLS ($REDLOCK_TLS_CERT) ...\n"
+    "  --tls-key FILE              ... and its key, without a passphrase ($REDLOCK_TLS_KEY)\n"
+    "  --tls-server-name NAME      verify this name (and send it as SNI) instead of each host\n"
+    "  --tls-insecure              do not verify the nodes' certificates (never in production)\n"
     "  -h, --help                  this text\n"
-    "  -V, --version               versions of the tool, the library and libuv\n"
+    "  -V, --version               versions of the tool, the library, libuv and TLS\n"
     "\n"
     "DURATION is an integer or decimal with a unit: ms, s, m or h (500ms, 1.5s, 2m, 1h);\n"
     "a bare number is seconds.\n"
@@ -67,6 +74,9 @@ static const char help_text[] =
     "  126  run: COMMAND could not be executed\n"
     "  127  run: COMMAND not found\n"
     "  128+N  interrupted by signal N while waiting for the lock or a node\n"
+    "\n"
+    "rediss:// nodes use TLS (see the --tls-* options); a node whose TLS handshake fails votes\n"
+    "error with the reason, and too many such nodes exit 69.\n"
     "\n"
     "acquire, release and extend print one JSON line on stdout, also when they fail; status\n"
     "prints one too. Passwords in node URLs never appear in any output. See docs/cli.md.\n";
@@ -457,10 +467,12 @@ static int tool_main(tool *t)
         t->opts.connect_timeout_ms =
             t->args.node_timeout_ms > 1000 ? t->args.node_timeout_ms : 1000;
         t->opts.retry_count = 0;
+        tool_tls_options(t);
         char err[512];
         rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
                                 &t->opts, &t->client, err, sizeof(err));
         if (rc != 0) {
+            tool_tls_message(err, sizeof(err));
             /* The library's message names the node by index and redacts any password. */
             fprintf(stderr, "redlock: %s%s\n", t->args.nodes_from_env ? "REDLOCK_NODES: " : "",
                     err);
@@ -518,8 +530,9 @@ int main(int argc, char **argv)
         fputs(help_text, stdout);
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else if (t.args.version) {
-        printf("redlock %s (libredlock %s, libuv %s)\n", REDLOCK_VERSION_STRING,
-               redlock_version_string(), uv_version_string());
+        const char *tls = redlock_tls_backend();
+        printf("redlock %s (libredlock %s, libuv %s, TLS: %s)\n", REDLOCK_VERSION_STRING,
+               redlock_version_string(), uv_version_string(), tls != NULL ? tls : "not built in");
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else {
         code = tool_main(&t);

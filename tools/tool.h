@@ -79,6 +79,14 @@ void run_on_lost(redlock_lock *lock, int reason, void *data);
 /* Close run's own handles (the grace timer). */
 void run_close_handles(tool *t);
 
+/* ---- tls.c ---- */
+
+/* Fill t->opts' TLS fields from the --tls-* options, else $REDLOCK_TLS_CA, $REDLOCK_TLS_CA_DIR,
+ * $REDLOCK_TLS_CERT, $REDLOCK_TLS_KEY. */
+void tool_tls_options(tool *t);
+/* Rewrite the library's option names in msg (tls_ca_file: ...) as the tool's (--tls-ca: ...). */
+void tool_tls_message(char *msg, size_t len);
+
 /* ---- report.c ---- */
 
 /* A human message on stderr, "redlock: " + text + "\n": tool_say for progress and outcomes

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "redlock.h"
 
@@ -87,6 +88,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(red, u.redacted, want + 1);
         CHECK(u.is_unix ? (u.path != NULL && u.host == NULL && u.port == 0)
                         : (u.host != NULL && u.path == NULL && u.port >= 1 && u.port <= 65535));
+        /* TLS exactly for the rediss scheme (any case), and never over a unix socket. */
+        CHECK(u.tls == (strncasecmp(text, "rediss://", 9) == 0));
+        CHECK(!(u.tls && u.is_unix));
         if (u.password != NULL) {
             CHECK(u.password[0] != '\0');
             if (strchr(text, '*') == NULL) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -42,7 +43,7 @@ static void expect_no_secret(const char *text, const char *where, const char *ha
 static void expect_zeroed(const char *text, const redlock_url *u)
 {
     if (u->is_unix || u->host || u->port || u->path || u->user || u->password || u->db ||
-        u->timeout_ms || u->redacted)
+        u->timeout_ms || u->redacted || u->tls)
         fail_msg("\"%.120s\": url not zeroed after failure", text);
 }
 
@@ -105,6 +106,13 @@ static const valid_case valid_cases[] = {
      "unix:///tmp/a@b.sock", NULL},
     {"unix://u:pw%20x@/tmp/r.sock?timeout_ms=7", true, NULL, 0, "/tmp/r.sock", "u", "pw x", -1, 7,
      "unix://u:***@/tmp/r.sock?timeout_ms=7", "pw%20x"},
+    {"rediss://127.0.0.1:6380", false, "127.0.0.1", 6380, NULL, NULL, NULL, -1, -1,
+     "rediss://127.0.0.1:6380", NULL},
+    {"rediss://alice:s3cret@redis-1.example.com:6390/2?timeout_ms=40", false, "redis-1.example.com",
+     6390, NULL, "alice", "s3cret", 2, 40,
+     "rediss://alice:***@redis-1.example.com:6390/2?timeout_ms=40", "s3cret"},
+    {"REDISS://:pw@[::1]", false, "::1", 6379, NULL, NULL, "pw", -1, -1, "REDISS://:***@[::1]",
+     "pw"},
 };
 
 static void test_valid(void **state)
@@ -126,6 +134,7 @@ static void test_valid(void **state)
         expect_str(c->text, "password", c->password, u.password);
         expect_int(c->text, "db", c->db, u.db);
         expect_int(c->text, "timeout_ms", c->timeout_ms, u.timeout_ms);
+        expect_int(c->text, "tls", strncasecmp(c->text, "rediss://", 9) == 0, u.tls);
         expect_str(c->text, "redacted", c->redacted, u.redacted);
         expect_no_secret(c->text, "redacted", u.redacted, c->secret);
         expect_no_secret(c->text, "redacted", u.redacted, c->password);
@@ -169,7 +178,11 @@ static const invalid_case invalid_cases[] = {
     {"redis:/h", "missing scheme", NULL},
     {":pw0@h:6379", "missing scheme", "pw0"},
     {"http://h", "unsupported scheme \"http\"", NULL},
-    {"rediss://:pw1@h", "TLS (rediss://) is not supported", "pw1"},
+    {"rediss://:pw1@", "empty host", "pw1"},
+    {"rediss:///tmp/r.sock", "empty host", NULL},
+    {"rediss://:pw8@h:0", "invalid port \"0\"", "pw8"},
+    {"redisss://h", "unsupported scheme \"redisss\" (expected redis://, rediss:// or unix://)",
+     NULL},
     {"redis://", "empty host", NULL},
     {"redis://:pw2@", "empty host", "pw2"},
     {"redis://:6379", "empty host", NULL},
@@ -437,6 +450,10 @@ static const struct {
     {"unix:///tmp/a.sock", "unix:///tmp/b.sock", 0},
     {"unix:///tmp/a.sock", "unix:///tmp/A.sock", 0},
     {"unix:///tmp/a.sock", "redis://127.0.0.1", 0},
+    /* One server behind its plain and its TLS port is two ports: two nodes. The same port
+     * under both schemes is one server. */
+    {"rediss://10.0.0.1:6379", "redis://10.0.0.1:6379", 1},
+    {"rediss://10.0.0.1:6380", "redis://10.0.0.1:6379", 0},
 };
 
 static void test_same_node(void **state)

@@ -116,8 +116,8 @@ static int child_main(const char *const *urls, int report_fd, int go_fd, uint64_
     rep.before_us = redlock_now_us();
     if (redlock_acquire(c, RESOURCE, strlen(RESOURCE), ttl_ms, NULL, child_cb, &cs) != 0)
         return 12;
-    while (cs.calls == 0)
-        uv_run(&loop, UV_RUN_ONCE);
+    if (!h_run_until(&loop, &cs.calls, 1, 60000))
+        return 18;
     rep.status = cs.status;
     rep.acquired_us = redlock_now_us();
     if (cs.status == 0) {
@@ -140,8 +140,8 @@ static int child_main(const char *const *urls, int report_fd, int go_fd, uint64_
     cs.calls = 0;
     if (redlock_release(lock, child_cb, &cs) != 0)
         return 16;
-    while (cs.calls == 0)
-        uv_run(&loop, UV_RUN_ONCE);
+    if (!h_run_until(&loop, &cs.calls, 1, 60000))
+        return 18;
     rep.status = cs.status;
     rep.votes_yes = cs.votes_yes;
     if (!write_all(report_fd, &rep, sizeof(rep)))

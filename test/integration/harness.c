@@ -74,12 +74,7 @@ void h_close_client(h_env *env, redlock_client *client)
 {
     bool closed = false;
     assert_int_equal(redlock_client_close(client, on_closed, &closed), 0);
-    int flag = 0;
-    uint64_t deadline = uv_hrtime() + 5000000000ull;
-    while (!closed && uv_hrtime() < deadline)
-        uv_run(&env->loop, UV_RUN_ONCE);
-    (void)flag;
-    assert_true(closed);
+    assert_true(h_run_until_true(&env->loop, &closed, H_WAIT_MS));
     if (env->client == client)
         env->client = NULL;
 }
@@ -122,36 +117,75 @@ redlock_client *h_client(h_env *env, const redlock_options *opts)
     return c;
 }
 
-typedef struct guard {
-    uv_timer_t timer;
+typedef struct run_state {
+    uv_timer_t guard;     /* the time bound */
+    uv_prepare_t prepare; /* checks the condition right before the loop would block */
     bool fired;
-} guard;
+    const int *counter;
+    int target;
+    const bool *flag;
+    int closing;
+} run_state;
+
+static bool run_done(const run_state *st)
+{
+    return st->fired || (st->counter != NULL && *st->counter >= st->target) ||
+           (st->flag != NULL && *st->flag);
+}
 
 static void on_guard(uv_timer_t *t)
 {
-    ((guard *)t)->fired = true;
+    ((run_state *)t->data)->fired = true;
 }
 
-static void guard_closed(uv_handle_t *h)
+/* Called after the timers of a turn ran and before the loop polls. A condition met by a timer
+ * callback (a result delivered from the client's timer queue, say) must not leave UV_RUN_ONCE
+ * blocked in poll until some other event - the guard, seconds later: uv_stop makes this turn's
+ * poll return at once. */
+static void on_prepare(uv_prepare_t *p)
 {
-    (void)h;
+    if (run_done(p->data))
+        uv_stop(p->loop);
+}
+
+static void run_handle_closed(uv_handle_t *h)
+{
+    ((run_state *)h->data)->closing--;
+}
+
+static bool run_until(uv_loop_t *loop, run_state *st, uint64_t timeout_ms)
+{
+    st->fired = false;
+    st->guard.data = st;
+    st->prepare.data = st;
+    uv_timer_init(loop, &st->guard);
+    uv_prepare_init(loop, &st->prepare);
+    uv_prepare_start(&st->prepare, on_prepare);
+    /* The loop's cached time may be stale (blocking fixture calls ran since the last turn). */
+    uv_update_time(loop);
+    uv_timer_start(&st->guard, on_guard, timeout_ms, 0);
+    while (!run_done(st))
+        uv_run(loop, UV_RUN_ONCE);
+    bool reached =
+        (st->counter != NULL && *st->counter >= st->target) || (st->flag != NULL && *st->flag);
+    st->closing = 2;
+    uv_close((uv_handle_t *)&st->guard, run_handle_closed);
+    uv_close((uv_handle_t *)&st->prepare, run_handle_closed);
+    while (st->closing > 0)
+        uv_run(loop, UV_RUN_NOWAIT);
+    return reached;
 }
 
 bool h_run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
 {
-    guard g = {.fired = false};
-    uv_timer_init(loop, &g.timer);
-    /* The loop's cached time may be stale (blocking fixture calls ran since the last turn). */
-    uv_update_time(loop);
-    /* Repeat every 1 ms once due: libuv < 1.45 runs due timers at the top of a UV_RUN_ONCE turn
-     * and then polls with no timeout if no timer is left, so a one-shot guard that comes due
-     * there would leave uv_run blocked on idle sockets forever. */
-    uv_timer_start(&g.timer, on_guard, timeout_ms, 1);
-    while (*counter < target && !g.fired)
-        uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&g.timer, guard_closed);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return *counter >= target;
+    run_state st = {.counter = counter, .target = target};
+    return run_until(loop, &st, timeout_ms);
+}
+
+bool h_run_until_true(uv_loop_t *loop, const bool *flag, uint64_t timeout_ms)
+{
+    run_state st = {.flag = flag};
+    return run_until(loop, &st, timeout_ms);
 }
 
 void h_run_for(uv_loop_t *loop, uint64_t ms)

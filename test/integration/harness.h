@@ -98,6 +98,8 @@ void h_close_client(h_env *env, redlock_client *client);
 
 /* Run the loop until *counter >= target or timeout_ms passed. Returns true if reached. */
 bool h_run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms);
+/* Run the loop until *flag is true or timeout_ms passed. Returns true if it became true. */
+bool h_run_until_true(uv_loop_t *loop, const bool *flag, uint64_t timeout_ms);
 /* Run the loop for ms milliseconds. */
 void h_run_for(uv_loop_t *loop, uint64_t ms);
 

@@ -253,12 +253,7 @@ static void close_fires_lost_ecanceled(void **state)
     closed_seen = false;
     assert_int_equal(redlock_client_close(c, on_closed, NULL), 0);
     env.client = NULL;
-    int dummy = 0;
-    uint64_t until = redlock_now_us() + H_WAIT_MS * 1000;
-    while (!closed_seen && redlock_now_us() < until)
-        uv_run(&env.loop, UV_RUN_ONCE);
-    (void)dummy;
-    assert_true(closed_seen);
+    assert_true(h_run_until_true(&env.loop, &closed_seen, H_WAIT_MS));
     assert_int_equal(lost.calls, 1);
     assert_int_equal(lost.reason, REDLOCK_ECANCELED);
     h_env_stop(&env);

@@ -99,4 +99,25 @@ MUTANTS = [
                    "    (void)reason;\n")],
         "killers": [sim("auto_extension_safe"), integration("autoextend")],
     },
+    {
+        "name": "release-without-deadline",
+        "what": "release requests have no deadline: a silent node holds the release forever",
+        "edits": [("lib/node.c",
+                   "    req->sent_us = now;\n    req->deadline_us = now + n->cfg.timeout_us;\n"
+                   "    if (n->state == NODE_CLOSING) {",
+                   "    req->sent_us = now;\n"
+                   "    req->deadline_us = req->cmd->kind == REDLOCK__CMD_RELEASE\n"
+                   "                           ? UINT64_MAX : now + n->cfg.timeout_us;\n"
+                   "    if (n->state == NODE_CLOSING) {")],
+        "killers": [integration("faults", "paused_node_does_not_delay_or_confuse"),
+                    integration("node"), integration("faults")],
+    },
+    {
+        "name": "late-reply-matched",
+        "what": "after a timeout, the late reply is matched to the next request",
+        "edits": [("lib/node.c",
+                   "        n->skip_replies++; /* its reply, if it ever comes, is read and dropped */\n",
+                   "")],
+        "killers": [integration("node"), integration("faults"), torture()],
+    },
 ]

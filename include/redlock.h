@@ -376,12 +376,22 @@ REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned 
                                   redlock_cb cb, void *data);
 
 /* Release the lock on every node with a compare-and-delete round (waits for every node's answer
- * or deadline so the count is exact). The handle stays valid (for its token, say) until
- * redlock_lock_free or the client's close. cb: 0 when a quorum answered, REDLOCK_ENOQUORUM
- * otherwise (the key may live on until its ttl), REDLOCK_ECANCELED. Returns at once
- * REDLOCK_ERELEASED if already released, REDLOCK_EINVAL (NULL lock or cb), REDLOCK_ECLOSING or
- * REDLOCK_ENOMEM. Allowed while an
- * extend is in flight: on each node the release runs after it. */
+ * or deadline so the count is exact); the key is deleted wherever it still holds our token. The
+ * status is a statement about the whole hold, decided from the votes of N nodes with
+ * quorum = N/2 + 1:
+ *   0                  votes_yes >= quorum: a quorum still held our token and deleted it;
+ *   REDLOCK_ELOST      votes_yes < quorum and votes_no > N - quorum: even counting every node
+ *                      that did not answer as a holder, fewer than a quorum held the token. The
+ *                      hold had lapsed (validity ran out, nodes restarted empty) or was taken
+ *                      over before the release: the work done under it may not have been
+ *                      exclusive;
+ *   REDLOCK_ENOQUORUM  anything else: too few nodes answered to tell (the key may live on some
+ *                      nodes until its ttl);
+ *   REDLOCK_ECANCELED  the client was closed first.
+ * The handle stays valid (for its token, say) until redlock_lock_free or the client's close.
+ * Returns at once REDLOCK_ERELEASED if already released, REDLOCK_EINVAL (NULL lock or cb),
+ * REDLOCK_ECLOSING or REDLOCK_ENOMEM. Allowed while an extend is in flight: on each node the
+ * release runs after it. */
 REDLOCK_EXTERN int redlock_release(redlock_lock *lock, redlock_cb cb, void *data);
 
 /* Forget the handle (without releasing anything on the nodes). If an operation on it is still in

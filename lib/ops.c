@@ -401,6 +401,26 @@ static void extend_round_done(op *o, round *r)
     op_complete(o, status);
 }
 
+/* A release speaks for the whole hold, not only for its own round: 0 only when a quorum of nodes
+ * still held the token and deleted it. REDLOCK_ELOST only when that is impossible: more than
+ * N - quorum nodes said "not ours", so even if every node that did not answer had held it, fewer
+ * than a quorum did (the hold lapsed, or was taken over, before the release). Anything between
+ * (say yes 2, no 1, error 2 of 5) cannot be told apart: REDLOCK_ENOQUORUM. */
+static int release_status(const redlock_round *q)
+{
+    if (q->votes_yes >= q->quorum)
+        return 0;
+    if (q->votes_no > q->n_nodes - q->quorum)
+        return REDLOCK_ELOST;
+    return REDLOCK_ENOQUORUM;
+}
+
+/* An inspect is a picture of the nodes: it succeeds when a quorum answered at all. */
+static int inspect_status(const redlock_round *q)
+{
+    return q->votes_yes + q->votes_no >= q->quorum ? 0 : REDLOCK_ENOQUORUM;
+}
+
 /* The round reached the point where its operation acts on it. */
 static void round_check(round *r)
 {
@@ -413,8 +433,7 @@ static void round_check(round *r)
         if (r->outstanding > 0)
             return;
         r->acted = true;
-        unsigned answered = r->q.votes_yes + r->q.votes_no;
-        op_complete(o, answered >= r->q.quorum ? 0 : REDLOCK_ENOQUORUM);
+        op_complete(o, o->kind == OP_UNLOCK ? release_status(&r->q) : inspect_status(&r->q));
         return;
     }
     if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)

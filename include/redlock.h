@@ -368,10 +368,14 @@ REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const void *resource,
 /* Extend the lock to ttl_ms (0: the lock's ttl) from now with a compare-and-pexpire round. Won
  * only if a quorum renews it before the current validity runs out; then the lock's validity and
  * deadline are updated. With REDLOCK_EXTEND_RETAKE a node that lost the key (restarted) gets it
- * back with SET NX and counts toward the quorum. cb: 0, REDLOCK_ELOST (a quorum no longer holds
- * our token), REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED (validity ran out during the round),
- * REDLOCK_ECANCELED. Returns at once REDLOCK_EEXPIRED if the validity already ran out,
- * REDLOCK_ERELEASED after release, REDLOCK_EINVAL, REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
+ * back with SET NX and counts toward the quorum. No extend re-creates a key unless the lock is
+ * known to have been held without a gap since its last won round, so RETAKE is refused
+ * (REDLOCK_EINVAL, with a message) on an attached lock until an extend without it has won, and
+ * on a lock an extend found lost (REDLOCK_ELOST, also auto-extension's) until an extend without
+ * it wins again. cb: 0, REDLOCK_ELOST (a quorum no longer holds our token), REDLOCK_ENOQUORUM,
+ * REDLOCK_EEXPIRED (validity ran out during the round), REDLOCK_ECANCELED. Returns at once
+ * REDLOCK_EEXPIRED if the validity already ran out, REDLOCK_ERELEASED after release,
+ * REDLOCK_EINVAL, REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
 REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags,
                                   redlock_cb cb, void *data);
 
@@ -422,7 +426,9 @@ REDLOCK_EXTERN void *redlock_lock_get_data(const redlock_lock *lock);
  * REDLOCK_ENOQUORUM or REDLOCK_EEXPIRED (no extension could be won in time), REDLOCK_ELIMIT
  * (max_extensions reached) or REDLOCK_ECANCELED (the client is closing; fires before the
  * close callback). Returns 0, REDLOCK_EEXPIRED (validity already ran out), REDLOCK_ERELEASED,
- * REDLOCK_EINVAL (bad opts, NULL lost_cb, already auto-extended) or REDLOCK_ECLOSING. */
+ * REDLOCK_EINVAL (bad opts, NULL lost_cb, already auto-extended, an attached lock no extend has
+ * won yet, extend_flags with REDLOCK_EXTEND_RETAKE on a lock an extend found lost) or
+ * REDLOCK_ECLOSING. */
 REDLOCK_EXTERN int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts,
                                        redlock_lost_cb lost_cb, void *data);
 /* Stop auto-extension (no lost callback). Harmless when not auto-extended. */
@@ -432,9 +438,12 @@ REDLOCK_EXTERN unsigned redlock_lock_extensions(const redlock_lock *lock);
 
 /* A handle for a lock taken elsewhere (another process: the command-line tool's "release KEY
  * TOKEN"), so it can be extended or released. resource and token are copied. Its validity is
- * unknown until an extend wins: redlock_lock_validity_ms() is 0 and extend is not refused as
- * expired. Free it with redlock_lock_free. Returns 0, REDLOCK_EINVAL, REDLOCK_ECLOSING or
- * REDLOCK_ENOMEM. */
+ * unknown until an extend wins: redlock_lock_validity_ms() is 0, extend is not refused as
+ * expired, and an extend with REDLOCK_EXTEND_RETAKE is refused (REDLOCK_EINVAL): the keys may
+ * have expired and been taken and released by another holder since, and retaking them would
+ * report that gap as a continuous hold. Extend it without the flag first: a win proves a quorum
+ * still holds the token and fixes the deadline. Free it with redlock_lock_free. Returns 0,
+ * REDLOCK_EINVAL, REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
 REDLOCK_EXTERN int redlock_lock_attach(redlock_client *client, const void *resource, size_t len,
                                        const void *token, size_t token_len, uint64_t ttl_ms,
                                        redlock_lock **lock_out);
@@ -502,8 +511,9 @@ REDLOCK_EXTERN void redlock_sync_lock_free(redlock_sync_lock *lock);
 
 /* A handle for a lock taken elsewhere (as redlock_lock_attach): resource and token are copied,
  * no round is run, and the validity is unknown until an extend wins (validity 0, deadline
- * UINT64_MAX, status 0). Extend, release and free it like an acquired one. Returns 0 and
- * *lock_out, REDLOCK_EINVAL (NULL or empty arguments, a token over REDLOCK_TOKEN_MAX bytes, a
+ * UINT64_MAX, status 0). Extend, release and free it like an acquired one, except that an extend
+ * with REDLOCK_EXTEND_RETAKE is refused (REDLOCK_EINVAL) until one without it has won. Returns 0
+ * and *lock_out, REDLOCK_EINVAL (NULL or empty arguments, a token over REDLOCK_TOKEN_MAX bytes, a
  * ttl over REDLOCK_TTL_MAX_MS), REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
 REDLOCK_EXTERN int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len,
                                        const void *token, size_t token_len, uint64_t ttl_ms,

@@ -385,13 +385,22 @@ static void extend_round_done(op *o, round *r)
         status = REDLOCK_EEXPIRED;
     if (status == REDLOCK_EBUSY)
         status = REDLOCK_ELOST;
+    /* A retake that won after another extend of this lock found it lost (two rounds in flight at
+     * once) may have set keys again over a gap: not a continuous hold, so not a win. */
+    if (status == 0 && (o->flags & REDLOCK_EXTEND_RETAKE) != 0 && lock->lapsed)
+        status = REDLOCK_ELOST;
+    if (status == REDLOCK_ELOST)
+        lock->lapsed = true; /* the hold may have had a gap: no retake from now on */
     if (status == 0) {
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->ttl_ms = o->ttl_ms;
         lock->validity_ms = validity / 1000;
         lock->deadline_us = r->q.decided_us + validity;
         lock->won_start_us = r->q.start_us;
+        /* From here the deadline is known and the hold continuous: a plain compare-and-pexpire
+         * wins only where the token still stands, and a retake runs only on a lock known to be. */
         lock->attached = false;
+        lock->lapsed = false;
         /* A win of a round started before "lost" was said (the auto-extension's, in flight)
          * renews the keys but does not take the word back; the caller's own extend since does. */
         if (o->after_lost)
@@ -620,6 +629,24 @@ static int check_lock_call(redlock_lock *lock, redlock_cb cb)
     return 0;
 }
 
+int redlock__check_retake(redlock_lock *lock)
+{
+    redlock_client *c = lock->client;
+    if (lock->attached)
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "REDLOCK_EXTEND_RETAKE on an attached lock: its validity is unknown, so its keys may "
+            "have expired and been taken and released by another holder meanwhile; extend it "
+            "without the flag first (a won extend fixes its deadline)");
+    if (lock->lapsed)
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "REDLOCK_EXTEND_RETAKE after an extend found the lock lost (REDLOCK_ELOST): its hold "
+            "may have had a gap that retaking would hide; only an extend without the flag is "
+            "allowed");
+    return 0;
+}
+
 int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data)
 {
     if (lock == NULL)
@@ -630,6 +657,8 @@ int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_
         return rc;
     if ((flags & ~REDLOCK_EXTEND_RETAKE) != 0)
         return redlock__client_error(c, REDLOCK_EINVAL, "unknown flags 0x%x", flags);
+    if ((flags & REDLOCK_EXTEND_RETAKE) != 0 && (rc = redlock__check_retake(lock)) != 0)
+        return rc;
     if (ttl_ms == 0)
         ttl_ms = lock->ttl_ms;
     rc = check_ttl(c, ttl_ms);

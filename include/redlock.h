@@ -467,6 +467,8 @@ REDLOCK_EXTERN int redlock_inspect(redlock_client *client, const void *resource,
 typedef struct redlock_sync redlock_sync;
 typedef struct redlock_sync_lock redlock_sync_lock;
 
+#define REDLOCK_MESSAGE_MAX 256 /* redlock_report.message, NUL included */
+
 /* An owned copy of a redlock_result, for callers that outlive a callback. */
 typedef struct redlock_report {
     int status;
@@ -474,6 +476,9 @@ typedef struct redlock_report {
     unsigned votes_yes, votes_no, votes_error, votes_timeout;
     unsigned attempts;
     uint64_t elapsed_us;
+    /* Why the call failed before any round ran (the reason behind a REDLOCK_EINVAL, say: what
+     * redlock_client_last_error says for the async call), NUL-terminated; "" after a round. */
+    char message[REDLOCK_MESSAGE_MAX];
     /* url points to the client's copy (valid while the client lives), error into errors[],
      * value into values[] (truncated to REDLOCK_TOKEN_MAX bytes). */
     redlock_node_result nodes[REDLOCK_MAX_NODES];
@@ -503,6 +508,10 @@ REDLOCK_EXTERN void redlock_sync_free(redlock_sync *sync);
 REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len,
                                         uint64_t ttl_ms, const redlock_lock_opts *opts,
                                         redlock_sync_lock **lock_out, redlock_report *report);
+/* Extend and release as redlock_extend and redlock_release, blocking, with the same statuses:
+ * release returns 0 only when a quorum deleted our token, REDLOCK_ELOST when the hold had lapsed,
+ * REDLOCK_ENOQUORUM when too few nodes answered to tell. An extend refused at once (RETAKE on an
+ * attached or lost lock, say) returns REDLOCK_EINVAL with the reason in report->message. */
 REDLOCK_EXTERN int redlock_sync_extend(redlock_sync_lock *lock, uint64_t ttl_ms, unsigned flags,
                                        redlock_report *report);
 REDLOCK_EXTERN int redlock_sync_release(redlock_sync_lock *lock, redlock_report *report);
@@ -533,7 +542,8 @@ REDLOCK_EXTERN const char *redlock_sync_lock_token(const redlock_sync_lock *lock
 REDLOCK_EXTERN uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock);
 /* 0 while held; after an auto-extended lock was lost, the reason given to its lost callback;
- * REDLOCK_ERELEASED after release; REDLOCK_EEXPIRED once the deadline passed otherwise;
+ * REDLOCK_ERELEASED after release, whatever the release found (whether the hold had lapsed is
+ * the release's own return value); REDLOCK_EEXPIRED once the deadline passed otherwise;
  * REDLOCK_EINVAL for a NULL lock. */
 REDLOCK_EXTERN int redlock_sync_lock_status(const redlock_sync_lock *lock);
 

@@ -178,6 +178,7 @@ typedef enum {
     OPT_NODE_TIMEOUT,
     OPT_GRACE,
     OPT_QUIET,
+    OPT_JSON,
     OPT_HELP,
     OPT_VERSION
 } opt_id;
@@ -190,10 +191,11 @@ typedef struct option_def {
 } option_def;
 
 static const option_def option_defs[] = {
-    {'n', "nodes", true, OPT_NODES}, {'t', "ttl", true, OPT_TTL},
-    {'w', "wait", true, OPT_WAIT},   {'T', "node-timeout", true, OPT_NODE_TIMEOUT},
-    {'g', "grace", true, OPT_GRACE}, {'q', "quiet", false, OPT_QUIET},
-    {'h', "help", false, OPT_HELP},  {'V', "version", false, OPT_VERSION},
+    {'n', "nodes", true, OPT_NODES},      {'t', "ttl", true, OPT_TTL},
+    {'w', "wait", true, OPT_WAIT},        {'T', "node-timeout", true, OPT_NODE_TIMEOUT},
+    {'g', "grace", true, OPT_GRACE},      {'q', "quiet", false, OPT_QUIET},
+    {'j', "json", false, OPT_JSON},       {'h', "help", false, OPT_HELP},
+    {'V', "version", false, OPT_VERSION},
 };
 #define N_OPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
 
@@ -247,6 +249,9 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
         return set_duration(ps, def->long_name, value, 0, CLI_DURATION_MAX_MS, &a->grace_ms);
     case OPT_QUIET:
         a->quiet = true;
+        return CLI_PARSE_OK;
+    case OPT_JSON:
+        a->json = true;
         return CLI_PARSE_OK;
     case OPT_HELP:
         a->help = true;

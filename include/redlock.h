@@ -381,15 +381,17 @@ REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned 
 
 /* Release the lock on every node with a compare-and-delete round (waits for every node's answer
  * or deadline so the count is exact); the key is deleted wherever it still holds our token. The
- * status is a statement about the whole hold, decided from the votes of N nodes with
- * quorum = N/2 + 1:
- *   0                  votes_yes >= quorum: a quorum still held our token and deleted it;
- *   REDLOCK_ELOST      votes_yes < quorum and votes_no > N - quorum: even counting every node
- *                      that did not answer as a holder, fewer than a quorum held the token. The
- *                      hold had lapsed (validity ran out, nodes restarted empty) or was taken
- *                      over before the release: the work done under it may not have been
- *                      exclusive;
- *   REDLOCK_ENOQUORUM  anything else: too few nodes answered to tell (the key may live on some
+ * status is a statement about the whole hold, from the acquire to this call, decided from what
+ * the library knows and the votes of N nodes (quorum = N/2 + 1):
+ *   REDLOCK_ELOST      the hold had lapsed or was taken over before the release: the work done
+ *                      under it may not have been exclusive. Either the call came at or after
+ *                      the lock's deadline (its validity ran out; never for an attached lock,
+ *                      whose deadline is unknown), or an extend had found the lock lost
+ *                      (REDLOCK_ELOST) and none has won since, or votes_no > N - quorum: even
+ *                      counting every node that did not answer as a holder, fewer than a quorum
+ *                      held the token;
+ *   0                  otherwise, when votes_yes >= quorum: a quorum still held our token;
+ *   REDLOCK_ENOQUORUM  otherwise: too few nodes answered to tell (the key may live on some
  *                      nodes until its ttl);
  *   REDLOCK_ECANCELED  the client was closed first.
  * The handle stays valid (for its token, say) until redlock_lock_free or the client's close.
@@ -509,9 +511,10 @@ REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource
                                         uint64_t ttl_ms, const redlock_lock_opts *opts,
                                         redlock_sync_lock **lock_out, redlock_report *report);
 /* Extend and release as redlock_extend and redlock_release, blocking, with the same statuses:
- * release returns 0 only when a quorum deleted our token, REDLOCK_ELOST when the hold had lapsed,
- * REDLOCK_ENOQUORUM when too few nodes answered to tell. An extend refused at once (RETAKE on an
- * attached or lost lock, say) returns REDLOCK_EINVAL with the reason in report->message. */
+ * release returns 0 only when the hold was valid at the call and a quorum deleted our token,
+ * REDLOCK_ELOST when the hold had lapsed, REDLOCK_ENOQUORUM when too few nodes answered to tell.
+ * An extend refused at once (RETAKE on an attached or lost lock, say) returns REDLOCK_EINVAL with
+ * the reason in report->message. */
 REDLOCK_EXTERN int redlock_sync_extend(redlock_sync_lock *lock, uint64_t ttl_ms, unsigned flags,
                                        redlock_report *report);
 REDLOCK_EXTERN int redlock_sync_release(redlock_sync_lock *lock, redlock_report *report);

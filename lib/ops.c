@@ -38,6 +38,7 @@ typedef struct op {
     bool done;       /* status is final; only the delivery is left */
     bool has_auto;   /* acquire: start auto-extension on success */
     bool after_lost; /* extend: called after the lock was reported lost */
+    bool late;       /* release: called when the lock's validity had already run out */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
@@ -410,13 +411,18 @@ static void extend_round_done(op *o, round *r)
     op_complete(o, status);
 }
 
-/* A release speaks for the whole hold, not only for its own round: 0 only when a quorum of nodes
- * still held the token and deleted it. REDLOCK_ELOST only when that is impossible: more than
- * N - quorum nodes said "not ours", so even if every node that did not answer had held it, fewer
- * than a quorum did (the hold lapsed, or was taken over, before the release). Anything between
- * (say yes 2, no 1, error 2 of 5) cannot be told apart: REDLOCK_ENOQUORUM. */
-static int release_status(const redlock_round *q)
+/* A release speaks for the whole hold, from the acquire to the release, not only for its own
+ * round. REDLOCK_ELOST when the hold is known to have lapsed: the release was called after the
+ * validity ran out (a key that outlived it proves nothing: a retake or SET still on the wire can
+ * set it again after a gap), or an extend found the lock lost and none has won since (the
+ * library said so already), or more than N - quorum nodes said "not ours" (even if every node
+ * that did not answer had held it, fewer than a quorum did). 0 when a quorum still held the token
+ * and deleted it. Anything between (say yes 2, no 1, error 2 of 5) cannot be told apart:
+ * REDLOCK_ENOQUORUM. */
+static int release_status(const op *o, const redlock_round *q)
 {
+    if (o->late || o->lock->lapsed)
+        return REDLOCK_ELOST;
     if (q->votes_yes >= q->quorum)
         return 0;
     if (q->votes_no > q->n_nodes - q->quorum)
@@ -442,7 +448,7 @@ static void round_check(round *r)
         if (r->outstanding > 0)
             return;
         r->acted = true;
-        op_complete(o, o->kind == OP_UNLOCK ? release_status(&r->q) : inspect_status(&r->q));
+        op_complete(o, o->kind == OP_UNLOCK ? release_status(o, &r->q) : inspect_status(&r->q));
         return;
     }
     if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
@@ -632,18 +638,18 @@ static int check_lock_call(redlock_lock *lock, redlock_cb cb)
 int redlock__check_retake(redlock_lock *lock)
 {
     redlock_client *c = lock->client;
-    if (lock->attached)
-        return redlock__client_error(
-            c, REDLOCK_EINVAL,
-            "REDLOCK_EXTEND_RETAKE on an attached lock: its validity is unknown, so its keys may "
-            "have expired and been taken and released by another holder meanwhile; extend it "
-            "without the flag first (a won extend fixes its deadline)");
     if (lock->lapsed)
         return redlock__client_error(
             c, REDLOCK_EINVAL,
             "REDLOCK_EXTEND_RETAKE after an extend found the lock lost (REDLOCK_ELOST): its hold "
             "may have had a gap that retaking would hide; only an extend without the flag is "
             "allowed");
+    if (lock->attached)
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "REDLOCK_EXTEND_RETAKE on an attached lock: its validity is unknown, so its keys may "
+            "have expired and been taken and released by another holder meanwhile; extend it "
+            "without the flag first (a won extend fixes its deadline)");
     return 0;
 }
 
@@ -692,6 +698,7 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     redlock__lock_ref(lock);
     o->ttl_ms = lock->ttl_ms;
+    o->late = o->call_us >= lock->deadline_us; /* never for an attached lock: UINT64_MAX */
     rc = op_launch(o);
     if (rc == 0) {
         lock->released = true;

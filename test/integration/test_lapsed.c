@@ -111,6 +111,68 @@ static void release_after_majority_restarted_is_lost(void **state)
     h_env_stop(&env);
 }
 
+static redlock_lock *hold_everywhere(h_env *env, redlock_client *c, const char *key,
+                                     const char *token);
+
+/* PEXPIRE key on server i (the key must exist). */
+static void set_pttl(h_env *env, unsigned i, const char *key, long long ms)
+{
+    redisReply *r = fixture_command(&env->cluster, i, "PEXPIRE %s %lld", key, ms);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+}
+
+/* Keys that outlive the lock's validity (a node's clock runs slow, say) prove nothing about the
+ * time after it: a release called after the deadline says the hold lapsed even though every node
+ * still had the token (and deletes it everywhere). */
+static void release_after_deadline_is_lost_even_with_the_keys(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    redlock_client *c = patient_client(&env);
+    redlock_lock_opts lo;
+    lock_opts(&lo, "tok-late");
+    h_record rec, rel;
+    /* 2 s: time enough to lengthen the keys before they expire, however loaded the machine. */
+    assert_int_equal(h_acquire(&env, c, "lapsed:late", 2000, &lo, &rec), 0);
+    assert_true(h_wait_holding(&env, "lapsed:late", 11, "tok-late", 8, 3, 5000));
+    for (unsigned i = 0; i < 3; i++)
+        set_pttl(&env, i, "lapsed:late", 60000);
+    while (redlock_lock_is_held(rec.lock, redlock_now_us()))
+        h_run_for(&env.loop, 20);
+    assert_int_equal(h_release(&env, rec.lock, &rel), REDLOCK_ELOST);
+    assert_int_equal(rel.votes_yes, 3);
+    assert_key_nowhere(&env, "lapsed:late");
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+/* Once an extend has said REDLOCK_ELOST, the release does not take it back, even if the token is
+ * on every node again by then (here put back by hand, as a retake still on the wire would). */
+static void release_after_extend_found_it_lost_is_lost(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    redlock_client *c = patient_client(&env);
+    redlock_lock *lock = hold_everywhere(&env, c, "lapsed:ext", "tok-ext");
+    h_set(&env, 0, "lapsed:ext", 10, "foreign");
+    h_set(&env, 1, "lapsed:ext", 10, "foreign");
+    h_record ext, rel;
+    assert_int_equal(h_extend(&env, lock, 0, 0, &ext), REDLOCK_ELOST);
+    h_set(&env, 0, "lapsed:ext", 10, "tok-ext");
+    h_set(&env, 1, "lapsed:ext", 10, "tok-ext");
+    assert_true(redlock_lock_is_held(lock, redlock_now_us())); /* the deadline is still ahead */
+    assert_int_equal(h_release(&env, lock, &rel), REDLOCK_ELOST);
+    assert_int_equal(rel.votes_yes, 3);
+    assert_key_nowhere(&env, "lapsed:ext");
+    redlock_lock_free(lock);
+    h_env_stop(&env);
+}
+
 /* Acquire key on every node of the env with token, and wait until all of them hold it. */
 static redlock_lock *hold_everywhere(h_env *env, redlock_client *c, const char *key,
                                      const char *token)
@@ -405,6 +467,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(release_after_ttl_is_lost),
         cmocka_unit_test(release_after_majority_restarted_is_lost),
+        cmocka_unit_test(release_after_deadline_is_lost_even_with_the_keys),
+        cmocka_unit_test(release_after_extend_found_it_lost_is_lost),
         cmocka_unit_test(release_mixed_votes),
         cmocka_unit_test(release_even_node_count),
         cmocka_unit_test(sync_release_after_ttl_is_lost),

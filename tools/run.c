@@ -65,12 +65,12 @@ static void on_run_released(redlock_lock *lock, int status, const redlock_result
         /* Nothing reported a loss while COMMAND ran, but the hold lapsed before it ended (the
          * nodes lost the key, or someone else took it): its work may not have been exclusive. */
         tool_warn(t,
-                  "the lock on %s had lapsed before COMMAND ended (only %u of %u nodes still held "
-                  "its token): COMMAND ran without the lock for part of its time; exiting %d",
+                  "the lock on %s had lapsed before COMMAND ended (deleted on %u of %u nodes): "
+                  "COMMAND ran without the lock for part of its time; exiting %d",
                   key, result->votes_yes, result->n_nodes, EXIT_LOST);
         t->exit_code = EXIT_LOST;
     } else if (status == REDLOCK_ELOST) {
-        tool_warn(t, "the lock on %s had lapsed (only %u of %u nodes still held its token)", key,
+        tool_warn(t, "the lock on %s had lapsed (deleted on %u of %u nodes)", key,
                   result->votes_yes, result->n_nodes);
     } else {
         tool_warn(t, "release of %s failed: %s (the key expires within the ttl)", key,

@@ -423,20 +423,36 @@ REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const void *resource,
 /* Extend the lock to ttl_ms (0: the lock's ttl) from now with a compare-and-pexpire round. Won
  * only if a quorum renews it before the current validity runs out; then the lock's validity and
  * deadline are updated. With REDLOCK_EXTEND_RETAKE a node that lost the key (restarted) gets it
- * back with SET NX and counts toward the quorum. cb: 0, REDLOCK_ELOST (a quorum no longer holds
- * our token), REDLOCK_ENOQUORUM, REDLOCK_EEXPIRED (validity ran out during the round),
- * REDLOCK_ECANCELED. Returns at once REDLOCK_EEXPIRED if the validity already ran out,
- * REDLOCK_ERELEASED after release, REDLOCK_EINVAL, REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
+ * back with SET NX and counts toward the quorum. No extend re-creates a key unless the lock is
+ * known to have been held without a gap since its last won round, so RETAKE is refused
+ * (REDLOCK_EINVAL, with a message) on an attached lock until an extend without it has won, and
+ * on a lock an extend found lost (REDLOCK_ELOST, also auto-extension's) until an extend without
+ * it wins again. cb: 0, REDLOCK_ELOST (a quorum no longer holds our token), REDLOCK_ENOQUORUM,
+ * REDLOCK_EEXPIRED (validity ran out during the round), REDLOCK_ECANCELED. Returns at once
+ * REDLOCK_EEXPIRED if the validity already ran out, REDLOCK_ERELEASED after release,
+ * REDLOCK_EINVAL, REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
 REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags,
                                   redlock_cb cb, void *data);
 
 /* Release the lock on every node with a compare-and-delete round (waits for every node's answer
- * or deadline so the count is exact). The handle stays valid (for its token, say) until
- * redlock_lock_free or the client's close. cb: 0 when a quorum answered, REDLOCK_ENOQUORUM
- * otherwise (the key may live on until its ttl), REDLOCK_ECANCELED. Returns at once
- * REDLOCK_ERELEASED if already released, REDLOCK_EINVAL (NULL lock or cb), REDLOCK_ECLOSING or
- * REDLOCK_ENOMEM. Allowed while an
- * extend is in flight: on each node the release runs after it. */
+ * or deadline so the count is exact); the key is deleted wherever it still holds our token. The
+ * status is a statement about the whole hold, from the acquire to this call, decided from what
+ * the library knows and the votes of N nodes (quorum = N/2 + 1):
+ *   REDLOCK_ELOST      the hold had lapsed or was taken over before the release: the work done
+ *                      under it may not have been exclusive. Either the call came at or after
+ *                      the lock's deadline (its validity ran out; never for an attached lock,
+ *                      whose deadline is unknown), or an extend had found the lock lost
+ *                      (REDLOCK_ELOST) and none has won since, or votes_no > N - quorum: even
+ *                      counting every node that did not answer as a holder, fewer than a quorum
+ *                      held the token;
+ *   0                  otherwise, when votes_yes >= quorum: a quorum still held our token;
+ *   REDLOCK_ENOQUORUM  otherwise: too few nodes answered to tell (the key may live on some
+ *                      nodes until its ttl);
+ *   REDLOCK_ECANCELED  the client was closed first.
+ * The handle stays valid (for its token, say) until redlock_lock_free or the client's close.
+ * Returns at once REDLOCK_ERELEASED if already released, REDLOCK_EINVAL (NULL lock or cb),
+ * REDLOCK_ECLOSING or REDLOCK_ENOMEM. Allowed while an extend is in flight: on each node the
+ * release runs after it. */
 REDLOCK_EXTERN int redlock_release(redlock_lock *lock, redlock_cb cb, void *data);
 
 /* Forget the handle (without releasing anything on the nodes). If an operation on it is still in
@@ -467,7 +483,9 @@ REDLOCK_EXTERN void *redlock_lock_get_data(const redlock_lock *lock);
  * REDLOCK_ENOQUORUM or REDLOCK_EEXPIRED (no extension could be won in time), REDLOCK_ELIMIT
  * (max_extensions reached) or REDLOCK_ECANCELED (the client is closing; fires before the
  * close callback). Returns 0, REDLOCK_EEXPIRED (validity already ran out), REDLOCK_ERELEASED,
- * REDLOCK_EINVAL (bad opts, NULL lost_cb, already auto-extended) or REDLOCK_ECLOSING. */
+ * REDLOCK_EINVAL (bad opts, NULL lost_cb, already auto-extended, an attached lock no extend has
+ * won yet, extend_flags with REDLOCK_EXTEND_RETAKE on a lock an extend found lost) or
+ * REDLOCK_ECLOSING. */
 REDLOCK_EXTERN int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts,
                                        redlock_lost_cb lost_cb, void *data);
 /* Stop auto-extension (no lost callback). Harmless when not auto-extended. */
@@ -477,9 +495,12 @@ REDLOCK_EXTERN unsigned redlock_lock_extensions(const redlock_lock *lock);
 
 /* A handle for a lock taken elsewhere (another process: the command-line tool's "release KEY
  * TOKEN"), so it can be extended or released. resource and token are copied. Its validity is
- * unknown until an extend wins: redlock_lock_validity_ms() is 0 and extend is not refused as
- * expired. Free it with redlock_lock_free. Returns 0, REDLOCK_EINVAL, REDLOCK_ECLOSING or
- * REDLOCK_ENOMEM. */
+ * unknown until an extend wins: redlock_lock_validity_ms() is 0, extend is not refused as
+ * expired, and an extend with REDLOCK_EXTEND_RETAKE is refused (REDLOCK_EINVAL): the keys may
+ * have expired and been taken and released by another holder since, and retaking them would
+ * report that gap as a continuous hold. Extend it without the flag first: a win proves a quorum
+ * still holds the token and fixes the deadline. Free it with redlock_lock_free. Returns 0,
+ * REDLOCK_EINVAL, REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
 REDLOCK_EXTERN int redlock_lock_attach(redlock_client *client, const void *resource, size_t len,
                                        const void *token, size_t token_len, uint64_t ttl_ms,
                                        redlock_lock **lock_out);
@@ -505,6 +526,8 @@ REDLOCK_EXTERN int redlock_inspect(redlock_client *client, const void *resource,
 typedef struct redlock_sync redlock_sync;
 typedef struct redlock_sync_lock redlock_sync_lock;
 
+#define REDLOCK_MESSAGE_MAX 256 /* redlock_report.message, NUL included */
+
 /* An owned copy of a redlock_result, for callers that outlive a callback. The caller allocates
  * it and sets it up with redlock_report_init; the library fills only the `size` bytes the
  * caller has. */
@@ -515,6 +538,9 @@ typedef struct redlock_report {
     unsigned votes_yes, votes_no, votes_error, votes_timeout;
     unsigned attempts;
     uint64_t elapsed_us;
+    /* Why the call failed before any round ran (the reason behind a REDLOCK_EINVAL, say: what
+     * redlock_client_last_error says for the async call), NUL-terminated; "" after a round. */
+    char message[REDLOCK_MESSAGE_MAX];
     /* url points to the client's copy (valid while the client lives), error into errors[],
      * value into values[] (truncated to REDLOCK_TOKEN_MAX bytes). */
     redlock_node_result nodes[REDLOCK_MAX_NODES];
@@ -553,6 +579,11 @@ REDLOCK_EXTERN void redlock_sync_free(redlock_sync *sync);
 REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len,
                                         uint64_t ttl_ms, const redlock_lock_opts *opts,
                                         redlock_sync_lock **lock_out, redlock_report *report);
+/* Extend and release as redlock_extend and redlock_release, blocking, with the same statuses:
+ * release returns 0 only when the hold was valid at the call and a quorum deleted our token,
+ * REDLOCK_ELOST when the hold had lapsed, REDLOCK_ENOQUORUM when too few nodes answered to tell.
+ * An extend refused at once (RETAKE on an attached or lost lock, say) returns REDLOCK_EINVAL with
+ * the reason in report->message. */
 REDLOCK_EXTERN int redlock_sync_extend(redlock_sync_lock *lock, uint64_t ttl_ms, unsigned flags,
                                        redlock_report *report);
 REDLOCK_EXTERN int redlock_sync_release(redlock_sync_lock *lock, redlock_report *report);
@@ -561,8 +592,9 @@ REDLOCK_EXTERN void redlock_sync_lock_free(redlock_sync_lock *lock);
 
 /* A handle for a lock taken elsewhere (as redlock_lock_attach): resource and token are copied,
  * no round is run, and the validity is unknown until an extend wins (validity 0, deadline
- * UINT64_MAX, status 0). Extend, release and free it like an acquired one. Returns 0 and
- * *lock_out, REDLOCK_EINVAL (NULL or empty arguments, a token over REDLOCK_TOKEN_MAX bytes, a
+ * UINT64_MAX, status 0). Extend, release and free it like an acquired one, except that an extend
+ * with REDLOCK_EXTEND_RETAKE is refused (REDLOCK_EINVAL) until one without it has won. Returns 0
+ * and *lock_out, REDLOCK_EINVAL (NULL or empty arguments, a token over REDLOCK_TOKEN_MAX bytes, a
  * ttl over REDLOCK_TTL_MAX_MS), REDLOCK_ECLOSING or REDLOCK_ENOMEM. */
 REDLOCK_EXTERN int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len,
                                        const void *token, size_t token_len, uint64_t ttl_ms,
@@ -582,7 +614,8 @@ REDLOCK_EXTERN const char *redlock_sync_lock_token(const redlock_sync_lock *lock
 REDLOCK_EXTERN uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock);
 /* 0 while held; after an auto-extended lock was lost, the reason given to its lost callback;
- * REDLOCK_ERELEASED after release; REDLOCK_EEXPIRED once the deadline passed otherwise;
+ * REDLOCK_ERELEASED after release, whatever the release found (whether the hold had lapsed is
+ * the release's own return value); REDLOCK_EEXPIRED once the deadline passed otherwise;
  * REDLOCK_EINVAL for a NULL lock. */
 REDLOCK_EXTERN int redlock_sync_lock_status(const redlock_sync_lock *lock);
 

@@ -150,7 +150,8 @@ static void on_extend_timer(redlock__timer *t)
     int rc = redlock_extend(lock, lock->ttl_ms, a->opts.extend_flags, on_extended, NULL);
     if (rc != 0) {
         a->extending = false;
-        fire_lost(lock, rc);
+        /* A retake refused because the caller's own extend found the lock lost: that is why. */
+        fire_lost(lock, lock->lapsed ? REDLOCK_ELOST : rc);
     }
 }
 
@@ -218,6 +219,9 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
     const redlock_auto_opts *opts = &copy;
     rc = redlock__auto_check(c, opts, lock->ttl_ms, lost_cb);
     if (rc != 0)
+        return rc;
+    if ((opts->extend_flags & REDLOCK_EXTEND_RETAKE) != 0 &&
+        (rc = redlock__check_retake(lock)) != 0)
         return rc;
     uint64_t now = redlock__client_now(c);
     if (now >= lock->deadline_us)

@@ -60,6 +60,7 @@ struct redlock_lock {
     bool released;     /* unlock was called */
     bool lost;         /* auto-extension reported it lost; only an extend called since clears it */
     bool attached;     /* made by redlock_lock_attach: validity unknown until an extend wins */
+    bool lapsed;       /* an extend ended REDLOCK_ELOST: RETAKE refused until a plain one wins */
     bool caller_token; /* the caller chose the token: retries reuse it */
     uint64_t ttl_ms;
     uint64_t validity_ms;
@@ -111,6 +112,10 @@ void redlock__ops_cancel_all(redlock_client *c);
 void redlock__auto_stop(redlock_lock *lock);
 /* The lock's deadline moved (an extend won): if it is auto-extended, plan from the new one. */
 void redlock__auto_moved(redlock_lock *lock);
+/* May an extend of lock use REDLOCK_EXTEND_RETAKE? Not while the lock is not known to have been
+ * held without a gap since its last won round: an attached lock before its first won extend, a
+ * lock an extend found lost. Returns 0 or REDLOCK_EINVAL with the client's last error set. */
+int redlock__check_retake(redlock_lock *lock);
 /* Check auto-extension options for a lock of ttl_ms; sets the client's last error. */
 int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,
                         redlock_lost_cb lost_cb);

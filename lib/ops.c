@@ -39,6 +39,7 @@ typedef struct op {
     bool done;       /* status is final; only the delivery is left */
     bool has_auto;   /* acquire: start auto-extension on success */
     bool after_lost; /* extend: called after the lock was reported lost */
+    bool late;       /* release: called when the lock's validity had already run out */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
@@ -386,13 +387,22 @@ static void extend_round_done(op *o, round *r)
         status = REDLOCK_EEXPIRED;
     if (status == REDLOCK_EBUSY)
         status = REDLOCK_ELOST;
+    /* A retake that won after another extend of this lock found it lost (two rounds in flight at
+     * once) may have set keys again over a gap: not a continuous hold, so not a win. */
+    if (status == 0 && (o->flags & REDLOCK_EXTEND_RETAKE) != 0 && lock->lapsed)
+        status = REDLOCK_ELOST;
+    if (status == REDLOCK_ELOST)
+        lock->lapsed = true; /* the hold may have had a gap: no retake from now on */
     if (status == 0) {
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->ttl_ms = o->ttl_ms;
         lock->validity_ms = validity / 1000;
         lock->deadline_us = r->q.decided_us + validity;
         lock->won_start_us = r->q.start_us;
+        /* From here the deadline is known and the hold continuous: a plain compare-and-pexpire
+         * wins only where the token still stands, and a retake runs only on a lock known to be. */
         lock->attached = false;
+        lock->lapsed = false;
         /* A win of a round started before "lost" was said (the auto-extension's, in flight)
          * renews the keys but does not take the word back; the caller's own extend since does. */
         if (o->after_lost)
@@ -400,6 +410,31 @@ static void extend_round_done(op *o, round *r)
         redlock__auto_moved(lock); /* a caller's own extend moves the auto-extension's plan */
     }
     op_complete(o, status);
+}
+
+/* A release speaks for the whole hold, from the acquire to the release, not only for its own
+ * round. REDLOCK_ELOST when the hold is known to have lapsed: the release was called after the
+ * validity ran out (a key that outlived it proves nothing: a retake or SET still on the wire can
+ * set it again after a gap), or an extend found the lock lost and none has won since (the
+ * library said so already), or more than N - quorum nodes said "not ours" (even if every node
+ * that did not answer had held it, fewer than a quorum did). 0 when a quorum still held the token
+ * and deleted it. Anything between (say yes 2, no 1, error 2 of 5) cannot be told apart:
+ * REDLOCK_ENOQUORUM. */
+static int release_status(const op *o, const redlock_round *q)
+{
+    if (o->late || o->lock->lapsed)
+        return REDLOCK_ELOST;
+    if (q->votes_yes >= q->quorum)
+        return 0;
+    if (q->votes_no > q->n_nodes - q->quorum)
+        return REDLOCK_ELOST;
+    return REDLOCK_ENOQUORUM;
+}
+
+/* An inspect is a picture of the nodes: it succeeds when a quorum answered at all. */
+static int inspect_status(const redlock_round *q)
+{
+    return q->votes_yes + q->votes_no >= q->quorum ? 0 : REDLOCK_ENOQUORUM;
 }
 
 /* The round reached the point where its operation acts on it. */
@@ -414,8 +449,7 @@ static void round_check(round *r)
         if (r->outstanding > 0)
             return;
         r->acted = true;
-        unsigned answered = r->q.votes_yes + r->q.votes_no;
-        op_complete(o, answered >= r->q.quorum ? 0 : REDLOCK_ENOQUORUM);
+        op_complete(o, o->kind == OP_UNLOCK ? release_status(o, &r->q) : inspect_status(&r->q));
         return;
     }
     if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
@@ -625,6 +659,24 @@ static int check_lock_call(redlock_lock *lock, redlock_cb cb)
     return 0;
 }
 
+int redlock__check_retake(redlock_lock *lock)
+{
+    redlock_client *c = lock->client;
+    if (lock->lapsed)
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "REDLOCK_EXTEND_RETAKE after an extend found the lock lost (REDLOCK_ELOST): its hold "
+            "may have had a gap that retaking would hide; only an extend without the flag is "
+            "allowed");
+    if (lock->attached)
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "REDLOCK_EXTEND_RETAKE on an attached lock: its validity is unknown, so its keys may "
+            "have expired and been taken and released by another holder meanwhile; extend it "
+            "without the flag first (a won extend fixes its deadline)");
+    return 0;
+}
+
 int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data)
 {
     if (lock == NULL)
@@ -635,6 +687,8 @@ int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_
         return rc;
     if ((flags & ~REDLOCK_EXTEND_RETAKE) != 0)
         return redlock__client_error(c, REDLOCK_EINVAL, "unknown flags 0x%x", flags);
+    if ((flags & REDLOCK_EXTEND_RETAKE) != 0 && (rc = redlock__check_retake(lock)) != 0)
+        return rc;
     if (ttl_ms == 0)
         ttl_ms = lock->ttl_ms;
     rc = check_ttl(c, ttl_ms);
@@ -668,6 +722,7 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     redlock__lock_ref(lock);
     o->ttl_ms = lock->ttl_ms;
+    o->late = o->call_us >= lock->deadline_us; /* never for an attached lock: UINT64_MAX */
     rc = op_launch(o);
     if (rc == 0) {
         lock->released = true;

@@ -109,12 +109,17 @@ struct redlock_sync_lock {
 /* Every public call checks its report with redlock__report_ok before anything else, and
  * refuses a bad one: from then on a non-NULL report is the caller's, set up and at least as
  * large as the first layout (REDLOCK__REPORT_MIN). Members appended after it are written only
- * where REDLOCK__HAS(report->size, ...) says the caller has them. */
-static void report_status(redlock_report *report, int status)
+ * where REDLOCK__HAS(report->size, ...) says the caller has them.
+ *
+ * A call that ended before any round: its status, and why in words (message NULL or "": the
+ * status's own text). */
+static void report_status(redlock_report *report, int status, const char *message)
 {
     if (report == NULL)
         return;
     report->status = status;
+    redlock__fmt(report->message, sizeof(report->message), "%s",
+                 message != NULL && message[0] != '\0' ? message : redlock_strerror(status));
     report->n_nodes = 0;
     report->votes_yes = report->votes_no = report->votes_error = report->votes_timeout = 0;
     report->attempts = 0;
@@ -137,10 +142,11 @@ int redlock_report_copy(redlock_report *report, const redlock_result *result)
     if (!redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (result == NULL) {
-        report_status(report, 0);
+        report_status(report, 0, NULL);
         return 0;
     }
     report->status = result->status;
+    report->message[0] = '\0';
     report->votes_yes = result->votes_yes;
     report->votes_no = result->votes_no;
     report->votes_error = result->votes_error;
@@ -179,9 +185,9 @@ static bool on_loop_thread(const redlock_sync *s)
 }
 
 /* req never reached the loop thread: its report (if any) says why. */
-static int refuse(sync_req *req, int status)
+static int refuse(sync_req *req, int status, const char *message)
 {
-    report_status(req->report, status);
+    report_status(req->report, status, message);
     return status;
 }
 
@@ -191,16 +197,18 @@ static int refuse(sync_req *req, int status)
 static int submit(redlock_sync *s, sync_req *req)
 {
     if (on_loop_thread(s))
-        return refuse(req, REDLOCK_EINVAL);
+        return refuse(req, REDLOCK_EINVAL,
+                      "a blocking call from a lost callback would wait for the library's own "
+                      "thread");
     if (uv_cond_init(&req->cond) != 0)
-        return refuse(req, REDLOCK_ENOMEM);
+        return refuse(req, REDLOCK_ENOMEM, "cannot create a condition variable");
     req->done = false;
     req->sync = s;
     uv_mutex_lock(&s->mutex);
     if (s->closing) {
         uv_mutex_unlock(&s->mutex);
         uv_cond_destroy(&req->cond);
-        return refuse(req, REDLOCK_ECLOSING);
+        return refuse(req, REDLOCK_ECLOSING, "the client is being freed");
     }
     redlock__list_push(&s->queue, &req->link);
     s->callers++;
@@ -465,6 +473,8 @@ static void on_async(uv_async_t *async)
         sync_req *req = REDLOCK__CONTAINER_OF(batch.next, sync_req, link);
         redlock__list_remove(&req->link);
         int rc;
+        if (s->client != NULL)
+            s->client->last_error[0] = '\0'; /* so a failure below finds only its own reason */
         switch (req->kind) {
         case REQ_LOCK_FREE:
             handle_free(s, req->lock);
@@ -486,7 +496,9 @@ static void on_async(uv_async_t *async)
             break;
         }
         if (rc != 0) {
-            report_status(req->report, rc);
+            /* The async call's reason (a REDLOCK_EINVAL's, say), or the status's own text. */
+            report_status(req->report, rc,
+                          closing ? "the client is being freed" : s->client->last_error);
             complete(s, req, rc);
         }
     }
@@ -697,11 +709,16 @@ int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, u
         .resource_len = len,
         .ttl_ms = ttl_ms,
     };
-    char why[256];
     if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
-        len > REDLOCK_RESOURCE_MAX ||
-        redlock__lock_opts_in(&req.opts, opts, why, sizeof(why)) != 0) {
-        report_status(report, REDLOCK_EINVAL);
+        len > REDLOCK_RESOURCE_MAX) {
+        report_status(report, REDLOCK_EINVAL,
+                      "sync or lock_out is NULL, or the resource is NULL, empty or over "
+                      "REDLOCK_RESOURCE_MAX");
+        return REDLOCK_EINVAL;
+    }
+    char why[256];
+    if (redlock__lock_opts_in(&req.opts, opts, why, sizeof(why)) != 0) {
+        report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
     int rc = submit(sync, &req);
@@ -740,7 +757,8 @@ int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (sync == NULL || resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX) {
-        report_status(report, REDLOCK_EINVAL);
+        report_status(report, REDLOCK_EINVAL,
+                      "sync is NULL, or the resource is NULL, empty or over REDLOCK_RESOURCE_MAX");
         return REDLOCK_EINVAL;
     }
     sync_req req = {
@@ -758,7 +776,7 @@ static int lock_call(redlock_sync_lock *lock, req_kind kind, uint64_t ttl_ms, un
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (lock == NULL) {
-        report_status(report, REDLOCK_EINVAL);
+        report_status(report, REDLOCK_EINVAL, "lock is NULL");
         return REDLOCK_EINVAL;
     }
     sync_req req = {

@@ -183,6 +183,7 @@ typedef enum {
     OPT_NODE_TIMEOUT,
     OPT_GRACE,
     OPT_QUIET,
+    OPT_JSON,
     OPT_HELP,
     OPT_VERSION,
     OPT_TLS_CA,
@@ -205,7 +206,8 @@ static const option_def option_defs[] = {
     {'n', "nodes", true, OPT_NODES}, {'t', "ttl", true, OPT_TTL},
     {'w', "wait", true, OPT_WAIT},   {'T', "node-timeout", true, OPT_NODE_TIMEOUT},
     {'g', "grace", true, OPT_GRACE}, {'q', "quiet", false, OPT_QUIET},
-    {'h', "help", false, OPT_HELP},  {'V', "version", false, OPT_VERSION},
+    {'j', "json", false, OPT_JSON},  {'h', "help", false, OPT_HELP},
+    {'V', "version", false, OPT_VERSION},
     /* Long only (short_name 0 never matches a letter). */
     {0, "tls-ca", true, OPT_TLS_CA},     {0, "tls-ca-dir", true, OPT_TLS_CA_DIR},
     {0, "tls-cert", true, OPT_TLS_CERT}, {0, "tls-key", true, OPT_TLS_KEY},
@@ -265,6 +267,9 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
         return set_duration(ps, def->long_name, value, 0, CLI_DURATION_MAX_MS, &a->grace_ms);
     case OPT_QUIET:
         a->quiet = true;
+        return CLI_PARSE_OK;
+    case OPT_JSON:
+        a->json = true;
         return CLI_PARSE_OK;
     case OPT_HELP:
         a->help = true;

@@ -58,6 +58,7 @@ typedef struct cli_args {
     uint64_t node_timeout_ms;
     uint64_t grace_ms;
     bool quiet;
+    bool json;    /* --json: run prints a JSON line at its end (the others always print one) */
     bool help;    /* --help was given: print the help, do nothing else */
     bool version; /* --version was given */
     /* TLS for rediss:// nodes, borrowed from argv (NULL when not given; the tool then reads

@@ -30,12 +30,14 @@ static const char help_text[] =
     "\n"
     "commands:\n"
     "  run      take the lock, keep it alive while COMMAND runs, release it when COMMAND exits;\n"
-    "           exit with COMMAND's status (128+N if it died of signal N). COMMAND gets\n"
+    "           exit with COMMAND's status (128+N if it died of signal N), or 70 if the lock was\n"
+    "           lost or the release finds it had lapsed. COMMAND gets\n"
     "           REDLOCK_KEY and REDLOCK_TOKEN in its environment. If the lock is lost, COMMAND\n"
     "           gets SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM and SIGHUP are\n"
     "           forwarded to COMMAND.\n"
     "  acquire  take the lock and leave it held for its ttl; print one JSON line with the token\n"
-    "  release  release a lock taken with acquire (compare-and-delete: only with its token)\n"
+    "  release  release a lock taken with acquire (compare-and-delete: only with its token);\n"
+    "           exit 70 if the lock had lapsed (fewer than a quorum still held the token)\n"
     "  extend   extend a held lock to --ttl from now (compare-and-pexpire)\n"
     "  status   show who holds KEY on every node, and its remaining ttl\n"
     "\n"
@@ -51,6 +53,8 @@ static const char help_text[] =
     "                              lost (default 5s)\n"
     "  -q, --quiet                 nothing on stderr unless something is wrong (a busy lock\n"
     "                              is not: it is silent)\n"
+    "  -j, --json                  run: print one JSON line on stdout at the end, after\n"
+    "                              COMMAND exited (the other commands always print one)\n"
     "  --tls-ca FILE               rediss:// nodes: CA certificates (PEM) to verify them with;\n"
     "                              default $REDLOCK_TLS_CA, else the system's CA store\n"
     "  --tls-ca-dir DIR            a directory of hashed CA certificates ($REDLOCK_TLS_CA_DIR)\n"
@@ -68,7 +72,8 @@ static const char help_text[] =
     "    0  success (run: COMMAND's own status, 128+N if it died of signal N)\n"
     "   64  usage error: bad option, duration, key, node URL, duplicate node; nothing sent\n"
     "   69  no quorum: too many nodes failed or were too slow (ENOQUORUM, EEXPIRED)\n"
-    "   70  run: the lock was lost while COMMAND ran; extend: the lock is gone (ELOST)\n"
+    "   70  the lock was lost or had lapsed (ELOST): run: lost while COMMAND ran, or found\n"
+    "       lapsed by the final release; release: it had lapsed; extend: it is gone\n"
     "   71  system error (out of memory, cannot write the result)\n"
     "   75  the lock is held by someone else (EBUSY), also after --wait\n"
     "  126  run: COMMAND could not be executed\n"
@@ -156,10 +161,11 @@ static void on_cleanup_released(redlock_lock *lock, int status, const redlock_re
                                 void *data)
 {
     tool *t = data;
-    if (status == 0 && result->votes_yes > 0)
+    /* REDLOCK_ELOST only says the attempt had not set the key on a quorum: nothing was held. */
+    if ((status == 0 || status == REDLOCK_ELOST) && result->votes_yes > 0)
         tool_say(t, "released the key the interrupted attempt had set on %u node(s)",
                  result->votes_yes);
-    else if (status != 0)
+    else if (status != 0 && status != REDLOCK_ELOST)
         tool_warn(t,
                   "could not clean up after the interrupted attempt: %s (any key it set "
                   "expires within the ttl)",
@@ -290,11 +296,15 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     tool *t = data;
     if (t->args.command == CLI_CMD_ACQUIRE)
         report_lock_result(t, lock, status, result);
-    if (status == REDLOCK_ECANCELED && t->interrupted != 0)
+    if (status == REDLOCK_ECANCELED && t->interrupted != 0) {
+        report_run_result(t, NULL, status, result);
         return; /* we closed the client; the cleanup follows */
+    }
     if (status != 0) {
         say_acquire_failure(t, status, result);
         t->exit_code = tool_exit_for(status);
+        if (t->args.command == CLI_CMD_RUN)
+            report_run_result(t, NULL, status, result);
         tool_close_client(t);
         return;
     }
@@ -364,11 +374,14 @@ static void on_released(redlock_lock *lock, int status, const redlock_result *re
     report_lock_result(t, lock, status, result);
     char key[160];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
-    if (status == 0 && result->votes_yes > 0) {
+    if (status == 0) {
         tool_say(t, "released %s (deleted on %u of %u nodes)", key, result->votes_yes,
                  result->n_nodes);
-    } else if (status == 0) {
-        tool_say(t, "%s: no node held this token (expired, or not yours): nothing released", key);
+    } else if (status == REDLOCK_ELOST) {
+        tool_warn(t,
+                  "%s had lapsed: only %u of %u nodes still held this token (it expired, was "
+                  "taken over, or is not yours): the work under it may not have been exclusive",
+                  key, result->votes_yes, result->n_nodes);
     } else if (status != REDLOCK_ECANCELED) {
         tool_warn(t,
                   "release of %s failed: %s (deleted on %u of %u nodes; the rest expire "

@@ -177,11 +177,55 @@ void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_r
     case CLI_CMD_RELEASE:
         jw_key(&w, "released");
         jw_u64(&w, result->votes_yes);
+        /* The release's verdict on the whole hold: fewer than a quorum still held the token. */
+        jw_key(&w, "lapsed");
+        jw_bool(&w, status == REDLOCK_ELOST);
         break;
     default:
         break;
     }
     json_nodes(&w, result);
+    jw_object_end(&w);
+    print_line(t, &w);
+    jw_free(&w);
+}
+
+void report_run_result(tool *t, redlock_lock *lock, int status, const redlock_result *result)
+{
+    if (!t->args.json || t->args.command != CLI_CMD_RUN)
+        return;
+    jw w;
+    jw_init(&w);
+    json_head(&w, t, status);
+    if (lock != NULL) {
+        size_t token_len;
+        const char *token = redlock_lock_token(lock, &token_len);
+        jw_key(&w, "token");
+        jw_string(&w, token, token_len);
+    }
+    jw_key(&w, "command_status");
+    if (t->command_ran)
+        jw_i64(&w, t->command_status);
+    else
+        jw_null(&w);
+    jw_key(&w, "lost");
+    jw_bool(&w, t->lost);
+    jw_key(&w, "lapsed");
+    jw_bool(&w, lock != NULL && status == REDLOCK_ELOST);
+    jw_key(&w, "released");
+    if (lock != NULL && result != NULL)
+        jw_u64(&w, result->votes_yes);
+    else
+        jw_null(&w);
+    jw_key(&w, "exit");
+    jw_i64(&w, t->exit_code);
+    if (result != NULL) {
+        json_nodes(&w, result);
+    } else {
+        jw_key(&w, "nodes");
+        jw_array_begin(&w);
+        jw_array_end(&w);
+    }
     jw_object_end(&w);
     print_line(t, &w);
     jw_free(&w);

@@ -4,7 +4,9 @@
  * a heartbeat: if this process dies, the lock ends within one ttl. If the library reports the
  * lock lost, COMMAND is told with SIGTERM at once (before the validity runs out: the lost
  * callback fires a margin ahead of it), then SIGKILL after the grace period. When COMMAND exits
- * the lock is released and the tool exits with COMMAND's status, or 70 if the lock was lost. */
+ * the lock is released and the tool exits with COMMAND's status, or 70 if the lock was lost, or
+ * if the release finds that it had lapsed (fewer than a quorum still held the token: COMMAND ran
+ * without the lock for part of its time, whatever its own status says). */
 #include "tool.h"
 
 #include <signal.h>
@@ -52,12 +54,29 @@ static void on_run_released(redlock_lock *lock, int status, const redlock_result
     tool *t = data;
     char key[160];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
-    if (status == 0)
+    if (status == 0) {
         tool_say(t, "released %s (deleted on %u of %u nodes)", key, result->votes_yes,
                  result->n_nodes);
-    else
+    } else if (status == REDLOCK_ELOST && t->lost) {
+        /* Already said, and already exiting 70: this only cleans up. */
+        tool_say(t, "released what was left of the lost lock on %s (deleted on %u of %u nodes)",
+                 key, result->votes_yes, result->n_nodes);
+    } else if (status == REDLOCK_ELOST && t->command_ran) {
+        /* Nothing reported a loss while COMMAND ran, but the hold lapsed before it ended (the
+         * nodes lost the key, or someone else took it): its work may not have been exclusive. */
+        tool_warn(t,
+                  "the lock on %s had lapsed before COMMAND ended (deleted on %u of %u nodes): "
+                  "COMMAND ran without the lock for part of its time; exiting %d",
+                  key, result->votes_yes, result->n_nodes, EXIT_LOST);
+        t->exit_code = EXIT_LOST;
+    } else if (status == REDLOCK_ELOST) {
+        tool_warn(t, "the lock on %s had lapsed (deleted on %u of %u nodes)", key,
+                  result->votes_yes, result->n_nodes);
+    } else {
         tool_warn(t, "release of %s failed: %s (the key expires within the ttl)", key,
                   redlock_strerror(status));
+    }
+    report_run_result(t, lock, status, result);
     redlock_lock_free(lock);
     t->lock = NULL;
     tool_close_client(t);
@@ -70,6 +89,7 @@ static void release_and_close(tool *t)
     int rc = redlock_release(t->lock, on_run_released, t);
     if (rc != 0) {
         tool_warn(t, "cannot release: %s", redlock_client_last_error(t->client));
+        report_run_result(t, t->lock, rc, NULL);
         redlock_lock_free(t->lock);
         t->lock = NULL;
         tool_close_client(t);
@@ -84,6 +104,7 @@ static void on_child_exit(uv_process_t *process, int64_t exit_status, int term_s
     if (t->grace_timer_init)
         uv_timer_stop(&t->grace_timer);
     int status = term_signal != 0 ? EXIT_SIGNAL_BASE + term_signal : (int)exit_status;
+    t->command_status = status;
     if (term_signal != 0) {
         char buf[32];
         tool_say(t, "command (pid %d) died of %s", process->pid,
@@ -140,6 +161,7 @@ void run_start(tool *t, redlock_lock *lock)
         return;
     }
     t->child_running = true;
+    t->command_ran = true;
 }
 
 void run_forward_signal(tool *t, int signum)

@@ -59,6 +59,8 @@ typedef struct tool {
     uv_timer_t grace_timer;
     bool grace_timer_init;
     bool lost;
+    bool command_ran;   /* COMMAND was started */
+    int command_status; /* its exit status (128+N for signal N), once it exited */
 } tool;
 
 /* ---- redlock.c ---- */
@@ -109,6 +111,10 @@ void tool_say_nodes(const tool *t, const redlock_result *result, bool warn);
 
 /* The JSON line of an acquire, release or extend (see docs/cli.md); lock may be NULL. */
 void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_result *result);
+/* The JSON line of run --json, at its end: lock is the held lock (NULL if it was never taken),
+ * status the last operation's (the acquire's if it failed, else the release's), result its
+ * outcome (NULL if the release could not even start). */
+void report_run_result(tool *t, redlock_lock *lock, int status, const redlock_result *result);
 /* The JSON line of status (redlock_inspect's result). */
 void report_status(tool *t, int status, const redlock_result *result);
 

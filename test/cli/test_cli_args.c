@@ -182,6 +182,28 @@ static void command_line_parsed(void **state)
     cli_args_free(&a);
 }
 
+/* --json (-j): run's JSON line at its end; accepted (and without effect) for the others. */
+static void json_option_parsed(void **state)
+{
+    (void)state;
+    cli_args a;
+    char err[300];
+    assert_int_equal(PARSE(&a, "redis://a", err, "run", "job", "--", "cmd"), CLI_PARSE_OK);
+    assert_false(a.json);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "--json", "run", "job", "--", "cmd"),
+                     CLI_PARSE_OK);
+    assert_true(a.json);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "release", "-qj", "k", "tok"), CLI_PARSE_OK);
+    assert_true(a.json);
+    assert_true(a.quiet);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "--json=1", "status", "k"), CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "--json takes no value"));
+    cli_args_free(&a);
+}
+
 static void command_line_refused(void **state)
 {
     (void)state;
@@ -361,10 +383,11 @@ static void json_document_shape(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(durations_accepted),          cmocka_unit_test(durations_refused),
-        cmocka_unit_test(durations_formatted),         cmocka_unit_test(command_line_parsed),
-        cmocka_unit_test(command_line_refused),        cmocka_unit_test(json_strings_escaped),
-        cmocka_unit_test(json_every_byte_round_trips), cmocka_unit_test(json_document_shape),
+        cmocka_unit_test(durations_accepted),   cmocka_unit_test(durations_refused),
+        cmocka_unit_test(durations_formatted),  cmocka_unit_test(command_line_parsed),
+        cmocka_unit_test(command_line_refused), cmocka_unit_test(json_option_parsed),
+        cmocka_unit_test(json_strings_escaped), cmocka_unit_test(json_every_byte_round_trips),
+        cmocka_unit_test(json_document_shape),
     };
     return cmocka_run_group_tests_name("cli-args", tests, NULL, NULL);
 }

@@ -14,7 +14,13 @@
  * one resource that overlap: a violation of mutual exclusion. The promises of the
  * auto-extension API (the lost callback fires once per lost hold, in time, never after a
  * release; nothing is extended after a release; a cap ends the hold through the lost callback)
- * are checked as the run goes. */
+ * are checked as the run goes.
+ *
+ * And no operation reports a hold without a gap that had one: whenever a release completes with
+ * status 0 or an extend is won, the nodes' true-time record (every interval over which a node
+ * held the key with the hold's token) must show a quorum of nodes holding the token at every
+ * moment from the acquire's callback to that point (to the release call, for a release), so no
+ * other holder could have been granted in between. */
 #ifndef SIM_H
 #define SIM_H
 
@@ -81,6 +87,11 @@ typedef struct sim_config {
     uint64_t restart_down_max_us;
     bool restart_loses_data; /* the restarted node comes back empty (no persistence) */
 
+    /* The negative control of the "no gap" property: read each release's status as the library
+     * before issue 17 gave it (0 whenever a quorum answered, whatever it deleted). The library
+     * is unchanged; only the simulated caller's reading of the outcome is. */
+    bool old_release_status;
+
     bool trace; /* print every event to stderr */
 } sim_config;
 
@@ -112,6 +123,15 @@ typedef struct sim_result {
     unsigned lost_canceled;   /*   REDLOCK_ECANCELED (the holder closed its client) */
     unsigned lost_lost, lost_noquorum, lost_expired; /* REDLOCK_ELOST, _ENOQUORUM, _EEXPIRED */
     unsigned release_races; /* releases made while an extension of the lock was on the wire */
+
+    /* No hold reported without a gap. gap: the first release (status 0) or won extend whose
+     * hold had a moment where another holder could have been granted. */
+    bool gap_found;
+    char gap[512];
+    unsigned gap_checks;      /* releases with status 0 and won extends checked */
+    unsigned gap_releases;    /* ... releases among them that hid a gap */
+    unsigned gap_extends;     /* ... won extends among them that hid a gap */
+    unsigned releases_lapsed; /* releases the library completed with REDLOCK_ELOST */
 } sim_result;
 
 /* The named scenarios the tests use; seed is folded into each. "safe": every assumption holds,

@@ -73,7 +73,25 @@ typedef struct sim_key {
     char key[SIM_KEY_MAX];
     char value[SIM_VALUE_MAX];
     uint64_t expire_at; /* on the node's clock */
+    size_t presence;    /* its record in sim_world.presence */
 } sim_key;
+
+/* The truth about one key on one node: it held value over [from, until) of true time (until is
+ * its expiry while it lives; a pexpire moves it, a delete or a restart without data cuts it). A
+ * key that comes back (a retake) gets a record of its own. */
+typedef struct sim_presence {
+    unsigned node;
+    size_t key_len, value_len;
+    char key[SIM_KEY_MAX];
+    char value[SIM_VALUE_MAX];
+    uint64_t from, until;
+} sim_presence;
+
+/* A node was down (crashed, not yet back) over [from, until): it granted nobody anything. */
+typedef struct sim_downtime {
+    unsigned node;
+    uint64_t from, until; /* until UINT64_MAX while it is down */
+} sim_downtime;
 
 typedef struct sim_node {
     bool up;
@@ -157,6 +175,8 @@ struct sim_proc {
     uint64_t hold_gen;
     bool using_lock;      /* inside [acquired, min(done, deadline)) */
     uint64_t hold_start;  /* true time */
+    uint64_t granted_at;  /* true time the acquire callback handed the current lock out */
+    uint64_t release_at;  /* true time redlock_release was called on it */
     uint64_t deadline_us; /* the lock's deadline on this process's clock, as last seen */
     sim_auto_hold *autoh; /* the current hold's auto-extension, or NULL */
     bool client_closed;
@@ -185,6 +205,10 @@ struct sim_world {
     sim_interval *ivs;
     size_t n_ivs, cap_ivs;
     sim_auto_hold *auto_holds;
+    sim_presence *presence; /* every key every node ever held */
+    size_t n_presence, cap_presence;
+    sim_downtime *downtimes; /* every time a node was down */
+    size_t n_downtimes, cap_downtimes;
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
 };
@@ -231,6 +255,12 @@ void sim_proc_observe(sim_proc *p);
 void sim_proc_finish(sim_proc *p);
 
 /* sim_io.c */
+/* The "no gap" property: lock (p's, on p's resource) was reported held from true time from to
+ * to (a release with status 0, a won extend: what names it). Records a gap if at some moment in
+ * [from, to) another holder could have been granted: a quorum of nodes was up without its
+ * token. (A node that is down grants nobody, which is why a delayed restart keeps the lock.) */
+void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t from, uint64_t to,
+                      const char *what);
 int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
                    const redlock__alloc *alloc, redlock__io **out);
 /* Handle the network, node and connection events. */

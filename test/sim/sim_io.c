@@ -91,8 +91,47 @@ static sim_key *node_get(sim_world *w, sim_node *n, const char *key, size_t len)
     return NULL;
 }
 
-static void node_del(sim_node *n, sim_key *k)
+/* The first true time at which node n's clock is past expire_at: the key is gone from then. */
+static uint64_t expiry_true(const sim_node *n, uint64_t expire_at)
 {
+    return sim_clock_true_raw(n->rate_ppm, n->offset_us, expire_at + 1);
+}
+
+/* A key was set on node n now: open its record. */
+static void presence_open(sim_world *w, sim_node *n, sim_key *k)
+{
+    if (w->n_presence == w->cap_presence) {
+        size_t cap = w->cap_presence != 0 ? w->cap_presence * 2 : 64;
+        sim_presence *v = realloc(w->presence, cap * sizeof(*v));
+        if (v == NULL) {
+            w->oom = true;
+            k->presence = SIZE_MAX;
+            return;
+        }
+        w->presence = v;
+        w->cap_presence = cap;
+    }
+    sim_presence *r = &w->presence[w->n_presence];
+    r->node = (unsigned)(n - w->nodes);
+    r->key_len = k->key_len;
+    memcpy(r->key, k->key, k->key_len);
+    r->value_len = k->value_len;
+    memcpy(r->value, k->value, k->value_len);
+    r->from = w->now;
+    r->until = expiry_true(n, k->expire_at);
+    k->presence = w->n_presence++;
+}
+
+/* The key's record ends at until (its new expiry, or now: deleted). */
+static void presence_until(sim_world *w, const sim_key *k, uint64_t until)
+{
+    if (k->presence < w->n_presence)
+        w->presence[k->presence].until = until;
+}
+
+static void node_del(sim_world *w, sim_node *n, sim_key *k)
+{
+    presence_until(w, k, w->now);
     *k = n->keys[--n->n_keys];
 }
 
@@ -111,6 +150,7 @@ static void node_set(sim_world *w, sim_node *n, const sim_msg *m)
     k->value_len = m->token_len;
     memcpy(k->value, m->token, m->token_len);
     k->expire_at = node_now(w, n) + m->ttl_ms * 1000;
+    presence_open(w, n, k);
 }
 
 static bool is_ours(const sim_key *k, const sim_msg *m)
@@ -134,6 +174,7 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
     case REDLOCK__CMD_EXTEND: /* compare-and-pexpire, or SET when missing and retake */
         if (is_ours(k, m)) {
             k->expire_at = node_now(w, n) + m->ttl_ms * 1000;
+            presence_until(w, k, expiry_true(n, k->expire_at));
             m->vote = REDLOCK_VOTE_YES;
         } else if (k == NULL && m->retake) {
             node_set(w, n, m);
@@ -142,7 +183,7 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
         break;
     case REDLOCK__CMD_RELEASE: /* compare-and-delete */
         if (is_ours(k, m)) {
-            node_del(n, k);
+            node_del(w, n, k);
             m->vote = REDLOCK_VOTE_YES;
         }
         break;
@@ -157,6 +198,97 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
         }
         break;
     }
+}
+
+/* ---- the "no gap" property --------------------------------------------------------------------
+ */
+
+/* The nodes that could not have granted the resource to anyone else at true time t: those that
+ * held this token (the records in idx) and those that were down. */
+static unsigned blocked_at(const sim_world *w, const size_t *idx, size_t n_idx, uint64_t t)
+{
+    bool blocked[SIM_MAX_NODES] = {false};
+    for (size_t i = 0; i < n_idx; i++) {
+        const sim_presence *r = &w->presence[idx[i]];
+        if (r->from <= t && t < r->until)
+            blocked[r->node] = true;
+    }
+    for (size_t i = 0; i < w->n_downtimes; i++) {
+        const sim_downtime *d = &w->downtimes[i];
+        if (d->from <= t && t < d->until)
+            blocked[d->node] = true;
+    }
+    unsigned count = 0;
+    for (unsigned i = 0; i < w->cfg.n_nodes; i++)
+        count += blocked[i];
+    return count;
+}
+
+/* Look at t if it is inside (from, to): the lowest count seen so far wins. */
+static void probe(const sim_world *w, const size_t *idx, size_t n_idx, uint64_t from, uint64_t to,
+                  uint64_t t, unsigned *worst, uint64_t *worst_at)
+{
+    if (t <= from || t >= to)
+        return;
+    unsigned count = blocked_at(w, idx, n_idx, t);
+    if (count < *worst) {
+        *worst = count;
+        *worst_at = t;
+    }
+}
+
+void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t from, uint64_t to,
+                      const char *what)
+{
+    sim_result *res = w->res;
+    res->gap_checks++;
+    if (to <= from)
+        return;
+    char key[16];
+    size_t key_len = (size_t)snprintf(key, sizeof(key), "res-%u", p->resource);
+    size_t token_len;
+    const char *token = redlock_lock_token(lock, &token_len);
+    size_t *idx = calloc(w->n_presence + 1, sizeof(*idx));
+    if (idx == NULL) {
+        w->oom = true;
+        return;
+    }
+    size_t n_idx = 0;
+    for (size_t i = 0; i < w->n_presence; i++) {
+        const sim_presence *r = &w->presence[i];
+        if (r->key_len == key_len && memcmp(r->key, key, key_len) == 0 &&
+            r->value_len == token_len && memcmp(r->value, token, token_len) == 0 &&
+            r->until > from && r->from < to)
+            idx[n_idx++] = i;
+    }
+    /* The count changes only where a record or a downtime starts or ends: look there. */
+    uint64_t worst_at = from;
+    unsigned worst = blocked_at(w, idx, n_idx, from);
+    for (size_t i = 0; i < n_idx; i++) {
+        probe(w, idx, n_idx, from, to, w->presence[idx[i]].from, &worst, &worst_at);
+        probe(w, idx, n_idx, from, to, w->presence[idx[i]].until, &worst, &worst_at);
+    }
+    for (size_t i = 0; i < w->n_downtimes; i++) {
+        probe(w, idx, n_idx, from, to, w->downtimes[i].from, &worst, &worst_at);
+        probe(w, idx, n_idx, from, to, w->downtimes[i].until, &worst, &worst_at);
+    }
+    free(idx);
+    unsigned n = w->cfg.n_nodes, quorum = n / 2 + 1;
+    if (n - worst < quorum)
+        return; /* fewer than a quorum of nodes were ever free for another holder */
+    if (strncmp(what, "released", 8) == 0)
+        res->gap_releases++;
+    else
+        res->gap_extends++;
+    if (res->gap_found)
+        return;
+    res->gap_found = true;
+    snprintf(res->gap, sizeof(res->gap),
+             "p%u %s on res-%u as held over [%llu, %llu) us (true time), but at %llu us %u of "
+             "%u nodes were up without its token: a quorum for another holder",
+             p->id, what, p->resource, (unsigned long long)from, (unsigned long long)to,
+             (unsigned long long)worst_at, n - worst, n);
+    sim_trace(w, "HOLD WITH A GAP: %s", res->gap);
 }
 
 /* ---- completions ------------------------------------------------------------------------------
@@ -412,8 +544,13 @@ static void on_crash(sim_world *w, const sim_event *ev)
     if (!n->up)
         return;
     n->up = false;
-    if (w->cfg.restart_loses_data)
+    if (w->cfg.restart_loses_data) {
+        for (unsigned i = 0; i < n->n_keys; i++)
+            if (n->keys[i].presence < w->n_presence)
+                w->presence[n->keys[i].presence].until =
+                    REDLOCK__MIN(w->presence[n->keys[i].presence].until, w->now);
         n->n_keys = 0;
+    }
     sim_trace(w, "n%u crashes for %llu us%s", ev->node, (unsigned long long)ev->arg,
               w->cfg.restart_loses_data ? ", losing its data" : "");
     for (unsigned i = 0; i < w->cfg.n_procs; i++) {
@@ -429,6 +566,17 @@ static void on_crash(sim_world *w, const sim_event *ev)
                  EV_CONN_LOST, i, ev->node, 0, NULL);
     }
     sim_push(w, w->now + ev->arg, EV_NODE_UP, 0, ev->node, 0, NULL);
+    if (w->n_downtimes == w->cap_downtimes) {
+        size_t cap = w->cap_downtimes != 0 ? w->cap_downtimes * 2 : 16;
+        sim_downtime *v = realloc(w->downtimes, cap * sizeof(*v));
+        if (v == NULL) {
+            w->oom = true;
+            return;
+        }
+        w->downtimes = v;
+        w->cap_downtimes = cap;
+    }
+    w->downtimes[w->n_downtimes++] = (sim_downtime){ev->node, w->now, UINT64_MAX};
 }
 
 static void on_conn_lost(sim_world *w, const sim_event *ev)
@@ -486,6 +634,9 @@ void sim_io_event(sim_world *w, const sim_event *ev)
         break;
     case EV_NODE_UP:
         w->nodes[ev->node].up = true;
+        for (size_t i = 0; i < w->n_downtimes; i++)
+            if (w->downtimes[i].node == ev->node && w->downtimes[i].until == UINT64_MAX)
+                w->downtimes[i].until = w->now;
         sim_trace(w, "n%u is back with %u keys", ev->node, w->nodes[ev->node].n_keys);
         break;
     case EV_PARTITION: {

@@ -23,7 +23,12 @@
  *   - with max_extensions, no more are won, and the hold ends through the lost callback with
  *     REDLOCK_ELIMIT exactly when the cap was reached;
  *   - closing the client while holding gives the lost callback (ECANCELED) before the close
- *     callback; releasing and closing at once gives none. */
+ *     callback; releasing and closing at once gives none.
+ *
+ * And for every hold: a release that completes with 0, or an extend that is won, reports the
+ * hold as continuous; sim_check_no_gap holds it against the nodes' record. With
+ * old_release_status the release's status is read as the library gave it before issue 17 (0
+ * whenever a quorum answered): the negative control of that property. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,12 +140,26 @@ static bool extension_in_flight(sim_proc *p)
     return false;
 }
 
+/* The release's status as the caller reads it: the library's, or with old_release_status the one
+ * the library gave before issue 17 (0 whenever a quorum answered, whatever it deleted). */
+static int release_status_seen(const sim_world *w, int status, const redlock_result *result)
+{
+    if (!w->cfg.old_release_status || status == REDLOCK_ECANCELED)
+        return status;
+    unsigned quorum = result->n_nodes / 2 + 1;
+    return result->votes_yes + result->votes_no >= quorum ? 0 : REDLOCK_ENOQUORUM;
+}
+
 static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
     sim_proc *p = data;
-    sim_hash(p->w, (uint64_t)(int64_t)status);
-    sim_trace(p->w, "p%u released: %s (%u deleted)", p->id,
-              status ? redlock_err_name(status) : "ok", result->votes_yes);
+    sim_world *w = p->w;
+    sim_hash(w, (uint64_t)(int64_t)status);
+    sim_trace(w, "p%u released: %s (%u deleted)", p->id, status ? redlock_err_name(status) : "ok",
+              result->votes_yes);
+    w->res->releases_lapsed += status == REDLOCK_ELOST;
+    if (release_status_seen(w, status, result) == 0)
+        sim_check_no_gap(w, p, lock, p->granted_at, p->release_at, "released with status 0");
     redlock_lock_free(lock);
     if (p->state == PROC_DONE)
         return; /* released as the client closes: the release was canceled */
@@ -159,6 +178,7 @@ static void release_lock(sim_proc *p)
     }
     bury_token(p);
     p->state = PROC_RELEASING;
+    p->release_at = w->now;
     int rc = redlock_release(p->lock, on_released, p);
     if (rc != 0) {
         sim_contract(w, "release by process %u failed at once: %s", p->id, redlock_err_name(rc));
@@ -460,6 +480,7 @@ void sim_proc_observe(sim_proc *p)
         return;
     h->seen_deadline_us = deadline;
     h->renewed_us = sim_proc_now(p);
+    sim_check_no_gap(p->w, p, p->lock, p->granted_at, p->w->now, "won an auto-extension");
     if (h->expired && deadline > p->deadline_us) {
         /* An extension won after the deadline it replaced: the hold would have a hole. Give the
          * lock back, or the holder would wait for a lost callback while it is kept alive. */
@@ -487,6 +508,8 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
     sim_proc *p = data;
     sim_hash(p->w, (uint64_t)(int64_t)status);
     sim_trace(p->w, "p%u extend: %s", p->id, status ? redlock_err_name(status) : "ok");
+    if (status == 0 && p->lock == lock && p->state == PROC_HOLDING)
+        sim_check_no_gap(p->w, p, lock, p->granted_at, p->w->now, "won an extend");
     if (status != 0 || p->lock != lock || p->state != PROC_HOLDING || !p->using_lock)
         return;
     p->w->res->extended++;
@@ -507,6 +530,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     }
     w->res->acquired[p->id]++;
     p->lock = lock;
+    p->granted_at = w->now;
     p->hold_gen++;
     p->state = PROC_HOLDING;
     if (p->autoh != NULL) {

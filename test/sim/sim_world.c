@@ -437,6 +437,8 @@ int sim_run(const sim_config *cfg, sim_result *res)
     }
     free(w->heap);
     free(w->ivs);
+    free(w->presence);
+    free(w->downtimes);
     free(w);
     return rc != 0 ? rc : ok;
 }

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SIM_MAX_NODES 7
+#define SIM_MAX_NODES 9
 #define SIM_MAX_PROCS 8
 #define SIM_MAX_RESOURCES 4
 

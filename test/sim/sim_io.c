@@ -203,79 +203,23 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
 /* ---- the "no gap" property --------------------------------------------------------------------
  */
 
-/* The nodes that could not have granted the resource to anyone else at true time t: those that
- * held this token (the records in idx) and those that were down. */
-static unsigned blocked_at(const sim_world *w, const size_t *idx, size_t n_idx, uint64_t t)
-{
-    bool blocked[SIM_MAX_NODES] = {false};
-    for (size_t i = 0; i < n_idx; i++) {
-        const sim_presence *r = &w->presence[idx[i]];
-        if (r->from <= t && t < r->until)
-            blocked[r->node] = true;
-    }
-    for (size_t i = 0; i < w->n_downtimes; i++) {
-        const sim_downtime *d = &w->downtimes[i];
-        if (d->from <= t && t < d->until)
-            blocked[d->node] = true;
-    }
-    unsigned count = 0;
-    for (unsigned i = 0; i < w->cfg.n_nodes; i++)
-        count += blocked[i];
-    return count;
-}
-
-/* Look at t if it is inside (from, to): the lowest count seen so far wins. */
-static void probe(const sim_world *w, const size_t *idx, size_t n_idx, uint64_t from, uint64_t to,
-                  uint64_t t, unsigned *worst, uint64_t *worst_at)
-{
-    if (t <= from || t >= to)
-        return;
-    unsigned count = blocked_at(w, idx, n_idx, t);
-    if (count < *worst) {
-        *worst = count;
-        *worst_at = t;
-    }
-}
-
 void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t from, uint64_t to,
                       const char *what)
 {
     sim_result *res = w->res;
     res->gap_checks++;
-    if (to <= from)
-        return;
     char key[16];
     size_t key_len = (size_t)snprintf(key, sizeof(key), "res-%u", p->resource);
     size_t token_len;
     const char *token = redlock_lock_token(lock, &token_len);
-    size_t *idx = calloc(w->n_presence + 1, sizeof(*idx));
-    if (idx == NULL) {
+    sim_record record = {w->cfg.n_nodes, w->presence, w->n_presence, w->downtimes, w->n_downtimes};
+    uint64_t at = 0;
+    unsigned free_nodes = 0;
+    int gap = sim_find_gap(&record, key, key_len, token, token_len, from, to, &at, &free_nodes);
+    if (gap < 0)
         w->oom = true;
+    if (gap <= 0)
         return;
-    }
-    size_t n_idx = 0;
-    for (size_t i = 0; i < w->n_presence; i++) {
-        const sim_presence *r = &w->presence[i];
-        if (r->key_len == key_len && memcmp(r->key, key, key_len) == 0 &&
-            r->value_len == token_len && memcmp(r->value, token, token_len) == 0 &&
-            r->until > from && r->from < to)
-            idx[n_idx++] = i;
-    }
-    /* The count changes only where a record or a downtime starts or ends: look there. */
-    uint64_t worst_at = from;
-    unsigned worst = blocked_at(w, idx, n_idx, from);
-    for (size_t i = 0; i < n_idx; i++) {
-        probe(w, idx, n_idx, from, to, w->presence[idx[i]].from, &worst, &worst_at);
-        probe(w, idx, n_idx, from, to, w->presence[idx[i]].until, &worst, &worst_at);
-    }
-    for (size_t i = 0; i < w->n_downtimes; i++) {
-        probe(w, idx, n_idx, from, to, w->downtimes[i].from, &worst, &worst_at);
-        probe(w, idx, n_idx, from, to, w->downtimes[i].until, &worst, &worst_at);
-    }
-    free(idx);
-    unsigned n = w->cfg.n_nodes, quorum = n / 2 + 1;
-    if (n - worst < quorum)
-        return; /* fewer than a quorum of nodes were ever free for another holder */
     if (strncmp(what, "released", 8) == 0)
         res->gap_releases++;
     else
@@ -287,7 +231,7 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
              "p%u %s on res-%u as held over [%llu, %llu) us (true time), but at %llu us %u of "
              "%u nodes were up without its token: a quorum for another holder",
              p->id, what, p->resource, (unsigned long long)from, (unsigned long long)to,
-             (unsigned long long)worst_at, n - worst, n);
+             (unsigned long long)at, free_nodes, w->cfg.n_nodes);
     sim_trace(w, "HOLD WITH A GAP: %s", res->gap);
 }
 

@@ -106,7 +106,7 @@ static void end_hold(sim_proc *p)
     sim_world *w = p->w;
     uint64_t deadline = sim_clock_true_raw(p->rate_ppm, p->offset_us, p->deadline_us);
     uint64_t end = REDLOCK__MIN(w->now, deadline);
-    sim_record_hold(w, p, end);
+    sim_record_hold(w, p, deadline);
     sim_auto_hold *h = p->autoh;
     if (h == NULL)
         return;
@@ -310,6 +310,7 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
     p->w->res->lost++;
     if (!lost_may_come(h, lock, reason))
         return;
+    p->lost_at = p->w->now;
     check_lost(h, lock, reason);
     /* Stop at once (a deadline already passed ended the work there), and give the lock back or,
      * now and then, just forget it from inside the callback (allowed: the keys expire). */
@@ -530,6 +531,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     }
     w->res->acquired[p->id]++;
     p->lock = lock;
+    p->lost_at = SIM_NEVER;
     p->granted_at = w->now;
     p->hold_gen++;
     p->state = PROC_HOLDING;

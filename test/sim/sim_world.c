@@ -202,64 +202,39 @@ void sim_promise(sim_world *w, const char *fmt, ...)
 /* ---- the checker ------------------------------------------------------------------------------
  */
 
-void sim_record_hold(sim_world *w, sim_proc *p, uint64_t end)
+void sim_record_hold(sim_world *w, sim_proc *p, uint64_t deadline)
 {
-    if (end <= p->hold_start)
-        return;
-    if (w->n_ivs == w->cap_ivs) {
-        size_t cap = w->cap_ivs != 0 ? w->cap_ivs * 2 : 64;
-        sim_interval *v = realloc(w->ivs, cap * sizeof(*v));
+    if (w->n_holds == w->cap_holds) {
+        size_t cap = w->cap_holds != 0 ? w->cap_holds * 2 : 64;
+        sim_hold *v = realloc(w->holds, cap * sizeof(*v));
         if (v == NULL) {
             w->oom = true;
             return;
         }
-        w->ivs = v;
-        w->cap_ivs = cap;
+        w->holds = v;
+        w->cap_holds = cap;
     }
     bool auto_extended = p->autoh != NULL && p->autoh->started;
-    w->ivs[w->n_ivs++] = (sim_interval){p->id, p->resource, p->hold_start, end, auto_extended};
+    sim_hold *h = &w->holds[w->n_holds++];
+    *h = (sim_hold){p->id, p->resource, p->hold_start, w->now, deadline, p->lost_at, auto_extended};
     sim_trace(w, "p%u held res-%u over [%llu, %llu) us%s", p->id, p->resource,
-              (unsigned long long)p->hold_start, (unsigned long long)end,
+              (unsigned long long)h->start, (unsigned long long)sim_hold_end(h),
               auto_extended ? " (auto-extended)" : "");
 }
 
-static int iv_cmp(const void *a, const void *b)
-{
-    const sim_interval *x = a, *y = b;
-    if (x->resource != y->resource)
-        return x->resource < y->resource ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->proc < y->proc ? -1 : x->proc > y->proc;
-}
-
-/* No two holds of one resource overlap in true time. */
+/* No two holds of one resource overlap in true time (sim_check.h). */
 static void check_exclusion(sim_world *w)
 {
     sim_result *r = w->res;
-    qsort(w->ivs, w->n_ivs, sizeof(w->ivs[0]), iv_cmp);
-    r->holds = (unsigned)w->n_ivs;
-    const sim_interval *last = NULL; /* the hold of the current resource that ends latest */
-    for (size_t i = 0; i < w->n_ivs; i++) {
-        const sim_interval *v = &w->ivs[i];
-        if (last != NULL && last->resource != v->resource)
-            last = NULL;
-        if (last != NULL && v->start < last->end && !r->violation) {
-            r->violation = true;
-            snprintf(r->what, sizeof(r->what),
-                     "res-%u held by process %u%s over [%llu, %llu) us and by process %u%s over "
-                     "[%llu, %llu) us (true time): %llu us of overlap",
-                     v->resource, last->proc, last->auto_extended ? " (auto-extended)" : "",
-                     (unsigned long long)last->start, (unsigned long long)last->end, v->proc,
-                     v->auto_extended ? " (auto-extended)" : "", (unsigned long long)v->start,
-                     (unsigned long long)v->end,
-                     (unsigned long long)(REDLOCK__MIN(last->end, v->end) - v->start));
-        }
-        if (last != NULL && v->start >= last->end && v->start - last->end < w->cfg.ttl_ms * 1000)
-            r->handovers++;
-        if (last == NULL || v->end > last->end)
-            last = v;
-    }
+    sim_exclusion ex;
+    unsigned bad = sim_check_exclusion(w->holds, w->n_holds, w->cfg.ttl_ms * 1000, &ex);
+    r->holds = ex.holds;
+    r->handovers = ex.handovers;
+    if (bad == 0)
+        return;
+    r->violation = true;
+    if (!r->contract_broken)
+        snprintf(r->what, sizeof(r->what), "%s", ex.what);
 }
 
 /* ---- setup and the loop -----------------------------------------------------------------------
@@ -297,10 +272,12 @@ static void schedule_faults(sim_world *w)
 static int start_procs(sim_world *w)
 {
     const sim_config *cfg = &w->cfg;
-    static const char *const urls[SIM_MAX_NODES] = {
-        "redis://sim-0:6379", "redis://sim-1:6379", "redis://sim-2:6379", "redis://sim-3:6379",
-        "redis://sim-4:6379", "redis://sim-5:6379", "redis://sim-6:6379",
-    };
+    char url_text[SIM_MAX_NODES][32];
+    const char *urls[SIM_MAX_NODES];
+    for (unsigned i = 0; i < SIM_MAX_NODES; i++) {
+        snprintf(url_text[i], sizeof(url_text[i]), "redis://sim-%u:6379", i);
+        urls[i] = url_text[i];
+    }
     redlock_options opts;
     redlock_options_init(&opts);
     opts.ttl_ms = cfg->ttl_ms;
@@ -436,7 +413,7 @@ int sim_run(const sim_config *cfg, sim_result *res)
         free(h);
     }
     free(w->heap);
-    free(w->ivs);
+    free(w->holds);
     free(w->presence);
     free(w->downtimes);
     free(w);

@@ -39,6 +39,7 @@ typedef enum {
     EV_NODE_UP,
     EV_PARTITION,
     EV_PAUSE,
+    EV_CLOCK_JUMP,
 } sim_ev_kind;
 
 /* A message on a connection: a request (command copied, the round may be gone when it lands)
@@ -95,8 +96,12 @@ typedef struct sim_conn {
     bool alive;     /* the TCP connection exists */
     bool client_up; /* the process believes it does (else sends fail fast) */
     uint64_t epoch;
-    uint64_t crash_epoch;      /* messages of this epoch or older died with their node */
-    uint64_t last_reply_local; /* when the process last heard from the node, on its clock */
+    uint64_t crash_epoch; /* messages of this epoch or older died with their node */
+    /* When the process last heard from the node, and when it last went from owing nothing to
+     * owing a reply, on its clock; replies owed to requests that timed out (lib/node.c's
+     * last_reply_us, owing_since_us, skip_replies). */
+    uint64_t last_reply_local, owing_since_local;
+    unsigned skip;
     uint64_t last_to_node, last_to_client; /* FIFO: no message overtakes an earlier one */
     uint64_t partition_until;
     sim_pending *head, *tail;
@@ -241,6 +246,12 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
                       const char *what);
 int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
                    const redlock__alloc *alloc, redlock__io **out);
+/* Node node is down from now on (a crash, or dead from the start). */
+void sim_node_down(sim_world *w, unsigned node);
+/* The true time from which a quorum of the nodes that are up will no longer hold key as they
+ * hold it now (each node's key expires on its own clock; a node without it is free now), or
+ * SIM_NEVER if fewer than a quorum are up. */
+uint64_t sim_quorum_free_at(sim_world *w, const char *key, size_t key_len);
 /* Handle the network, node and connection events. */
 void sim_io_event(sim_world *w, const sim_event *ev);
 /* Free whatever the io still holds at the end of a run (after the contract check). */

@@ -1,0 +1,459 @@
+/* test_soak.c - a long run: 64 locks in flight over five real servers, one server restarted
+ * every few seconds, and the process's resident memory and open descriptors must stay flat.
+ *
+ * 64 slots each cycle acquire -> hold -> extend -> hold -> release on a resource of their own,
+ * on one client. Every SOAK_RESTART_MS one server, in turn, is killed, left away for 0.1-1 s
+ * (the client's reconnects are refused meanwhile) and started again empty, but only once every
+ * slot has completed a cycle since the last restart, so each window between restarts is one in
+ * which work was provably done, whatever the machine's speed. At most one of five servers is
+ * ever away, so the library promises that every operation succeeds (a quorum of three is always
+ * there, node timeouts are seconds), and that every callback comes.
+ *
+ * After a warm-up, the resident set size (or, under AddressSanitizer, the live heap: the RSS
+ * there holds ASan's quarantine, which fills up over minutes by design) and the descriptor count
+ * are sampled every second. The samples are cut in thirds, and the largest value of the last
+ * third must stay within 5% of the largest value of the first third. Maxima, because both
+ * figures swing with the work in flight at the moment of sampling and with the restart cycle
+ * (a restart fails requests, drops and remakes a connection): the peak over a third spans
+ * several restart cycles, so peaks are compared with peaks, never a trough with a peak, while a
+ * leak raises every later peak. Thirds, not the first and last samples, so the comparison does
+ * not hinge on one sampling moment. Descriptors are whole, so for them "within 5%" is "no more"
+ * (5% of the 16 or so the process has is less than one), and once the traffic has stopped and
+ * every node is connected again, the count must equal that peak exactly: one socket per node.
+ *
+ * SOAK_SECONDS (default 60, at least 30) sets the length; SOAK_RESTART_MS (default 3000) the
+ * spacing of restarts. The figures are printed on stderr. */
+#include "harness.h"
+#include "procstat.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 5
+#define SLOTS 64
+#define TTL_MS 10000
+#define NODE_TIMEOUT_MS 5000
+/* A window with a slot that made no progress for this long fails the test: a cycle is three
+ * operations, each of which must call back within a node timeout of the write. */
+#define STALL_MS (6 * NODE_TIMEOUT_MS)
+#define HOLD_MAX_MS 20
+/* How long a killed server stays away before it is started again. */
+#define DOWN_MIN_MS 100
+#define DOWN_MAX_MS 1000
+#define FLAT_PERCENT 5
+
+typedef enum { OP_ACQUIRE, OP_EXTEND, OP_RELEASE, OP_KINDS } op_kind;
+static const char *const op_names[OP_KINDS] = {"acquire", "extend", "release"};
+
+typedef enum { SLOT_IDLE, SLOT_BUSY, SLOT_HOLDING } slot_state;
+
+typedef struct soak soak;
+
+typedef struct slot {
+    soak *sk;
+    unsigned index;
+    char resource[32];
+    size_t resource_len;
+    redlock_lock *lock;
+    uv_timer_t timer; /* holds and pauses between operations */
+    slot_state state;
+    op_kind next; /* what the timer starts */
+    op_kind in_flight;
+    uint64_t started_us; /* of the operation in flight */
+    uint64_t cycles;     /* releases called back */
+    uint64_t cycles_at_window;
+} slot;
+
+typedef struct sample {
+    double t_s;
+    long rss_kib;
+    int fds;
+    long long heap_bytes;
+} sample;
+
+struct soak {
+    h_env *env;
+    redlock_client *client;
+    bool stopping;
+    uint64_t rng;
+    uint64_t issued[OP_KINDS], completed[OP_KINDS], ok[OP_KINDS];
+    uint64_t failed; /* operations whose status was not 0 */
+    h_record first_failure;
+    op_kind first_failure_kind;
+    uint64_t window_acquires; /* acquires won in the current window */
+    slot slots[SLOTS];
+};
+
+/* The test's state, on the heap so that the teardown finds the servers after a failed check. */
+typedef struct soak_state {
+    h_env env;
+    soak sk;
+    sample *samples;
+    bool done;
+} soak_state;
+
+static uint64_t next_rand(soak *sk)
+{
+    sk->rng ^= sk->rng << 13;
+    sk->rng ^= sk->rng >> 7;
+    sk->rng ^= sk->rng << 17;
+    return sk->rng;
+}
+
+static void slot_start_op(slot *s);
+
+static void on_slot_timer(uv_timer_t *t)
+{
+    slot_start_op(t->data);
+}
+
+/* The next operation after a pause of 0..max_ms (a hold, or the gap between cycles). */
+static void slot_after(slot *s, op_kind next, unsigned max_ms)
+{
+    s->next = next;
+    s->state = SLOT_HOLDING;
+    uv_timer_start(&s->timer, on_slot_timer, next_rand(s->sk) % (max_ms + 1), 0);
+}
+
+static void record_outcome(slot *s, int status, const redlock_result *result)
+{
+    soak *sk = s->sk;
+    sk->completed[s->in_flight]++;
+    if (status == 0) {
+        sk->ok[s->in_flight]++;
+        return;
+    }
+    if (sk->failed++ == 0) {
+        h_record_cb(NULL, status, result, &sk->first_failure);
+        sk->first_failure_kind = s->in_flight;
+    }
+}
+
+static void on_op(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    slot *s = data;
+    soak *sk = s->sk;
+    record_outcome(s, status, result);
+    s->state = SLOT_IDLE;
+    switch (s->in_flight) {
+    case OP_ACQUIRE:
+        if (status != 0) {
+            slot_after(s, OP_ACQUIRE, HOLD_MAX_MS);
+            return;
+        }
+        s->lock = lock;
+        sk->window_acquires++;
+        slot_after(s, sk->stopping ? OP_RELEASE : OP_EXTEND, HOLD_MAX_MS);
+        return;
+    case OP_EXTEND:
+        slot_after(s, OP_RELEASE, HOLD_MAX_MS);
+        return;
+    case OP_RELEASE:
+        redlock_lock_free(s->lock);
+        s->lock = NULL;
+        s->cycles++;
+        if (!sk->stopping)
+            slot_after(s, OP_ACQUIRE, HOLD_MAX_MS / 2);
+        return;
+    case OP_KINDS:
+        break;
+    }
+}
+
+static void slot_start_op(slot *s)
+{
+    soak *sk = s->sk;
+    op_kind op = s->next;
+    if (sk->stopping && op == OP_ACQUIRE) {
+        s->state = SLOT_IDLE;
+        return;
+    }
+    if (sk->stopping && op == OP_EXTEND)
+        op = OP_RELEASE;
+    int rc;
+    switch (op) {
+    case OP_ACQUIRE:
+        rc = redlock_acquire(sk->client, s->resource, s->resource_len, TTL_MS, NULL, on_op, s);
+        break;
+    case OP_EXTEND:
+        rc = redlock_extend(s->lock, TTL_MS, 0, on_op, s);
+        break;
+    default:
+        rc = redlock_release(s->lock, on_op, s);
+        break;
+    }
+    if (rc != 0)
+        fail_msg("slot %u: %s refused at once: %s (%s)", s->index, op_names[op],
+                 redlock_err_name(rc), redlock_client_last_error(sk->client));
+    s->in_flight = op;
+    s->state = SLOT_BUSY;
+    s->started_us = redlock_now_us();
+    sk->issued[op]++;
+}
+
+static unsigned env_unsigned(const char *name, unsigned fallback, unsigned min)
+{
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0')
+        return fallback;
+    unsigned long x = strtoul(v, NULL, 10);
+    return x < min ? min : (unsigned)x;
+}
+
+static int setup(void **state)
+{
+    soak_state *st = calloc(1, sizeof(*st));
+    assert_non_null(st);
+    *state = st;
+    h_env_start(&st->env, N, NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    soak_state *st = *state;
+    if (st == NULL)
+        return 0;
+    if (st->done) {
+        h_env_stop(&st->env);
+        free(st->samples);
+        free(st);
+    } else {
+        fixture_stop(&st->env.cluster); /* the loop and client are left: see test_fds.c */
+    }
+    return 0;
+}
+
+static bool every_slot_progressed(const soak *sk)
+{
+    for (unsigned i = 0; i < SLOTS; i++) {
+        if (sk->slots[i].cycles == sk->slots[i].cycles_at_window)
+            return false;
+    }
+    return true;
+}
+
+static void dump_stuck(const soak *sk)
+{
+    uint64_t now = redlock_now_us();
+    for (unsigned i = 0; i < SLOTS; i++) {
+        const slot *s = &sk->slots[i];
+        if (s->cycles != s->cycles_at_window)
+            continue;
+        fprintf(stderr, "  slot %u: %s, %s started %" PRIu64 " ms ago, %" PRIu64 " cycles\n", i,
+                s->state == SLOT_BUSY      ? "in flight"
+                : s->state == SLOT_HOLDING ? "holding"
+                                           : "idle",
+                op_names[s->in_flight], (now - s->started_us) / 1000, s->cycles);
+    }
+}
+
+static void take_sample(sample *out, double t_s)
+{
+    out->t_s = t_s;
+    out->rss_kib = ps_rss_kib();
+    out->fds = ps_fd_count();
+    out->heap_bytes = ps_heap_bytes();
+}
+
+typedef struct thirds {
+    long long first_max, last_max;
+} thirds;
+
+/* Largest value of the first and of the last third of n values (n >= 3). */
+static thirds max_of_thirds(const sample *s, size_t n, long long (*get)(const sample *))
+{
+    thirds t = {-1, -1};
+    size_t third = n / 3;
+    for (size_t i = 0; i < third; i++)
+        t.first_max = get(&s[i]) > t.first_max ? get(&s[i]) : t.first_max;
+    for (size_t i = n - third; i < n; i++)
+        t.last_max = get(&s[i]) > t.last_max ? get(&s[i]) : t.last_max;
+    return t;
+}
+
+static long long get_rss(const sample *s)
+{
+    return s->rss_kib;
+}
+
+static long long get_heap(const sample *s)
+{
+    return s->heap_bytes;
+}
+
+static long long get_fds(const sample *s)
+{
+    return s->fds;
+}
+
+static void soak_run(void **state)
+{
+    soak_state *st = *state;
+    h_env *env = &st->env;
+    soak *sk = &st->sk;
+    const unsigned seconds = env_unsigned("SOAK_SECONDS", 60, 30);
+    const unsigned restart_ms = env_unsigned("SOAK_RESTART_MS", 3000, 100);
+    unsigned warmup_s = seconds / 4;
+    warmup_s = warmup_s < 10 ? 10 : warmup_s > 120 ? 120 : warmup_s;
+    st->samples = calloc(seconds + 16, sizeof(sample));
+    assert_non_null(st->samples);
+
+    redlock_options o;
+    redlock_options_init(&o);
+    o.node_timeout_ms = NODE_TIMEOUT_MS;
+    o.connect_timeout_ms = NODE_TIMEOUT_MS;
+    o.retry_count = 0;
+    o.reconnect_max_ms = 1000;
+    sk->env = env;
+    sk->client = h_client(env, &o);
+    sk->rng = 0x9e3779b97f4a7c15ull;
+    h_wait_ready(env, sk->client);
+    for (unsigned i = 0; i < SLOTS; i++) {
+        slot *s = &sk->slots[i];
+        s->sk = sk;
+        s->index = i;
+        s->resource_len = (size_t)snprintf(s->resource, sizeof(s->resource), "soak:%u", i);
+        assert_int_equal(uv_timer_init(&env->loop, &s->timer), 0);
+        s->timer.data = s;
+        s->next = OP_ACQUIRE;
+        slot_start_op(s);
+    }
+
+    const uint64_t t0 = redlock_now_us();
+    const uint64_t end_us = t0 + (uint64_t)seconds * 1000000;
+    const uint64_t warm_us = t0 + (uint64_t)warmup_s * 1000000;
+    uint64_t window_start = t0, next_sample = warm_us, next_report = t0 + 60000000;
+    unsigned restarts = 0, next_node = 0;
+    uint64_t min_window_acquires = UINT64_MAX;
+    size_t n_samples = 0;
+    uint64_t cpu0 = ps_cpu_us();
+    fprintf(stderr, "soak: %u s (warm-up %u s), %u slots over %u nodes, a restart every %u ms\n",
+            seconds, warmup_s, SLOTS, N, restart_ms);
+    for (;;) {
+        h_run_for(&env->loop, 50);
+        uint64_t now = redlock_now_us();
+        if (now >= next_sample && n_samples < seconds + 16) {
+            take_sample(&st->samples[n_samples++], (double)(now - t0) / 1e6);
+            next_sample += 1000000;
+        }
+        if (now >= next_report) {
+            fprintf(stderr, "soak: %4.0f s: rss %ld KiB, %d fds, %u restarts, %" PRIu64 " locks\n",
+                    (double)(now - t0) / 1e6, ps_rss_kib(), ps_fd_count(), restarts,
+                    sk->ok[OP_ACQUIRE]);
+            next_report += 60000000;
+        }
+        if (now >= end_us)
+            break;
+        if (!every_slot_progressed(sk)) {
+            if (now - window_start > (uint64_t)STALL_MS * 1000) {
+                fprintf(stderr, "soak: window %u: slots without a cycle for %d ms:\n", restarts,
+                        STALL_MS);
+                dump_stuck(sk);
+                fail_msg("a slot made no progress");
+            }
+            continue;
+        }
+        if (now - window_start < (uint64_t)restart_ms * 1000)
+            continue;
+        /* Every slot took, extended and released its lock since the last restart. */
+        if (sk->window_acquires < min_window_acquires)
+            min_window_acquires = sk->window_acquires;
+        /* Killed, away for a while (the client's reconnects are refused, its requests to the
+         * node fail fast), then started again empty. */
+        assert_int_equal(fixture_kill(&env->cluster, next_node), 0);
+        h_run_for(&env->loop, DOWN_MIN_MS + next_rand(sk) % (DOWN_MAX_MS - DOWN_MIN_MS + 1));
+        assert_int_equal(fixture_restart(&env->cluster, next_node), 0);
+        next_node = (next_node + 1) % N;
+        restarts++;
+        sk->window_acquires = 0;
+        for (unsigned i = 0; i < SLOTS; i++)
+            sk->slots[i].cycles_at_window = sk->slots[i].cycles;
+        window_start = redlock_now_us();
+    }
+    const double run_cpu_s = (double)(ps_cpu_us() - cpu0) / 1e6;
+
+    /* Stop: held locks are released, nothing new starts; every callback must come. */
+    sk->stopping = true;
+    uint64_t stop_deadline = redlock_now_us() + (uint64_t)STALL_MS * 1000;
+    for (;;) {
+        bool idle = true;
+        for (unsigned i = 0; i < SLOTS; i++)
+            idle = idle && sk->slots[i].state == SLOT_IDLE;
+        if (idle)
+            break;
+        if (redlock_now_us() > stop_deadline) {
+            dump_stuck(sk);
+            fail_msg("operations still in flight %d ms after the stop", STALL_MS);
+        }
+        h_run_for(&env->loop, 20);
+    }
+    for (int k = 0; k < OP_KINDS; k++) {
+        fprintf(stderr, "soak: %-7s issued %" PRIu64 ", called back %" PRIu64 ", ok %" PRIu64 "\n",
+                op_names[k], sk->issued[k], sk->completed[k], sk->ok[k]);
+    }
+    fprintf(stderr, "soak: %u restarts, fewest locks taken in a window %" PRIu64 ", CPU %.1f s\n",
+            restarts, min_window_acquires, run_cpu_s);
+    if (sk->failed > 0) {
+        fprintf(stderr, "soak: %" PRIu64 " operations failed; the first, a%s %s:\n", sk->failed,
+                sk->first_failure_kind == OP_ACQUIRE ? "n" : "", op_names[sk->first_failure_kind]);
+        h_dump_record("  ", &sk->first_failure);
+    }
+    for (int k = 0; k < OP_KINDS; k++) {
+        assert_int_equal(sk->completed[k], sk->issued[k]); /* no callback missing */
+        assert_int_equal(sk->ok[k], sk->issued[k]);        /* at most one node of five away */
+    }
+    assert_true(restarts >= 3);
+    assert_true(min_window_acquires >= SLOTS);
+
+    /* Flat after the warm-up. */
+    const sample *smp = st->samples;
+    assert_true(n_samples >= 9);
+    const bool asan = ps_asan();
+    thirds mem = max_of_thirds(smp, n_samples, asan ? get_heap : get_rss);
+    thirds fds = max_of_thirds(smp, n_samples, get_fds);
+    const char *mem_name = asan ? "live heap (B)" : "RSS (KiB)";
+    fprintf(stderr, "soak: after warm-up: %s %lld at %.0f s, %lld at %.0f s; fds %d, %d\n",
+            mem_name, asan ? smp[0].heap_bytes : smp[0].rss_kib, smp[0].t_s,
+            asan ? smp[n_samples - 1].heap_bytes : smp[n_samples - 1].rss_kib,
+            smp[n_samples - 1].t_s, smp[0].fds, smp[n_samples - 1].fds);
+    fprintf(stderr,
+            "soak: %zu samples; largest %s in the first third %lld, in the last third %lld "
+            "(%+.2f%%); fds %lld, %lld\n",
+            n_samples, mem_name, mem.first_max, mem.last_max,
+            100.0 * (double)(mem.last_max - mem.first_max) / (double)mem.first_max, fds.first_max,
+            fds.last_max);
+    if (asan)
+        fprintf(stderr,
+                "soak: (RSS under ASan, not checked: %ld KiB at %.0f s, %ld KiB at %.0f s)\n",
+                smp[0].rss_kib, smp[0].t_s, smp[n_samples - 1].rss_kib, smp[n_samples - 1].t_s);
+    const bool mem_flat =
+        mem.first_max > 0 && mem.last_max * 100 <= mem.first_max * (100 + FLAT_PERCENT);
+    const bool fds_flat = fds.last_max <= fds.first_max;
+    if (!mem_flat || !fds_flat)
+        fprintf(stderr, "soak: not flat:%s%s\n", mem_flat ? "" : " memory grew",
+                fds_flat ? "" : " descriptors grew");
+    assert_true(mem_flat);
+    assert_true(fds_flat);
+
+    /* Quiet, every node connected: one socket per node, as at the peaks. */
+    h_wait_ready(env, sk->client);
+    int fds_quiet = ps_fd_count();
+    fprintf(stderr, "soak: quiet with every node connected: %d fds\n", fds_quiet);
+    assert_int_equal(fds_quiet, fds.first_max);
+
+    for (unsigned i = 0; i < SLOTS; i++)
+        uv_close((uv_handle_t *)&sk->slots[i].timer, NULL);
+    st->done = true;
+}
+
+int main(void)
+{
+    h_test_main_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(soak_run, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("soak", tests, NULL, NULL);
+}

@@ -244,6 +244,8 @@ static void node_fail(redlock__node *n, const char *why, bool immediate_retry)
 {
     if (n->state == NODE_CLOSING)
         return;
+    char full[ERR_LEN]; /* with the server's answer, if it refused the handshake and closed */
+    why = redlock__handshake_why(&n->handshake, why, full, sizeof(full));
     redlock__fmt(n->last_error, sizeof(n->last_error), "%s", why);
     bool was_ready = n->state == NODE_READY;
     drop_conn(n);

@@ -77,6 +77,24 @@ long ps_rss_kib(void)
     return (long)(resident_pages * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
 }
 
+long ps_rss_anon_kib(void)
+{
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[4096];
+    ssize_t got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (got <= 0)
+        return -1;
+    buf[got] = '\0';
+    const char *at = strstr(buf, "\nRssAnon:");
+    long kib = -1;
+    if (at == NULL || sscanf(at + 1, "RssAnon: %ld kB", &kib) != 1)
+        return -1;
+    return kib;
+}
+
 long long ps_heap_bytes(void)
 {
 #ifdef PS_ASAN

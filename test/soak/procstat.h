@@ -20,6 +20,12 @@ void ps_fd_dump(FILE *out, const char *prefix);
 /* Resident set size in KiB (/proc/self/statm), -1 on error. */
 long ps_rss_kib(void);
 
+/* The anonymous part of the resident set in KiB (RssAnon in /proc/self/status: heap, stacks,
+ * anonymous mappings), -1 on error. The rest, RssFile, is pages of the program and its
+ * libraries, which grows once as code runs for the first time (a rarely taken path late in a
+ * long run faults in its page) and says nothing about leaks. */
+long ps_rss_anon_kib(void);
+
 /* Bytes the process has allocated and not freed, as the allocator counts them, when the build
  * can tell (AddressSanitizer's allocator); else -1. Under ASan the RSS also holds the quarantine
  * of freed blocks (up to 256 MiB, filled over minutes) and shadow memory, which grow with the

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -97,8 +98,11 @@ long ps_rss_anon_kib(void)
 
 long long ps_heap_bytes(void)
 {
-#ifdef PS_ASAN
+#if defined(PS_ASAN)
     return (long long)__sanitizer_get_current_allocated_bytes();
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)(mi.uordblks + mi.hblkhd);
 #else
     return -1;
 #endif

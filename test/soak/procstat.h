@@ -26,10 +26,11 @@ long ps_rss_kib(void);
  * long run faults in its page) and says nothing about leaks. */
 long ps_rss_anon_kib(void);
 
-/* Bytes the process has allocated and not freed, as the allocator counts them, when the build
- * can tell (AddressSanitizer's allocator); else -1. Under ASan the RSS also holds the quarantine
- * of freed blocks (up to 256 MiB, filled over minutes) and shadow memory, which grow with the
- * work done and say nothing about leaks; this figure does not. */
+/* Bytes the process has allocated and not freed, as the allocator counts them (ASan's allocator,
+ * or glibc's mallinfo2), -1 when the build cannot tell. Unlike the RSS it does not move with
+ * pages first touched or left fragmented. Under ASan the RSS also holds the quarantine of freed
+ * blocks (up to 256 MiB, filled over minutes) and shadow memory, which grow with the work done
+ * and say nothing about leaks; this figure does not. */
 long long ps_heap_bytes(void);
 
 /* True when built with AddressSanitizer. */

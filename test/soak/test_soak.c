@@ -28,9 +28,13 @@
  * the operations in flight, a third of it, move its median by up to 8% with the machine's load.)
  * Descriptors move the other way: a node being reconnected has no socket for a moment, so the
  * steady state is the largest count, and the largest of the last third must not exceed the largest
- * of the first (whole descriptors: 5% of the 16 or so the process has is less than one). Once the
- * traffic has stopped and every node is connected again, the count must equal that largest value
- * exactly: one socket per node.
+ * of the first (whole descriptors: 5% of the 16 or so the process has is less than one).
+ *
+ * Quiet readings, with nothing in flight and every node connected, are taken right after the
+ * warm-up (the traffic is drained for it, then resumed) and at the end: what the client keeps
+ * between operations. Their live heap (the allocator's count) may grow by no more than 5% of the
+ * RSS (under ASan, of the program's pages and the live heap), and their descriptor counts must be
+ * equal, and equal to the steady state above: one socket per node.
  *
  * SOAK_SECONDS (default 60, at least 30) sets the length; SOAK_RESTART_MS (default 3000) the
  * spacing of restarts; SOAK_VERBOSE prints every sample. The figures are printed on stderr. */
@@ -273,6 +277,43 @@ static void take_sample(sample *out, double t_s)
     out->heap_bytes = ps_heap_bytes();
 }
 
+/* Stop the traffic and run the loop until every slot is idle: held locks released, every
+ * callback come (at most STALL_MS, else the test fails). */
+static void drain(h_env *env, soak *sk)
+{
+    sk->stopping = true;
+    uint64_t deadline = redlock_now_us() + (uint64_t)STALL_MS * 1000;
+    for (;;) {
+        bool idle = true;
+        for (unsigned i = 0; i < SLOTS; i++)
+            idle = idle && sk->slots[i].state == SLOT_IDLE;
+        if (idle)
+            return;
+        if (redlock_now_us() > deadline) {
+            dump_stuck(sk);
+            fail_msg("operations still in flight %d ms after the stop", STALL_MS);
+        }
+        h_run_for(&env->loop, 20);
+    }
+}
+
+/* A reading with nothing in flight and every node connected: what the client keeps between
+ * operations. Taken after the warm-up and at the end, it is the steadiest view of a leak. */
+static void quiet_reading(h_env *env, soak *sk, sample *out)
+{
+    drain(env, sk);
+    h_wait_ready(env, sk->client);
+    h_run_for(&env->loop, 100); /* the probe's late answers */
+    take_sample(out, 0);
+}
+
+static void resume(soak *sk)
+{
+    sk->stopping = false;
+    for (unsigned i = 0; i < SLOTS; i++)
+        slot_after(&sk->slots[i], OP_ACQUIRE, HOLD_MAX_MS / 2);
+}
+
 /* The median and the largest value of the first and of the last third of n values. */
 typedef struct thirds {
     long long first_median, last_median, first_max, last_max;
@@ -376,12 +417,20 @@ static void soak_run(void **state)
     unsigned restarts = 0, next_node = 0;
     uint64_t min_window_acquires = UINT64_MAX;
     size_t n_samples = 0;
+    sample quiet_start;
+    bool quiet_taken = false;
     uint64_t cpu0 = ps_cpu_us();
     fprintf(stderr, "soak: %u s (warm-up %u s), %u slots over %u nodes, a restart every %u ms\n",
             seconds, warmup_s, SLOTS, N, restart_ms);
     for (;;) {
         h_run_for(&env->loop, 50);
         uint64_t now = redlock_now_us();
+        if (now >= warm_us && !quiet_taken) {
+            quiet_reading(env, sk, &quiet_start);
+            quiet_taken = true;
+            resume(sk);
+            continue;
+        }
         if (now >= next_sample && n_samples < seconds + 16) {
             sample *smp = &st->samples[n_samples++];
             take_sample(smp, (double)(now - t0) / 1e6);
@@ -427,20 +476,7 @@ static void soak_run(void **state)
     const double run_cpu_s = (double)(ps_cpu_us() - cpu0) / 1e6;
 
     /* Stop: held locks are released, nothing new starts; every callback must come. */
-    sk->stopping = true;
-    uint64_t stop_deadline = redlock_now_us() + (uint64_t)STALL_MS * 1000;
-    for (;;) {
-        bool idle = true;
-        for (unsigned i = 0; i < SLOTS; i++)
-            idle = idle && sk->slots[i].state == SLOT_IDLE;
-        if (idle)
-            break;
-        if (redlock_now_us() > stop_deadline) {
-            dump_stuck(sk);
-            fail_msg("operations still in flight %d ms after the stop", STALL_MS);
-        }
-        h_run_for(&env->loop, 20);
-    }
+    drain(env, sk);
     for (int k = 0; k < OP_KINDS; k++) {
         fprintf(stderr, "soak: %-7s issued %" PRIu64 ", called back %" PRIu64 ", ok %" PRIu64 "\n",
                 op_names[k], sk->issued[k], sk->completed[k], sk->ok[k]);
@@ -510,11 +546,25 @@ static void soak_run(void **state)
     assert_true(mem_flat);
     assert_true(fds_flat);
 
-    /* Quiet, every node connected: one socket per node, as at the peaks. */
-    h_wait_ready(env, sk->client);
-    int fds_quiet = ps_fd_count();
-    fprintf(stderr, "soak: quiet with every node connected: %d fds\n", fds_quiet);
-    assert_int_equal(fds_quiet, fds.first_max);
+    /* Quiet again, every node connected: what the client keeps between operations is what it
+     * kept after the warm-up, and one socket per node, as at the peaks. */
+    sample quiet_end;
+    quiet_reading(env, sk, &quiet_end);
+    const long long quiet_basis_kib =
+        asan ? (quiet_start.rss_kib - quiet_start.anon_kib) + quiet_start.heap_bytes / 1024
+             : quiet_start.rss_kib;
+    fprintf(stderr,
+            "soak: quiet (nothing in flight, every node connected) after the warm-up and at the "
+            "end: live heap %lld, %lld B (%+lld B); anonymous %ld, %ld KiB; RSS %ld, %ld KiB; fds "
+            "%d, %d\n",
+            quiet_start.heap_bytes, quiet_end.heap_bytes,
+            quiet_end.heap_bytes - quiet_start.heap_bytes, quiet_start.anon_kib, quiet_end.anon_kib,
+            quiet_start.rss_kib, quiet_end.rss_kib, quiet_start.fds, quiet_end.fds);
+    if (quiet_start.heap_bytes >= 0)
+        assert_true((quiet_end.heap_bytes - quiet_start.heap_bytes) / 1024 * 100 <=
+                    quiet_basis_kib * FLAT_PERCENT);
+    assert_int_equal(quiet_end.fds, quiet_start.fds);
+    assert_int_equal(quiet_end.fds, fds.first_max);
 
     for (unsigned i = 0; i < SLOTS; i++)
         uv_close((uv_handle_t *)&sk->slots[i].timer, NULL);

@@ -158,6 +158,8 @@ static void node_down(redlock__node *n, const char *why)
 {
     if (n->state == NODE_CLOSING)
         return;
+    char full[ERR_LEN]; /* with the server's answer, if it refused the handshake and closed */
+    why = redlock__handshake_why(&n->handshake, why, full, sizeof(full));
     /* A connection that skipped verification says so in every error it causes. */
     bool note = redlock__tls_ctx_insecure(n->cfg.tls) && n->cfg.url->tls &&
                 strstr(why, REDLOCK__TLS_INSECURE_NOTE) == NULL;

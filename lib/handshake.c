@@ -63,6 +63,8 @@ void redlock__handshake_reset(redlock__handshake *hs)
     hs->n_steps = 0;
     hs->answered = 0;
     hs->run_id[0] = '\0';
+    hs->script_refused = hs->info_refused = false;
+    hs->refusal[0] = '\0';
 }
 
 static bool is_run_id(const char *s)
@@ -133,8 +135,17 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
     }
     const redlock__hs_step *step = &hs->steps[hs->answered++];
     if (r->type == REDIS_REPLY_ERROR) {
-        if (step->kind != REDLOCK__HS_STATUS)
-            return true; /* SCRIPT or INFO refused (an ACL): go on without */
+        if (step->kind != REDLOCK__HS_STATUS) {
+            /* SCRIPT or INFO refused (an ACL): go on without, and remember it was. */
+            if (hs->refusal[0] == '\0')
+                redlock__fmt(hs->refusal, sizeof(hs->refusal), "%.*s",
+                             (int)REDLOCK__MIN(r->len, (size_t)90), r->str);
+            if (step->kind == REDLOCK__HS_SCRIPT)
+                hs->script_refused = true;
+            else
+                hs->info_refused = true;
+            return true;
+        }
         redlock__fmt(why, why_len, "handshake: %.*s", (int)REDLOCK__MIN(r->len, (size_t)120),
                      r->str);
         return false;

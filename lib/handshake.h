@@ -38,6 +38,10 @@ typedef struct redlock__handshake {
     unsigned n_steps;
     unsigned answered;                    /* replies checked so far */
     char run_id[REDLOCK__RUN_ID_LEN + 1]; /* from INFO; "" if unknown */
+    /* The tolerated refusals of this handshake (an ACL without +script|load or +info), with the
+     * server's text of the first one, for the node's log. */
+    bool script_refused, info_refused;
+    char refusal[96];
 } redlock__handshake;
 
 /* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended

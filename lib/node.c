@@ -530,9 +530,9 @@ void redlock__node_start(redlock__node *n)
 void redlock__node_send(redlock__node *n, redlock__req *req)
 {
     uint64_t now = now_us();
+    n->requests++;
     req->sent_us = now;
     req->deadline_us = now + n->cfg.timeout_us;
-    n->requests++;
     if (n->state == NODE_CLOSING) {
         complete(n, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
         return;

@@ -18,6 +18,12 @@ def integration(program, cases="*"):
     return {"program": "test/test-" + program, "env": {"H_TEST_FILTER": cases}}
 
 
+def cli(program):
+    """A cli test program (test/cli), run on the tool of the same build."""
+    return {"program": "test/cli/test-" + program, "build": ["tools/redlock"],
+            "env": {"REDLOCK_TOOL": "tools/redlock"}}
+
+
 def torture(seconds=10):
     return {"program": "test/torture/torture", "args": ["--seconds", str(seconds)]}
 
@@ -119,5 +125,19 @@ MUTANTS = [
                    "        n->skip_replies++; /* its reply, if it ever comes, is read and dropped */\n",
                    "")],
         "killers": [integration("node"), integration("faults"), torture()],
+    },
+    {
+        "name": "tool-one-token-per-wait",
+        "what": "redlock --wait reuses its first attempt's token for every attempt",
+        "edits": [("tools/redlock.c",
+                   "    t->token[2 * sizeof(raw)] = '\\0';\n\n    redlock_lock_opts opts;",
+                   "    t->token[2 * sizeof(raw)] = '\\0';\n"
+                   "    static char first[sizeof(t->token)];\n"
+                   "    if (t->attempts == 0)\n"
+                   "        memcpy(first, t->token, sizeof(first));\n"
+                   "    else\n"
+                   "        memcpy(t->token, first, sizeof(first));\n\n"
+                   "    redlock_lock_opts opts;")],
+        "killers": [cli("cli-signals")],
     },
 ]

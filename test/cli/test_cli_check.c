@@ -242,7 +242,7 @@ static void replica_is_an_error(void **state)
     jv *v = check_result(&p, 3, "error");
     assert_false(jv_get(node_at(v, 2), "ok")->boolean);
     assert_string_equal(jstr(node_at(v, 2), "role"), "slave");
-    expect_says(v, 2, "errors", "replica");
+    expect_says(v, 2, "errors", "locks need masters");
     assert_true(jv_get(node_at(v, 0), "ok")->boolean);
     expect_says(v, 0, "warnings", "has 1 replica");
     assert_true(jv_get(node_at(v, 1), "ok")->boolean);

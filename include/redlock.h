@@ -17,7 +17,8 @@
  * See docs/api.md for the full contract and docs/algorithm.md for the round.
  *
  * ABI (docs/api.md, "ABI policy"): a struct the caller allocates and the library reads or fills
- * (redlock_options, redlock_lock_opts, redlock_auto_opts, redlock_report) starts with a `size`
+ * (redlock_options, redlock_lock_opts, redlock_auto_opts, redlock_report, redlock_node_info,
+ * redlock_stats) starts with a `size`
  * member that its init macro sets to the struct's size as the caller was compiled, so a program
  * built against an older header keeps working with a newer library: the library reads and
  * writes only the bytes the caller has, and gives the members the caller does not know their

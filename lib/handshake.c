@@ -64,7 +64,7 @@ void redlock__handshake_reset(redlock__handshake *hs)
     hs->answered = 0;
     hs->run_id[0] = '\0';
     hs->script_refused = hs->info_refused = false;
-    hs->refusal[0] = '\0';
+    hs->refused[0] = '\0';
 }
 
 static bool is_run_id(const char *s)
@@ -136,10 +136,11 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
     const redlock__hs_step *step = &hs->steps[hs->answered++];
     if (r->type == REDIS_REPLY_ERROR) {
         if (step->kind != REDLOCK__HS_STATUS) {
-            /* SCRIPT or INFO refused (an ACL): go on without, and remember it was. */
-            if (hs->refusal[0] == '\0')
-                redlock__fmt(hs->refusal, sizeof(hs->refusal), "%.*s",
-                             (int)REDLOCK__MIN(r->len, (size_t)90), r->str);
+            /* SCRIPT or INFO refused (an ACL): go on without, but keep the reason in case the
+             * connection goes next (a server at its maxclients says so, then closes). */
+            if (hs->refused[0] == '\0')
+                redlock__fmt(hs->refused, sizeof(hs->refused), "%.*s",
+                             (int)REDLOCK__MIN(r->len, sizeof(hs->refused) - 1), r->str);
             if (step->kind == REDLOCK__HS_SCRIPT)
                 hs->script_refused = true;
             else
@@ -155,4 +156,13 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
     redlock__fmt(why, why_len, "protocol error: unexpected reply to %s in the handshake",
                  step_name(step->kind));
     return false;
+}
+
+const char *redlock__handshake_why(const redlock__handshake *hs, const char *why, char *buf,
+                                   size_t buf_len)
+{
+    if (!redlock__handshake_pending(hs) || hs->refused[0] == '\0')
+        return why;
+    redlock__fmt(buf, buf_len, "%s, after answering the handshake: %s", why, hs->refused);
+    return buf;
 }

@@ -33,15 +33,19 @@ typedef struct redlock__hs_step {
     const redlock__script *script; /* REDLOCK__HS_SCRIPT only */
 } redlock__hs_step;
 
+#define REDLOCK__HS_REFUSED_MAX 100 /* room for the text of a tolerated error reply */
+
 typedef struct redlock__handshake {
     redlock__hs_step steps[REDLOCK__HS_MAX_STEPS];
     unsigned n_steps;
     unsigned answered;                    /* replies checked so far */
     char run_id[REDLOCK__RUN_ID_LEN + 1]; /* from INFO; "" if unknown */
-    /* The tolerated refusals of this handshake (an ACL without +script|load or +info), with the
-     * server's text of the first one, for the node's log. */
+    /* The first error reply that was tolerated (to SCRIPT LOAD or INFO), truncated; "" if none.
+     * A server that refuses the connection itself (at its maxclients) answers the first command
+     * with an error and closes: this is then the only place its reason is found. */
+    char refused[REDLOCK__HS_REFUSED_MAX];
+    /* Which steps an ACL refused (no +script|load, no +info), for the node's log. */
     bool script_refused, info_refused;
-    char refusal[96];
 } redlock__handshake;
 
 /* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended
@@ -63,5 +67,12 @@ static inline bool redlock__handshake_pending(const redlock__handshake *hs)
  * was wrong with the reply) if it must be failed. */
 bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char *why,
                               size_t why_len);
+
+/* Why a connection failed, as a node reports it: why itself, or, when the handshake is not done
+ * and the server had answered a step with an error it tolerated, why followed by ", after
+ * answering the handshake: " and that answer (written into buf, truncated to buf_len). Returns
+ * why or buf. */
+const char *redlock__handshake_why(const redlock__handshake *hs, const char *why, char *buf,
+                                   size_t buf_len);
 
 #endif

@@ -216,6 +216,8 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
 {
     if (n->state == NODE_CLOSING)
         return;
+    char full[ERR_LEN]; /* with the server's answer, if it refused the handshake and closed */
+    why = redlock__handshake_why(&n->handshake, why, full, sizeof(full));
     /* A connection that skipped verification says so in every error it causes. */
     bool note = redlock__tls_ctx_insecure(n->cfg.tls) && n->cfg.url->tls &&
                 strstr(why, REDLOCK__TLS_INSECURE_NOTE) == NULL;
@@ -293,12 +295,12 @@ static void set_ready(redlock__node *n)
             node_log(n, REDLOCK_LOG_WARN,
                      "SCRIPT LOAD refused (%s): every script is first refused NOSCRIPT, then sent "
                      "as EVAL (allow +script|load)",
-                     n->handshake.refusal);
+                     n->handshake.refused);
         if (n->handshake.info_refused)
             node_log(n, REDLOCK_LOG_WARN,
                      "INFO refused (%s): two URLs that reach this server cannot be told apart "
                      "(allow +info)",
-                     n->handshake.refusal);
+                     n->handshake.refused);
     }
     n->connect_failures = 0;
     redlock__stream_established(&n->stream);

@@ -10,8 +10,8 @@
  * (redlock_auto_extend, or the acquire option): kept for several ttls, worked only up to the
  * deadline the library reports at each moment, stopped at once by the lost callback.
  *
- * A checker records every hold as an interval of true (global) time and reports two holds of
- * one resource that overlap: a violation of mutual exclusion. The promises of the
+ * A checker (sim_check.h) records every hold as an interval of true (global) time and reports two
+ * holds of one resource that overlap: a violation of mutual exclusion. The promises of the
  * auto-extension API (the lost callback fires once per lost hold, in time, never after a
  * release; nothing is extended after a release; a cap ends the hold through the lost callback)
  * are checked as the run goes.
@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SIM_MAX_NODES 7
+#define SIM_MAX_NODES 9
 #define SIM_MAX_PROCS 8
 #define SIM_MAX_RESOURCES 4
 
@@ -62,19 +62,44 @@ typedef struct sim_config {
     double auto_close_prob;
 
     /* Clocks. Every clock (processes' and nodes') runs at a rate within 1 +/- rate_spread;
-     * rate_spread = drift_factor / 2 keeps any two clocks within drift_factor of each other. */
+     * rate_spread = drift_factor / 2 keeps any two clocks within drift_factor of each other.
+     * opposite_clocks puts every process's clock at the slow edge and every node's at the fast
+     * one: the holder's deadline comes as late, and its keys expire as early, as the assumption
+     * allows. */
     double rate_spread;
+    bool opposite_clocks;
     double bad_rate; /* > 0: process 0's clock runs at exactly this rate (a broken clock) */
+    /* A broken assumption: clock_jumps times, a random node's clock jumps forward by a span in
+     * [clock_jump_min_us, clock_jump_max_us] (an NTP step, a VM resumed): its keys expire that
+     * much early in true time. */
+    unsigned clock_jumps;
+    uint64_t clock_jump_min_us, clock_jump_max_us;
+
+    /* The contender at the worst moment: with chance snipe_prob, a process about to acquire a
+     * resource that is held waits until a quorum of the nodes will have let the holder's key
+     * expire (or lost it), and sends its acquire so that it lands just then. The simulation
+     * knows the nodes' clocks, so this is an adversarial schedule, not something a client can
+     * do. */
+    double snipe_prob;
+    /* With chance round_pause_prob a process is paused right after it sent an acquire, for 1 ms
+     * up to 1 ms less than the node timeout (preempted between its writes and its reads): the
+     * replies wait, and the round is decided late but still won. */
+    double round_pause_prob;
 
     /* Network, per message. */
     uint64_t delay_min_us, delay_max_us;
     double stall_prob; /* a TCP retransmission: delay + stall, later messages wait behind it */
     uint64_t stall_max_us;
     double drop_prob; /* lost for good */
-    /* Like the real node: after 3 timeouts' worth of silence the process drops the connection and
-     * reconnects. What it already wrote still reaches the node on the old connection (TCP
-     * delivers it after close), with no order against the new connection. */
+    /* Like the real node (lib/node.c): when a request times out and the node owes replies and
+     * has been silent for 3 timeouts, counted from the later of its last reply (a late one to a
+     * request that timed out counts too) and the moment it started to owe one, the process drops
+     * the connection and reconnects. What it already wrote still reaches the node on the old
+     * connection (TCP delivers it after close), with no order against the new connection. */
     bool drop_silent_conns;
+
+    /* Nodes 0..dead_nodes-1 are down for the whole run (the processes fail them fast). */
+    unsigned dead_nodes;
 
     /* Faults, scheduled over [0, horizon_us] of true time. */
     uint64_t horizon_us;
@@ -123,6 +148,9 @@ typedef struct sim_result {
     unsigned lost_canceled;   /*   REDLOCK_ECANCELED (the holder closed its client) */
     unsigned lost_lost, lost_noquorum, lost_expired; /* REDLOCK_ELOST, _ENOQUORUM, _EEXPIRED */
     unsigned release_races; /* releases made while an extension of the lock was on the wire */
+    unsigned conn_drops;    /* silent connections dropped (drop_silent_conns) */
+    unsigned clock_jumps;   /* node clocks that jumped (clock_jumps) */
+    unsigned snipes;        /* acquires timed to land as the holder's keys expire */
 
     /* No hold reported without a gap. gap: the first release (status 0) or won extend whose
      * hold had a moment where another holder could have been granted. */
@@ -135,8 +163,11 @@ typedef struct sim_result {
 } sim_result;
 
 /* The named scenarios the tests use; seed is folded into each. "safe": every assumption holds,
- * with random delays, stalls, drops, partitions, pauses and restarts that keep data.
- * "slow-clock": process 0's clock runs 30% slow. "amnesia": nodes restart without their data.
+ * with random delays, stalls, drops, partitions, pauses and restarts that keep data, on 3 or 5
+ * nodes; contenders timed to land as the keys expire, processes paused with an acquire on the
+ * wire, and in a third of the seeds clocks at opposite edges of the allowance and a fast
+ * network. "slow-clock": process 0's clock runs 30% slow. "amnesia": nodes restart without
+ * their data. "clock-jump": node clocks jump forward by 30-80% of the ttl, four times a run.
  * "calm": no faults at all. "reconnect": silent connections are dropped and re-made.
  * Each name with "-auto" appended ("safe-auto", ...) is the same world with auto-extended holds
  * (all of them in "slow-clock-auto" and "amnesia-auto", most in the others), running longer.

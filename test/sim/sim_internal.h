@@ -11,9 +11,8 @@
 #include "client.h"
 #include "io.h"
 #include "sim.h"
+#include "sim_check.h"
 
-#define SIM_KEY_MAX 64
-#define SIM_VALUE_MAX REDLOCK_TOKEN_MAX
 #define SIM_PPM 1000000u
 
 /* xoshiro256** seeded through splitmix64. */
@@ -40,6 +39,7 @@ typedef enum {
     EV_NODE_UP,
     EV_PARTITION,
     EV_PAUSE,
+    EV_CLOCK_JUMP,
 } sim_ev_kind;
 
 /* A message on a connection: a request (command copied, the round may be gone when it lands)
@@ -76,23 +76,6 @@ typedef struct sim_key {
     size_t presence;    /* its record in sim_world.presence */
 } sim_key;
 
-/* The truth about one key on one node: it held value over [from, until) of true time (until is
- * its expiry while it lives; a pexpire moves it, a delete or a restart without data cuts it). A
- * key that comes back (a retake) gets a record of its own. */
-typedef struct sim_presence {
-    unsigned node;
-    size_t key_len, value_len;
-    char key[SIM_KEY_MAX];
-    char value[SIM_VALUE_MAX];
-    uint64_t from, until;
-} sim_presence;
-
-/* A node was down (crashed, not yet back) over [from, until): it granted nobody anything. */
-typedef struct sim_downtime {
-    unsigned node;
-    uint64_t from, until; /* until UINT64_MAX while it is down */
-} sim_downtime;
-
 typedef struct sim_node {
     bool up;
     uint64_t rate_ppm, offset_us;
@@ -113,8 +96,12 @@ typedef struct sim_conn {
     bool alive;     /* the TCP connection exists */
     bool client_up; /* the process believes it does (else sends fail fast) */
     uint64_t epoch;
-    uint64_t crash_epoch;      /* messages of this epoch or older died with their node */
-    uint64_t last_reply_local; /* when the process last heard from the node, on its clock */
+    uint64_t crash_epoch; /* messages of this epoch or older died with their node */
+    /* When the process last heard from the node, and when it last went from owing nothing to
+     * owing a reply, on its clock; replies owed to requests that timed out (lib/node.c's
+     * last_reply_us, owing_since_us, skip_replies). */
+    uint64_t last_reply_local, owing_since_local;
+    unsigned skip;
     uint64_t last_to_node, last_to_client; /* FIFO: no message overtakes an earlier one */
     uint64_t partition_until;
     sim_pending *head, *tail;
@@ -178,18 +165,13 @@ struct sim_proc {
     uint64_t granted_at;  /* true time the acquire callback handed the current lock out */
     uint64_t release_at;  /* true time redlock_release was called on it */
     uint64_t deadline_us; /* the lock's deadline on this process's clock, as last seen */
+    uint64_t lost_at;     /* true time of the current hold's lost callback, or SIM_NEVER */
     sim_auto_hold *autoh; /* the current hold's auto-extension, or NULL */
     bool client_closed;
     /* The token of the lock last released or lost: no extension may carry it any more. */
     size_t dead_token_len;
     char dead_token[SIM_VALUE_MAX];
 };
-
-typedef struct sim_interval {
-    unsigned proc, resource;
-    uint64_t start, end; /* true time, [start, end) */
-    bool auto_extended;
-} sim_interval;
 
 struct sim_world {
     sim_config cfg;
@@ -202,10 +184,10 @@ struct sim_world {
     size_t heap_len, heap_cap;
     sim_node nodes[SIM_MAX_NODES];
     sim_proc procs[SIM_MAX_PROCS];
-    sim_interval *ivs;
-    size_t n_ivs, cap_ivs;
+    sim_hold *holds; /* every hold, for the checker (sim_check.h) */
+    size_t n_holds, cap_holds;
     sim_auto_hold *auto_holds;
-    sim_presence *presence; /* every key every node ever held */
+    sim_presence *presence; /* every key every node ever held (sim_check.h) */
     size_t n_presence, cap_presence;
     sim_downtime *downtimes; /* every time a node was down */
     size_t n_downtimes, cap_downtimes;
@@ -243,8 +225,9 @@ uint64_t sim_clock_true_raw(uint64_t rate_ppm, uint64_t offset_us, uint64_t loca
 uint64_t sim_clock_true(sim_world *w, uint64_t rate_ppm, uint64_t offset_us, uint64_t local);
 uint64_t sim_proc_now(sim_proc *p);
 
-/* The checker (sim_world.c): p held its resource over [p->hold_start, end) of true time. */
-void sim_record_hold(sim_world *w, sim_proc *p, uint64_t end);
+/* For the checker (sim_world.c): p stopped using its lock now; it held it from p->hold_start,
+ * up to deadline (true time) at the latest. */
+void sim_record_hold(sim_world *w, sim_proc *p, uint64_t deadline);
 
 /* sim_proc.c: the processes' program. start schedules the first acquire; step runs an
  * EV_PROC_STEP; observe runs after each of the process's events (it notes when the library
@@ -263,6 +246,12 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
                       const char *what);
 int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
                    const redlock__alloc *alloc, redlock__io **out);
+/* Node node is down from now on (a crash, or dead from the start). */
+void sim_node_down(sim_world *w, unsigned node);
+/* The true time from which a quorum of the nodes that are up will no longer hold key as they
+ * hold it now (each node's key expires on its own clock; a node without it is free now), or
+ * SIM_NEVER if fewer than a quorum are up. */
+uint64_t sim_quorum_free_at(sim_world *w, const char *key, size_t key_len);
 /* Handle the network, node and connection events. */
 void sim_io_event(sim_world *w, const sim_event *ev);
 /* Free whatever the io still holds at the end of a run (after the contract check). */

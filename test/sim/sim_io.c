@@ -203,79 +203,23 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
 /* ---- the "no gap" property --------------------------------------------------------------------
  */
 
-/* The nodes that could not have granted the resource to anyone else at true time t: those that
- * held this token (the records in idx) and those that were down. */
-static unsigned blocked_at(const sim_world *w, const size_t *idx, size_t n_idx, uint64_t t)
-{
-    bool blocked[SIM_MAX_NODES] = {false};
-    for (size_t i = 0; i < n_idx; i++) {
-        const sim_presence *r = &w->presence[idx[i]];
-        if (r->from <= t && t < r->until)
-            blocked[r->node] = true;
-    }
-    for (size_t i = 0; i < w->n_downtimes; i++) {
-        const sim_downtime *d = &w->downtimes[i];
-        if (d->from <= t && t < d->until)
-            blocked[d->node] = true;
-    }
-    unsigned count = 0;
-    for (unsigned i = 0; i < w->cfg.n_nodes; i++)
-        count += blocked[i];
-    return count;
-}
-
-/* Look at t if it is inside (from, to): the lowest count seen so far wins. */
-static void probe(const sim_world *w, const size_t *idx, size_t n_idx, uint64_t from, uint64_t to,
-                  uint64_t t, unsigned *worst, uint64_t *worst_at)
-{
-    if (t <= from || t >= to)
-        return;
-    unsigned count = blocked_at(w, idx, n_idx, t);
-    if (count < *worst) {
-        *worst = count;
-        *worst_at = t;
-    }
-}
-
 void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t from, uint64_t to,
                       const char *what)
 {
     sim_result *res = w->res;
     res->gap_checks++;
-    if (to <= from)
-        return;
     char key[16];
     size_t key_len = (size_t)snprintf(key, sizeof(key), "res-%u", p->resource);
     size_t token_len;
     const char *token = redlock_lock_token(lock, &token_len);
-    size_t *idx = calloc(w->n_presence + 1, sizeof(*idx));
-    if (idx == NULL) {
+    sim_record record = {w->cfg.n_nodes, w->presence, w->n_presence, w->downtimes, w->n_downtimes};
+    uint64_t at = 0;
+    unsigned free_nodes = 0;
+    int gap = sim_find_gap(&record, key, key_len, token, token_len, from, to, &at, &free_nodes);
+    if (gap < 0)
         w->oom = true;
+    if (gap <= 0)
         return;
-    }
-    size_t n_idx = 0;
-    for (size_t i = 0; i < w->n_presence; i++) {
-        const sim_presence *r = &w->presence[i];
-        if (r->key_len == key_len && memcmp(r->key, key, key_len) == 0 &&
-            r->value_len == token_len && memcmp(r->value, token, token_len) == 0 &&
-            r->until > from && r->from < to)
-            idx[n_idx++] = i;
-    }
-    /* The count changes only where a record or a downtime starts or ends: look there. */
-    uint64_t worst_at = from;
-    unsigned worst = blocked_at(w, idx, n_idx, from);
-    for (size_t i = 0; i < n_idx; i++) {
-        probe(w, idx, n_idx, from, to, w->presence[idx[i]].from, &worst, &worst_at);
-        probe(w, idx, n_idx, from, to, w->presence[idx[i]].until, &worst, &worst_at);
-    }
-    for (size_t i = 0; i < w->n_downtimes; i++) {
-        probe(w, idx, n_idx, from, to, w->downtimes[i].from, &worst, &worst_at);
-        probe(w, idx, n_idx, from, to, w->downtimes[i].until, &worst, &worst_at);
-    }
-    free(idx);
-    unsigned n = w->cfg.n_nodes, quorum = n / 2 + 1;
-    if (n - worst < quorum)
-        return; /* fewer than a quorum of nodes were ever free for another holder */
     if (strncmp(what, "released", 8) == 0)
         res->gap_releases++;
     else
@@ -287,7 +231,7 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
              "p%u %s on res-%u as held over [%llu, %llu) us (true time), but at %llu us %u of "
              "%u nodes were up without its token: a quorum for another holder",
              p->id, what, p->resource, (unsigned long long)from, (unsigned long long)to,
-             (unsigned long long)worst_at, n - worst, n);
+             (unsigned long long)at, free_nodes, w->cfg.n_nodes);
     sim_trace(w, "HOLD WITH A GAP: %s", res->gap);
 }
 
@@ -381,6 +325,8 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     }
     q->id = ++w->next_req_id;
     q->req = req;
+    if (c->head == NULL && c->skip == 0)
+        c->owing_since_local = now;
     if (c->tail != NULL)
         c->tail->next = q;
     else
@@ -455,8 +401,9 @@ int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
     p->io.base.ops = &sim_io_ops;
     p->io.proc = p;
     for (unsigned i = 0; i < n; i++) {
+        bool up = p->w->nodes[i].up; /* down only if dead from the start */
         p->io.timeout_us[i] = cfgs[i].timeout_us;
-        p->conns[i] = (sim_conn){.alive = true, .client_up = true, .epoch = 1};
+        p->conns[i] = (sim_conn){.alive = up, .client_up = up, .epoch = 1};
         p->conns[i].last_reply_local = sim_proc_now(p);
     }
     *out = &p->io.base;
@@ -493,8 +440,14 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     sim_msg *m = ev->msg;
     sim_conn *c = &p->conns[ev->node];
     sim_pending *q = NULL;
-    if (!p->io.closing && m->epoch == c->epoch)
+    bool current = !p->io.closing && m->epoch == c->epoch;
+    if (current)
         q = pending_take(c, m->req_id);
+    if (q == NULL && current && c->skip > 0) {
+        /* The late reply of a request that timed out: read and dropped, but the node spoke. */
+        c->skip--;
+        c->last_reply_local = sim_proc_now(p);
+    }
     if (q == NULL) {
         sim_trace(w, "p%u drops late reply %llu from n%u", ev->proc, (unsigned long long)m->req_id,
                   ev->node);
@@ -512,27 +465,44 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     free(m);
 }
 
+/* A request timed out; as lib/node.c's on_deadline, every request whose deadline has passed
+ * times out with it (in FIFO order), its reply owed; then a node that owes replies and has been
+ * silent for DROP_AFTER_TIMEOUTS timeouts loses its connection. */
+#define DROP_AFTER_TIMEOUTS 3
+
+static void time_out(sim_proc *p, sim_conn *c, sim_pending *q, unsigned node)
+{
+    redlock__req *req = q->req;
+    sim_trace(p->w, "p%u: req %llu to n%u timed out", p->id, (unsigned long long)q->id, node);
+    free(q);
+    c->skip++;
+    complete(p, req, REDLOCK_VOTE_TIMEOUT, "timeout", NULL);
+}
+
 static void on_timeout(sim_world *w, const sim_event *ev)
 {
     sim_proc *p = &w->procs[ev->proc];
-    sim_pending *q = pending_take(&p->conns[ev->node], ev->arg);
-    if (q == NULL)
-        return; /* answered in time */
-    redlock__req *req = q->req;
-    free(q);
-    sim_trace(w, "p%u: req %llu to n%u timed out", ev->proc, (unsigned long long)ev->arg, ev->node);
-    complete(p, req, REDLOCK_VOTE_TIMEOUT, "timeout", NULL);
     sim_conn *c = &p->conns[ev->node];
-    uint64_t silence = sim_proc_now(p) - c->last_reply_local;
-    if (!w->cfg.drop_silent_conns || p->io.closing || !c->client_up || !c->alive ||
-        silence < 3 * p->io.timeout_us[ev->node])
+    sim_pending *q = pending_take(c, ev->arg);
+    if (q == NULL)
+        return; /* answered in time, or already timed out with an earlier one */
+    time_out(p, c, q, ev->node);
+    uint64_t now = sim_proc_now(p);
+    while (c->head != NULL && c->head->req->deadline_us <= now && !p->io.closing)
+        time_out(p, c, pending_take(c, c->head->id), ev->node);
+    if (!w->cfg.drop_silent_conns || p->io.closing || !c->client_up || !c->alive || c->skip == 0)
+        return;
+    uint64_t quiet_since = REDLOCK__MAX(c->last_reply_local, c->owing_since_local);
+    if (now - quiet_since < DROP_AFTER_TIMEOUTS * p->io.timeout_us[ev->node])
         return;
     /* The new epoch orphans the old connection: its replies are discarded here, but what it
      * carries to the node still lands there, unordered with the next connection. */
     sim_trace(w, "p%u drops its silent connection to n%u", ev->proc, ev->node);
+    w->res->conn_drops++;
     c->client_up = false;
     c->alive = false;
     c->epoch++;
+    c->skip = 0;
     sim_push(w, w->now + sim_rng_range(&w->rng, 25000, 75000), EV_CONN_RETRY, ev->proc, ev->node, 0,
              NULL);
     fail_pending(p, c, "connection dropped: no answer");
@@ -566,6 +536,12 @@ static void on_crash(sim_world *w, const sim_event *ev)
                  EV_CONN_LOST, i, ev->node, 0, NULL);
     }
     sim_push(w, w->now + ev->arg, EV_NODE_UP, 0, ev->node, 0, NULL);
+    sim_node_down(w, ev->node);
+}
+
+void sim_node_down(sim_world *w, unsigned node)
+{
+    w->nodes[node].up = false;
     if (w->n_downtimes == w->cap_downtimes) {
         size_t cap = w->cap_downtimes != 0 ? w->cap_downtimes * 2 : 16;
         sim_downtime *v = realloc(w->downtimes, cap * sizeof(*v));
@@ -576,7 +552,45 @@ static void on_crash(sim_world *w, const sim_event *ev)
         w->downtimes = v;
         w->cap_downtimes = cap;
     }
-    w->downtimes[w->n_downtimes++] = (sim_downtime){ev->node, w->now, UINT64_MAX};
+    w->downtimes[w->n_downtimes++] = (sim_downtime){node, w->now, SIM_NEVER};
+}
+
+/* The node's clock jumps forward: every key it holds expires that much early in true time. */
+static void on_clock_jump(sim_world *w, const sim_event *ev)
+{
+    sim_node *n = &w->nodes[ev->node];
+    n->offset_us += ev->arg;
+    w->res->clock_jumps++;
+    sim_trace(w, "n%u's clock jumps %llu us forward", ev->node, (unsigned long long)ev->arg);
+    for (unsigned i = 0; i < n->n_keys; i++) {
+        const sim_key *k = &n->keys[i];
+        if (k->presence < w->n_presence) {
+            uint64_t until = REDLOCK__MAX(w->now, expiry_true(n, k->expire_at));
+            presence_until(w, k, REDLOCK__MIN(until, w->presence[k->presence].until));
+        }
+    }
+}
+
+uint64_t sim_quorum_free_at(sim_world *w, const char *key, size_t key_len)
+{
+    uint64_t free_at[SIM_MAX_NODES];
+    unsigned n_up = 0;
+    for (unsigned i = 0; i < w->cfg.n_nodes; i++) {
+        sim_node *n = &w->nodes[i];
+        if (!n->up)
+            continue;
+        const sim_key *k = node_get(w, n, key, key_len);
+        uint64_t at = k != NULL ? expiry_true(n, k->expire_at) : w->now;
+        /* insertion sort: a handful of nodes */
+        unsigned j = n_up++;
+        while (j > 0 && free_at[j - 1] > at) {
+            free_at[j] = free_at[j - 1];
+            j--;
+        }
+        free_at[j] = at;
+    }
+    unsigned quorum = w->cfg.n_nodes / 2 + 1;
+    return n_up < quorum ? SIM_NEVER : free_at[quorum - 1];
 }
 
 static void on_conn_lost(sim_world *w, const sim_event *ev)
@@ -609,6 +623,7 @@ static void on_conn_retry(sim_world *w, const sim_event *ev)
     c->epoch++;
     c->last_to_node = c->last_to_client = w->now;
     c->last_reply_local = sim_proc_now(p);
+    c->skip = 0;
 }
 
 void sim_io_event(sim_world *w, const sim_event *ev)
@@ -632,10 +647,13 @@ void sim_io_event(sim_world *w, const sim_event *ev)
     case EV_NODE_CRASH:
         on_crash(w, ev);
         break;
+    case EV_CLOCK_JUMP:
+        on_clock_jump(w, ev);
+        break;
     case EV_NODE_UP:
         w->nodes[ev->node].up = true;
         for (size_t i = 0; i < w->n_downtimes; i++)
-            if (w->downtimes[i].node == ev->node && w->downtimes[i].until == UINT64_MAX)
+            if (w->downtimes[i].node == ev->node && w->downtimes[i].until == SIM_NEVER)
                 w->downtimes[i].until = w->now;
         sim_trace(w, "n%u is back with %u keys", ev->node, w->nodes[ev->node].n_keys);
         break;

@@ -38,7 +38,7 @@
 /* A wake-up lands on the first microsecond at or after its due time on the process's clock. */
 #define LOST_SLACK_US 10
 
-enum { STEP_ACQUIRE = 1, STEP_EXTEND, STEP_DONE, STEP_CHECK };
+enum { STEP_ACQUIRE = 1, STEP_EXTEND, STEP_DONE, STEP_CHECK, STEP_SNIPE };
 
 static void step_at(sim_proc *p, uint64_t local_us, unsigned step)
 {
@@ -106,7 +106,7 @@ static void end_hold(sim_proc *p)
     sim_world *w = p->w;
     uint64_t deadline = sim_clock_true_raw(p->rate_ppm, p->offset_us, p->deadline_us);
     uint64_t end = REDLOCK__MIN(w->now, deadline);
-    sim_record_hold(w, p, end);
+    sim_record_hold(w, p, deadline);
     sim_auto_hold *h = p->autoh;
     if (h == NULL)
         return;
@@ -310,6 +310,7 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
     p->w->res->lost++;
     if (!lost_may_come(h, lock, reason))
         return;
+    p->lost_at = p->w->now;
     check_lost(h, lock, reason);
     /* Stop at once (a deadline already passed ended the work there), and give the lock back or,
      * now and then, just forget it from inside the callback (allowed: the keys expire). */
@@ -530,6 +531,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     }
     w->res->acquired[p->id]++;
     p->lock = lock;
+    p->lost_at = SIM_NEVER;
     p->granted_at = w->now;
     p->hold_gen++;
     p->state = PROC_HOLDING;
@@ -552,11 +554,9 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
         step_at(p, now + sim_rng_range(&p->rng, 0, p->deadline_us - now), STEP_EXTEND);
 }
 
-static void start_acquire(sim_proc *p)
+static void send_acquire(sim_proc *p)
 {
     sim_world *w = p->w;
-    p->resource = (unsigned)sim_rng_range(&p->rng, 0, w->cfg.n_resources - 1);
-    p->autoh = auto_plan(p);
     char key[16];
     int len = snprintf(key, sizeof(key), "res-%u", p->resource);
     redlock_lock_opts opts;
@@ -573,7 +573,49 @@ static void start_acquire(sim_proc *p)
     if (rc != 0) {
         sim_contract(w, "acquire by process %u failed at once: %s", p->id, redlock_err_name(rc));
         proc_next(p);
+        return;
     }
+    uint64_t timeout_us = w->cfg.node_timeout_ms * 1000;
+    if (timeout_us > 2000 && sim_rng_chance(&p->rng, w->cfg.round_pause_prob)) {
+        uint64_t pause_us = sim_rng_range(&p->rng, 1000, timeout_us - 1000);
+        p->paused_until = REDLOCK__MAX(p->paused_until, w->now + pause_us);
+        sim_trace(w, "p%u paused for %llu us with its acquire on the wire", p->id,
+                  (unsigned long long)pause_us);
+    }
+}
+
+/* The contender at the worst moment (sim_config.snipe_prob): if p's resource is held, wait
+ * until a quorum of the nodes will have let the key go, and send the acquire so that its
+ * commands land there just then (a command is never faster than delay_min_us). Returns true if
+ * the acquire waits. */
+static bool snipe(sim_proc *p)
+{
+    sim_world *w = p->w;
+    if (!sim_rng_chance(&p->rng, w->cfg.snipe_prob))
+        return false;
+    char key[16];
+    int len = snprintf(key, sizeof(key), "res-%u", p->resource);
+    uint64_t free_at = sim_quorum_free_at(w, key, (size_t)len);
+    uint64_t lead_us = w->cfg.delay_min_us;
+    if (free_at == SIM_NEVER || free_at <= w->now + lead_us + 2)
+        return false;
+    /* 2 us late: a true time maps to the process's clock and back within 1 us. */
+    uint64_t send_at = free_at - lead_us + 2;
+    w->res->snipes++;
+    sim_trace(w, "p%u will acquire res-%u at %llu us, as a quorum lets it go at %llu us", p->id,
+              p->resource, (unsigned long long)send_at, (unsigned long long)free_at);
+    p->state = PROC_ACQUIRING;
+    step_at(p, sim_clock(p->rate_ppm, p->offset_us, send_at) + 1, STEP_SNIPE);
+    return true;
+}
+
+static void start_acquire(sim_proc *p)
+{
+    sim_world *w = p->w;
+    p->resource = (unsigned)sim_rng_range(&p->rng, 0, w->cfg.n_resources - 1);
+    p->autoh = auto_plan(p);
+    if (!snipe(p))
+        send_acquire(p);
 }
 
 void sim_proc_step(sim_proc *p, uint64_t arg)
@@ -585,6 +627,11 @@ void sim_proc_step(sim_proc *p, uint64_t arg)
     if (step == STEP_ACQUIRE) {
         if (p->state == PROC_IDLE)
             start_acquire(p);
+        return;
+    }
+    if (step == STEP_SNIPE) {
+        if (p->state == PROC_ACQUIRING) /* waiting for its moment (snipe) */
+            send_acquire(p);
         return;
     }
     if (p->state != PROC_HOLDING)

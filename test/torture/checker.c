@@ -166,6 +166,8 @@ static bool check_record(const torture_hold *hold, unsigned n_resources, torture
     v->holds++;
     if (hold->release_status != 0)
         v->release_failures++;
+    if (hold->release_us >= hold->deadline_us)
+        v->at_deadline++;
     if (hold->resource >= n_resources || hold->acquire_done_us < hold->acquire_start_us ||
         hold->release_us < hold->acquire_done_us ||
         (hold->incremented && hold->write_done_us < hold->acquire_done_us)) {

@@ -73,6 +73,8 @@ typedef struct torture_verdict {
     unsigned long counter_mismatches; /* resources whose counter is off (violation) */
     unsigned long bad_records;        /* impossible timestamps, resource out of range (violation) */
     unsigned long late_writes;        /* writes that ended after the deadline (warning only) */
+    unsigned long at_deadline;        /* holds released at or after their deadline: the
+                                         deadline, not the release, ended them */
     unsigned long increments_per_resource[TORTURE_MAX_RESOURCES];
 } torture_verdict;
 

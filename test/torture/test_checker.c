@@ -54,6 +54,7 @@ static void test_valid_history_passes(void **state)
     assert_int_equal(v.holds, 4);
     assert_int_equal(v.increments, 3);
     assert_int_equal(v.skipped, 1);
+    assert_int_equal(v.at_deadline, 0);
     assert_int_equal(v.overlaps, 0);
     assert_int_equal(v.counter_mismatches, 0);
     torture_history_free(&history);
@@ -98,6 +99,7 @@ static void test_hold_ends_at_deadline(void **state)
     const long long counters[1] = {1};
     torture_verdict v;
     assert_int_equal(torture_check(&history, counters, 1, &v, stdout), 0);
+    assert_int_equal(v.at_deadline, 1); /* the stalled one, not the second */
 
     /* ... but not before the deadline. */
     add(&history, hold_at(0, stalled.deadline_us - 1, stalled.deadline_us + 100));

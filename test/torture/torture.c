@@ -2,29 +2,37 @@
  * locks over 5 real redis-servers, each behind a loopback fault proxy (test/proxy/proxy.h) that
  * the workers connect through, while the driver makes faults on a minority of the nodes: it
  * kills, restarts, pauses and resumes servers, and flips proxy faults (blackhole, a delay above
- * the node timeout, a reset of every connection, refused connections). An independent checker
- * (checker.h) then reads what every holder logged.
+ * the node timeout, a reset of every connection, refused connections). It also pauses whole
+ * worker processes (pauses.h: SIGSTOP, then SIGCONT 10 ms to 1.5 ttl later), and a share of the
+ * holds run on to the deadline the library reported before they release (worker.h), so that
+ * the deadline, not the release, ends those holds. An independent checker (checker.h) then
+ * reads what every holder logged.
  *
  *   torture [--seconds S] [--procs P] [--threads T] [--resources R] [--seed N]
- *           [--hold-ms MS] [--unsafe-wipe] [--verbose] [--keep-logs]
+ *           [--hold-ms MS] [--unsafe-wipe] [--no-pauses] [--deadline-holds PERMILLE]
+ *           [--verbose] [--keep-logs]
  *
  * S defaults to $TORTURE_SECONDS, else 60 (the CI run); a long run is TORTURE_SECONDS=600 or
  * --seconds 600, a shorter one (a sanitizer build) TORTURE_SECONDS=20. The seed defaults to
  * $TORTURE_SEED, else time and pid; it is printed, and passing it back repeats the same chaos
  * schedule and choices (not the same timings).
  *
- * Output is TAP, six tests:
- *   1 no two holds of one resource overlap        (checker)
+ * Output is TAP, seven tests:
+ *   1 no two holds of one resource overlap        (checker; a hold ends at min(release,
+ *                                                  deadline), so this holds the deadline too)
  *   2 every counter equals its increments         (checker)
  *   3 no lock key is left on the lock nodes, ttl after the last release
  *   4 every worker exited 0 within S + wait + 30 s (hung ones are SIGKILLed and reported)
  *   5 every resource was held at least once       (liveness under a minority of faults)
  *   6 every fault kind was made at least once, and healed (skipped below 10 s)
- * --hold-ms adds MS between the GET and the SET (a longer critical section). --unsafe-wipe is
- * the negative control: instead of a minority's faults, the chaos FLUSHALLs a majority of the
- * nodes (a restart with data loss and no delay, which Redlock does not survive); tests 1 and 2
- * are then inverted and pass only if the checker sees overlapping holds and lost updates, which
- * shows the torture can see a broken lock at all.
+ *   7 workers were paused and resumed, and holds ended at their deadline (skipped below 10 s)
+ * --hold-ms adds MS between the GET and the SET (a longer critical section). --no-pauses stops
+ * the worker pauses; --deadline-holds sets how many holds in 1000 run on to their deadline (5;
+ * each with a ttl of 100 ms, so it keeps its resource from the others only that long).
+ * --unsafe-wipe is the negative control: instead of a minority's faults, the chaos FLUSHALLs a
+ * majority of the nodes (a restart with data loss and no delay, which Redlock does not
+ * survive); tests 1 and 2 are then inverted and pass only if the checker sees overlapping holds
+ * and lost updates, which shows the torture can see a broken lock at all.
  * The logs stay in a temp directory (printed) when anything fails, or with --keep-logs.
  *
  * The chaos (chaos.h) keeps Redlock's assumptions, so any violation is the library's (or the
@@ -45,6 +53,10 @@
  *     so a late SET only makes a key that refuses others for a ttl; a late release or extend
  *     compares the token first. Neither can give two holders a quorum. (The final key check
  *     closes every proxied connection first, so no late SET lands after it starts counting.)
+ *   - a paused worker is a holder that cannot look at its clock: its hold ends at its deadline
+ *     (the checker's rule), and it writes nothing after it, because no pause falls between its
+ *     last look at the deadline and the end of its write (worker.h: that step is the gap only
+ *     a fencing token closes, and a pause there would lose counter updates by design).
  * The chaos runs on the driver's main thread, between polls of the workers: the fixture is not
  * thread-safe and the servers die when the thread that forked them exits. The proxies run
  * their own threads, started after the workers are forked (see start_workers).
@@ -63,6 +75,7 @@
 #include "chaos.h"
 #include "checker.h"
 #include "fixture.h"
+#include "pauses.h"
 #include "proxy.h"
 #include "redlock.h"
 #include "worker.h"
@@ -103,6 +116,11 @@ static void reaped(workers *ws, pid_t pid, int status)
                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         }
     }
+}
+
+static void reaped_by_pauses(void *ctx, pid_t pid, int status)
+{
+    reaped(ctx, pid, status);
 }
 
 static void reap(workers *ws)
@@ -170,6 +188,13 @@ static unsigned start_workers(const torture_config *cfg, workers *ws, const int 
 {
     fflush(stdout); /* or every child would print a copy of what is still buffered */
     fflush(stderr);
+    /* The workers are born with the pause signals blocked, so that only their pause thread
+     * takes them (worker.h), even one sent before they set anything up. */
+    sigset_t pause_signals, old_mask;
+    sigemptyset(&pause_signals);
+    sigaddset(&pause_signals, SIGUSR1);
+    sigaddset(&pause_signals, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &pause_signals, &old_mask);
     for (unsigned p = 0; p < cfg->procs; p++) {
         pid_t pid = fork();
         if (pid == 0) { /* exit(), not _exit(): flushes; the fixture's atexit only forgets */
@@ -183,6 +208,7 @@ static unsigned start_workers(const torture_config *cfg, workers *ws, const int 
         ws->pids[p] = pid;
         ws->running++;
     }
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     close(gate[0]);
     return ws->running;
 }
@@ -207,8 +233,10 @@ static int open_gate(int gate_fd, proxy *const *proxies, unsigned procs)
     return rc;
 }
 
-/* Wait for the workers while the chaos runs until cfg->end_us; then heal every node. */
-static void run_chaos(const torture_config *cfg, workers *ws, chaos *ch, uint64_t start_us)
+/* Wait for the workers while the chaos and the worker pauses run until cfg->end_us; then heal
+ * every node (a paused worker is resumed when its pause is over). */
+static void run_chaos(const torture_config *cfg, workers *ws, chaos *ch, pauses *ps,
+                      uint64_t start_us)
 {
     uint64_t hang_deadline_us = cfg->end_us + (cfg->wait_ms + HANG_SLACK_S * 1000) * 1000;
     uint64_t next_event_us = redlock_now_us() + chaos_gap_us(ch);
@@ -216,6 +244,7 @@ static void run_chaos(const torture_config *cfg, workers *ws, chaos *ch, uint64_
     while (ws->running > 0) {
         reap(ws);
         uint64_t now_us = redlock_now_us();
+        pauses_step(ps, now_us, cfg->no_pauses ? 0 : cfg->end_us);
         if (now_us < cfg->end_us && now_us >= next_event_us) {
             chaos_step(ch);
             next_event_us = redlock_now_us() + chaos_gap_us(ch);
@@ -328,7 +357,8 @@ static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--seconds S] [--procs P] [--threads T] [--resources R] [--seed N]\n"
-            "       [--hold-ms MS] [--unsafe-wipe] [--verbose] [--keep-logs]\n"
+            "       [--hold-ms MS] [--unsafe-wipe] [--no-pauses] [--deadline-holds PERMILLE]\n"
+            "       [--verbose] [--keep-logs]\n"
             "S defaults to $TORTURE_SECONDS or 60, the seed to $TORTURE_SEED or a random one.\n",
             prog);
 }
@@ -336,11 +366,18 @@ static void usage(const char *prog)
 static bool parse_args(int argc, char **argv, torture_config *cfg)
 {
     static const struct option options[] = {
-        {"seconds", required_argument, NULL, 's'}, {"procs", required_argument, NULL, 'p'},
-        {"threads", required_argument, NULL, 't'}, {"resources", required_argument, NULL, 'r'},
-        {"seed", required_argument, NULL, 'S'},    {"verbose", no_argument, NULL, 'v'},
-        {"keep-logs", no_argument, NULL, 'k'},     {"hold-ms", required_argument, NULL, 'h'},
-        {"unsafe-wipe", no_argument, NULL, 'u'},   {NULL, 0, NULL, 0},
+        {"seconds", required_argument, NULL, 's'},
+        {"procs", required_argument, NULL, 'p'},
+        {"threads", required_argument, NULL, 't'},
+        {"resources", required_argument, NULL, 'r'},
+        {"seed", required_argument, NULL, 'S'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"keep-logs", no_argument, NULL, 'k'},
+        {"hold-ms", required_argument, NULL, 'h'},
+        {"unsafe-wipe", no_argument, NULL, 'u'},
+        {"no-pauses", no_argument, NULL, 'P'},
+        {"deadline-holds", required_argument, NULL, 'd'},
+        {NULL, 0, NULL, 0},
     };
     *cfg = (torture_config){.procs = 3,
                             .threads = 4,
@@ -350,6 +387,8 @@ static bool parse_args(int argc, char **argv, torture_config *cfg)
                             .ttl_ms = 1000,
                             .wait_ms = 3000,
                             .margin_ms = 250,
+                            .deadline_per_mille = 5,
+                            .deadline_ttl_ms = 100,
                             .node_timeout_ms = 100,
                             .reconnect_max_ms = 200,
                             .connect_timeout_ms = 500};
@@ -393,6 +432,14 @@ static bool parse_args(int argc, char **argv, torture_config *cfg)
             break;
         case 'u':
             cfg->unsafe = true;
+            break;
+        case 'P':
+            cfg->no_pauses = true;
+            break;
+        case 'd':
+            ok = parse_count(optarg, 1000, &cfg->deadline_per_mille) || strcmp(optarg, "0") == 0;
+            if (strcmp(optarg, "0") == 0)
+                cfg->deadline_per_mille = 0;
             break;
         default:
             ok = false;
@@ -463,9 +510,28 @@ static unsigned check_fault_kinds(const torture_config *cfg, const chaos *ch)
     return tap(6, every_kind && healed, what);
 }
 
+/* Test 7: workers were paused and resumed, and holds ended at the deadline the library
+ * reported rather than at their release, so test 1 held the deadline itself against the next
+ * holder's acquire. A short run may not get to it. */
+static unsigned check_deadlines(const torture_config *cfg, const pauses *ps,
+                                const torture_verdict *v)
+{
+    const char *what = "workers were paused and resumed, and holds ended at their deadline";
+    if (cfg->seconds < ALL_KINDS_MIN_S) {
+        printf("ok 7 - %s # SKIP a run shorter than %u s\n", what, ALL_KINDS_MIN_S);
+        return 0;
+    }
+    bool paused = ps->paused > 0 && ps->resumed == ps->paused && ps->errors == 0;
+    if (!paused)
+        printf("# no worker was paused, or not every pause ended\n");
+    if (v->at_deadline == 0)
+        printf("# no hold ended at its deadline\n");
+    return tap(7, paused && v->at_deadline > 0, what);
+}
+
 /* The checks after the run; returns the number of failed TAP tests. */
 static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixture_cluster *data,
-                       const workers *ws, const chaos *ch, double elapsed_s)
+                       const workers *ws, const chaos *ch, const pauses *ps, double elapsed_s)
 {
     long long counters[TORTURE_MAX_RESOURCES] = {0};
     torture_history history = {0};
@@ -480,7 +546,11 @@ static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixtur
            "%lu failed releases; %lu failed acquires (%lu busy, %lu no quorum)\n",
            elapsed_s, v.holds, v.increments, v.skipped, v.late_writes, v.release_failures,
            history.failures, history.failures_busy, history.failures_noquorum);
+    printf("# %lu holds (%.2f%%) ended at the deadline the library reported, not at their "
+           "release: paused past it, or run on to it on purpose\n",
+           v.at_deadline, 100.0 * (double)v.at_deadline / (double)(v.holds ? v.holds : 1));
     chaos_print_summary(ch, stdout);
+    pauses_print_summary(ps, stdout);
 
     unsigned failed = 0;
     if (cfg->unsafe) { /* the negative control: the violations must be seen */
@@ -502,6 +572,7 @@ static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixtur
                   "every worker exited 0 in time");
     failed += tap(5, held_resources == cfg->resources, "every resource was held and written");
     failed += check_fault_kinds(cfg, ch);
+    failed += check_deadlines(cfg, ps, &v);
     torture_history_free(&history);
     return failed;
 }
@@ -533,7 +604,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a write to a server that just died must not kill the process */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    printf("1..6\n");
+    printf("1..7\n");
     static fixture_cluster nodes, data; /* fixed addresses, as the fixture requires */
     if (fixture_start(&nodes, N_LOCK_NODES, NULL) != 0 || fixture_start(&data, 1, NULL) != 0) {
         printf("Bail out! cannot start redis-server\n");
@@ -580,10 +651,13 @@ int main(int argc, char **argv)
     chaos ch;
     chaos_init(&ch, &nodes, proxies, cfg.seed, cfg.ttl_ms, cfg.node_timeout_ms,
                cfg.reconnect_max_ms, cfg.connect_timeout_ms, cfg.verbose, cfg.unsafe);
-    run_chaos(&cfg, &ws, &ch, start_us);
+    pauses ps;
+    pauses_init(&ps, ws.pids, cfg.procs, cfg.seed, cfg.ttl_ms, redlock_now_us(), cfg.verbose,
+                reaped_by_pauses, &ws);
+    run_chaos(&cfg, &ws, &ch, &ps, start_us);
     double elapsed_s = (double)(redlock_now_us() - start_us) / 1e6;
 
-    unsigned failed = report(&cfg, &nodes, &data, &ws, &ch, elapsed_s);
+    unsigned failed = report(&cfg, &nodes, &data, &ws, &ch, &ps, elapsed_s);
     if (failed == 0 && !cfg.keep_logs)
         remove_logs(&cfg);
     else

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,15 @@ typedef struct worker_thread {
     unsigned process, index;
     redlock_sync *sync; /* shared by the process's threads: the API is thread-safe */
     int log_fd;         /* shared too: one write(2) per line, O_APPEND */
+    /* Shared too: held for reading from the last look at the deadline to the end of the
+     * write, for writing by the pause thread while the process is stopped (worker.h). */
+    pthread_rwlock_t *write_window;
     redisContext *data; /* this thread's own */
     unsigned seed;
     unsigned long holds, increments, skipped, failures;
-    int error;             /* set when the thread stopped on a harness failure */
-    redlock_report report; /* of the last release, printed when it failed */
+    unsigned long to_deadline; /* holds that ran on to their deadline on purpose */
+    int error;                 /* set when the thread stopped on a harness failure */
+    redlock_report report;     /* of the last release, printed when it failed */
 } worker_thread;
 
 static int write_line(worker_thread *w, const char *line, int len)
@@ -105,9 +110,11 @@ static int log_failure(worker_thread *w, unsigned resource, int status, uint64_t
     return len < 0 ? -1 : write_line(w, line, len);
 }
 
-/* The critical section: GET, pause, SET value + 1, but the SET only while at least the margin
- * of validity is left. Returns 0 or -1 (data server failed). */
-static int read_modify_write(worker_thread *w, redlock_sync_lock *lock, torture_hold *hold)
+/* The critical section: GET, pause, SET value + 1, but the SET only while at least margin_us
+ * of validity is left. No pause of the process falls between that look at the deadline and the
+ * end of the SET (worker.h). Returns 0 or -1 (data server failed). */
+static int read_modify_write(worker_thread *w, redlock_sync_lock *lock, torture_hold *hold,
+                             uint64_t margin_us)
 {
     long long value;
     if (data_get(w, hold->resource, &value) != 0)
@@ -115,16 +122,33 @@ static int read_modify_write(worker_thread *w, redlock_sync_lock *lock, torture_
     long pause_us = (long)(rand_r(&w->seed) % MAX_PAUSE_US) + (long)w->cfg->hold_ms * 1000;
     struct timespec pause = {pause_us / 1000000, (pause_us % 1000000) * 1000};
     nanosleep(&pause, NULL);
-    if (redlock_now_us() + w->cfg->margin_ms * 1000 >= redlock_sync_lock_deadline_us(lock)) {
+    int rc = 0;
+    pthread_rwlock_rdlock(w->write_window);
+    if (redlock_now_us() + margin_us >= redlock_sync_lock_deadline_us(lock)) {
         w->skipped++;
-        return 0;
+    } else if (data_set(w, hold->resource, value + 1) != 0) {
+        rc = -1;
+    } else {
+        hold->write_done_us = redlock_now_us();
+        hold->incremented = true;
+        w->increments++;
     }
-    if (data_set(w, hold->resource, value + 1) != 0)
-        return -1;
-    hold->write_done_us = redlock_now_us();
-    hold->incremented = true;
-    w->increments++;
-    return 0;
+    pthread_rwlock_unlock(w->write_window);
+    return rc;
+}
+
+/* Hold on until the deadline has passed on the redlock_now_us() clock (sleeps are never
+ * early, but do not rely on nanosleep and the library reading the same clock). */
+static void sleep_until(uint64_t deadline_us)
+{
+    for (;;) {
+        uint64_t now_us = redlock_now_us();
+        if (now_us >= deadline_us)
+            return;
+        uint64_t left_us = deadline_us - now_us;
+        struct timespec ts = {(time_t)(left_us / 1000000), (long)(left_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* A failed release is allowed (the keys expire), but it is rare with a quorum of nodes up, so
@@ -146,7 +170,8 @@ static void print_release_failure(const worker_thread *w, const torture_hold *ho
                 report->nodes[i].error != NULL ? report->nodes[i].error : "");
 }
 
-/* One attempt on resource: acquire, write, release, log. Returns 0, or -1 to stop. */
+/* One attempt on resource: acquire, write, (now and then hold on to the deadline,) release,
+ * log. Returns 0, or -1 to stop. */
 static int attempt(worker_thread *w, unsigned resource)
 {
     char name[64];
@@ -154,10 +179,13 @@ static int attempt(worker_thread *w, unsigned resource)
     redlock_lock_opts opts;
     redlock_lock_opts_init(&opts);
     opts.wait_ms = w->cfg->wait_ms;
+    /* A hold that runs on to its deadline has a shorter ttl, so that it keeps its resource from
+     * the others for a while, not for a whole ttl. */
+    bool to_deadline = (unsigned)(rand_r(&w->seed) % 1000) < w->cfg->deadline_per_mille;
+    uint64_t ttl_ms = to_deadline ? w->cfg->deadline_ttl_ms : w->cfg->ttl_ms;
     redlock_sync_lock *lock = NULL;
     uint64_t start_us = redlock_now_us();
-    int rc =
-        redlock_sync_acquire(w->sync, name, (size_t)name_len, w->cfg->ttl_ms, &opts, &lock, NULL);
+    int rc = redlock_sync_acquire(w->sync, name, (size_t)name_len, ttl_ms, &opts, &lock, NULL);
     uint64_t done_us = redlock_now_us();
     if (rc != 0)
         return log_failure(w, resource, rc, start_us, done_us);
@@ -170,10 +198,17 @@ static int attempt(worker_thread *w, unsigned resource)
                          .acquire_done_us = done_us,
                          .deadline_us = redlock_sync_lock_deadline_us(lock)};
     snprintf(hold.token, sizeof(hold.token), "%s", redlock_sync_lock_token(lock, NULL));
-    int result = read_modify_write(w, lock, &hold);
+    int result =
+        read_modify_write(w, lock, &hold, w->cfg->margin_ms * 1000 * ttl_ms / w->cfg->ttl_ms);
+    if (result == 0 && to_deadline) {
+        /* The release comes after the deadline: the deadline is what ends this hold, and the
+         * others may take the lock from there on (once its keys expired). */
+        sleep_until(hold.deadline_us);
+        w->to_deadline++;
+    }
     hold.release_us = redlock_now_us();
     hold.release_status = redlock_sync_release(lock, &w->report);
-    if (hold.release_status != 0)
+    if (hold.release_status != 0 && !(to_deadline && hold.release_status == REDLOCK_ELOST))
         print_release_failure(w, &hold);
     redlock_sync_lock_free(lock);
 
@@ -223,6 +258,29 @@ static redlock_sync *make_client(const torture_config *cfg, unsigned process)
     return sync;
 }
 
+/* The pause thread: SIGUSR1 stops the whole process (SIGSTOP) once no thread is inside its
+ * write window, until the driver's SIGCONT; SIGUSR2 ends the thread. Both signals are blocked
+ * in every thread of the process (the driver forks it with them blocked), so only sigwait
+ * takes them. */
+static void *pause_main(void *arg)
+{
+    pthread_rwlock_t *write_window = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGUSR2)
+            return NULL;
+        pthread_rwlock_wrlock(write_window);
+        kill(getpid(), SIGSTOP); /* returns once the driver sent SIGCONT */
+        pthread_rwlock_unlock(write_window);
+    }
+}
+
 int torture_worker_run(const torture_config *cfg, unsigned process)
 {
     char path[512];
@@ -239,6 +297,15 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         return 1;
     }
 
+    pthread_rwlock_t write_window;
+    pthread_t pause_tid;
+    if (pthread_rwlock_init(&write_window, NULL) != 0 ||
+        pthread_create(&pause_tid, NULL, pause_main, &write_window) != 0) {
+        fprintf(stderr, "worker %u: cannot start the pause thread\n", process);
+        redlock_sync_free(sync);
+        close(log_fd);
+        return 1;
+    }
     worker_thread *threads = calloc(cfg->threads, sizeof(*threads));
     unsigned started = 0;
     for (; threads != NULL && started < cfg->threads; started++) {
@@ -248,6 +315,7 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
                              .index = started,
                              .sync = sync,
                              .log_fd = log_fd,
+                             .write_window = &write_window,
                              .seed = cfg->seed * 1000003u + process * 1009u + started};
         redlock_report_init(&w->report);
         if (pthread_create(&w->tid, NULL, thread_main, w) != 0) {
@@ -256,7 +324,7 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         }
     }
     int exit_code = threads == NULL || started < cfg->threads ? 1 : 0;
-    unsigned long holds = 0, increments = 0, skipped = 0, failures = 0;
+    unsigned long holds = 0, increments = 0, skipped = 0, failures = 0, to_deadline = 0;
     for (unsigned i = 0; i < started; i++) {
         worker_thread *w = &threads[i];
         pthread_join(w->tid, NULL);
@@ -267,11 +335,18 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         increments += w->increments;
         skipped += w->skipped;
         failures += w->failures;
+        to_deadline += w->to_deadline;
     }
     free(threads);
+    pthread_kill(pause_tid, SIGUSR2);
+    pthread_join(pause_tid, NULL);
+    pthread_rwlock_destroy(&write_window);
     redlock_sync_free(sync);
     close(log_fd);
-    fprintf(stderr, "worker %u: %lu holds, %lu increments, %lu skipped, %lu failed acquires%s\n",
-            process, holds, increments, skipped, failures, exit_code != 0 ? ", FAILED" : "");
+    fprintf(stderr,
+            "worker %u: %lu holds (%lu run on to their deadline), %lu increments, %lu skipped, "
+            "%lu failed acquires%s\n",
+            process, holds, to_deadline, increments, skipped, failures,
+            exit_code != 0 ? ", FAILED" : "");
     return exit_code;
 }

@@ -243,6 +243,45 @@ static void reset_forgets_everything(void **state)
     redlock_url_free(&u);
 }
 
+/* A tolerated refusal is kept: a connection that then fails before the handshake is done says
+ * what the server answered (a server at its maxclients answers the first command and closes);
+ * once the handshake is done, or without a refusal, the reason is left as it is. */
+static void a_refusal_explains_a_close(void **state)
+{
+    (void)state;
+    redlock_url u = parse("redis://127.0.0.1:6379");
+    redlock__handshake hs;
+    redlock__buf out = {0};
+    assert_int_equal(redlock__handshake_start(&hs, &u, &out, &alloc), 0);
+    char why[128], buf[160];
+    const char *closed = "connection closed by the node";
+    assert_ptr_equal(redlock__handshake_why(&hs, closed, buf, sizeof(buf)), closed);
+    assert_true(feed(&hs, "-ERR max number of clients reached\r\n", why, sizeof(why)));
+    assert_true(redlock__handshake_pending(&hs));
+    assert_string_equal(redlock__handshake_why(&hs, closed, buf, sizeof(buf)),
+                        "connection closed by the node, after answering the handshake: ERR max "
+                        "number of clients reached");
+    /* Only the first refusal is kept. */
+    assert_true(feed(&hs, "-NOPERM no permissions\r\n", why, sizeof(why)));
+    assert_non_null(strstr(redlock__handshake_why(&hs, closed, buf, sizeof(buf)), "ERR max"));
+    /* A long answer is cut, never overrun. */
+    char small[40];
+    assert_int_equal(strlen(redlock__handshake_why(&hs, closed, small, sizeof(small))), 39);
+    /* Done (the rest answered): a later failure is not the handshake's. */
+    while (redlock__handshake_pending(&hs)) {
+        char resp[128];
+        bulk(resp, sizeof(resp),
+             hs.steps[hs.answered].kind == REDLOCK__HS_SCRIPT ? hs.steps[hs.answered].script->sha1
+                                                              : "run_id:x\n");
+        assert_true(feed(&hs, resp, why, sizeof(why)));
+    }
+    assert_ptr_equal(redlock__handshake_why(&hs, closed, buf, sizeof(buf)), closed);
+    redlock__handshake_reset(&hs);
+    assert_string_equal(hs.refused, "");
+    redlock__buf_free(&out, &alloc);
+    redlock_url_free(&u);
+}
+
 int main(void)
 {
     redlock__alloc_init(&alloc, NULL, NULL);
@@ -252,6 +291,7 @@ int main(void)
         cmocka_unit_test(run_id_only_from_its_own_line),
         cmocka_unit_test(which_replies_end_the_connection),
         cmocka_unit_test(reset_forgets_everything),
+        cmocka_unit_test(a_refusal_explains_a_close),
     };
     return cmocka_run_group_tests_name("handshake", tests, NULL, NULL);
 }

@@ -18,13 +18,12 @@
  *
  * ABI (docs/api.md, "ABI policy"): a struct the caller allocates and the library reads or fills
  * (redlock_options, redlock_lock_opts, redlock_auto_opts, redlock_report, redlock_node_info,
- * redlock_stats) starts with a `size`
- * member that its init macro sets to the struct's size as the caller was compiled, so a program
- * built against an older header keeps working with a newer library: the library reads and
- * writes only the bytes the caller has, and gives the members the caller does not know their
- * defaults. New members are only ever appended. Structs the library hands out
- * (redlock_result) may grow at the end; redlock_node_result, redlock_round and redlock_url have
- * a frozen size with reserved room.
+ * redlock_stats) starts with a `size` member that its init macro sets to the struct's size as
+ * the caller was compiled, so a program built against an older header keeps working with a newer
+ * library: the library reads and writes only the bytes the caller has, and gives the members the
+ * caller does not know their defaults. New members are only ever appended. Structs the library
+ * hands out (redlock_result) may grow at the end; redlock_node_result, redlock_round and
+ * redlock_url have a frozen size with reserved room.
  */
 #ifndef REDLOCK_H
 #define REDLOCK_H

@@ -17,13 +17,13 @@
  * See docs/api.md for the full contract and docs/algorithm.md for the round.
  *
  * ABI (docs/api.md, "ABI policy"): a struct the caller allocates and the library reads or fills
- * (redlock_options, redlock_lock_opts, redlock_auto_opts, redlock_report) starts with a `size`
- * member that its init macro sets to the struct's size as the caller was compiled, so a program
- * built against an older header keeps working with a newer library: the library reads and
- * writes only the bytes the caller has, and gives the members the caller does not know their
- * defaults. New members are only ever appended. Structs the library hands out
- * (redlock_result) may grow at the end; redlock_node_result, redlock_round and redlock_url have
- * a frozen size with reserved room.
+ * (redlock_options, redlock_lock_opts, redlock_auto_opts, redlock_report, redlock_node_info,
+ * redlock_stats) starts with a `size` member that its init macro sets to the struct's size as
+ * the caller was compiled, so a program built against an older header keeps working with a newer
+ * library: the library reads and writes only the bytes the caller has, and gives the members the
+ * caller does not know their defaults. New members are only ever appended. Structs the library
+ * hands out (redlock_result) may grow at the end; redlock_node_result, redlock_round and
+ * redlock_url have a frozen size with reserved room.
  */
 #ifndef REDLOCK_H
 #define REDLOCK_H
@@ -247,6 +247,31 @@ typedef struct redlock_lock redlock_lock;
  * otherwise reallocates; like realloc(3). hiredis and libuv keep their own allocators. */
 typedef void *(*redlock_realloc_fn)(void *ud, void *ptr, size_t size);
 
+/* How much a log message matters; a lower value is more severe. */
+typedef enum redlock_log_level {
+    REDLOCK_LOG_ERROR = 1, /* a node cannot be used as configured: the password or the database
+                              is refused, two URLs reach one server, protocol errors */
+    REDLOCK_LOG_WARN = 2,  /* a connection lost or dropped for silence, the first failed
+                              connection attempt in a row, a slow round, a lock lost, a right the
+                              user lacks (SCRIPT LOAD, INFO) */
+    REDLOCK_LOG_INFO = 3,  /* a connection made (the handshake succeeded) */
+    REDLOCK_LOG_DEBUG = 4  /* every further failed connection attempt, with the backoff */
+} redlock_log_level;
+
+/* "error", "warn", "info", "debug" ("?" for others). */
+REDLOCK_EXTERN const char *redlock_log_level_name(redlock_log_level level);
+
+/* A log callback (redlock_options.log_fn). url is the node's URL with its password redacted
+ * ("***"), or NULL for a message about the client as a whole; message is one line without a
+ * newline, and never holds a password. Both are valid only during the call. It runs on the
+ * client's loop thread (a redlock_sync's own thread), from inside the library: it must not call
+ * any function of this client except the read-only ones (redlock_client_node_count,
+ * redlock_client_node_url, redlock_client_node_info, redlock_client_stats,
+ * redlock_client_last_error, redlock_client_loop), and it may run during redlock_client_new,
+ * before the client is handed out. When log_fn is NULL nothing is formatted. */
+typedef void (*redlock_log_fn)(redlock_client *client, redlock_log_level level, const char *url,
+                               const char *message, void *data);
+
 typedef struct redlock_options {
     size_t size;              /* set by redlock_options_init; do not change */
     uint64_t ttl_ms;          /* default lock ttl (10000) */
@@ -260,22 +285,29 @@ typedef struct redlock_options {
     const char *key_prefix;         /* prepended to every resource (""); copied */
     uint64_t reconnect_min_ms;      /* first reconnect backoff (50), doubled up to ... */
     uint64_t reconnect_max_ms;      /* ... this (5000), each with +/- 50% jitter */
-    unsigned max_inflight_per_node; /* answers a node may owe before it is dropped (65536) */
+    unsigned max_inflight_per_node; /* answers a node may owe (65536); while it owes that many,
+                                       new requests to it are refused (an error vote): the node
+                                       is not dropped */
     redlock_realloc_fn realloc_fn;  /* NULL: libc realloc/free. Covers the client, its rounds and
                                        lock handles; parsed URL strings use malloc */
     void *realloc_ud;
     /* TLS, for rediss:// nodes (plain nodes ignore it); every path is only read during
      * redlock_client_new. Verification is on unless tls_insecure says otherwise. */
-    const char *tls_ca_file;     /* PEM CA certificates to verify servers with (NULL) */
-    const char *tls_ca_dir;      /* a directory of hashed CA certificates (NULL); with neither
-                                    this nor tls_ca_file, the system's CA store */
-    const char *tls_cert_file;   /* client certificate chain (PEM) for mutual TLS (NULL) ... */
-    const char *tls_key_file;    /* ... and its private key (PEM, no passphrase) (NULL) */
-    const char *tls_server_name; /* the name to verify and send as SNI instead of each URL's
-                                    host (NULL) */
-    bool tls_insecure;           /* skip certificate and name verification (false). Never do
-                                    this in production: every node error says it is on */
+    const char *tls_ca_file;        /* PEM CA certificates to verify servers with (NULL) */
+    const char *tls_ca_dir;         /* a directory of hashed CA certificates (NULL); with neither
+                                       this nor tls_ca_file, the system's CA store */
+    const char *tls_cert_file;      /* client certificate chain (PEM) for mutual TLS (NULL) ... */
+    const char *tls_key_file;       /* ... and its private key (PEM, no passphrase) (NULL) */
+    const char *tls_server_name;    /* the name to verify and send as SNI instead of each URL's
+                                       host (NULL) */
+    bool tls_insecure;              /* skip certificate and name verification (false). Never do
+                                       this in production: every node error says it is on */
     unsigned char reserved_tls_[7]; /* zero; keeps the struct free of tail padding (ABI) */
+    /* Logging (NULL: none). See redlock_log_fn for what the callback may do. */
+    redlock_log_fn log_fn;
+    void *log_data;
+    uint64_t slow_round_ms; /* log a round that took longer than this (0: half node_timeout_ms)
+                               and count it in redlock_stats.slow_rounds */
     /* New members are appended here, with 0 / NULL as their default (docs/api.md, "ABI
      * policy"). */
 } redlock_options;
@@ -292,7 +324,9 @@ REDLOCK_EXTERN void redlock_options_init_sized(redlock_options *opts, size_t siz
 typedef struct redlock_node_result {
     const char *url;     /* the node's URL, password redacted */
     redlock_vote vote;   /* REDLOCK_VOTE_NONE: not answered when the round was decided */
-    uint64_t latency_us; /* from write to answer (or to the deadline); 0 if no vote */
+    uint64_t latency_us; /* from queueing the request on the node (before its write, and any
+                            wait for a connection) to the answer or the deadline; 0 if no
+                            vote */
     const char *error;   /* what went wrong (server text, connection error), or NULL */
     /* redlock_inspect only (NULL / 0 / -2 otherwise): the key's value on this node (binary, not
      * NUL-terminated; NULL when the key does not exist) and its PTTL in ms (-2 no key, -1 no
@@ -326,7 +360,8 @@ typedef struct redlock_result {
  *   acquire: status 0 and lock set on success; lock NULL on failure.
  *   extend:  lock is the extended lock, status 0 if its validity was renewed.
  *   release: lock is the released lock; result->votes_yes is the number of nodes that deleted
- *            the key. status 0 when a quorum of nodes answered (the resource is free).
+ *            the key; status as redlock_release says (0: a quorum held the token and deleted
+ *            it).
  * The result and everything it points to are valid only during the call. */
 typedef void (*redlock_cb)(redlock_lock *lock, int status, const redlock_result *result,
                            void *data);
@@ -361,6 +396,89 @@ REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
 REDLOCK_EXTERN struct uv_loop_s *redlock_client_loop(const redlock_client *client);
 
+/* Where a node's connection stands. */
+typedef enum redlock_node_state {
+    REDLOCK_NODE_CONNECTING = 0, /* its first connection is being made: requests wait for it */
+    REDLOCK_NODE_UP,             /* connected and its handshake done: requests are written */
+    REDLOCK_NODE_DOWN,           /* a connection failed and no new one is up yet: requests fail
+                                    at once while it reconnects with backoff */
+    REDLOCK_NODE_CLOSED          /* the client is closing */
+} redlock_node_state;
+
+/* "connecting", "up", "down", "closed" ("?" for others). */
+REDLOCK_EXTERN const char *redlock_node_state_name(redlock_node_state state);
+
+/* One node's state and counters, filled by redlock_client_node_info. The caller allocates it and
+ * sets it up with redlock_node_info_init; the library fills only the `size` bytes the caller
+ * has, so members may be appended. Counters count from the client's creation. */
+typedef struct redlock_node_info {
+    size_t size;     /* set by redlock_node_info_init; do not change */
+    const char *url; /* password redacted; the client's copy (valid while the client lives) */
+    redlock_node_state state;
+    unsigned inflight;             /* requests waiting for their answer */
+    unsigned owed;                 /* answers still owed to requests that timed out */
+    unsigned consecutive_failures; /* requests in a row that ended in an error or a timeout
+                                      (0 once a request is answered yes or no) */
+    unsigned connect_failures;     /* connection attempts failed since it was last up */
+    unsigned reserved_;            /* zero */
+    uint64_t connects;             /* connections that came up (handshake done) */
+    uint64_t disconnects;          /* connections lost or dropped after they came up */
+    uint64_t requests;             /* requests sent to it */
+    uint64_t answers;              /* requests answered by the server (any reply) */
+    uint64_t errors;               /* requests that ended with an error vote (an error reply, the
+                                      connection down or lost) */
+    uint64_t timeouts;             /* requests that ended at their deadline */
+    uint64_t rtt_us;               /* a moving average of the answered requests' latencies
+                                      (from queueing to the answer, as latency_us), weight 1/8;
+                                      0 before the first answer */
+    uint64_t state_since_us;       /* when it entered its state, on the redlock_now_us() clock */
+    char last_error[REDLOCK_ERROR_TEXT_MAX]; /* the last error of a request or of the
+                                                connection, also after it recovered ("" if
+                                                none yet); never holds a password */
+    /* New members are appended here (docs/api.md, "ABI policy"). */
+} redlock_node_info;
+
+REDLOCK_EXTERN void redlock_node_info_init_sized(redlock_node_info *info, size_t size);
+#define redlock_node_info_init(info) redlock_node_info_init_sized((info), sizeof(redlock_node_info))
+
+/* Fill info (set up by redlock_node_info_init) with node i's state and counters. Cheap (no IO,
+ * no allocation): read it every second and export it. Loop thread only, like every async call;
+ * allowed from a log callback. Returns 0, or REDLOCK_EINVAL (NULL client or info, i out of
+ * range, info not set up by redlock_node_info_init: nothing is written). */
+REDLOCK_EXTERN int redlock_client_node_info(const redlock_client *client, unsigned i,
+                                            redlock_node_info *info);
+
+/* The client's counters, since its creation, filled by redlock_client_stats (set up by
+ * redlock_stats_init; members may be appended, as for redlock_node_info). An acquire attempt is
+ * one round; rounds_* count them by outcome. */
+typedef struct redlock_stats {
+    size_t size;                /* set by redlock_stats_init; do not change */
+    uint64_t rounds_won;        /* acquire rounds won */
+    uint64_t rounds_busy;       /* acquire rounds lost to another holder (REDLOCK_EBUSY) */
+    uint64_t rounds_broken;     /* acquire rounds lost to failing or slow nodes (ENOQUORUM) */
+    uint64_t rounds_expired;    /* acquire rounds a quorum won too late (EEXPIRED) */
+    uint64_t extensions_ok;     /* extend rounds won (the caller's and auto-extension's) */
+    uint64_t extensions_failed; /* extend rounds lost, whatever the reason */
+    uint64_t locks_lost;        /* auto-extended locks reported lost (any reason but the
+                                   client's close) */
+    uint64_t releases_ok;       /* releases that completed 0 */
+    uint64_t releases_lapsed;   /* ... REDLOCK_ELOST: the hold had lapsed */
+    uint64_t releases_unknown;  /* ... REDLOCK_ENOQUORUM: too few nodes answered to tell */
+    uint64_t slow_rounds;       /* rounds that took longer than slow_round_ms */
+    unsigned pending;           /* operations whose callback has not run */
+    unsigned locks;             /* lock handles the caller has and has not freed */
+    unsigned locks_held;        /* ... of which held now (redlock_lock_is_held) */
+    unsigned locks_auto;        /* ... of which auto-extended */
+    /* New members are appended here (docs/api.md, "ABI policy"). */
+} redlock_stats;
+
+REDLOCK_EXTERN void redlock_stats_init_sized(redlock_stats *stats, size_t size);
+#define redlock_stats_init(stats) redlock_stats_init_sized((stats), sizeof(redlock_stats))
+
+/* Fill stats (set up by redlock_stats_init) with the client's counters. Cheap, loop thread only,
+ * allowed from a log callback. Returns 0 or REDLOCK_EINVAL (as redlock_client_node_info). */
+REDLOCK_EXTERN int redlock_client_stats(const redlock_client *client, redlock_stats *stats);
+
 /* Auto-extension: the client keeps a held lock alive with extend rounds until it is released.
  * If it cannot (the keys were taken, too few nodes answer in time, the cap is reached, the
  * client closes), the lost callback fires exactly once, at the latest lost_margin before the
@@ -373,6 +491,13 @@ typedef struct redlock_auto_opts {
     unsigned max_extensions; /* 0: no cap; else "lost" with REDLOCK_ELIMIT after this many */
     unsigned extend_flags;   /* passed to every extend: REDLOCK_EXTEND_RETAKE or 0 */
     uint64_t lost_margin_ms; /* 0: ttl / 10 (at least 5 ms). Must be below the ttl */
+    /* Called after every extension round the auto-extension ran, with its status and result
+     * (as redlock_extend's callback: 0 renewed, or why not), before any lost callback that
+     * follows from it; never after redlock_release, redlock_auto_extend_stop or the lost
+     * callback. It may call redlock_release, redlock_auto_extend_stop or redlock_lock_free on
+     * the lock. NULL: none. */
+    redlock_cb extended_cb;
+    void *extended_data;
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_auto_opts;
 
@@ -606,6 +731,14 @@ REDLOCK_EXTERN int redlock_sync_attach(redlock_sync *sync, const void *resource,
  * report may be NULL (then only the status is learnt). */
 REDLOCK_EXTERN int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
                                         redlock_report *report);
+
+/* redlock_client_node_info and redlock_client_stats of the sync client's inner client, from any
+ * thread: the call waits for the library's thread to fill the caller's struct (one wake-up, no
+ * IO). Returns as those do, or REDLOCK_ECLOSING (redlock_sync_free has started), REDLOCK_EINVAL
+ * from a lost or log callback (use the async client those get, with redlock_client_node_info),
+ * REDLOCK_ENOMEM. */
+REDLOCK_EXTERN int redlock_sync_node_info(redlock_sync *sync, unsigned i, redlock_node_info *info);
+REDLOCK_EXTERN int redlock_sync_stats(redlock_sync *sync, redlock_stats *stats);
 
 /* Thread-safe reads. The token is NUL-terminated; resource and token live with the handle. A
  * NULL lock reads as empty (NULL pointers with *len = 0, zero numbers). */

@@ -12,12 +12,16 @@
  * ignores. When you append a member, name it here; if it leaves tail padding, append an explicit
  * reserved member first. (32-bit targets may pad; the check there is the x86-64 baseline.) */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(redlock_options) == REDLOCK__END_OF(redlock_options, reserved_tls_),
+_Static_assert(sizeof(redlock_options) == REDLOCK__END_OF(redlock_options, slow_round_ms),
                "redlock_options: name its last member here, with no tail padding");
 _Static_assert(sizeof(redlock_lock_opts) == REDLOCK__END_OF(redlock_lock_opts, lost_data),
                "redlock_lock_opts: name its last member here, with no tail padding");
-_Static_assert(sizeof(redlock_auto_opts) == REDLOCK__END_OF(redlock_auto_opts, lost_margin_ms),
+_Static_assert(sizeof(redlock_auto_opts) == REDLOCK__END_OF(redlock_auto_opts, extended_data),
                "redlock_auto_opts: name its last member here, with no tail padding");
+_Static_assert(sizeof(redlock_node_info) == REDLOCK__END_OF(redlock_node_info, last_error),
+               "redlock_node_info: name its last member here, with no tail padding");
+_Static_assert(sizeof(redlock_stats) == REDLOCK__END_OF(redlock_stats, locks_auto),
+               "redlock_stats: name its last member here, with no tail padding");
 /* Frozen: callers index arrays of these, or allocate them. A member is added in place of a
  * reserved slot of the same size, never by growing the struct (docs/api.md, "ABI policy"). */
 _Static_assert(sizeof(redlock_node_result) == 120, "redlock_node_result's size is frozen");
@@ -25,7 +29,8 @@ _Static_assert(sizeof(redlock_round) == 184, "redlock_round's size is frozen");
 _Static_assert(sizeof(redlock_url) == 96, "redlock_url's size is frozen");
 #endif
 _Static_assert(offsetof(redlock_options, size) == 0 && offsetof(redlock_lock_opts, size) == 0 &&
-                   offsetof(redlock_auto_opts, size) == 0 && offsetof(redlock_report, size) == 0,
+                   offsetof(redlock_auto_opts, size) == 0 && offsetof(redlock_report, size) == 0 &&
+                   offsetof(redlock_node_info, size) == 0 && offsetof(redlock_stats, size) == 0,
                "`size` comes first: it is read before anything else is known of the struct");
 
 void redlock__struct_init(void *dst, size_t size, const void *defaults, size_t defaults_size)

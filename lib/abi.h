@@ -31,6 +31,8 @@
 #define REDLOCK__LOCK_OPTS_MIN REDLOCK__END_OF(redlock_lock_opts, lost_data)
 #define REDLOCK__AUTO_OPTS_MIN REDLOCK__END_OF(redlock_auto_opts, lost_margin_ms)
 #define REDLOCK__REPORT_MIN REDLOCK__END_OF(redlock_report, values)
+#define REDLOCK__NODE_INFO_MIN REDLOCK__END_OF(redlock_node_info, last_error)
+#define REDLOCK__STATS_MIN REDLOCK__END_OF(redlock_stats, locks_auto)
 
 /* No options struct is anywhere near this large: a larger size is garbage (a struct that was
  * never set up), and reading that far could run off the caller's memory. */

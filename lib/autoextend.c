@@ -68,6 +68,7 @@ static void fire_lost(redlock_lock *lock, int reason)
     a->active = false;
     stop_timers(lock);
     lock->lost = true; /* not held any more, whatever an extension in flight still does */
+    redlock__stats_lost(lock->client, reason);
     a->lost_cb(lock, reason, a->lost_data);
 }
 
@@ -114,8 +115,10 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
     (void)data;
     redlock__auto *a = &lock->autox;
     a->extending = false;
+    if (a->active && a->opts.extended_cb != NULL)
+        a->opts.extended_cb(lock, status, result, a->opts.extended_data);
     if (!a->active)
-        return; /* released, stopped or already lost meanwhile */
+        return; /* released, stopped or already lost meanwhile (also from extended_cb) */
     if (status == 0) {
         a->extensions++;
         a->last_failure = 0;

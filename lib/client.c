@@ -323,6 +323,8 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
             .max_inflight = o.max_inflight_per_node,
             .alloc = &c->alloc,
             .tls = u->tls ? c->tls : NULL,
+            .log = o.log_fn != NULL ? redlock__client_node_log : NULL,
+            .log_ctx = c,
         };
     }
     rc = make_io(make_ctx, cfgs, n_nodes, &c->alloc, &c->io);

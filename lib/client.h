@@ -9,6 +9,7 @@
 #include "common.h"
 #include "io.h"
 #include "node.h"
+#include "stats.h"
 #include "timerq.h"
 #include "tls.h"
 
@@ -36,6 +37,7 @@ struct redlock_client {
     void *close_data;
     char last_error[256];
     redlock__tls_ctx *tls; /* made when a node is rediss:// (tls.h); freed with the client */
+    redlock__stats stats;  /* redlock_client_stats (stats.c) */
 };
 
 /* Auto-extension state of one lock (autoextend.c). */

@@ -63,6 +63,7 @@ void redlock__handshake_reset(redlock__handshake *hs)
     hs->n_steps = 0;
     hs->answered = 0;
     hs->run_id[0] = '\0';
+    hs->script_refused = hs->info_refused = false;
     hs->refused[0] = '\0';
 }
 
@@ -140,6 +141,10 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
             if (hs->refused[0] == '\0')
                 redlock__fmt(hs->refused, sizeof(hs->refused), "%.*s",
                              (int)REDLOCK__MIN(r->len, sizeof(hs->refused) - 1), r->str);
+            if (step->kind == REDLOCK__HS_SCRIPT)
+                hs->script_refused = true;
+            else
+                hs->info_refused = true;
             return true;
         }
         redlock__fmt(why, why_len, "handshake: %.*s", (int)REDLOCK__MIN(r->len, (size_t)120),

@@ -44,6 +44,8 @@ typedef struct redlock__handshake {
      * A server that refuses the connection itself (at its maxclients) answers the first command
      * with an error and closes: this is then the only place its reason is found. */
     char refused[REDLOCK__HS_REFUSED_MAX];
+    /* Which steps an ACL refused (no +script|load, no +info), for the node's log. */
+    bool script_refused, info_refused;
 } redlock__handshake;
 
 /* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended

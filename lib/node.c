@@ -3,6 +3,8 @@
  * model. */
 #include "node.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,13 +54,68 @@ struct redlock__node {
     unsigned closes_pending; /* the deadline timer and the stream */
     void (*close_cb)(void *data);
     void *close_data;
+
+    /* What redlock_client_node_info reports (counted here, never used for decisions). */
+    uint64_t connects, disconnects, requests, answers, errors, timeouts;
+    uint64_t rtt_us; /* moving average of answered requests' latencies, weight 1/8 */
+    unsigned consecutive_failures, connect_failures;
+    uint64_t state_since_us;
+    char last_failure[ERR_LEN]; /* of a request or of the connection; "" before the first */
 };
 
-static void node_fail(redlock__node *n, const char *why);
+static void node_fail(redlock__node *n, redlock_log_level level, const char *why);
 
 static uint64_t now_us(void)
 {
     return uv_hrtime() / 1000;
+}
+
+/* ---- what it tells ------------------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+node_log(redlock__node *n, redlock_log_level level, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    n->cfg.log(n->cfg.log_ctx, level, n->cfg.name, msg);
+}
+
+/* Nothing is formatted unless someone listens. */
+#define NODE_LOG(n, level, ...)                                                                    \
+    do {                                                                                           \
+        if ((n)->cfg.log != NULL)                                                                  \
+            node_log((n), (level), __VA_ARGS__);                                                   \
+    } while (0)
+
+static void set_state(redlock__node *n, node_state state)
+{
+    if (n->state != state)
+        n->state_since_us = now_us();
+    n->state = state;
+}
+
+/* Every request ends here: counted, then completed. */
+static void complete(redlock__node *n, redlock__req *req, redlock_vote vote, const char *error,
+                     const redlock__reply_data *data, uint64_t now)
+{
+    if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) {
+        n->consecutive_failures = 0;
+    } else {
+        n->consecutive_failures++;
+        if (vote == REDLOCK_VOTE_TIMEOUT)
+            n->timeouts++;
+        else
+            n->errors++;
+        if (error != NULL)
+            redlock__fmt(n->last_failure, sizeof(n->last_failure), "%s", error);
+    }
+    req->cb(req, vote, error, data, now);
 }
 
 static uint64_t ms_ceil(uint64_t us)
@@ -103,7 +160,7 @@ static void fail_all(redlock__node *n, const char *why)
     while (req != NULL) {
         redlock__req *next = req->next;
         req->next = NULL;
-        req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, why, NULL, now);
         req = next;
     }
 }
@@ -131,7 +188,7 @@ static void on_deadline(uv_timer_t *t)
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
         redlock__req *req = fifo_pop(n);
         n->skip_replies++; /* its reply, if it ever comes, is read and dropped */
-        req->cb(req, REDLOCK_VOTE_TIMEOUT, why, NULL, now);
+        complete(n, req, REDLOCK_VOTE_TIMEOUT, why, NULL, now);
     }
     if (n->state == NODE_CLOSING)
         return;
@@ -144,7 +201,7 @@ static void on_deadline(uv_timer_t *t)
         char drop[ERR_LEN];
         redlock__fmt(drop, sizeof(drop), "connection dropped: no answer for %llu ms",
                      (unsigned long long)((now - quiet_since) / 1000));
-        node_fail(n, drop);
+        node_fail(n, REDLOCK_LOG_WARN, drop);
         return;
     }
     start_deadline_timer(n, now);
@@ -153,8 +210,9 @@ static void on_deadline(uv_timer_t *t)
 /* ---- going down ---------------------------------------------------------------------------- */
 
 /* The connection is gone (the stream failed, or the node gave it up): fail what waits; until a
- * new connection is ready, requests fail fast. */
-static void node_down(redlock__node *n, const char *why)
+ * new connection is ready, requests fail fast. level: how much it matters to the log (0: a lost
+ * connection warns, as does the first failed attempt in a row; later ones are debug). */
+static void node_down(redlock__node *n, redlock_log_level level, const char *why)
 {
     if (n->state == NODE_CLOSING)
         return;
@@ -165,7 +223,25 @@ static void node_down(redlock__node *n, const char *why)
                 strstr(why, REDLOCK__TLS_INSECURE_NOTE) == NULL;
     redlock__fmt(n->last_error, sizeof(n->last_error), "%s%s", why,
                  note ? REDLOCK__TLS_INSECURE_NOTE : "");
-    n->state = NODE_DOWN;
+    memcpy(n->last_failure, n->last_error, sizeof(n->last_failure));
+    bool was_up = n->state == NODE_READY;
+    if (was_up)
+        n->disconnects++;
+    else
+        n->connect_failures++;
+    set_state(n, NODE_DOWN);
+    unsigned long long next_ms =
+        (unsigned long long)((n->stream.stats.next_attempt_us + 999) / 1000);
+    if (was_up)
+        NODE_LOG(n, level != 0 ? level : REDLOCK_LOG_WARN,
+                 "connection lost: %s (reconnecting in %llu ms)", n->last_error, next_ms);
+    else
+        NODE_LOG(n,
+                 level != 0                 ? level
+                 : n->connect_failures == 1 ? REDLOCK_LOG_WARN
+                                            : REDLOCK_LOG_DEBUG,
+                 "connection attempt failed (%u in a row): %s (next attempt in %llu ms)",
+                 n->connect_failures, n->last_error, next_ms);
     n->held.len = 0;
     n->skip_replies = 0;
     redlock__handshake_reset(&n->handshake);
@@ -177,10 +253,10 @@ static void node_down(redlock__node *n, const char *why)
 
 /* The node gives up its connection (a protocol error, a refused handshake, silence): the stream
  * reconnects after its backoff. */
-static void node_fail(redlock__node *n, const char *why)
+static void node_fail(redlock__node *n, redlock_log_level level, const char *why)
 {
     redlock__stream_drop(&n->stream);
-    node_down(n, why);
+    node_down(n, level, why);
 }
 
 static void on_stream_down(redlock__stream *s, const char *why)
@@ -193,16 +269,40 @@ static void on_stream_down(redlock__stream *s, const char *why)
         redlock__fmt(hint, sizeof(hint), "%s (before any answer: a TLS port? use rediss://)", why);
         why = hint;
     }
-    node_down(n, why);
+    node_down(n, 0, why);
 }
 
 /* ---- replies ------------------------------------------------------------------------------- */
 
 static void set_ready(redlock__node *n)
 {
-    n->state = NODE_READY;
+    set_state(n, NODE_READY);
     n->last_error[0] = '\0';
     n->last_reply_us = now_us();
+    n->connects++;
+    if (n->cfg.log != NULL) {
+        const redlock__stream_stats *st = &n->stream.stats;
+        bool tls = n->cfg.url->tls && st->tls_handshakes > 0;
+        char failed[48] = "";
+        if (n->connect_failures > 0)
+            redlock__fmt(failed, sizeof(failed), " after %u failed attempt%s", n->connect_failures,
+                         n->connect_failures == 1 ? "" : "s");
+        node_log(n, REDLOCK_LOG_INFO, "connected%s%s", failed,
+                 !tls               ? ""
+                 : st->last_resumed ? " (TLS session resumed)"
+                                    : " (TLS, full handshake)");
+        if (n->handshake.script_refused)
+            node_log(n, REDLOCK_LOG_WARN,
+                     "SCRIPT LOAD refused (%s): every script is first refused NOSCRIPT, then sent "
+                     "as EVAL (allow +script|load)",
+                     n->handshake.refused);
+        if (n->handshake.info_refused)
+            node_log(n, REDLOCK_LOG_WARN,
+                     "INFO refused (%s): two URLs that reach this server cannot be told apart "
+                     "(allow +info)",
+                     n->handshake.refused);
+    }
+    n->connect_failures = 0;
     redlock__stream_established(&n->stream);
     redlock__buf *out = redlock__stream_out(&n->stream);
     if (n->held.len > 0) { /* the requests held behind the first handshake */
@@ -211,7 +311,7 @@ static void set_ready(redlock__node *n)
             *out = n->held;
             n->held = tmp;
         } else if (redlock__buf_append(out, n->cfg.alloc, n->held.data, n->held.len) != 0) {
-            node_fail(n, "out of memory");
+            node_fail(n, 0, "out of memory");
             return;
         }
         n->held.len = 0;
@@ -232,7 +332,7 @@ static void handshake_done(redlock__node *n)
         redlock__fmt(why, sizeof(why),
                      "same server as %s (run_id %.8s...): a server must count only once", twin,
                      run_id);
-        node_fail(n, why);
+        node_fail(n, REDLOCK_LOG_ERROR, why);
         return;
     }
     set_ready(n);
@@ -242,7 +342,7 @@ static void handshake_reply(redlock__node *n, const redisReply *r)
 {
     char why[ERR_LEN];
     if (!redlock__handshake_reply(&n->handshake, r, why, sizeof(why))) {
-        node_fail(n, why);
+        node_fail(n, REDLOCK_LOG_ERROR, why);
         return;
     }
     if (!redlock__handshake_pending(&n->handshake))
@@ -264,13 +364,13 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
 {
     for (redlock__req *r = n->head; r != NULL; r = r->next) {
         if (same_lock(r->cmd, req->cmd)) {
-            req->cb(req, REDLOCK_VOTE_ERROR,
-                    "NOSCRIPT, and a later command of the same lock is already queued", NULL, now);
+            complete(n, req, REDLOCK_VOTE_ERROR,
+                     "NOSCRIPT, and a later command of the same lock is already queued", NULL, now);
             return;
         }
     }
     if (redlock__cmd_append(req->cmd, true, redlock__stream_out(&n->stream), n->cfg.alloc) != 0) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
     req->deadline_us = now + n->cfg.timeout_us;
@@ -295,9 +395,12 @@ static void handle_reply(redlock__node *n, const redisReply *r)
     }
     redlock__req *req = fifo_pop(n);
     if (req == NULL) {
-        node_fail(n, "protocol error: reply without a request");
+        node_fail(n, REDLOCK_LOG_ERROR, "protocol error: reply without a request");
         return;
     }
+    n->answers++;
+    uint64_t sample = now > req->sent_us ? now - req->sent_us : 0;
+    n->rtt_us = n->rtt_us == 0 ? REDLOCK__MAX(sample, 1) : n->rtt_us - n->rtt_us / 8 + sample / 8;
     char err[ERR_LEN];
     redlock__reply_kind kind;
     redlock__reply_data data;
@@ -311,19 +414,19 @@ static void handle_reply(redlock__node *n, const redisReply *r)
          * Nothing on this connection is believed any more. */
         char why[ERR_LEN];
         redlock__fmt(why, sizeof(why), "protocol error: %s (connection dropped)", err);
-        node_fail(n, why);
-        req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
+        node_fail(n, REDLOCK_LOG_ERROR, why);
+        complete(n, req, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
     }
-    req->cb(req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
-            req->cmd->kind == REDLOCK__CMD_INSPECT ? &data : NULL, now);
+    complete(n, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
+             req->cmd->kind == REDLOCK__CMD_INSPECT ? &data : NULL, now);
 }
 
 static void on_stream_read(redlock__stream *s, const char *data, size_t len)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
     if (redisReaderFeed(n->reader, data, len) != REDIS_OK) {
-        node_fail(n, "protocol error: cannot buffer the reply");
+        node_fail(n, REDLOCK_LOG_ERROR, "protocol error: cannot buffer the reply");
         return;
     }
     for (;;) {
@@ -331,7 +434,7 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
         if (redisReaderGetReply(n->reader, &reply) != REDIS_OK) {
             char why[ERR_LEN];
             redlock__fmt(why, sizeof(why), "protocol error: %s", n->reader->errstr);
-            node_fail(n, why);
+            node_fail(n, REDLOCK_LOG_ERROR, why);
             return;
         }
         if (reply == NULL)
@@ -356,7 +459,7 @@ static void on_stream_open(redlock__stream *s)
     n->last_reply_us = now_us();
     if (n->reader == NULL || redlock__handshake_start(&n->handshake, n->cfg.url,
                                                       redlock__stream_out(s), n->cfg.alloc) != 0) {
-        node_fail(n, "connect: out of memory");
+        node_fail(n, 0, "connect: out of memory");
         return;
     }
     if (!redlock__handshake_pending(&n->handshake))
@@ -396,6 +499,7 @@ int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock_
     n->loop = loop;
     n->cfg = *cfg;
     n->state = NODE_STARTING;
+    n->state_since_us = now_us();
     redlock__stream_config scfg = {
         .url = cfg->url,
         .connect_timeout_us = cfg->connect_timeout_us,
@@ -428,26 +532,27 @@ void redlock__node_start(redlock__node *n)
 void redlock__node_send(redlock__node *n, redlock__req *req)
 {
     uint64_t now = now_us();
+    n->requests++;
     req->sent_us = now;
     req->deadline_us = now + n->cfg.timeout_us;
     if (n->state == NODE_CLOSING) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
         return;
     }
     if (n->state == NODE_DOWN) { /* reconnecting: fail fast */
         char why[ERR_LEN + 16];
         redlock__fmt(why, sizeof(why), "node down: %s", n->last_error);
-        req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
     }
     if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", NULL, now);
         return;
     }
     bool ready = n->state == NODE_READY;
     redlock__buf *out = ready ? redlock__stream_out(&n->stream) : &n->held;
     if (redlock__cmd_append(req->cmd, false, out, n->cfg.alloc) != 0) {
-        req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
     if (n->head == NULL && n->skip_replies == 0)
@@ -482,9 +587,34 @@ static void on_timer_closed(uv_handle_t *h)
     maybe_closed(n);
 }
 
+void redlock__node_info(const redlock__node *n, redlock_node_info *out)
+{
+    static const redlock_node_state states[] = {
+        [NODE_STARTING] = REDLOCK_NODE_CONNECTING,
+        [NODE_READY] = REDLOCK_NODE_UP,
+        [NODE_DOWN] = REDLOCK_NODE_DOWN,
+        [NODE_CLOSING] = REDLOCK_NODE_CLOSED,
+    };
+    out->url = n->cfg.name;
+    out->state = states[n->state];
+    out->inflight = n->fifo_len;
+    out->owed = n->skip_replies;
+    out->consecutive_failures = n->consecutive_failures;
+    out->connect_failures = n->connect_failures;
+    out->connects = n->connects;
+    out->disconnects = n->disconnects;
+    out->requests = n->requests;
+    out->answers = n->answers;
+    out->errors = n->errors;
+    out->timeouts = n->timeouts;
+    out->rtt_us = n->rtt_us;
+    out->state_since_us = n->state_since_us;
+    redlock__fmt(out->last_error, sizeof(out->last_error), "%s", n->last_failure);
+}
+
 void redlock__node_close(redlock__node *n, void (*cb)(void *data), void *data)
 {
-    n->state = NODE_CLOSING;
+    set_state(n, NODE_CLOSING);
     n->close_cb = cb;
     n->close_data = data;
     n->closes_pending = 2; /* the deadline timer and the stream */

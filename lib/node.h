@@ -46,6 +46,10 @@ typedef struct redlock__node_config {
     void *twin_ctx;
     redlock__tls_ctx *tls; /* the client's TLS context, for a rediss:// url; must outlive the
                               node */
+    /* Told what happens to the connection (connected, lost, refused, dropped, each failed
+     * attempt), as one line about this node; NULL: nothing is formatted. */
+    void (*log)(void *ctx, redlock_log_level level, const char *url, const char *message);
+    void *log_ctx;
 } redlock__node_config;
 
 /* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
@@ -66,6 +70,8 @@ void redlock__node_close(redlock__node *node, void (*cb)(void *data), void *data
 const char *redlock__node_name(const redlock__node *node);
 /* The run_id of the server a ready node is connected to, or NULL (not ready, or INFO refused). */
 const char *redlock__node_run_id(const redlock__node *node);
+/* Its state and counters, into out (a library-sized struct; url and the rest are filled). */
+void redlock__node_info(const redlock__node *node, redlock_node_info *out);
 /* What its stream counted (tests and the bench). */
 const redlock__stream_stats *redlock__node_stream_stats(const redlock__node *node);
 

@@ -340,6 +340,7 @@ static void lock_round_done(op *o, round *r)
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
     int status = redlock_round_status(&r->q);
+    redlock__stats_round(c, REDLOCK__CMD_ACQUIRE, status, &r->q, r->results);
     if (status == 0) {
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->validity_ms = validity / 1000;
@@ -393,6 +394,7 @@ static void extend_round_done(op *o, round *r)
         status = REDLOCK_ELOST;
     if (status == REDLOCK_ELOST)
         lock->lapsed = true; /* the hold may have had a gap: no retake from now on */
+    redlock__stats_round(o->client, REDLOCK__CMD_EXTEND, status, &r->q, r->results);
     if (status == 0) {
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->ttl_ms = o->ttl_ms;
@@ -449,7 +451,9 @@ static void round_check(round *r)
         if (r->outstanding > 0)
             return;
         r->acted = true;
-        op_complete(o, o->kind == OP_UNLOCK ? release_status(o, &r->q) : inspect_status(&r->q));
+        int status = o->kind == OP_UNLOCK ? release_status(o, &r->q) : inspect_status(&r->q);
+        redlock__stats_round(o->client, r->cmd.kind, status, &r->q, r->results);
+        op_complete(o, status);
         return;
     }
     if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)

@@ -105,6 +105,7 @@ static void go_idle(redlock__stream *s)
     if (was_established || s->backoff_us == 0)
         s->backoff_us = s->cfg.reconnect_min_us;
     uint64_t delay = jitter(s, s->backoff_us);
+    s->stats.next_attempt_us = delay;
     s->backoff_us = REDLOCK__MIN(s->backoff_us * 2, s->cfg.reconnect_max_us);
     uv_timer_start(&s->reconnect_timer, on_reconnect_timer, ms_ceil(delay), 0);
 }
@@ -463,6 +464,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 
 static void stream_connect(redlock__stream *s)
 {
+    s->stats.connect_attempts++;
     s->n_addrs = s->next_addr = 0;
     s->out.len = 0;
     /* libuv times timers from the loop's cached clock, which is stale when the caller was busy

@@ -73,6 +73,9 @@ typedef struct redlock__stream_stats {
     unsigned tls_resumed;       /* ... of which resumed a session */
     bool last_resumed;          /* the last completed handshake resumed a session */
     uint64_t last_handshake_us; /* TCP connected to TLS handshake done, last time */
+    uint64_t connect_attempts;  /* connection attempts started */
+    uint64_t next_attempt_us;   /* the backoff (jitter included) before the next attempt, as
+                                   armed by the last failure */
 } redlock__stream_stats;
 
 typedef struct redlock__stream_config {

@@ -39,7 +39,8 @@ typedef enum {
     REQ_INSPECT,
     REQ_EXTEND,
     REQ_RELEASE,
-    REQ_LOCK_FREE
+    REQ_LOCK_FREE,
+    REQ_QUERY /* redlock_sync_node_info, redlock_sync_stats */
 } req_kind;
 
 /* One blocking call. It lives on the caller's stack, which stays put until the loop thread
@@ -61,6 +62,10 @@ typedef struct sync_req {
     redlock_lock_opts opts; /* acquire: the caller's, read by its size (abi.h) */
     uint64_t ttl_ms;
     unsigned flags;
+    /* query: one of these is set, the caller's */
+    redlock_node_info *node_info;
+    unsigned node;
+    redlock_stats *stats;
 } sync_req;
 
 struct redlock_sync {
@@ -480,6 +485,12 @@ static void on_async(uv_async_t *async)
             handle_free(s, req->lock);
             complete(s, req, 0);
             continue;
+        case REQ_QUERY: /* the client lives until the close below: it can still tell */
+            complete(s, req,
+                     req->node_info != NULL
+                         ? redlock_client_node_info(s->client, req->node, req->node_info)
+                         : redlock_client_stats(s->client, req->stats));
+            continue;
         case REQ_ACQUIRE:
             rc = closing ? REDLOCK_ECANCELED : start_acquire(s, req);
             break;
@@ -767,6 +778,22 @@ int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
         .resource = resource,
         .resource_len = len,
     };
+    return submit(sync, &req);
+}
+
+int redlock_sync_node_info(redlock_sync *sync, unsigned i, redlock_node_info *info)
+{
+    if (sync == NULL || info == NULL)
+        return REDLOCK_EINVAL;
+    sync_req req = {.kind = REQ_QUERY, .node_info = info, .node = i};
+    return submit(sync, &req);
+}
+
+int redlock_sync_stats(redlock_sync *sync, redlock_stats *stats)
+{
+    if (sync == NULL || stats == NULL)
+        return REDLOCK_EINVAL;
+    sync_req req = {.kind = REQ_QUERY, .stats = stats};
     return submit(sync, &req);
 }
 

@@ -155,6 +155,48 @@ int cli_add_nodes(cli_args *a, const char *list, const char *what, char *err, si
     }
 }
 
+int cli_add_node_lines(cli_args *a, const char *text, size_t len, const char *what, char *err,
+                       size_t err_len)
+{
+    size_t pos = 0;
+    unsigned line_no = 0;
+    while (pos < len) {
+        const char *line = text + pos;
+        const char *nl = memchr(line, '\n', len - pos);
+        size_t line_len = nl != NULL ? (size_t)(nl - line) : len - pos;
+        pos += line_len + (nl != NULL ? 1 : 0);
+        line_no++;
+        size_t b = 0, e = line_len;
+        while (b < e && is_blank(line[b]))
+            b++;
+        while (e > b && is_blank(line[e - 1]))
+            e--;
+        if (b == e || line[b] == '#')
+            continue;
+        if (memchr(line + b, '\0', e - b) != NULL)
+            return usage(err, err_len, "%s: line %u holds a NUL byte", what, line_no);
+        char *copy = malloc(e - b + 1);
+        if (copy == NULL)
+            return CLI_PARSE_NOMEM;
+        memcpy(copy, line + b, e - b);
+        copy[e - b] = '\0';
+        char where[300];
+        snprintf(where, sizeof(where), "%s, line %u", what, line_no);
+        unsigned first = a->n_nodes;
+        int rc = cli_add_nodes(a, copy, where, err, err_len);
+        for (unsigned k = first; k < a->n_nodes; k++)
+            a->node_line[k] = line_no;
+        /* The line may hold a password: do not leave it in freed memory. */
+        volatile char *wipe = copy;
+        for (size_t k = 0; k < e - b; k++)
+            wipe[k] = '\0';
+        free(copy);
+        if (rc != CLI_PARSE_OK)
+            return rc;
+    }
+    return CLI_PARSE_OK;
+}
+
 static void free_nodes(cli_args *a)
 {
     for (unsigned i = 0; i < a->n_nodes; i++) {
@@ -191,7 +233,9 @@ typedef enum {
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_TLS_SERVER_NAME,
-    OPT_TLS_INSECURE
+    OPT_TLS_INSECURE,
+    OPT_NODES_FILE,
+    OPT_DELAYED_RESTART
 } opt_id;
 
 typedef struct option_def {
@@ -213,6 +257,8 @@ static const option_def option_defs[] = {
     {0, "tls-cert", true, OPT_TLS_CERT}, {0, "tls-key", true, OPT_TLS_KEY},
     {0, "tls-server-name", true, OPT_TLS_SERVER_NAME},
     {0, "tls-insecure", false, OPT_TLS_INSECURE},
+    {0, "nodes-file", true, OPT_NODES_FILE},
+    {0, "delayed-restart", false, OPT_DELAYED_RESTART},
 };
 /* clang-format on */
 #define N_OPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
@@ -296,6 +342,17 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
     case OPT_TLS_INSECURE:
         a->tls_insecure = true;
         return CLI_PARSE_OK;
+    case OPT_NODES_FILE:
+        if (value[0] == '\0')
+            return usage(ps->err, ps->err_len, "--nodes-file: empty value");
+        if (a->nodes_file != NULL)
+            return usage(ps->err, ps->err_len, "--nodes-file: given twice");
+        ps->nodes_given = true; /* $REDLOCK_NODES is then not read */
+        a->nodes_file = value;
+        return CLI_PARSE_OK;
+    case OPT_DELAYED_RESTART:
+        a->delayed_restart = true;
+        return CLI_PARSE_OK;
     }
     return CLI_PARSE_OK;
 }
@@ -377,27 +434,36 @@ static const struct {
     cli_command command;
 } commands[] = {
     {"run", CLI_CMD_RUN},       {"acquire", CLI_CMD_ACQUIRE}, {"release", CLI_CMD_RELEASE},
-    {"extend", CLI_CMD_EXTEND}, {"status", CLI_CMD_STATUS},
+    {"extend", CLI_CMD_EXTEND}, {"status", CLI_CMD_STATUS},   {"check", CLI_CMD_CHECK},
 };
 
 static int parse_positionals(parser *ps)
 {
     cli_args *a = ps->a;
     if (ps->i >= ps->argc)
-        return usage(
-            ps->err, ps->err_len,
-            "missing command: run, acquire, release, extend or status (see redlock --help)");
+        return usage(ps->err, ps->err_len,
+                     "missing command: run, acquire, release, extend, status or check (see "
+                     "redlock --help)");
     const char *word = ps->argv[ps->i++];
     for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
         if (strcmp(word, commands[k].name) == 0)
             a->command = commands[k].command;
     if (a->command == CLI_CMD_NONE)
         return usage(ps->err, ps->err_len,
-                     "unknown command '%s': use run, acquire, release, extend or status",
+                     "unknown command '%s': use run, acquire, release, extend, status or check",
                      quotable(word));
     int rc = parse_options(ps);
     if (rc != CLI_PARSE_OK || a->help || a->version)
         return rc;
+    if (a->command == CLI_CMD_CHECK) {
+        /* check [PREFIX]: the probe key starts with PREFIX (to match the ACL's key pattern). */
+        a->prefix = ps->i < ps->argc ? ps->argv[ps->i++] : "";
+        if (ps->i < ps->argc)
+            return usage(ps->err, ps->err_len,
+                         "check: unexpected argument '%s' (options go before PREFIX)",
+                         quotable(ps->argv[ps->i]));
+        return CLI_PARSE_OK;
+    }
     if (ps->i >= ps->argc)
         return usage(ps->err, ps->err_len, "%s: missing KEY", word);
     a->key = ps->argv[ps->i++];

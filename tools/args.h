@@ -40,7 +40,8 @@ typedef enum {
     CLI_CMD_ACQUIRE,
     CLI_CMD_RELEASE,
     CLI_CMD_EXTEND,
-    CLI_CMD_STATUS
+    CLI_CMD_STATUS,
+    CLI_CMD_CHECK
 } cli_command;
 
 typedef struct cli_args {
@@ -52,7 +53,10 @@ typedef struct cli_args {
     char **child_argv; /* run: the COMMAND and its arguments, NULL-terminated, borrowed */
     char **nodes;      /* owned: n_nodes malloc'ed URLs (trimmed, never empty) */
     unsigned n_nodes;
-    bool nodes_from_env; /* the list came from $REDLOCK_NODES */
+    bool nodes_from_env;    /* the list came from $REDLOCK_NODES */
+    const char *nodes_file; /* --nodes-file: borrowed from argv; read by the tool (the parser
+                               does no IO), whose URLs then add to those of --nodes */
+    unsigned node_line[CLI_MAX_NODES]; /* the file's line of each node from it, else 0 */
     uint64_t ttl_ms;
     uint64_t wait_ms;
     uint64_t node_timeout_ms;
@@ -69,6 +73,10 @@ typedef struct cli_args {
     const char *tls_key;
     const char *tls_server_name;
     bool tls_insecure;
+    /* check: the start of the probe key (borrowed from argv; "" when not given), and whether
+     * restarted nodes are known to be kept out for longer than the longest ttl. */
+    const char *prefix;
+    bool delayed_restart;
 } cli_args;
 
 /* Results of cli_parse. */
@@ -88,6 +96,13 @@ int cli_parse_duration(const char *text, uint64_t *ms, char *err, size_t err_len
  * messages ("--nodes", "REDLOCK_NODES"). Returns CLI_PARSE_OK, CLI_PARSE_USAGE (err set; the
  * list is never quoted, it may hold passwords) or CLI_PARSE_NOMEM. */
 int cli_add_nodes(cli_args *a, const char *list, const char *what, char *err, size_t err_len);
+
+/* Append the URLs of a node file's text (len bytes, not NUL-terminated): one URL per line, or a
+ * comma-separated list per line as --nodes takes; blank lines and lines starting with '#' are
+ * skipped. what names the file in messages, which give the line number and never its text;
+ * a->node_line[] gets each added node's line. Returns as cli_add_nodes. */
+int cli_add_node_lines(cli_args *a, const char *text, size_t len, const char *what, char *err,
+                       size_t err_len);
 
 /* Parse the whole command line (argv[0] is the program). Options come before the command or
  * between the command and KEY; "--" ends them (so a KEY may start with '-'). run then needs

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static const char help_text[] =
     "usage: redlock [options] run KEY -- COMMAND [ARG...]\n"
@@ -25,25 +27,37 @@ static const char help_text[] =
     "       redlock [options] release KEY TOKEN\n"
     "       redlock [options] extend KEY TOKEN\n"
     "       redlock [options] status KEY\n"
+    "       redlock [options] check [PREFIX]\n"
     "\n"
     "A distributed lock over N Redis masters (Redlock): flock(1) for a fleet.\n"
     "\n"
     "commands:\n"
     "  run      take the lock, keep it alive while COMMAND runs, release it when COMMAND exits;\n"
     "           exit with COMMAND's status (128+N if it died of signal N), or 70 if the lock was\n"
-    "           lost or the release finds it had lapsed. COMMAND gets\n"
-    "           REDLOCK_KEY and REDLOCK_TOKEN in its environment. If the lock is lost, COMMAND\n"
-    "           gets SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM and SIGHUP are\n"
-    "           forwarded to COMMAND.\n"
+    "           lost or the release finds it had lapsed. COMMAND gets REDLOCK_KEY and\n"
+    "           REDLOCK_TOKEN in its environment (and not REDLOCK_NODES). If the lock is lost,\n"
+    "           COMMAND gets SIGTERM, then SIGKILL after --grace. SIGHUP, SIGINT, SIGQUIT,\n"
+    "           SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH and SIGCONT are forwarded to\n"
+    "           COMMAND; if it dies of one of them, redlock releases the lock and dies of it too\n"
     "  acquire  take the lock and leave it held for its ttl; print one JSON line with the token\n"
     "  release  release a lock taken with acquire (compare-and-delete: only with its token);\n"
     "           exit 70 if the lock had lapsed (fewer than a quorum still held the token)\n"
     "  extend   extend a held lock to --ttl from now (compare-and-pexpire)\n"
     "  status   show who holds KEY on every node, and its remaining ttl\n"
-    "\n"
+    "  check    check that every node is fit to hold locks (a master, reachable, the commands\n"
+    "           allowed, no eviction, persistence, one server per URL); one JSON line on\n"
+    "           stdout, a table on stderr; exit 0 all well, 1 warnings only, 69 a node cannot\n"
+    "           serve locks. It sets and deletes one probe key, PREFIX + \"redlock-check-\" +\n"
+    "           random hex (give the start of your lock keys, to match the ACL's key pattern)\n"
+    "\n";
+
+/* Two strings: C11 compilers need not take a literal over 4095 bytes. */
+static const char help_options[] =
     "options (before KEY; '--' ends them, so a KEY may start with '-'):\n"
     "  -n, --nodes URL[,URL...]    Redis masters, e.g. redis://:secret@10.0.1.5:6379/0;\n"
     "                              default $REDLOCK_NODES; may be repeated\n"
+    "  --nodes-file FILE           read node URLs from FILE, one per line ('#' comments): keeps\n"
+    "                              passwords out of argv and the environment\n"
     "  -t, --ttl DURATION          lock ttl, also for extend (default 10s, at least 10ms)\n"
     "  -w, --wait DURATION         keep retrying while the lock is busy for up to this long\n"
     "                              (default 0: one try)\n"
@@ -62,6 +76,8 @@ static const char help_text[] =
     "  --tls-key FILE              ... and its key, without a passphrase ($REDLOCK_TLS_KEY)\n"
     "  --tls-server-name NAME      verify this name (and send it as SNI) instead of each host\n"
     "  --tls-insecure              do not verify the nodes' certificates (never in production)\n"
+    "  --delayed-restart           check: restarted nodes are kept out for longer than the\n"
+    "                              longest ttl, so no AOF is needed (no warning without it)\n"
     "  -h, --help                  this text\n"
     "  -V, --version               versions of the tool, the library, libuv and TLS\n"
     "\n"
@@ -78,7 +94,8 @@ static const char help_text[] =
     "   75  the lock is held by someone else (EBUSY), also after --wait\n"
     "  126  run: COMMAND could not be executed\n"
     "  127  run: COMMAND not found\n"
-    "  128+N  interrupted by signal N while waiting for the lock or a node\n"
+    "  128+N  interrupted by signal N while waiting for the lock or a node: redlock cleans\n"
+    "         up, then dies of signal N itself (so a shell loop stops on Ctrl-C)\n"
     "\n"
     "rediss:// nodes use TLS (see the --tls-* options); a node whose TLS handshake fails votes\n"
     "error with the reason, and too many such nodes exit 69.\n"
@@ -115,6 +132,10 @@ static void finish(tool *t)
     for (unsigned i = 0; i < t->n_signals; i++)
         uv_close((uv_handle_t *)&t->signals[i], NULL);
     t->n_signals = 0;
+    if (t->retry_timer_init) {
+        uv_close((uv_handle_t *)&t->retry_timer, NULL);
+        t->retry_timer_init = false;
+    }
     run_close_handles(t);
 }
 
@@ -221,6 +242,12 @@ static void drain_then_close(tool *t)
 
 /* ---- signals -------------------------------------------------------------------------------- */
 
+/* SIGWINCH and SIGCONT end nothing by default: run forwards them, the rest ignores them. */
+static bool ends_process(int signum)
+{
+    return signum != SIGWINCH && signum != SIGCONT;
+}
+
 static void on_signal(uv_signal_t *handle, int signum)
 {
     tool *t = handle->data;
@@ -228,15 +255,27 @@ static void on_signal(uv_signal_t *handle, int signum)
     const char *name = tool_signal_name(signum, buf, sizeof(buf));
     switch (t->phase) {
     case PHASE_ACQUIRING:
-        t->cleanup_needed = true;
-        /* fall through */
     case PHASE_ONESHOT:
+        if (!ends_process(signum))
+            break;
         tool_say(t, "got %s: giving up", name);
+        /* Only an attempt still out may have set keys (a lost one released its own). */
+        t->cleanup_needed = t->phase == PHASE_ACQUIRING && t->attempt_inflight;
         t->interrupted = signum;
         t->exit_code = EXIT_SIGNAL_BASE + signum;
+        t->die_signal = signum;
+        if (t->phase == PHASE_ACQUIRING && !t->attempt_inflight) {
+            /* Between two attempts: no callback will say it, so the result is printed here. */
+            uv_timer_stop(&t->retry_timer);
+            if (t->args.command == CLI_CMD_ACQUIRE)
+                report_lock_result(t, NULL, REDLOCK_ECANCELED, NULL);
+            report_run_result(t, NULL, REDLOCK_ECANCELED, NULL);
+        }
         tool_close_client(t);
         break;
     case PHASE_CHILD:
+        if (ends_process(signum) && signum < 32)
+            t->received |= 1u << signum;
         run_forward_signal(t, signum);
         break;
     default:
@@ -246,7 +285,8 @@ static void on_signal(uv_signal_t *handle, int signum)
 
 static int start_signals(tool *t)
 {
-    static const int signums[TOOL_N_SIGNALS] = {SIGINT, SIGTERM, SIGHUP};
+    static const int signums[TOOL_N_SIGNALS] = {SIGHUP,  SIGINT,  SIGQUIT,  SIGTERM, SIGUSR1,
+                                                SIGUSR2, SIGALRM, SIGWINCH, SIGCONT};
     for (unsigned i = 0; i < TOOL_N_SIGNALS; i++) {
         uv_signal_t *h = &t->signals[i];
         int rc = uv_signal_init(&t->loop, h);
@@ -261,6 +301,30 @@ static int start_signals(tool *t)
     return 0;
 }
 
+/* End the way the signal would have ended the tool, had it not cleaned up first: a shell
+ * waiting for it then acts on the signal too (bash stops a loop on Ctrl-C only when the
+ * command it ran died of SIGINT). Returns if the signal does not end the process. */
+static void die_of(int signum)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (signum == SIGQUIT) {
+        /* Dying of SIGQUIT dumps core by default: a deliberate exit is no crash to debug. */
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(signum, &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signum);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(signum);
+}
+
 /* ---- acquire (also run's first step) -------------------------------------------------------- */
 
 static void say_acquire_failure(tool *t, int status, const redlock_result *result)
@@ -270,8 +334,7 @@ static void say_acquire_failure(tool *t, int status, const redlock_result *resul
     switch (status) {
     case REDLOCK_EBUSY:
         tool_say(t, "%s is locked by another holder (%u of %u nodes said no; %u attempt%s)", key,
-                 result->votes_no, result->n_nodes, result->attempts,
-                 result->attempts == 1 ? "" : "s");
+                 result->votes_no, result->n_nodes, t->attempts, t->attempts == 1 ? "" : "s");
         break;
     case REDLOCK_ENOQUORUM:
         tool_warn(t, "no quorum for %s: %u of %u nodes failed or timed out", key,
@@ -291,15 +354,64 @@ static void say_acquire_failure(tool *t, int status, const redlock_result *resul
     }
 }
 
+static int start_attempt(tool *t);
+
+/* Another attempt may follow a lost one while --wait allows: the outcomes a retry can change
+ * (held elsewhere, too few nodes, too slow), and never once the deadline has passed. */
+static bool may_retry(tool *t, int status)
+{
+    if (t->args.wait_ms == 0 || t->interrupted != 0 || t->client_closing)
+        return false;
+    if (status != REDLOCK_EBUSY && status != REDLOCK_ENOQUORUM && status != REDLOCK_EEXPIRED)
+        return false;
+    return uv_now(&t->loop) < t->wait_deadline_ms;
+}
+
+static void on_retry_timer(uv_timer_t *timer)
+{
+    tool *t = timer->data;
+    if (t->interrupted == 0 && !t->client_closing)
+        start_attempt(t);
+}
+
+/* The delay before the next attempt: the client's retry_delay_ms +/- retry_jitter_ms, as the
+ * library's own retries, cut short by the --wait deadline (the last attempt starts there). */
+static void schedule_retry(tool *t)
+{
+    uint64_t base = t->opts.retry_delay_ms, jitter = t->opts.retry_jitter_ms, r = 0;
+    if (jitter > 0 && uv_random(NULL, NULL, &r, sizeof(r), 0, NULL) != 0)
+        r = uv_hrtime();
+    uint64_t delay = jitter > 0 ? base + r % (2 * jitter + 1) : base;
+    delay = delay > jitter ? delay - jitter : 0;
+    uint64_t now = uv_now(&t->loop);
+    if (now + delay > t->wait_deadline_ms)
+        delay = t->wait_deadline_ms - now;
+    if (!t->retry_timer_init) {
+        uv_timer_init(&t->loop, &t->retry_timer);
+        t->retry_timer.data = t;
+        t->retry_timer_init = true;
+    }
+    uv_timer_start(&t->retry_timer, on_retry_timer, delay, 0);
+}
+
 static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
     tool *t = data;
-    if (t->args.command == CLI_CMD_ACQUIRE)
-        report_lock_result(t, lock, status, result);
+    t->attempt_inflight = false;
     if (status == REDLOCK_ECANCELED && t->interrupted != 0) {
+        if (t->args.command == CLI_CMD_ACQUIRE)
+            report_lock_result(t, lock, status, result);
         report_run_result(t, NULL, status, result);
         return; /* we closed the client; the cleanup follows */
     }
+    /* The library has already sent this attempt's release to every node, with this attempt's
+     * token; the next attempt takes a fresh one. */
+    if (status != 0 && may_retry(t, status)) {
+        schedule_retry(t);
+        return;
+    }
+    if (t->args.command == CLI_CMD_ACQUIRE)
+        report_lock_result(t, lock, status, result);
     if (status != 0) {
         say_acquire_failure(t, status, result);
         t->exit_code = tool_exit_for(status);
@@ -322,9 +434,13 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     drain_then_close(t);
 }
 
-static int start_acquire(tool *t)
+/* One attempt: one round, with a token of its own. The tool makes the token (so that a fresh
+ * client can clean up after an attempt a signal interrupted) and drives the retries of --wait
+ * itself, because a caller's token is reused by the library's retries: a lost attempt's release,
+ * delayed on a connection that was then dropped and re-made, could then delete the key of the
+ * attempt that won (docs/safety.md). */
+static int start_attempt(tool *t)
 {
-    /* Our own token, so an interrupted attempt can be cleaned up by a fresh client. */
     unsigned char raw[TOOL_TOKEN_BYTES];
     int rc = uv_random(NULL, NULL, raw, sizeof(raw), 0, NULL);
     if (rc != 0) {
@@ -344,10 +460,7 @@ static int start_acquire(tool *t)
     redlock_lock_opts_init(&opts);
     opts.token = t->token;
     opts.token_len = strlen(t->token);
-    if (t->args.wait_ms > 0)
-        opts.wait_ms = t->args.wait_ms;
-    else
-        opts.retry_count = 0; /* one try */
+    opts.retry_count = 0; /* one round: the retries are ours */
     redlock_auto_opts auto_opts;
     if (t->args.command == CLI_CMD_RUN) {
         redlock_auto_opts_init(&auto_opts);
@@ -358,12 +471,23 @@ static int start_acquire(tool *t)
         opts.lost_cb = run_on_lost;
         opts.lost_data = t;
     }
-    t->phase = PHASE_ACQUIRING;
     rc = redlock_acquire(t->client, t->args.key, t->args.key_len, t->args.ttl_ms, &opts,
                          on_acquired, t);
-    if (rc != 0)
+    if (rc != 0) {
         failed_at_once(t, rc);
-    return rc;
+        return rc;
+    }
+    t->attempts++;
+    t->attempt_inflight = true;
+    return 0;
+}
+
+static int start_acquire(tool *t)
+{
+    t->phase = PHASE_ACQUIRING;
+    uv_update_time(&t->loop);
+    t->wait_deadline_ms = uv_now(&t->loop) + t->args.wait_ms;
+    return start_attempt(t);
 }
 
 /* ---- release, extend, status ---------------------------------------------------------------- */
@@ -522,6 +646,73 @@ static void ensure_stdio(void)
     }
 }
 
+#define NODES_FILE_MAX (1024 * 1024)
+
+/* --nodes-file: its URLs join those of --nodes. Messages name the file and a line, never what
+ * the line says (a password). Returns CLI_PARSE_OK, CLI_PARSE_USAGE with err set, or
+ * CLI_PARSE_NOMEM. */
+static int read_nodes_file(cli_args *a, char *err, size_t err_len)
+{
+    char name[200];
+    tool_printable(a->nodes_file, strlen(a->nodes_file), name, sizeof(name));
+    char what[256];
+    snprintf(what, sizeof(what), "--nodes-file %s", name);
+    int fd = open(a->nodes_file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, err_len, "%s: %s", what, strerror(errno));
+        return CLI_PARSE_USAGE;
+    }
+    char *text = malloc(NODES_FILE_MAX);
+    if (text == NULL) {
+        close(fd);
+        return CLI_PARSE_NOMEM;
+    }
+    size_t len = 0;
+    int rc = CLI_PARSE_OK;
+    for (;;) {
+        ssize_t n = read(fd, text + len, NODES_FILE_MAX - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(err, err_len, "%s: %s", what, strerror(errno));
+            rc = CLI_PARSE_USAGE;
+            break;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len == NODES_FILE_MAX) {
+            snprintf(err, err_len, "%s: larger than %d bytes", what, NODES_FILE_MAX);
+            rc = CLI_PARSE_USAGE;
+            break;
+        }
+    }
+    close(fd);
+    unsigned before = a->n_nodes;
+    if (rc == CLI_PARSE_OK)
+        rc = cli_add_node_lines(a, text, len, what, err, err_len);
+    if (rc == CLI_PARSE_OK && a->n_nodes == before) {
+        snprintf(err, err_len, "%s: no node URL in it", what);
+        rc = CLI_PARSE_USAGE;
+    }
+    /* Each URL is checked here, where its line is known (the library's message would name the
+     * node by its index); the message is the library's, password redacted. */
+    for (unsigned i = before; rc == CLI_PARSE_OK && i < a->n_nodes; i++) {
+        redlock_url url;
+        char why[256];
+        if (redlock_url_parse(&url, a->nodes[i], why, sizeof(why)) != 0) {
+            snprintf(err, err_len, "%.200s, line %u: %.250s", what, a->node_line[i], why);
+            rc = CLI_PARSE_USAGE;
+        }
+        redlock_url_free(&url);
+    }
+    volatile char *wipe = text; /* passwords */
+    for (size_t k = 0; k < len; k++)
+        wipe[k] = '\0';
+    free(text);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     ensure_stdio();
@@ -532,6 +723,8 @@ int main(int argc, char **argv)
     memset(&t, 0, sizeof(t));
     char err[512];
     int rc = cli_parse(&t.args, argc, argv, getenv("REDLOCK_NODES"), err, sizeof(err));
+    if (rc == CLI_PARSE_OK && !t.args.help && !t.args.version && t.args.nodes_file != NULL)
+        rc = read_nodes_file(&t.args, err, sizeof(err));
     int code;
     if (rc == CLI_PARSE_NOMEM) {
         fprintf(stderr, "redlock: out of memory\n");
@@ -541,15 +734,20 @@ int main(int argc, char **argv)
         code = EXIT_USAGE;
     } else if (t.args.help) {
         fputs(help_text, stdout);
+        fputs(help_options, stdout);
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else if (t.args.version) {
         const char *tls = redlock_tls_backend();
         printf("redlock %s (libredlock %s, libuv %s, TLS: %s)\n", REDLOCK_VERSION_STRING,
                redlock_version_string(), uv_version_string(), tls != NULL ? tls : "not built in");
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
+    } else if (t.args.command == CLI_CMD_CHECK) {
+        code = check_main(&t.args);
     } else {
         code = tool_main(&t);
     }
     cli_args_free(&t.args);
+    if (t.die_signal != 0 && code == EXIT_SIGNAL_BASE + t.die_signal)
+        die_of(t.die_signal);
     return code;
 }

@@ -115,11 +115,12 @@ static void print_line(tool *t, jw *w)
     }
 }
 
+/* result NULL: no round to show (an acquire interrupted between two attempts). */
 static void json_nodes(jw *w, const redlock_result *result)
 {
     jw_key(w, "nodes");
     jw_array_begin(w);
-    for (unsigned i = 0; i < result->n_nodes; i++) {
+    for (unsigned i = 0; result != NULL && i < result->n_nodes; i++) {
         const redlock_node_result *n = &result->nodes[i];
         jw_object_begin(w);
         jw_key(w, "url");
@@ -165,8 +166,8 @@ void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_r
             jw_key(&w, "validity_ms");
             jw_u64(&w, redlock_lock_validity_ms(lock));
         }
-        jw_key(&w, "attempts");
-        jw_u64(&w, result->attempts);
+        jw_key(&w, "attempts"); /* the tool's own attempts (each one round, its own token) */
+        jw_u64(&w, t->attempts);
         break;
     case CLI_CMD_EXTEND:
         if (status == 0) {
@@ -219,13 +220,7 @@ void report_run_result(tool *t, redlock_lock *lock, int status, const redlock_re
         jw_null(&w);
     jw_key(&w, "exit");
     jw_i64(&w, t->exit_code);
-    if (result != NULL) {
-        json_nodes(&w, result);
-    } else {
-        jw_key(&w, "nodes");
-        jw_array_begin(&w);
-        jw_array_end(&w);
-    }
+    json_nodes(&w, result);
     jw_object_end(&w);
     print_line(t, &w);
     jw_free(&w);

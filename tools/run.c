@@ -16,8 +16,9 @@
 
 extern char **environ;
 
-/* environ without REDLOCK_KEY / REDLOCK_TOKEN, plus ours. The array and the two strings it adds
- * are allocated; free with free_env. */
+/* environ without REDLOCK_KEY / REDLOCK_TOKEN, plus ours, and without REDLOCK_NODES: its URLs
+ * may hold passwords, and COMMAND needs none of them to do its work under the lock. The array and
+ * the two strings it adds are allocated; free them after the spawn. */
 static char **build_env(const tool *t, char **added)
 {
     size_t n = 0;
@@ -38,7 +39,8 @@ static char **build_env(const tool *t, char **added)
     snprintf(added[1], token_size, "REDLOCK_TOKEN=%s", t->token);
     size_t k = 0;
     for (char **e = environ; *e != NULL; e++) {
-        if (strncmp(*e, "REDLOCK_KEY=", 12) == 0 || strncmp(*e, "REDLOCK_TOKEN=", 14) == 0)
+        if (strncmp(*e, "REDLOCK_KEY=", 12) == 0 || strncmp(*e, "REDLOCK_TOKEN=", 14) == 0 ||
+            strncmp(*e, "REDLOCK_NODES=", 14) == 0)
             continue;
         env[k++] = *e;
     }
@@ -105,6 +107,10 @@ static void on_child_exit(uv_process_t *process, int64_t exit_status, int term_s
         uv_timer_stop(&t->grace_timer);
     int status = term_signal != 0 ? EXIT_SIGNAL_BASE + term_signal : (int)exit_status;
     t->command_status = status;
+    /* COMMAND died of a signal the tool got and forwarded (Ctrl-C): once the lock is released,
+     * the tool dies of it too, unless a lost or lapsed lock gives another status. */
+    if (term_signal > 0 && term_signal < 32 && (t->received & (1u << term_signal)) != 0)
+        t->die_signal = term_signal;
     if (term_signal != 0) {
         char buf[32];
         tool_say(t, "command (pid %d) died of %s", process->pid,

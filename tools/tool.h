@@ -23,7 +23,9 @@
 #include "json.h"
 
 #define TOOL_TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
-#define TOOL_N_SIGNALS 3    /* SIGINT, SIGTERM, SIGHUP */
+/* Every catchable signal whose default action ends the process (SIGHUP, SIGINT, SIGQUIT,
+ * SIGTERM, SIGUSR1, SIGUSR2, SIGALRM), and SIGWINCH and SIGCONT, which run forwards too. */
+#define TOOL_N_SIGNALS 9
 
 typedef enum {
     PHASE_STARTING,  /* before the first operation */
@@ -50,7 +52,17 @@ typedef struct tool {
     unsigned n_signals;  /* initialized signal handles */
     int interrupted;     /* the signal that made the tool give up (0: none) */
     bool cleanup_needed; /* an interrupted acquire may have left keys: release them */
+    /* The tool ends by dying of this signal (after cleaning up) when its exit status is still
+     * 128 + it: a shell loop around it then stops on Ctrl-C, as it does around flock(1). */
+    int die_signal;
+    unsigned received; /* run: bit N set once signal N was forwarded to COMMAND */
+    /* acquire and run: the attempts, each with a token of its own (the current one here). */
     char token[2 * TOOL_TOKEN_BYTES + 1];
+    unsigned attempts;
+    bool attempt_inflight;     /* an acquire call is out (its keys may be on the nodes) */
+    uint64_t wait_deadline_ms; /* --wait: no attempt starts after this (uv_now) */
+    uv_timer_t retry_timer;
+    bool retry_timer_init;
 
     /* run */
     redlock_lock *lock;
@@ -81,6 +93,11 @@ void run_on_lost(redlock_lock *lock, int reason, void *data);
 /* Close run's own handles (the grace timer). */
 void run_close_handles(tool *t);
 
+/* ---- check.c ---- */
+
+/* "redlock check [PREFIX]": check every node and print the verdict. Returns the exit status. */
+int check_main(const cli_args *args);
+
 /* ---- tls.c ---- */
 
 /* Fill t->opts' TLS fields from the --tls-* options, else $REDLOCK_TLS_CA, $REDLOCK_TLS_CA_DIR,
@@ -109,7 +126,8 @@ const char *tool_signal_name(int signum, char *buf, size_t buf_len);
 /* Per-node lines on stderr ("redlock:   URL: error: TEXT"), as tool_warn or tool_say. */
 void tool_say_nodes(const tool *t, const redlock_result *result, bool warn);
 
-/* The JSON line of an acquire, release or extend (see docs/cli.md); lock may be NULL. */
+/* The JSON line of an acquire, release or extend (see docs/cli.md); lock may be NULL, and so
+ * may result (an acquire interrupted between attempts: no nodes to show). */
 void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_result *result);
 /* The JSON line of run --json, at its end: lock is the held lock (NULL if it was never taken),
  * status the last operation's (the acquire's if it failed, else the release's), result its

@@ -125,6 +125,7 @@ static void reap(proc *p)
     if (r == p->pid) {
         p->exited = true;
         p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        p->term_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     }
 }
 

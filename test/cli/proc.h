@@ -16,7 +16,8 @@ typedef struct proc {
     char *out, *err; /* everything read so far, NUL-terminated */
     size_t out_len, err_len;
     bool exited;
-    int status; /* exit code, or 128 + signal; -1 while running */
+    int status;      /* exit code, or 128 + signal; -1 while running */
+    int term_signal; /* the signal it died of; 0 if it exited (with status 128 + N, say) */
 } proc;
 
 /* Start program with argv (NULL-terminated; argv[0] is passed as is). env: "NAME=VALUE" entries

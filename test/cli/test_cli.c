@@ -835,6 +835,9 @@ static void valgrind_clean(void **state)
     }
     valgrind_run(valgrind, 0, ARGS("-n", shared_nodes, "acquire", "cli:vg"));
     valgrind_run(valgrind, 75, ARGS("-n", shared_nodes, "acquire", "cli:vg"));
+    /* Several attempts, each its own round and token, with the retry timer between them. */
+    valgrind_run(valgrind, 75, ARGS("-n", shared_nodes, "-w", "600ms", "acquire", "cli:vg"));
+    valgrind_run(valgrind, 0, ARGS("-n", shared_nodes, "check", "--delayed-restart"));
     valgrind_run(valgrind, 0, ARGS("-n", shared_nodes, "status", "cli:vg"));
     valgrind_run(valgrind, 70, ARGS("-n", shared_nodes, "extend", "cli:vg", "not-the-token"));
     valgrind_run(valgrind, 70, ARGS("-n", shared_nodes, "release", "cli:vg", "not-the-token"));
@@ -845,6 +848,7 @@ static void valgrind_clean(void **state)
     char dup[512];
     snprintf(dup, sizeof(dup), "%s,%s", shared.servers[0].url, shared.servers[0].url);
     valgrind_run(valgrind, 64, ARGS("-n", dup, "acquire", "cli:vg"));
+    valgrind_run(valgrind, 64, ARGS("-n", "rediss://127.0.0.1:1", "check"));
 }
 
 int main(void)

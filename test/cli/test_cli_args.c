@@ -272,6 +272,77 @@ static void command_line_refused(void **state)
     cli_args_free(&a);
 }
 
+/* --nodes-file's text: one URL (or one comma-separated list) per line; comments and blank lines
+ * skipped; a bad line is named by its number, never quoted. */
+static void node_lines_parsed(void **state)
+{
+    (void)state;
+    cli_args a;
+    char err[300];
+    memset(&a, 0, sizeof(a));
+    static const char text[] = "# nodes\n\n  redis://a:1  \r\n\t# indented comment\n"
+                               "redis://b:2,redis://c:3\nredis://d:4";
+    assert_int_equal(cli_add_node_lines(&a, text, sizeof(text) - 1, "f", err, sizeof(err)),
+                     CLI_PARSE_OK);
+    assert_int_equal(a.n_nodes, 4);
+    assert_string_equal(a.nodes[0], "redis://a:1");
+    assert_string_equal(a.nodes[1], "redis://b:2");
+    assert_string_equal(a.nodes[2], "redis://c:3");
+    assert_string_equal(a.nodes[3], "redis://d:4");
+    assert_int_equal(a.node_line[0], 3);
+    assert_int_equal(a.node_line[1], 5);
+    assert_int_equal(a.node_line[2], 5);
+    assert_int_equal(a.node_line[3], 6);
+    cli_args_free(&a);
+
+    memset(&a, 0, sizeof(a));
+    static const char bad[] = "redis://a\nredis://:hunter2@h,,x\n";
+    assert_int_equal(
+        cli_add_node_lines(&a, bad, sizeof(bad) - 1, "--nodes-file f", err, sizeof(err)),
+        CLI_PARSE_USAGE);
+    assert_null(strstr(err, "hunter2"));
+    assert_non_null(strstr(err, "--nodes-file f, line 2"));
+    cli_args_free(&a);
+    memset(&a, 0, sizeof(a));
+    static const char nul[] = "redis://a\0b\n";
+    assert_int_equal(cli_add_node_lines(&a, nul, sizeof(nul) - 1, "f", err, sizeof(err)),
+                     CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "line 1 holds a NUL"));
+    cli_args_free(&a);
+
+    /* --nodes-file counts as nodes given: $REDLOCK_NODES is not read; the tool reads the file. */
+    assert_int_equal(PARSE(&a, "redis://env", err, "--nodes-file", "/f", "acquire", "k"),
+                     CLI_PARSE_OK);
+    assert_int_equal(a.n_nodes, 0);
+    assert_string_equal(a.nodes_file, "/f");
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, NULL, err, "--nodes-file=/f", "--nodes-file=/g", "acquire", "k"),
+                     CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "given twice"));
+    cli_args_free(&a);
+}
+
+/* check [PREFIX]: the prefix is optional, nothing may follow it. */
+static void check_command_parsed(void **state)
+{
+    (void)state;
+    cli_args a;
+    char err[300];
+    assert_int_equal(PARSE(&a, "redis://a", err, "check"), CLI_PARSE_OK);
+    assert_int_equal(a.command, CLI_CMD_CHECK);
+    assert_string_equal(a.prefix, "");
+    assert_false(a.delayed_restart);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "check", "--delayed-restart", "locks:"),
+                     CLI_PARSE_OK);
+    assert_string_equal(a.prefix, "locks:");
+    assert_true(a.delayed_restart);
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "check", "locks:", "more"), CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "unexpected argument 'more'"));
+    cli_args_free(&a);
+}
+
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
 static char *write_string(const void *bytes, size_t len)
@@ -387,7 +458,8 @@ int main(void)
         cmocka_unit_test(durations_formatted),  cmocka_unit_test(command_line_parsed),
         cmocka_unit_test(command_line_refused), cmocka_unit_test(json_option_parsed),
         cmocka_unit_test(json_strings_escaped), cmocka_unit_test(json_every_byte_round_trips),
-        cmocka_unit_test(json_document_shape),
+        cmocka_unit_test(json_document_shape),  cmocka_unit_test(node_lines_parsed),
+        cmocka_unit_test(check_command_parsed),
     };
     return cmocka_run_group_tests_name("cli-args", tests, NULL, NULL);
 }

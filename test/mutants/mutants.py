@@ -1,10 +1,11 @@
 """mutants.py - the broken libraries the suite must notice (test/mutants/run applies them).
 
-Each mutant breaks lib/ in one known way: a list of (file, text, replacement) edits, each text
-found exactly once in the file as it is today (so a refactor that moves the code makes the
-mutant fail loudly as "not applicable" instead of silently testing nothing), and the killers to
-try, fastest first. A killer is a test program of the build, with the environment that picks the
-cases that should notice. The run stops at the first killer that fails.
+Each mutant breaks lib/ (or the tool, tools/) in one known way: a list of (file, text,
+replacement) edits, each text found exactly once in the file as it is today (so a refactor that
+moves the code makes the mutant fail loudly as "not applicable" instead of silently testing
+nothing), and the killers to try, fastest first. A killer is a test program of the build, with
+the environment that picks the cases that should notice. The run stops at the first killer that
+fails.
 """
 
 SIM = "test/sim/test-sim"
@@ -20,6 +21,12 @@ def integration(program, cases="*"):
 
 def unit(program):
     return {"program": "test/test-" + program}
+
+
+def cli(program):
+    """A cli test program (test/cli), run on the tool of the same build."""
+    return {"program": "test/cli/test-" + program, "build": ["tools/redlock"],
+            "env": {"REDLOCK_TOOL": "tools/redlock", "REDLOCK_DOCS": "../src/docs"}}
 
 
 def torture(seconds=10):
@@ -136,5 +143,66 @@ MUTANTS = [
                    "        n->skip_replies++; /* its reply, if it ever comes, is read and dropped */\n",
                    "")],
         "killers": [integration("node"), integration("faults"), torture()],
+    },
+    {
+        "name": "tool-one-token-per-wait",
+        "what": "redlock --wait reuses its first attempt's token for every attempt",
+        "edits": [("tools/redlock.c",
+                   "    t->token[2 * sizeof(raw)] = '\\0';\n\n    redlock_lock_opts opts;",
+                   "    t->token[2 * sizeof(raw)] = '\\0';\n"
+                   "    static char first[sizeof(t->token)];\n"
+                   "    if (t->attempts == 0)\n"
+                   "        memcpy(first, t->token, sizeof(first));\n"
+                   "    else\n"
+                   "        memcpy(t->token, first, sizeof(first));\n\n"
+                   "    redlock_lock_opts opts;")],
+        "killers": [cli("cli-signals")],
+    },
+    {
+        "name": "tool-forwards-three-signals",
+        "what": "redlock run forwards only SIGHUP, SIGINT and SIGTERM: SIGUSR1 kills the tool and "
+                "leaves COMMAND running without the lock",
+        "edits": [("tools/tool.h", "#define TOOL_N_SIGNALS 9", "#define TOOL_N_SIGNALS 3"),
+                  ("tools/redlock.c",
+                   "{SIGHUP,  SIGINT,  SIGQUIT,  SIGTERM, SIGUSR1,\n"
+                   "                                                SIGUSR2, SIGALRM, SIGWINCH, SIGCONT}",
+                   "{SIGHUP, SIGINT, SIGTERM}")],
+        "killers": [cli("cli-signals")],
+    },
+    {
+        "name": "tool-exits-on-signal",
+        "what": "an interrupted redlock exits 128+N instead of dying of the signal: a shell loop "
+                "around it goes on after Ctrl-C",
+        "edits": [("tools/redlock.c", "        die_of(t.die_signal);", "        (void)die_of;")],
+        "killers": [cli("cli-signals")],
+    },
+    {
+        "name": "tool-command-sees-nodes",
+        "what": "redlock run passes $REDLOCK_NODES (node passwords) on to COMMAND",
+        "edits": [("tools/run.c",
+                   " ||\n            strncmp(*e, \"REDLOCK_NODES=\", 14) == 0)", ")")],
+        "killers": [cli("cli-signals")],
+    },
+    {
+        "name": "check-accepts-replica",
+        "what": "redlock check passes a read-only replica as a node fit to hold locks",
+        "edits": [("tools/check.c",
+                   "        note(&nc->errors, \"is a read-only replica (%s answered READONLY): locks "
+                   "need masters\",\n             argv[0]);",
+                   "        (void)0;"),
+                  ("tools/check.c",
+                   "        if (!said)\n            note(&nc->errors, \"is a replica (role %s): "
+                   "locks need masters\", nc->role);",
+                   "        (void)said;")],
+        "killers": [cli("cli-check")],
+    },
+    {
+        "name": "check-ignores-eviction",
+        "what": "redlock check does not warn of a maxmemory-policy that may evict a held lock",
+        "edits": [("tools/check.c",
+                   "    return strncmp(policy, \"allkeys-\", 8) == 0 || strncmp(policy, \"volatile-\", 9) "
+                   "== 0;",
+                   "    return policy == NULL;")],
+        "killers": [cli("cli-check")],
     },
 ]

@@ -1,0 +1,43 @@
+/* stats.h - what the client counts and tells: the counters of redlock_client_stats, the log
+ * callback's plumbing, and the node state query. The operations report to it with one call per
+ * round outcome (redlock__stats_round) and per lost lock (redlock__stats_lost); nothing here
+ * takes part in a decision. Nothing here is public. */
+#ifndef REDLOCK_STATS_H
+#define REDLOCK_STATS_H
+
+#include <stdint.h>
+
+#include "command.h"
+#include "redlock.h"
+
+typedef struct redlock__stats {
+    uint64_t rounds_won, rounds_busy, rounds_broken, rounds_expired;
+    uint64_t extensions_ok, extensions_failed;
+    uint64_t locks_lost;
+    uint64_t releases_ok, releases_lapsed, releases_unknown;
+    uint64_t slow_rounds;
+} redlock__stats;
+
+/* A round of an operation ended: an acquire round with the round's own status, an extend with
+ * its final status, a release with the release's (redlock_release). Counts it, and logs it when
+ * it took longer than slow_round_ms. results: the round's per-node outcome. */
+void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
+                          const redlock_round *q, const redlock_node_result *results);
+
+/* An auto-extended lock was reported lost with reason. */
+void redlock__stats_lost(redlock_client *c, int reason);
+
+/* Log one line about the client (url NULL) or a node, if the client has a log callback; nothing
+ * is formatted otherwise. */
+void redlock__client_log(redlock_client *c, redlock_log_level level, const char *url,
+                         const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* The nodes' log (redlock__node_config.log), ctx being the client. */
+void redlock__client_node_log(void *ctx, redlock_log_level level, const char *url,
+                              const char *message);
+
+#endif

@@ -11,6 +11,7 @@
 #include "client.h"
 #include "io.h"
 #include "sim.h"
+#include "sim_fence.h"
 
 #define SIM_KEY_MAX 64
 #define SIM_VALUE_MAX REDLOCK_TOKEN_MAX
@@ -57,6 +58,7 @@ typedef struct sim_msg {
     redlock_vote vote;
     bool has_value;
     int64_t pttl_ms;
+    uint64_t fence; /* request: the fence to commit or restore; reply: the counter read */
 } sim_msg;
 
 typedef struct sim_event {
@@ -98,6 +100,7 @@ typedef struct sim_node {
     uint64_t rate_ppm, offset_us;
     unsigned n_keys;
     sim_key keys[SIM_MAX_RESOURCES * 2];
+    sim_counters counters; /* fence counters (sim_fence.h) */
 } sim_node;
 
 /* A request the io owes a completion. */

@@ -69,6 +69,7 @@ typedef struct cli_args {
     const char *tls_key;
     const char *tls_server_name;
     bool tls_insecure;
+    bool fence; /* --fence: take a fencing token (acquire, run); status shows the counters */
 } cli_args;
 
 /* Results of cli_parse. */

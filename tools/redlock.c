@@ -32,7 +32,8 @@ static const char help_text[] =
     "  run      take the lock, keep it alive while COMMAND runs, release it when COMMAND exits;\n"
     "           exit with COMMAND's status (128+N if it died of signal N), or 70 if the lock was\n"
     "           lost or the release finds it had lapsed. COMMAND gets\n"
-    "           REDLOCK_KEY and REDLOCK_TOKEN in its environment. If the lock is lost, COMMAND\n"
+    "           REDLOCK_KEY and REDLOCK_TOKEN (and REDLOCK_FENCE with --fence) in its\n"
+    "           environment. If the lock is lost, COMMAND\n"
     "           gets SIGTERM, then SIGKILL after --grace. SIGINT, SIGTERM and SIGHUP are\n"
     "           forwarded to COMMAND.\n"
     "  acquire  take the lock and leave it held for its ttl; print one JSON line with the token\n"
@@ -55,6 +56,9 @@ static const char help_text[] =
     "                              is not: it is silent)\n"
     "  -j, --json                  run: print one JSON line on stdout at the end, after\n"
     "                              COMMAND exited (the other commands always print one)\n"
+    "  -f, --fence                 take a fencing token with the lock, a number that grows\n"
+    "                              with every holder: acquire prints it (\"fence\"), run\n"
+    "                              exports REDLOCK_FENCE; status shows each node's counter\n"
     "  --tls-ca FILE               rediss:// nodes: CA certificates (PEM) to verify them with;\n"
     "                              default $REDLOCK_TLS_CA, else the system's CA store\n"
     "  --tls-ca-dir DIR            a directory of hashed CA certificates ($REDLOCK_TLS_CA_DIR)\n"
@@ -64,7 +68,9 @@ static const char help_text[] =
     "  --tls-insecure              do not verify the nodes' certificates (never in production)\n"
     "  -h, --help                  this text\n"
     "  -V, --version               versions of the tool, the library, libuv and TLS\n"
-    "\n"
+    "\n";
+/* In two parts: C compilers need only take string literals up to 4095 bytes. */
+static const char help_text_more[] =
     "DURATION is an integer or decimal with a unit: ms, s, m or h (500ms, 1.5s, 2m, 1h);\n"
     "a bare number is seconds.\n"
     "\n"
@@ -344,6 +350,7 @@ static int start_acquire(tool *t)
     redlock_lock_opts_init(&opts);
     opts.token = t->token;
     opts.token_len = strlen(t->token);
+    opts.fencing = t->args.fence;
     if (t->args.wait_ms > 0)
         opts.wait_ms = t->args.wait_ms;
     else
@@ -541,6 +548,7 @@ int main(int argc, char **argv)
         code = EXIT_USAGE;
     } else if (t.args.help) {
         fputs(help_text, stdout);
+        fputs(help_text_more, stdout);
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else if (t.args.version) {
         const char *tls = redlock_tls_backend();

@@ -14,6 +14,10 @@ def sim(test):
     return {"program": SIM, "env": {"SIM_TEST_FILTER": test}}
 
 
+def sim_fence(test):
+    return {"program": "test/sim/test-sim-fence", "env": {"SIM_TEST_FILTER": test}}
+
+
 def integration(program, cases="*"):
     return {"program": "test/test-" + program, "env": {"H_TEST_FILTER": cases}}
 
@@ -127,7 +131,8 @@ MUTANTS = [
                    "status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? commit_start(o, r) : "
                    "lock_grant(o, r);",
                    "status = lock_grant(o, r);")],
-        "killers": [integration("fencing", "fences_grow_from_one"), integration("fencing_order")],
+        "killers": [integration("fencing", "fences_grow_from_one"), integration("fencing_order"),
+                    sim_fence("fences_increase*"), torture()],
     },
     {
         "name": "fence-not-above-counters",
@@ -137,7 +142,8 @@ MUTANTS = [
                    "            round->fence = counter + 1;",
                    "if (round->decision == REDLOCK_ROUND_PENDING && counter > round->fence)\n"
                    "            round->fence = counter;")],
-        "killers": [{"program": "test/test-fence"}, integration("fencing_order")],
+        "killers": [{"program": "test/test-fence"}, integration("fencing_order"),
+                    sim_fence("fences_increase*")],
     },
     {
         "name": "commit-without-compare",
@@ -158,7 +164,8 @@ MUTANTS = [
         "edits": [("lib/ops.c",
                    "redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);",
                    "redlock_round_commit_init(&r->q, &acquire->q, 0);")],
-        "killers": [integration("fencing", "fence_commit_counts_acks"),
+        "killers": [sim_fence("amnesia_with_one_more_ack*"),
+                    integration("fencing", "fence_commit_counts_acks"),
                     integration("fencing", "commit_lost_releases_everywhere")],
     },
     {

@@ -41,6 +41,7 @@ typedef enum {
     EV_NODE_UP,
     EV_PARTITION,
     EV_PAUSE,
+    EV_STORE, /* a write reaches the fenced store (sim_fence.c) */
 } sim_ev_kind;
 
 /* A message on a connection: a request (command copied, the round may be gone when it lands)
@@ -214,6 +215,7 @@ struct sim_world {
     size_t n_downtimes, cap_downtimes;
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
+    struct sim_fence_world *fence; /* sim_fence.c: grants, writes and the store */
 };
 
 /* The event queue (sim_world.c). seq 0: a new sequence number. */

@@ -13,13 +13,15 @@
  * $TORTURE_SEED, else time and pid; it is printed, and passing it back repeats the same chaos
  * schedule and choices (not the same timings).
  *
- * Output is TAP, six tests:
+ * Output is TAP, seven tests:
  *   1 no two holds of one resource overlap        (checker)
  *   2 every counter equals its increments         (checker)
  *   3 no lock key is left on the lock nodes, ttl after the last release
  *   4 every worker exited 0 within S + wait + 30 s (hung ones are SIGKILLed and reported)
  *   5 every resource was held at least once       (liveness under a minority of faults)
  *   6 every fault kind was made at least once, and healed (skipped below 10 s)
+ *   7 fences of successive holds grow, and the fenced store accepted no stale write
+ *     (fence_check.h; skipped in the negative control, whose writes are not fenced)
  * --hold-ms adds MS between the GET and the SET (a longer critical section). --unsafe-wipe is
  * the negative control: instead of a minority's faults, the chaos FLUSHALLs a majority of the
  * nodes (a restart with data loss and no delay, which Redlock does not survive); tests 1 and 2
@@ -62,6 +64,7 @@
 
 #include "chaos.h"
 #include "checker.h"
+#include "fence_check.h"
 #include "fixture.h"
 #include "proxy.h"
 #include "redlock.h"
@@ -260,6 +263,14 @@ static long long lock_keys(fixture_cluster *nodes)
         }
         total += reply->integer;
         freeReplyObject(reply);
+        /* Fence counters (<key>:fence) never expire, by design: they are not lock keys. */
+        reply = fixture_command(nodes, i, "KEYS *:fence");
+        if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(reply);
+            return -1;
+        }
+        total -= (long long)reply->elements;
+        freeReplyObject(reply);
     }
     return total;
 }
@@ -270,6 +281,9 @@ static void print_lock_keys(fixture_cluster *nodes)
         redisReply *keys = fixture_command(nodes, i, "KEYS *");
         for (size_t k = 0; keys != NULL && keys->type == REDIS_REPLY_ARRAY && k < keys->elements;
              k++) {
+            size_t len = keys->element[k]->len;
+            if (len >= 6 && strcmp(keys->element[k]->str + len - 6, ":fence") == 0)
+                continue; /* a fence counter */
             redisReply *pttl = fixture_command(nodes, i, "PTTL %s", keys->element[k]->str);
             printf("#   node %u: %s pttl %lld\n", i, keys->element[k]->str,
                    pttl != NULL && pttl->type == REDIS_REPLY_INTEGER ? pttl->integer : -3);
@@ -424,6 +438,7 @@ static void remove_logs(const torture_config *cfg)
         snprintf(path, sizeof(path), "%s/worker-%u.log", cfg->log_dir, p);
         unlink(path);
     }
+    torture_fence_remove_logs(cfg->log_dir, cfg->procs);
     rmdir(cfg->log_dir);
 }
 
@@ -461,6 +476,24 @@ static unsigned check_fault_kinds(const torture_config *cfg, const chaos *ch)
     if (!healed)
         printf("# not every fault was healed\n");
     return tap(6, every_kind && healed, what);
+}
+
+/* Test 7: fencing (fence_check.h). */
+static unsigned check_fences(const torture_config *cfg, const chaos *ch)
+{
+    const char *what = "fences of successive holds grow, and the store accepted no stale write";
+    if (cfg->unsafe) {
+        printf("ok 7 - %s # SKIP the negative control does not fence its writes\n", what);
+        return 0;
+    }
+    torture_fence_verdict fv;
+    unsigned long bad = torture_fence_check(cfg->log_dir, cfg->procs, ch->forgot_us, ch->n_forgot,
+                                            ch->forgot_overflow, &fv, stdout);
+    printf("# fencing: %lu fenced holds, %lu successive pairs, %lu fences not growing (%lu across "
+           "a node that lost its data), %lu writes accepted, %lu refused, %lu stale accepted\n",
+           fv.holds, fv.order_checks, fv.order_broken + fv.order_excused, fv.order_excused,
+           fv.accepted, fv.refused, fv.stale_accepted);
+    return tap(7, bad == 0 && fv.holds > 0, what);
 }
 
 /* The checks after the run; returns the number of failed TAP tests. */
@@ -502,6 +535,7 @@ static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixtur
                   "every worker exited 0 in time");
     failed += tap(5, held_resources == cfg->resources, "every resource was held and written");
     failed += check_fault_kinds(cfg, ch);
+    failed += check_fences(cfg, ch);
     torture_history_free(&history);
     return failed;
 }
@@ -533,7 +567,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a write to a server that just died must not kill the process */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    printf("1..6\n");
+    printf("1..7\n");
     static fixture_cluster nodes, data; /* fixed addresses, as the fixture requires */
     if (fixture_start(&nodes, N_LOCK_NODES, NULL) != 0 || fixture_start(&data, 1, NULL) != 0) {
         printf("Bail out! cannot start redis-server\n");

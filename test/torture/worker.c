@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "checker.h"
+#include "fence_check.h"
 #include "redlock.h"
 
 /* The pause between GET and SET is random, up to this long: it widens the race window. */
@@ -32,6 +33,11 @@ typedef struct worker_thread {
     unsigned long holds, increments, skipped, failures;
     int error;             /* set when the thread stopped on a harness failure */
     redlock_report report; /* of the last release, printed when it failed */
+    /* Fencing (fence_check.h; not in the negative control): the last write's fate. */
+    bool fencing;
+    unsigned long refused;
+    char fence_outcome; /* 'a' accepted, 'r' refused, 'n' no write */
+    uint64_t fence_seq, write_start_us;
 } worker_thread;
 
 static int write_line(worker_thread *w, const char *line, int len)
@@ -119,8 +125,20 @@ static int read_modify_write(worker_thread *w, redlock_sync_lock *lock, torture_
         w->skipped++;
         return 0;
     }
-    if (data_set(w, hold->resource, value + 1) != 0)
+    if (w->fencing) {
+        bool accepted;
+        w->write_start_us = redlock_now_us();
+        if (torture_fence_set(w->data, hold->resource, value + 1, redlock_sync_lock_fence(lock),
+                              &accepted, &w->fence_seq) != 0)
+            return -1;
+        w->fence_outcome = accepted ? 'a' : 'r';
+        if (!accepted) { /* a newer holder wrote: the store refused this stale write */
+            w->refused++;
+            return 0;
+        }
+    } else if (data_set(w, hold->resource, value + 1) != 0) {
         return -1;
+    }
     hold->write_done_us = redlock_now_us();
     hold->incremented = true;
     w->increments++;
@@ -154,6 +172,7 @@ static int attempt(worker_thread *w, unsigned resource)
     redlock_lock_opts opts;
     redlock_lock_opts_init(&opts);
     opts.wait_ms = w->cfg->wait_ms;
+    opts.fencing = w->fencing;
     redlock_sync_lock *lock = NULL;
     uint64_t start_us = redlock_now_us();
     int rc =
@@ -170,6 +189,9 @@ static int attempt(worker_thread *w, unsigned resource)
                          .acquire_done_us = done_us,
                          .deadline_us = redlock_sync_lock_deadline_us(lock)};
     snprintf(hold.token, sizeof(hold.token), "%s", redlock_sync_lock_token(lock, NULL));
+    uint64_t fence = redlock_sync_lock_fence(lock);
+    w->fence_outcome = 'n';
+    w->fence_seq = w->write_start_us = 0;
     int result = read_modify_write(w, lock, &hold);
     hold.release_us = redlock_now_us();
     hold.release_status = redlock_sync_release(lock, &w->report);
@@ -180,6 +202,9 @@ static int attempt(worker_thread *w, unsigned resource)
     char line[TORTURE_LINE_MAX];
     int len = torture_hold_format(&hold, line, sizeof(line));
     if (len < 0 || write_line(w, line, len) != 0)
+        return -1;
+    if (w->fencing && torture_fence_log(resource, w->process, w->index, fence, start_us, done_us,
+                                        w->write_start_us, w->fence_outcome, w->fence_seq) != 0)
         return -1;
     return result;
 }
@@ -234,7 +259,11 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
     }
     /* Made here, after fork(): a client owns a thread, which a forked child would not get. */
     redlock_sync *sync = make_client(cfg, process);
-    if (sync == NULL) {
+    /* Fenced locks and a fenced store, except in the negative control, whose lost updates the
+     * store's check would refuse (and the control must see them). */
+    bool fencing = !cfg->unsafe;
+    if (sync == NULL || (fencing && torture_fence_open(cfg->log_dir, process) != 0)) {
+        redlock_sync_free(sync);
         close(log_fd);
         return 1;
     }
@@ -248,7 +277,8 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
                              .index = started,
                              .sync = sync,
                              .log_fd = log_fd,
-                             .seed = cfg->seed * 1000003u + process * 1009u + started};
+                             .seed = cfg->seed * 1000003u + process * 1009u + started,
+                             .fencing = fencing};
         redlock_report_init(&w->report);
         if (pthread_create(&w->tid, NULL, thread_main, w) != 0) {
             fprintf(stderr, "worker %u: pthread_create failed\n", process);
@@ -256,7 +286,7 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         }
     }
     int exit_code = threads == NULL || started < cfg->threads ? 1 : 0;
-    unsigned long holds = 0, increments = 0, skipped = 0, failures = 0;
+    unsigned long holds = 0, increments = 0, skipped = 0, failures = 0, refused = 0;
     for (unsigned i = 0; i < started; i++) {
         worker_thread *w = &threads[i];
         pthread_join(w->tid, NULL);
@@ -267,11 +297,16 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         increments += w->increments;
         skipped += w->skipped;
         failures += w->failures;
+        refused += w->refused;
     }
     free(threads);
     redlock_sync_free(sync);
     close(log_fd);
-    fprintf(stderr, "worker %u: %lu holds, %lu increments, %lu skipped, %lu failed acquires%s\n",
-            process, holds, increments, skipped, failures, exit_code != 0 ? ", FAILED" : "");
+    torture_fence_close();
+    fprintf(stderr,
+            "worker %u: %lu holds, %lu increments, %lu skipped, %lu refused by the store, %lu "
+            "failed acquires%s\n",
+            process, holds, increments, skipped, refused, failures,
+            exit_code != 0 ? ", FAILED" : "");
     return exit_code;
 }

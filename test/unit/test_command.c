@@ -106,6 +106,49 @@ static void appends_after_existing_bytes(void **state)
     redlock__buf_free(&b, &alloc);
 }
 
+/* The encoder's exact bytes (RESP: an array of bulk strings, lengths in decimal), numbers at
+ * their edges, and a command too long for its stack buffer. */
+static void encodes_exact_resp_bytes(void **state)
+{
+    (void)state;
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
+    c.ttl_ms = 0;
+    redlock__buf b = {0};
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    static const char want[] =
+        "*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\ntok\r\n$2\r\nNX\r\n$2\r\nPX\r\n$1\r\n0\r\n";
+    assert_int_equal(b.len, sizeof(want) - 1);
+    assert_memory_equal(b.data, want, sizeof(want) - 1);
+    b.len = 0;
+
+    c = make(REDLOCK__CMD_COMMIT, "k", 1);
+    c.fence = UINT64_MAX;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    redisReply *a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 6, "18446744073709551615", 20);
+    freeReplyObject(a);
+    b.len = 0;
+
+    static char key[5000];
+    memset(key, 'x', sizeof(key));
+    c = make(REDLOCK__CMD_ACQUIRE_FENCED, key, sizeof(key));
+    c.ttl_ms = 1234567890123;
+    assert_int_equal(redlock__cmd_append(&c, true, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 0, "EVAL", 4);
+    assert_arg(a, 1, redlock__script_acquire_fenced.source,
+               redlock__script_acquire_fenced.source_len);
+    assert_arg(a, 2, "2", 1);
+    assert_arg(a, 3, key, sizeof(key));
+    assert_arg(a, 4, "k:fence", 7);
+    assert_arg(a, 5, "tok", 3);
+    assert_arg(a, 6, "1234567890123", 13);
+    freeReplyObject(a);
+    redlock__buf_free(&b, &alloc);
+}
+
 /* A reply as the reader would build it. */
 static redisReply *reply_of(const char *resp)
 {
@@ -352,6 +395,7 @@ int main(void)
         cmocka_unit_test(encodes_set_nx_px),
         cmocka_unit_test(encodes_scripts_as_evalsha_or_eval),
         cmocka_unit_test(appends_after_existing_bytes),
+        cmocka_unit_test(encodes_exact_resp_bytes),
         cmocka_unit_test(maps_every_reply_to_a_vote),
         cmocka_unit_test(long_error_text_is_truncated_safely),
         cmocka_unit_test(inspect_reply_carries_value_and_pttl),

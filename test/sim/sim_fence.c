@@ -253,7 +253,8 @@ static void check_order(sim_world *w)
 {
     struct sim_fence_world *f = w->fence;
     sim_fence_stats *s = &w->res->fence;
-    qsort(f->grants, f->n_grants, sizeof(f->grants[0]), grant_cmp);
+    if (f->n_grants > 1)
+        qsort(f->grants, f->n_grants, sizeof(f->grants[0]), grant_cmp);
     unsigned quorum = w->cfg.n_nodes / 2 + 1;
     unsigned covered = w->cfg.fence_commit > quorum ? w->cfg.fence_commit - quorum : 0;
     uint64_t reach_us = w->cfg.ttl_ms * 1100; /* a ttl, and the clocks' spread */

@@ -191,7 +191,8 @@ unsigned long torture_fence_check(const char *log_dir, unsigned procs, const uin
     /* 1. Successive holds of a resource, in the order they were granted. Without overlapping
      * holds (the checker's first test) a hold is granted after the one before it released, so
      * its acquire returned later too. */
-    qsort(rs.v, rs.n, sizeof(rs.v[0]), by_grant);
+    if (rs.n > 1) /* qsort's array may not be NULL, even empty */
+        qsort(rs.v, rs.n, sizeof(rs.v[0]), by_grant);
     for (size_t i = 1; i < rs.n; i++) {
         const record *a = &rs.v[i - 1], *b = &rs.v[i];
         if (a->resource != b->resource)
@@ -214,7 +215,8 @@ unsigned long torture_fence_check(const char *log_dir, unsigned procs, const uin
     }
 
     /* 2. The store's applied writes, in its own order: their holds were granted in order. */
-    qsort(rs.v, rs.n, sizeof(rs.v[0]), by_store_order);
+    if (rs.n > 1)
+        qsort(rs.v, rs.n, sizeof(rs.v[0]), by_store_order);
     for (size_t i = 0; i < rs.n; i++) {
         const record *r = &rs.v[i];
         v->accepted += r->outcome == 'a';

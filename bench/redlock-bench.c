@@ -7,7 +7,8 @@
  *
  * Scenarios: latency, throughput, contention, faults (needs --pids of the node servers),
  * wan (needs --proxy, the delay proxy program), memory, tls (needs --tls-nodes: the same
- * servers' TLS ports, in the order of --nodes). Default: all that can run.
+ * servers' TLS ports, in the order of --nodes), fencing (plain against fenced locks). Default:
+ * all that can run.
  * Every scenario prints a table row and, with --json, one JSON object per line. */
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +32,8 @@ static void usage(FILE *f)
                "                     [--node-timeout MS]\n"
                "                     [--tls-nodes URL,... --tls-ca FILE [--tls-cert FILE\n"
                "                      --tls-key FILE]]\n"
-               "scenarios: latency throughput contention faults wan memory tls (default: all)\n");
+               "scenarios: latency throughput contention faults wan memory tls fencing (default: "
+               "all)\n");
 }
 
 static unsigned split_list(char *list, const char **out, unsigned max)
@@ -142,6 +144,7 @@ static const scenario scenarios[] = {
     {"wan", bench_wan},
     {"memory", bench_memory},
     {"tls", bench_tls},
+    {"fencing", bench_fencing},
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 

@@ -1,13 +1,15 @@
 /* redlock-cycles - a fixed loop of lock cycles, for instruction counts.
  *
- *   redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] [--tls-ca FILE]
+ *   redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] [--tls-ca FILE] [--fencing]
  *
  * Takes and releases N locks on distinct resources, K at a time (each slot starts its next
  * acquire from its release callback), then closes the client. Nothing is timed: run it under
  * `valgrind --tool=callgrind` twice with different N, and (Ir(N2) - Ir(N1)) / (N2 - N1) is the
  * instructions one acquire + release costs, with start-up and shutdown cancelled out. Exits 0
- * when every acquire and release succeeded, 1 otherwise. */
+ * when every acquire and release succeeded, 1 otherwise. With --fencing every lock is fenced
+ * (redlock_lock_opts.fencing: the acquire, the commit and the release). */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 
 typedef struct loop_state {
     redlock_client *client;
+    const redlock_lock_opts *lock_opts;
     unsigned long cycles, started, done;
     unsigned long failures;
 } loop_state;
@@ -62,7 +65,7 @@ static void start_one(loop_state *st)
     }
     char resource[64];
     int len = snprintf(resource, sizeof(resource), "cycles:%lu", st->started++);
-    if (redlock_acquire(st->client, resource, (size_t)len, 0, NULL, on_acquire, st) != 0) {
+    if (redlock_acquire(st->client, resource, (size_t)len, 0, st->lock_opts, on_acquire, st) != 0) {
         st->failures++;
         st->done++;
         start_one(st);
@@ -71,14 +74,14 @@ static void start_one(loop_state *st)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'n'},
-                                             {"cycles", required_argument, NULL, 'c'},
-                                             {"inflight", required_argument, NULL, 'k'},
-                                             {"tls-ca", required_argument, NULL, 'A'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"nodes", required_argument, NULL, 'n'},    {"cycles", required_argument, NULL, 'c'},
+        {"inflight", required_argument, NULL, 'k'}, {"tls-ca", required_argument, NULL, 'A'},
+        {"fencing", no_argument, NULL, 'f'},        {NULL, 0, NULL, 0}};
     char *nodes = NULL;
     unsigned long cycles = 1000, inflight = 1;
     const char *tls_ca = NULL;
+    bool fencing = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (opt == 'n')
@@ -89,12 +92,14 @@ int main(int argc, char **argv)
             inflight = strtoul(optarg, NULL, 10);
         else if (opt == 'A')
             tls_ca = optarg;
+        else if (opt == 'f')
+            fencing = true;
         else
             return 64;
     }
     if (nodes == NULL || cycles == 0 || inflight == 0) {
         fprintf(stderr, "usage: redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] "
-                        "[--tls-ca FILE]\n");
+                        "[--tls-ca FILE] [--fencing]\n");
         return 64;
     }
     const char *urls[REDLOCK_MAX_NODES];
@@ -111,7 +116,10 @@ int main(int argc, char **argv)
     opts.connect_timeout_ms = 10000;
     opts.retry_count = 0;
     opts.tls_ca_file = tls_ca;
-    loop_state st = {.cycles = cycles};
+    redlock_lock_opts lock_opts;
+    redlock_lock_opts_init(&lock_opts);
+    lock_opts.fencing = fencing;
+    loop_state st = {.cycles = cycles, .lock_opts = &lock_opts};
     char err[256];
     if (redlock_client_new(&loop, urls, n, &opts, &st.client, err, sizeof(err)) != 0) {
         fprintf(stderr, "redlock-cycles: %s\n", err);

@@ -2,7 +2,8 @@
 # bench/smoke.sh BENCH_EXE [PROXY_EXE [CERTS_EXE]] - the CI smoke run of the bench: redlock-bench
 # --quick against five servers of its own (with TLS ports too when CERTS_EXE, the
 # redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario
-# reported and lost_updates is 0. A functional check only: speed is never asserted. Prints TAP.
+# reported, lost_updates is 0 and no fencing cycle failed. A functional check only: speed is
+# never asserted. Prints TAP.
 set -uo pipefail
 bench="$1"
 proxy="${2:-}"
@@ -41,7 +42,7 @@ if python3 - "$out" "$certs" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 seen = {r["scenario"] for r in rows}
-need = {"machine", "latency", "throughput", "contention", "faults", "memory"}
+need = {"machine", "latency", "throughput", "contention", "faults", "memory", "fencing"}
 if sys.argv[2]:
     need |= {"tls", "tls_handshake"}
 missing = need - seen
@@ -56,6 +57,10 @@ for r in rows:
     if r["scenario"] == "tls":
         assert r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, r
         assert r["cycle_us"]["n"] > 0 and r["plain_cycle_us"]["n"] > 0, r
+    if r["scenario"] == "fencing":
+        assert r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, r
+        assert r["acquire_us"]["n"] > 0 and r["plain_acquire_us"]["n"] > 0, r
+        assert r["failures"] == 0, r
     if r["scenario"] == "tls_handshake":
         assert r["full_us"]["n"] > 0 and r["resumed_us"]["n"] > 0, r
 PY

@@ -147,9 +147,14 @@ typedef struct redlock_round {
     redlock_decision decision;
     int status;                             /* see redlock_round_status */
     unsigned char votes[REDLOCK_MAX_NODES]; /* redlock_vote per node */
+    /* Fencing (below), in place of the first two reserved slots: 1 + the largest counter among
+     * the yes votes counted so far (frozen at the decision), 0 for a round that is not fenced;
+     * and what the round is: REDLOCK_ROUND_PLAIN, _FENCED or _COMMIT. */
+    uint64_t fence;
+    uint64_t fence_kind;
     /* Zeroed by redlock_round_init. Room for state a minor release adds without changing the
-     * struct's size (planned: the largest fencing counter among the yes voters). */
-    uint64_t reserved[4];
+     * struct's size. */
+    uint64_t reserved[2];
 } redlock_round;
 
 /* Start a round over n_nodes (1..REDLOCK_MAX_NODES) at time start_us (first command not yet
@@ -188,6 +193,52 @@ REDLOCK_EXTERN redlock_vote redlock_round_node_vote(const redlock_round *round, 
 
 /* "none", "yes", "no", "error", "timeout". */
 REDLOCK_EXTERN const char *redlock_vote_name(redlock_vote vote);
+
+/* Fencing tokens (docs/algorithm.md, "Fencing tokens"). A fenced acquisition is two rounds:
+ *   1. the acquire round, made fenced by redlock_round_fencing: each yes vote comes with the
+ *      node's counter for the resource (read in the same atomic step as its SET NX), fed with
+ *      redlock_round_vote_counter. When it is won, fence = 1 + the largest counter among the yes
+ *      votes up to the deciding one (redlock_round_fence);
+ *   2. the commit round (redlock_round_commit_init from the won acquire round): every node is
+ *      asked to raise its counter to the fence where the lock key still holds the token; a yes
+ *      is "raised (or already higher)". It is won once commit_acks nodes said yes (the quorum by
+ *      default; quorum + f tolerates f nodes that restart without their data) while validity is
+ *      left, validity being measured from the acquire round's start, so both rounds are paid
+ *      for; it is lost as soon as more than N - commit_acks nodes failed, or when the acks came
+ *      too late (REDLOCK_EEXPIRED). Only a won commit round grants the lock with its fence.
+ * Feed the commit round with redlock_round_vote; every other function above works on both. */
+#define REDLOCK_ROUND_PLAIN 0u  /* fence_kind of a round from redlock_round_init */
+#define REDLOCK_ROUND_FENCED 1u /* an acquire round made fenced by redlock_round_fencing */
+#define REDLOCK_ROUND_COMMIT 2u /* a commit round from redlock_round_commit_init */
+
+/* Make round, initialised and without any vote yet, the acquire round of a fenced acquisition:
+ * from now on its yes votes must carry the node's counter (redlock_round_vote refuses them).
+ * Returns 0, or REDLOCK_EINVAL (NULL, a round whose init failed, one already fenced or a commit
+ * round, one that has a vote already). */
+REDLOCK_EXTERN int redlock_round_fencing(redlock_round *round);
+
+/* As redlock_round_vote, for a fenced acquire round: a yes vote comes with counter, the node's
+ * fencing counter as it was when its key was set (0 when the node had none); the counter of any
+ * other vote is ignored. A yes counted before the decision raises the fence to counter + 1 if
+ * that is higher; later ones are recorded but change nothing. Returns the decision after this
+ * vote, or REDLOCK_EINVAL (as redlock_round_vote; also a round that is not a fenced acquire
+ * round, and a yes with counter UINT64_MAX, which leaves no fence above it) and counts nothing. */
+REDLOCK_EXTERN int redlock_round_vote_counter(redlock_round *round, unsigned node,
+                                              redlock_vote vote, uint64_t counter, uint64_t now_us);
+
+/* The fence. A fenced acquire round: 1 + the largest counter among its deciding yes votes once
+ * it is won, else 0. A commit round: the fence it commits (from its acquire round), whatever its
+ * decision - the lock has it only if the commit round is won. A plain round: 0. */
+REDLOCK_EXTERN uint64_t redlock_round_fence(const redlock_round *round);
+
+/* Start commit, the commit round of acquire (a fenced acquire round that was won), over the same
+ * nodes with the same ttl, drift, min_validity and start time. commit_acks is the number of yes
+ * votes it needs: 0 means the quorum; otherwise quorum..n_nodes. The acquire round is not
+ * changed (commit may not be the same struct). Returns 0, or REDLOCK_EINVAL (acquire not a won
+ * fenced acquire round, commit_acks out of range; commit is then zeroed, as after a failed
+ * init, unless it is acquire itself, which is left as it was). */
+REDLOCK_EXTERN int redlock_round_commit_init(redlock_round *commit, const redlock_round *acquire,
+                                             unsigned commit_acks);
 
 /* ---------------------------------------------------------------------------------------------
  * 3. Node URLs
@@ -334,12 +385,16 @@ typedef struct redlock_node_result {
     const char *value;
     size_t value_len;
     int64_t pttl_ms;
+    /* The node's fencing counter for the resource (in place of the first reserved slot): for a
+     * fenced acquire, the counter the node had when it took the key (0: it had none, or did not
+     * vote yes); for redlock_inspect, the counter now (0: none); 0 otherwise. */
+    uint64_t fence;
     /* Zeroed by the library. Callers index arrays of this struct (result->nodes[i]), so its size
      * never changes within a soversion: the per-node members of coming releases take these
-     * slots, each planned in docs/api.md ("ABI policy"): reserved_u64[0] the node's fencing
-     * counter, reserved_u64[1] TLS flags (session resumed), reserved_ptr[0] the address that
-     * answered (Redis Cluster redirects), reserved_ptr[1] and [2] the TLS version and cipher. */
-    uint64_t reserved_u64[4];
+     * slots, each planned in docs/api.md ("ABI policy"): reserved_u64[0] TLS flags (session
+     * resumed), reserved_ptr[0] the address that answered (Redis Cluster redirects),
+     * reserved_ptr[1] and [2] the TLS version and cipher. */
+    uint64_t reserved_u64[3];
     const void *reserved_ptr[4];
 } redlock_node_result;
 
@@ -353,7 +408,9 @@ typedef struct redlock_result {
     unsigned votes_yes, votes_no, votes_error, votes_timeout; /* of the last round */
     unsigned attempts;                /* rounds made (acquire retries + 1) */
     uint64_t elapsed_us;              /* from the call to the callback */
-    const redlock_node_result *nodes; /* n_nodes entries, last round */
+    const redlock_node_result *nodes; /* n_nodes entries, last round (a fenced acquire's
+                                         commit round, once one ran) */
+    uint64_t fence; /* the lock's fence (acquire, extend, release of a fenced lock), else 0 */
 } redlock_result;
 
 /* One callback type for acquire, extend and release.
@@ -521,6 +578,15 @@ typedef struct redlock_lock_opts {
     const redlock_auto_opts *auto_extend;
     redlock_lost_cb lost_cb; /* required with auto_extend */
     void *lost_data;
+    /* Take a fencing token with the lock (false): a number that grows with every new holder of
+     * the resource, for the protected store to check (redlock_lock_fence, docs/safety.md). It
+     * costs one more round (the commit) per acquisition. */
+    bool fencing;
+    unsigned char reserved_fencing_[3]; /* zero; keeps the struct free of tail padding (ABI) */
+    /* Commit acks a fenced acquisition needs (0: the quorum; else quorum..N). quorum + f keeps
+     * fences growing while up to f nodes at a time may come back empty from a restart. Only with
+     * fencing. */
+    unsigned fence_commit;
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_lock_opts;
 
@@ -594,6 +660,12 @@ REDLOCK_EXTERN uint64_t redlock_lock_validity_ms(const redlock_lock *lock);
 /* When that validity runs out, on the redlock_now_us() clock. */
 REDLOCK_EXTERN uint64_t redlock_lock_deadline_us(const redlock_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
+/* The lock's fencing token: a number larger than that of every earlier holder of the resource
+ * that took one (redlock_lock_opts.fencing), and smaller than every later one's. Hand it to the
+ * protected store with each write; the store refuses a write whose fence is below the largest it
+ * has accepted (docs/safety.md). 0 for a lock taken without fencing, and for an attached one.
+ * Extensions keep it. */
+REDLOCK_EXTERN uint64_t redlock_lock_fence(const redlock_lock *lock);
 /* true while now < deadline, until release is called or auto-extension reports the lock lost
  * (an extend the caller starts after that, if won, makes it held again). */
 REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);
@@ -671,6 +743,7 @@ typedef struct redlock_report {
     redlock_node_result nodes[REDLOCK_MAX_NODES];
     char errors[REDLOCK_MAX_NODES][REDLOCK_ERROR_TEXT_MAX];
     char values[REDLOCK_MAX_NODES][REDLOCK_TOKEN_MAX + 1];
+    uint64_t fence; /* as redlock_result.fence */
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_report;
 
@@ -746,6 +819,8 @@ REDLOCK_EXTERN const void *redlock_sync_lock_resource(const redlock_sync_lock *l
 REDLOCK_EXTERN const char *redlock_sync_lock_token(const redlock_sync_lock *lock, size_t *len);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock);
+/* The lock's fencing token (as redlock_lock_fence; 0 without fencing). */
+REDLOCK_EXTERN uint64_t redlock_sync_lock_fence(const redlock_sync_lock *lock);
 /* 0 while held; after an auto-extended lock was lost, the reason given to its lost callback;
  * REDLOCK_ERELEASED after release, whatever the release found (whether the hold had lapsed is
  * the release's own return value); REDLOCK_EEXPIRED once the deadline passed otherwise;

@@ -14,7 +14,7 @@
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(redlock_options) == REDLOCK__END_OF(redlock_options, slow_round_ms),
                "redlock_options: name its last member here, with no tail padding");
-_Static_assert(sizeof(redlock_lock_opts) == REDLOCK__END_OF(redlock_lock_opts, lost_data),
+_Static_assert(sizeof(redlock_lock_opts) == REDLOCK__END_OF(redlock_lock_opts, fence_commit),
                "redlock_lock_opts: name its last member here, with no tail padding");
 _Static_assert(sizeof(redlock_auto_opts) == REDLOCK__END_OF(redlock_auto_opts, extended_data),
                "redlock_auto_opts: name its last member here, with no tail padding");
@@ -27,6 +27,9 @@ _Static_assert(sizeof(redlock_stats) == REDLOCK__END_OF(redlock_stats, locks_aut
 _Static_assert(sizeof(redlock_node_result) == 120, "redlock_node_result's size is frozen");
 _Static_assert(sizeof(redlock_round) == 184, "redlock_round's size is frozen");
 _Static_assert(sizeof(redlock_url) == 96, "redlock_url's size is frozen");
+/* Members that took a reserved slot keep its offset. */
+_Static_assert(offsetof(redlock_node_result, fence) == 56, "fence is reserved_u64[0]'s slot");
+_Static_assert(offsetof(redlock_round, fence) == 152, "fence is reserved[0]'s slot");
 #endif
 _Static_assert(offsetof(redlock_options, size) == 0 && offsetof(redlock_lock_opts, size) == 0 &&
                    offsetof(redlock_auto_opts, size) == 0 && offsetof(redlock_report, size) == 0 &&

@@ -64,13 +64,18 @@ struct redlock_lock {
     bool attached;     /* made by redlock_lock_attach: validity unknown until an extend wins */
     bool lapsed;       /* an extend ended REDLOCK_ELOST: RETAKE refused until a plain one wins */
     bool caller_token; /* the caller chose the token: retries reuse it */
+    bool fencing;      /* acquire with a fence (redlock_lock_opts.fencing) */
+    unsigned fence_commit; /* commit acks a fenced acquire needs (0: the quorum) */
+    uint64_t fence;        /* the fence the lock was granted with; 0: none */
     uint64_t ttl_ms;
     uint64_t validity_ms;
     uint64_t deadline_us;
     uint64_t won_start_us; /* start of the last won round (acquire or extend) */
     redlock__auto autox;
     void *data;
-    char *key; /* key prefix + resource; the resource starts at key + prefix length */
+    /* key prefix + resource; the resource starts at key + prefix length. The fence counter's key
+     * is the same bytes with REDLOCK__FENCE_SUFFIX after them (key_len + its length). */
+    char *key;
     size_t key_len;
     size_t prefix_len;
     uint64_t key_hash;

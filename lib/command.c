@@ -18,18 +18,96 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
         return "release";
     case REDLOCK__CMD_INSPECT:
         return "inspect";
+    case REDLOCK__CMD_ACQUIRE_FENCED:
+        return "fenced acquire";
+    case REDLOCK__CMD_COMMIT:
+        return "fence commit";
     }
     return "?";
+}
+
+/* The script cmd runs (cmd is not a plain SET). */
+static const redlock__script *cmd_script(const redlock__cmd *cmd)
+{
+    switch (cmd->kind) {
+    case REDLOCK__CMD_EXTEND:
+        /* Only a retake of a fenced lock touches the counter; every other extend stays the
+         * plain compare-and-pexpire. */
+        return cmd->fence != 0 && cmd->retake ? &redlock__script_extend_fenced
+                                              : &redlock__script_extend;
+    case REDLOCK__CMD_RELEASE:
+        return &redlock__script_release;
+    case REDLOCK__CMD_INSPECT:
+        return &redlock__script_inspect;
+    case REDLOCK__CMD_ACQUIRE_FENCED:
+        return &redlock__script_acquire_fenced;
+    case REDLOCK__CMD_COMMIT:
+    default:
+        return &redlock__script_commit;
+    }
+}
+
+/* v in decimal into buf (at least 20 bytes, no NUL); returns the length. Every command carries
+ * one or two numbers: cheaper than snprintf, which is a visible share of a lock cycle. */
+static size_t u64_decimal(char *buf, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* The command in RESP (an array of bulk strings) onto out, through the library's allocator.
+ * hiredis's redisFormatCommandArgv wrote each length with sprintf into memory of its own malloc:
+ * over half of a lock cycle's instructions (docs/performance.md). */
+static int resp_encode(int argc, const char *const *argv, const size_t *argvlen, redlock__buf *out,
+                       const redlock__alloc *alloc)
+{
+    char digits[20];
+    size_t total = 1 + u64_decimal(digits, (uint64_t)argc) + 2;
+    for (int i = 0; i < argc; i++) {
+        if (argvlen[i] > SIZE_MAX / 2 - total)
+            return REDLOCK_ENOMEM;
+        total += 1 + u64_decimal(digits, argvlen[i]) + 2 + argvlen[i] + 2;
+    }
+    char stack[512];
+    char *p = total <= sizeof(stack) ? stack : redlock__malloc(alloc, total);
+    if (p == NULL)
+        return REDLOCK_ENOMEM;
+    char *w = p;
+    *w++ = '*';
+    w += u64_decimal(w, (uint64_t)argc);
+    *w++ = '\r';
+    *w++ = '\n';
+    for (int i = 0; i < argc; i++) {
+        *w++ = '$';
+        w += u64_decimal(w, argvlen[i]);
+        *w++ = '\r';
+        *w++ = '\n';
+        memcpy(w, argv[i], argvlen[i]);
+        w += argvlen[i];
+        *w++ = '\r';
+        *w++ = '\n';
+    }
+    int rc = redlock__buf_append(out, alloc, p, total);
+    if (p != stack)
+        redlock__free(alloc, p);
+    return rc;
 }
 
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc)
 {
-    const char *argv[8];
-    size_t argvlen[8];
+    const char *argv[10];
+    size_t argvlen[10];
     int argc = 0;
-    char ttl[24];
-    int ttl_len = snprintf(ttl, sizeof(ttl), "%" PRIu64, cmd->ttl_ms);
+    char ttl[24], fence[24];
+    size_t ttl_len = u64_decimal(ttl, cmd->ttl_ms);
 
 #define ARG(s, n) (argv[argc] = (s), argvlen[argc] = (n), argc++)
     if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
@@ -38,11 +116,10 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
         ARG(cmd->token, cmd->token_len);
         ARG("NX", 2);
         ARG("PX", 2);
-        ARG(ttl, (size_t)ttl_len);
+        ARG(ttl, ttl_len);
     } else {
-        const redlock__script *s = cmd->kind == REDLOCK__CMD_EXTEND    ? &redlock__script_extend
-                                   : cmd->kind == REDLOCK__CMD_RELEASE ? &redlock__script_release
-                                                                       : &redlock__script_inspect;
+        const redlock__script *s = cmd_script(cmd);
+        bool two_keys = s != &redlock__script_extend && s != &redlock__script_release;
         if (use_eval) {
             ARG("EVAL", 4);
             ARG(s->source, s->source_len);
@@ -50,24 +127,22 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
             ARG("EVALSHA", 7);
             ARG(s->sha1, 40);
         }
-        ARG("1", 1);
+        ARG(two_keys ? "2" : "1", 1);
         ARG(cmd->key, cmd->key_len);
+        if (two_keys)
+            ARG(cmd->fence_key, cmd->fence_key_len);
         if (cmd->kind != REDLOCK__CMD_INSPECT)
             ARG(cmd->token, cmd->token_len);
-        if (cmd->kind == REDLOCK__CMD_EXTEND) {
-            ARG(ttl, (size_t)ttl_len);
+        if (cmd->kind == REDLOCK__CMD_EXTEND || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED)
+            ARG(ttl, ttl_len);
+        if (cmd->kind == REDLOCK__CMD_EXTEND)
             ARG(cmd->retake ? "1" : "0", 1);
-        }
+        if (s == &redlock__script_extend_fenced || cmd->kind == REDLOCK__CMD_COMMIT)
+            ARG(fence, u64_decimal(fence, cmd->fence));
     }
 #undef ARG
 
-    char *resp = NULL;
-    int len = redisFormatCommandArgv(&resp, argc, argv, argvlen);
-    if (len < 0 || resp == NULL)
-        return REDLOCK_ENOMEM;
-    int rc = redlock__buf_append(out, alloc, resp, (size_t)len);
-    redisFreeCommand(resp);
-    return rc;
+    return resp_encode(argc, argv, argvlen, out, alloc);
 }
 
 static const char *reply_type_name(int type)
@@ -103,19 +178,53 @@ static redlock_vote mismatch(const redlock__cmd *cmd, const redisReply *reply, c
     return REDLOCK_VOTE_ERROR;
 }
 
+/* A counter as the scripts keep it: decimal digits without leading zeros, "0" included, at most
+ * UINT64_MAX - 1 (a fence is 1 + a counter). */
+static bool parse_counter(const char *s, size_t len, uint64_t *out)
+{
+    if (len == 0 || len > 20 || (s[0] == '0' && len > 1))
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - 1 - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+static redlock_vote bad_counter(char *err, size_t err_len, const char *s, size_t len)
+{
+    redlock__fmt(err, err_len, "fence counter \"%.*s\" is out of range (at most %" PRIu64 ")",
+                 (int)REDLOCK__MIN(len, (size_t)24), s, UINT64_MAX - 1);
+    return REDLOCK_VOTE_ERROR;
+}
+
 static redlock_vote inspect_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
                                  size_t err_len, redlock__reply_kind *kind,
                                  redlock__reply_data *data)
 {
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
         (reply->element[0]->type != REDIS_REPLY_STRING &&
          reply->element[0]->type != REDIS_REPLY_NIL) ||
-        reply->element[1]->type != REDIS_REPLY_INTEGER)
+        reply->element[1]->type != REDIS_REPLY_INTEGER ||
+        (reply->element[2]->type != REDIS_REPLY_STRING &&
+         reply->element[2]->type != REDIS_REPLY_NIL))
         return mismatch(cmd, reply, err, err_len, kind);
     const redisReply *value = reply->element[0];
     data->value = value->type == REDIS_REPLY_STRING ? value->str : NULL;
     data->value_len = value->type == REDIS_REPLY_STRING ? value->len : 0;
     data->pttl_ms = reply->element[1]->integer;
+    const redisReply *counter = reply->element[2];
+    /* A counter no fence can come from (not a number, too large) reads as 0: inspect is a
+     * picture, and the key's own state is still worth seeing. */
+    if (counter->type != REDIS_REPLY_STRING ||
+        !parse_counter(counter->str, counter->len, &data->counter))
+        data->counter = 0;
     return data->value != NULL ? REDLOCK_VOTE_YES : REDLOCK_VOTE_NO;
 }
 
@@ -126,6 +235,7 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
     data->value = NULL;
     data->value_len = 0;
     data->pttl_ms = -2;
+    data->counter = 0;
     if (reply->type == REDIS_REPLY_ERROR) {
         if (cmd->kind != REDLOCK__CMD_ACQUIRE && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
@@ -141,6 +251,17 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
             return REDLOCK_VOTE_NO;
     } else if (cmd->kind == REDLOCK__CMD_INSPECT) {
         return inspect_vote(cmd, reply, err, err_len, kind, data);
+    } else if (cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED) {
+        if (reply->type == REDIS_REPLY_NIL)
+            return REDLOCK_VOTE_NO;
+        if (reply->type == REDIS_REPLY_STRING) {
+            /* The key is set here, but the fence cannot count this node's counter: not a yes.
+             * (The script refuses any other form before the SET; only a number too large for a
+             * fence gets this far.) */
+            if (!parse_counter(reply->str, reply->len, &data->counter))
+                return bad_counter(err, err_len, reply->str, reply->len);
+            return REDLOCK_VOTE_YES;
+        }
     } else if (reply->type == REDIS_REPLY_INTEGER) {
         if (reply->integer == 1)
             return REDLOCK_VOTE_YES;

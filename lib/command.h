@@ -14,17 +14,26 @@
 #include "common.h"
 
 typedef enum {
-    REDLOCK__CMD_ACQUIRE, /* SET key token NX PX ttl */
-    REDLOCK__CMD_EXTEND,  /* compare-and-pexpire script (optionally re-take) */
-    REDLOCK__CMD_RELEASE, /* compare-and-delete script */
-    REDLOCK__CMD_INSPECT  /* read value and PTTL (script) */
+    REDLOCK__CMD_ACQUIRE,        /* SET key token NX PX ttl */
+    REDLOCK__CMD_EXTEND,         /* compare-and-pexpire script (optionally re-take) */
+    REDLOCK__CMD_RELEASE,        /* compare-and-delete script */
+    REDLOCK__CMD_INSPECT,        /* read value, PTTL and fence counter (script) */
+    REDLOCK__CMD_ACQUIRE_FENCED, /* SET NX PX and read the counter, atomically (script) */
+    REDLOCK__CMD_COMMIT          /* counter = max(counter, fence) where the token stands */
 } redlock__cmd_kind;
 
-/* What an INSPECT reply carried; value points into the reply (valid while it lives). */
+/* The name of a lock key's fencing counter: the lock key with this appended. It keeps the lock
+ * key's prefix (ACL key patterns, SCAN) and its Redis Cluster hash tag, if any. */
+#define REDLOCK__FENCE_SUFFIX ":fence"
+#define REDLOCK__FENCE_SUFFIX_LEN 6
+
+/* What a reply carried beyond its vote: INSPECT's value, PTTL and counter, ACQUIRE_FENCED's
+ * counter (on a yes). value points into the reply (valid while it lives). */
 typedef struct redlock__reply_data {
     const char *value; /* NULL: no key */
     size_t value_len;
     int64_t pttl_ms;
+    uint64_t counter; /* the fence counter; 0 when the node has none */
 } redlock__reply_data;
 
 typedef struct redlock__cmd {
@@ -36,7 +45,18 @@ typedef struct redlock__cmd {
     size_t token_len;
     uint64_t ttl_ms;
     uint64_t key_hash; /* redlock__hash(key) */
+    /* The counter's key (INSPECT, the fenced kinds, EXTEND of a fenced lock) and the fence to
+     * commit (COMMIT) or to restore with a retake (EXTEND; 0: a lock without a fence). */
+    const char *fence_key;
+    size_t fence_key_len;
+    uint64_t fence;
 } redlock__cmd;
+
+/* Whether a reply to this kind of command carries data (redlock__reply_data) for the caller. */
+static inline bool redlock__cmd_has_data(redlock__cmd_kind kind)
+{
+    return kind == REDLOCK__CMD_INSPECT || kind == REDLOCK__CMD_ACQUIRE_FENCED;
+}
 
 /* Append the RESP encoding of cmd to out. Scripts go as EVALSHA, or as EVAL when use_eval (the
  * NOSCRIPT fallback). Returns 0 or REDLOCK_ENOMEM (out unchanged). */
@@ -54,14 +74,15 @@ typedef enum {
 } redlock__reply_kind;
 
 /* What the reply means for cmd: YES / NO / ERROR (for INSPECT: YES the key exists, NO it does
- * not, and *data is filled). On ERROR a message (the server's text, or what was wrong with the
- * reply) goes to err. *kind says whether the reply fits the command at all (see above); a
- * NOSCRIPT or a mismatch always comes with ERROR. */
+ * not, and *data is filled; for ACQUIRE_FENCED, a yes fills data->counter; a counter that is not
+ * a decimal number below 2^64 - 1 is an ERROR). On ERROR a message (the server's text, or what was
+ * wrong with the reply) goes to err. *kind says whether the reply fits the command at all (see
+ * above); a NOSCRIPT or a mismatch always comes with ERROR. */
 redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
                                size_t err_len, redlock__reply_kind *kind,
                                redlock__reply_data *data);
 
-/* "SET", "extend", "release": for messages. */
+/* "SET", "extend", "release", ...: for messages. */
 const char *redlock__cmd_name(redlock__cmd_kind kind);
 
 #endif

@@ -19,7 +19,8 @@
 typedef struct redlock__req redlock__req;
 typedef struct redlock__io redlock__io;
 
-/* error: NULL unless vote is ERROR or TIMEOUT; data: NULL except for INSPECT answers. Both are
+/* error: NULL unless vote is ERROR or TIMEOUT; data: NULL except for answers to INSPECT and
+ * ACQUIRE_FENCED (redlock__cmd_has_data). Both are
  * valid only during the call. */
 typedef void (*redlock__req_cb)(redlock__req *req, redlock_vote vote, const char *error,
                                 const redlock__reply_data *data, uint64_t now_us);

@@ -13,15 +13,18 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
     redlock_lock *lock = redlock__calloc(&c->alloc, 1, sizeof(*lock));
     if (lock == NULL)
         return NULL;
-    lock->key = redlock__malloc(&c->alloc, c->key_prefix_len + len + 1);
+    /* The key, then the suffix that makes it the fence counter's key: both are in one buffer,
+     * so a fenced round, or an inspect, names the counter at no cost of its own. */
+    size_t key_len = c->key_prefix_len + len;
+    lock->key = redlock__malloc(&c->alloc, key_len + REDLOCK__FENCE_SUFFIX_LEN + 1);
     if (lock->key == NULL) {
         redlock__free(&c->alloc, lock);
         return NULL;
     }
     memcpy(lock->key, c->key_prefix, c->key_prefix_len);
     memcpy(lock->key + c->key_prefix_len, resource, len);
-    lock->key[c->key_prefix_len + len] = '\0';
-    lock->key_len = c->key_prefix_len + len;
+    memcpy(lock->key + key_len, REDLOCK__FENCE_SUFFIX, REDLOCK__FENCE_SUFFIX_LEN + 1);
+    lock->key_len = key_len;
     lock->prefix_len = c->key_prefix_len;
     lock->key_hash = redlock__hash(lock->key, lock->key_len);
     lock->client = c;
@@ -93,6 +96,11 @@ uint64_t redlock_lock_deadline_us(const redlock_lock *lock)
 uint64_t redlock_lock_ttl_ms(const redlock_lock *lock)
 {
     return lock != NULL ? lock->ttl_ms : 0;
+}
+
+uint64_t redlock_lock_fence(const redlock_lock *lock)
+{
+    return lock != NULL ? lock->fence : 0;
 }
 
 bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us)

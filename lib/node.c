@@ -419,7 +419,7 @@ static void handle_reply(redlock__node *n, const redisReply *r)
         return;
     }
     complete(n, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
-             req->cmd->kind == REDLOCK__CMD_INSPECT ? &data : NULL, now);
+             redlock__cmd_has_data(req->cmd->kind) ? &data : NULL, now);
 }
 
 static void on_stream_read(redlock__stream *s, const char *data, size_t len)

@@ -58,7 +58,8 @@ struct round {
     redlock__cmd cmd;
     redlock_round q;
     unsigned outstanding; /* requests not yet completed */
-    bool busy; /* inside the send loop or a check: decisions wait, and the round is not freed */
+    bool busy;    /* inside the send loop or a check: decisions wait, and the round is not freed */
+    bool q_ready; /* q is set up already (a commit round, from its acquire round) */
     bool acted;
     bool held; /* the operation keeps it for its callback's result */
     redlock_node_result *results;
@@ -110,6 +111,9 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     r->cmd.token = r->token;
     r->cmd.token_len = lock->token_len;
     r->cmd.ttl_ms = ttl_ms;
+    r->cmd.fence_key = lock->key;
+    r->cmd.fence_key_len = lock->key_len + REDLOCK__FENCE_SUFFIX_LEN;
+    r->cmd.fence = lock->fence; /* what a retake restores; a commit round sets its own */
     for (unsigned i = 0; i < n; i++) {
         r->results[i].url = c->urls[i].redacted;
         r->results[i].pttl_ms = -2;
@@ -131,6 +135,9 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         redlock__fmt(slot, REDLOCK_ERROR_TEXT_MAX, "%s", error);
         res->error = slot;
     }
+    /* The counter a fenced acquire's yes read, or the one inspect saw (0 otherwise). */
+    if (data != NULL && (vote == REDLOCK_VOTE_YES || r->cmd.kind == REDLOCK__CMD_INSPECT))
+        res->fence = data->counter;
     if (data != NULL && r->values != NULL) {
         res->pttl_ms = data->pttl_ms;
         if (data->value != NULL) {
@@ -141,7 +148,10 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         }
     }
     r->outstanding--;
-    redlock_round_vote(&r->q, i, vote, now_us);
+    if (r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
+        redlock_round_vote_counter(&r->q, i, vote, data != NULL ? data->counter : 0, now_us);
+    else
+        redlock_round_vote(&r->q, i, vote, now_us);
     /* Completions can nest (a callback closes the client, which fails every request): only the
      * outermost one acts on the round and may free it. */
     if (r->busy)
@@ -161,9 +171,13 @@ static void round_send(round *r)
     unsigned n = c->n_nodes;
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
-    int rc =
-        redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, redlock__client_now(c));
-    (void)rc; /* arguments were checked by the caller */
+    if (!r->q_ready) {
+        int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms,
+                                    redlock__client_now(c));
+        if (rc == 0 && r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
+            rc = redlock_round_fencing(&r->q);
+        (void)rc; /* arguments were checked by the caller */
+    }
     r->busy = true;
     r->outstanding = n;
     for (unsigned i = 0; i < n; i++) {
@@ -245,6 +259,7 @@ static void op_deliver(op *o)
     res.attempts = o->attempts;
     uint64_t now = redlock__client_now(c);
     res.elapsed_us = now > o->call_us ? now - o->call_us : 0;
+    res.fence = o->kind != OP_INSPECT && o->status == 0 ? lock->fence : 0;
     if (r != NULL) {
         res.votes_yes = r->q.votes_yes;
         res.votes_no = r->q.votes_no;
@@ -335,28 +350,54 @@ static int new_token(redlock_client *c, redlock_lock *lock)
     return 0;
 }
 
-static void lock_round_done(op *o, round *r)
+/* The attempt's last round was won (the acquire, or a fenced acquire's commit): the lock is
+ * granted. Returns 0, or why it is not worth handing out after all. */
+static int lock_grant(op *o, round *r)
+{
+    redlock_lock *lock = o->lock;
+    uint64_t validity = redlock_round_validity_us(&r->q);
+    lock->validity_ms = validity / 1000;
+    lock->deadline_us = r->q.decided_us + validity;
+    lock->won_start_us = r->q.start_us; /* a commit round's is its acquire's */
+    lock->fence = redlock_round_fence(&r->q);
+    /* Auto-extension starts before the caller hears of the lock, so no window is left
+     * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
+     * validity already gone, and then the lock is not worth handing out. */
+    int rc = o->has_auto ? redlock_auto_extend(lock, &o->auto_opts, o->lost_cb, o->lost_data) : 0;
+    if (rc == 0) {
+        op_complete(o, 0);
+        return 0;
+    }
+    lock->fence = 0;
+    return rc;
+}
+
+/* A fenced acquire round was won: commit its fence on every node (docs/algorithm.md). The lock
+ * is granted only if the commit round is won too. Returns 0, or REDLOCK_ENOMEM. */
+static int commit_start(op *o, round *acquire)
+{
+    redlock_client *c = o->client;
+    round *r = round_new(c, o, o->lock, REDLOCK__CMD_COMMIT, o->ttl_ms, false);
+    if (r == NULL)
+        return REDLOCK_ENOMEM;
+    int rc = redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);
+    (void)rc; /* acquire is a won fenced round; fence_commit was checked by redlock_acquire */
+    r->q_ready = true;
+    r->cmd.fence = redlock_round_fence(&r->q);
+    /* The commit round's result is the one the caller sees: it keeps what each node's counter
+     * was when its key was set. */
+    for (unsigned i = 0; i < c->n_nodes; i++)
+        r->results[i].fence = acquire->results[i].fence;
+    op_hold_round(o, r);
+    round_send(r);
+    return 0;
+}
+
+/* The attempt is lost (status): release its key everywhere, then retry or give up. */
+static void lock_attempt_lost(op *o, int status)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
-    int status = redlock_round_status(&r->q);
-    redlock__stats_round(c, REDLOCK__CMD_ACQUIRE, status, &r->q, r->results);
-    if (status == 0) {
-        uint64_t validity = redlock_round_validity_us(&r->q);
-        lock->validity_ms = validity / 1000;
-        lock->deadline_us = r->q.decided_us + validity;
-        lock->won_start_us = r->q.start_us;
-        /* Auto-extension starts before the caller hears of the lock, so no window is left
-         * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
-         * validity already gone, and then the lock is not worth handing out. */
-        int rc =
-            o->has_auto ? redlock_auto_extend(lock, &o->auto_opts, o->lost_cb, o->lost_data) : 0;
-        if (rc == 0) {
-            op_complete(o, 0);
-            return;
-        }
-        status = rc;
-    }
     release_everywhere(c, lock);
     /* Every attempt gets a token of its own: the release of a lost attempt can reach a node
      * late (written on a connection that was then dropped, it may be applied after the next
@@ -377,6 +418,20 @@ static void lock_round_done(op *o, round *r)
         return;
     }
     op_complete(o, status);
+}
+
+/* An acquire's round (the acquire round, or a fenced acquire's commit round) is decided. A lost
+ * commit is a lost attempt like a lost acquire: released everywhere, retried per policy. */
+static void lock_round_done(op *o, round *r)
+{
+    int status = redlock_round_status(&r->q);
+    /* An attempt counts once: a won fenced acquire round is counted with its commit round. */
+    if (status != 0 || r->cmd.kind != REDLOCK__CMD_ACQUIRE_FENCED)
+        redlock__stats_round(o->client, r->cmd.kind, status, &r->q, r->results);
+    if (status == 0)
+        status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? commit_start(o, r) : lock_grant(o, r);
+    if (status != 0)
+        lock_attempt_lost(o, status);
 }
 
 static void extend_round_done(op *o, round *r)
@@ -479,6 +534,8 @@ static int op_start_round(op *o)
         [OP_INSPECT] = REDLOCK__CMD_INSPECT,
     };
     redlock__cmd_kind kind = kinds[o->kind];
+    if (o->kind == OP_LOCK && o->lock->fencing)
+        kind = REDLOCK__CMD_ACQUIRE_FENCED; /* a plain acquire stays a plain SET NX PX */
     round *r = round_new(c, o, o->lock, kind, o->ttl_ms, (o->flags & REDLOCK_EXTEND_RETAKE) != 0);
     if (r == NULL)
         return REDLOCK_ENOMEM;
@@ -612,6 +669,14 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
         return redlock__client_error(c, REDLOCK_EINVAL, "retry_count must be >= -1");
     if (opts->wait_ms > REDLOCK_TTL_MAX_MS)
         return redlock__client_error(c, REDLOCK_EINVAL, "wait_ms is out of range");
+    unsigned quorum = c->n_nodes / 2 + 1;
+    if (opts->fence_commit != 0 && !opts->fencing)
+        return redlock__client_error(c, REDLOCK_EINVAL, "fence_commit is set without fencing");
+    if (opts->fence_commit != 0 && (opts->fence_commit < quorum || opts->fence_commit > c->n_nodes))
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "fence_commit %u is out of range %u..%u (the quorum..the "
+                                     "number of nodes)",
+                                     opts->fence_commit, quorum, c->n_nodes);
     if (opts->auto_extend != NULL) {
         rc = redlock__auto_check(c, &auto_opts, ttl_ms, opts->lost_cb);
         if (rc != 0)
@@ -622,6 +687,8 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
     if (lock == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     lock->ttl_ms = ttl_ms;
+    lock->fencing = opts->fencing;
+    lock->fence_commit = opts->fence_commit;
     if (opts->token != NULL) {
         memcpy(lock->token, opts->token, opts->token_len);
         lock->token_len = opts->token_len;

@@ -9,6 +9,7 @@
 #include "quorum.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* ttl_us * drift_factor, truncated toward zero, exactly: floor of the real product of the two
@@ -123,26 +124,121 @@ static void decide(redlock_round *round, uint64_t now_us)
     round->decided_us = now_us;
 }
 
-int redlock_round_vote(redlock_round *round, unsigned node, redlock_vote vote, uint64_t now_us)
+/* Whether node may vote vote in round now (everything but the fencing rules). */
+static bool vote_allowed(const redlock_round *round, unsigned node, redlock_vote vote)
 {
-    /* Check everything before touching anything: a refused vote leaves the round as it was. */
     if (round == NULL || node >= round->n_nodes)
-        return REDLOCK_EINVAL;
-    uint64_t bit = UINT64_C(1) << node; /* node < n_nodes <= 64 */
-    if (round->voted_mask & bit)
-        return REDLOCK_EINVAL; /* one vote per node, or a node could make the quorum alone */
-    unsigned *counter = vote_counter(round, vote);
-    if (counter == NULL)
-        return REDLOCK_EINVAL;
+        return false;
+    if (round->voted_mask & (UINT64_C(1) << node)) /* node < n_nodes <= 64 */
+        return false; /* one vote per node, or a node could make the quorum alone */
+    return vote_counter((redlock_round *)round, vote) != NULL;
+}
 
+/* Record an allowed vote and decide if still pending. */
+static int vote_record(redlock_round *round, unsigned node, redlock_vote vote, uint64_t now_us)
+{
     /* Recorded even after the decision, so the caller can report every node's answer. */
-    round->voted_mask |= bit;
+    round->voted_mask |= UINT64_C(1) << node;
     round->votes[node] = (unsigned char)vote;
-    ++*counter;
+    ++*vote_counter(round, vote);
 
     if (round->decision == REDLOCK_ROUND_PENDING)
         decide(round, now_us);
     return (int)round->decision;
+}
+
+int redlock_round_vote(redlock_round *round, unsigned node, redlock_vote vote, uint64_t now_us)
+{
+    /* Check everything before touching anything: a refused vote leaves the round as it was. */
+    if (!vote_allowed(round, node, vote))
+        return REDLOCK_EINVAL;
+    /* A yes of a fenced acquire round without its counter would let the fence miss a node's
+     * counter: the one place where the fence's guarantee comes from. */
+    if (round->fence_kind == REDLOCK_ROUND_FENCED && vote == REDLOCK_VOTE_YES)
+        return REDLOCK_EINVAL;
+    return vote_record(round, node, vote, now_us);
+}
+
+/* ---- fencing ----------------------------------------------------------------------------------
+ *
+ * Why the fence only grows from one grant to the next (docs/safety.md has the whole argument):
+ * a lock is granted only when its commit round raised the counter to its fence on commit_acks >=
+ * quorum nodes, each while its key still stood there; a later holder's acquire round needs a
+ * quorum of yes votes, each node's yes being a SET NX that read the counter in the same atomic
+ * step. Two quorums share a node, where the later SET NX could only succeed after the earlier
+ * key was gone, so after the earlier commit: the later holder reads a counter >= the earlier
+ * fence there, and its fence, 1 + the largest counter it read, is larger. */
+
+int redlock_round_fencing(redlock_round *round)
+{
+    if (round == NULL || round->n_nodes == 0 || round->fence_kind != REDLOCK_ROUND_PLAIN ||
+        round->voted_mask != 0)
+        return REDLOCK_EINVAL;
+    round->fence_kind = REDLOCK_ROUND_FENCED;
+    round->fence = 1; /* 1 + the largest counter seen: none yet, so 1 + 0 */
+    return 0;
+}
+
+int redlock_round_vote_counter(redlock_round *round, unsigned node, redlock_vote vote,
+                               uint64_t counter, uint64_t now_us)
+{
+    if (!vote_allowed(round, node, vote) || round->fence_kind != REDLOCK_ROUND_FENCED)
+        return REDLOCK_EINVAL;
+    if (vote == REDLOCK_VOTE_YES) {
+        if (counter == UINT64_MAX)
+            return REDLOCK_EINVAL;
+        /* Only the yes votes up to the decision make the fence: the commit round writes the
+         * fence as it was decided, and a later yes changes nothing about who was granted. */
+        if (round->decision == REDLOCK_ROUND_PENDING && counter + 1 > round->fence)
+            round->fence = counter + 1;
+    }
+    return vote_record(round, node, vote, now_us);
+}
+
+uint64_t redlock_round_fence(const redlock_round *round)
+{
+    switch (round->fence_kind) {
+    case REDLOCK_ROUND_FENCED:
+        return round->decision == REDLOCK_ROUND_WON ? round->fence : 0;
+    case REDLOCK_ROUND_COMMIT:
+        return round->fence;
+    default:
+        return 0;
+    }
+}
+
+int redlock_round_commit_init(redlock_round *commit, const redlock_round *acquire,
+                              unsigned commit_acks)
+{
+    if (commit == NULL || commit == acquire)
+        return REDLOCK_EINVAL; /* nothing to zero: the acquire round stays as it was */
+    if (acquire == NULL || acquire->fence_kind != REDLOCK_ROUND_FENCED ||
+        acquire->decision != REDLOCK_ROUND_WON) {
+        memset(commit, 0, sizeof(*commit));
+        return REDLOCK_EINVAL;
+    }
+    unsigned acks = commit_acks != 0 ? commit_acks : acquire->quorum;
+    if (acks < acquire->quorum || acks > acquire->n_nodes) {
+        memset(commit, 0, sizeof(*commit));
+        return REDLOCK_EINVAL;
+    }
+    /* Read everything from acquire before writing commit: the caller may have them overlap. */
+    redlock_round next;
+    memset(&next, 0, sizeof(next));
+    next.n_nodes = acquire->n_nodes;
+    /* "quorum" is what this round needs: the same rules then give its win (acks yes votes with
+     * validity left) and its loss (more than N - acks failures: the acks are out of reach). */
+    next.quorum = acks;
+    next.ttl_us = acquire->ttl_us;
+    next.drift_us = acquire->drift_us;
+    next.min_validity_us = acquire->min_validity_us;
+    next.start_us = acquire->start_us; /* validity counts from the acquire's start */
+    next.decision = REDLOCK_ROUND_PENDING;
+    next.status = REDLOCK_EAGAIN;
+    next.fence = acquire->fence;
+    next.fence_kind = REDLOCK_ROUND_COMMIT;
+    *commit = next;
+    return 0;
 }
 
 redlock_decision redlock_round_decision(const redlock_round *round)

@@ -19,7 +19,57 @@
     "end\n"                                                                                        \
     "return 0\n"
 
-#define INSPECT_SOURCE "return {redis.call(\"get\", KEYS[1]), redis.call(\"pttl\", KEYS[1])}\n"
+#define INSPECT_SOURCE                                                                             \
+    "return {redis.call(\"get\", KEYS[1]), redis.call(\"pttl\", KEYS[1]),\n"                       \
+    "        redis.call(\"get\", KEYS[2])}\n"
+
+/* Fencing. A counter is a decimal number without leading zeros, so two of them compare as
+ * numbers by length, then digit by digit: no conversion to Lua's doubles, which would round
+ * counters above 2^53, and no Lua string comparison, which follows the server's locale
+ * (strcoll). A counter of any other form is refused before anything is written. */
+#define COUNTER_CHECK                                                                              \
+    "local c = redis.call(\"get\", KEYS[2])\n"                                                     \
+    "if c and not (c == \"0\" or string.find(c, \"^[1-9]%d*$\")) then\n"                           \
+    "    return redis.error_reply(\"fence counter is not a decimal number\")\n"                    \
+    "end\n"
+/* counter = max(counter, ARGV[n]) */
+#define COUNTER_RAISE(n)                                                                           \
+    "local f = ARGV[" n "]\n"                                                                      \
+    "local below = c == false or #c < #f\n"                                                        \
+    "if c and #c == #f then\n"                                                                     \
+    "    for i = 1, #f do\n"                                                                       \
+    "        local x, y = string.byte(c, i), string.byte(f, i)\n"                                  \
+    "        if x ~= y then\n"                                                                     \
+    "            below = x < y\n"                                                                  \
+    "            break\n"                                                                          \
+    "        end\n"                                                                                \
+    "    end\n"                                                                                    \
+    "end\n"                                                                                        \
+    "if below then\n"                                                                              \
+    "    redis.call(\"set\", KEYS[2], f)\n"                                                        \
+    "end\n"
+
+#define ACQUIRE_FENCED_SOURCE                                                                      \
+    COUNTER_CHECK                                                                                  \
+    "if redis.call(\"set\", KEYS[1], ARGV[1], \"nx\", \"px\", ARGV[2]) then\n"                     \
+    "    return c or \"0\"\n"                                                                      \
+    "end\n"                                                                                        \
+    "return false\n"
+
+#define COMMIT_SOURCE                                                                              \
+    "if redis.call(\"get\", KEYS[1]) ~= ARGV[1] then\n"                                            \
+    "    return 0\n"                                                                               \
+    "end\n" COUNTER_CHECK COUNTER_RAISE("2") "return 1\n"
+
+#define EXTEND_FENCED_SOURCE                                                                       \
+    "local v = redis.call(\"get\", KEYS[1])\n"                                                     \
+    "if v == ARGV[1] then\n"                                                                       \
+    "    return redis.call(\"pexpire\", KEYS[1], ARGV[2])\n"                                       \
+    "end\n"                                                                                        \
+    "if v ~= false or ARGV[3] ~= \"1\" then\n"                                                     \
+    "    return 0\n"                                                                               \
+    "end\n" COUNTER_CHECK                                                                          \
+    "redis.call(\"set\", KEYS[1], ARGV[1], \"px\", ARGV[2])\n" COUNTER_RAISE("4") "return 1\n"
 
 const redlock__script redlock__script_extend = {
     "extend",
@@ -39,5 +89,26 @@ const redlock__script redlock__script_inspect = {
     "inspect",
     INSPECT_SOURCE,
     sizeof(INSPECT_SOURCE) - 1,
-    "a41269ff9fe0f625b1fdfc6ecb6b59dddf8a816c",
+    "da03fd8ff57a14615aed4183024a5bd6fba20998",
+};
+
+const redlock__script redlock__script_acquire_fenced = {
+    "acquire_fenced",
+    ACQUIRE_FENCED_SOURCE,
+    sizeof(ACQUIRE_FENCED_SOURCE) - 1,
+    "6d5cdbf8f117ab1c69a2193ac4c974033b185879",
+};
+
+const redlock__script redlock__script_commit = {
+    "commit",
+    COMMIT_SOURCE,
+    sizeof(COMMIT_SOURCE) - 1,
+    "9a1716c389dfe0762c20559e283c7f955ec2e9fe",
+};
+
+const redlock__script redlock__script_extend_fenced = {
+    "extend_fenced",
+    EXTEND_FENCED_SOURCE,
+    sizeof(EXTEND_FENCED_SOURCE) - 1,
+    "e016b39c8167624957b508816f09d33bea388a12",
 };

@@ -19,7 +19,20 @@ typedef struct redlock__script {
 extern const redlock__script redlock__script_extend;
 /* KEYS[1] = key, ARGV[1] = token. 1 if the key held the token and was deleted, else 0. */
 extern const redlock__script redlock__script_release;
-/* KEYS[1] = key. {value or nil, PTTL}: read-only. */
+/* KEYS[1] = key, KEYS[2] = its fence counter key. {value or nil, PTTL, counter or nil}:
+ * read-only. */
 extern const redlock__script redlock__script_inspect;
+
+/* Fencing (docs/algorithm.md). KEYS[2] is always the lock key's counter (redlock__fence_key). */
+/* KEYS[1] = key, ARGV[1] = token, ARGV[2] = ttl in ms. SET NX PX, and if it set the key the
+ * counter as it was (a decimal string, "0" when absent) in the same atomic step; nil when the key
+ * exists; an error, before anything is written, when the counter is not a decimal number. */
+extern const redlock__script redlock__script_acquire_fenced;
+/* KEYS[1] = key, ARGV[1] = token, ARGV[2] = fence. If the key holds the token: counter =
+ * max(counter, fence), 1; else 0. */
+extern const redlock__script redlock__script_commit;
+/* As extend, with ARGV[4] = the lock's fence: a re-taken key also raises the counter to the fence
+ * (a node that came back empty gets both back). */
+extern const redlock__script redlock__script_extend_fenced;
 
 #endif

@@ -75,6 +75,10 @@ static const char *kind_name(redlock__cmd_kind kind)
     switch (kind) {
     case REDLOCK__CMD_ACQUIRE:
         return "acquire";
+    case REDLOCK__CMD_ACQUIRE_FENCED:
+        return "fenced acquire";
+    case REDLOCK__CMD_COMMIT:
+        return "fenced acquire's commit";
     case REDLOCK__CMD_EXTEND:
         return "extend";
     case REDLOCK__CMD_RELEASE:
@@ -107,6 +111,8 @@ void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
     redlock__stats *st = &c->stats;
     switch (kind) {
     case REDLOCK__CMD_ACQUIRE:
+    case REDLOCK__CMD_ACQUIRE_FENCED: /* a lost one; a won one is counted with its commit */
+    case REDLOCK__CMD_COMMIT:
         if (status == 0)
             st->rounds_won++;
         else if (status == REDLOCK_EBUSY)

@@ -103,6 +103,7 @@ struct redlock_sync_lock {
     _Atomic uint64_t deadline_us;
     _Atomic int status;
     /* Immutable once the acquire returned. */
+    uint64_t fence;
     size_t token_len;
     char token[REDLOCK_TOKEN_MAX + 1];
     size_t resource_len;
@@ -129,6 +130,8 @@ static void report_status(redlock_report *report, int status, const char *messag
     report->votes_yes = report->votes_no = report->votes_error = report->votes_timeout = 0;
     report->attempts = 0;
     report->elapsed_us = 0;
+    if (REDLOCK__HAS(report->size, redlock_report, fence))
+        report->fence = 0;
 }
 
 void redlock_report_init_sized(redlock_report *report, size_t size)
@@ -158,6 +161,8 @@ int redlock_report_copy(redlock_report *report, const redlock_result *result)
     report->votes_timeout = result->votes_timeout;
     report->attempts = result->attempts;
     report->elapsed_us = result->elapsed_us;
+    if (REDLOCK__HAS(report->size, redlock_report, fence))
+        report->fence = result->fence;
     unsigned n = result->nodes != NULL ? REDLOCK__MIN(result->n_nodes, REDLOCK_MAX_NODES) : 0;
     report->n_nodes = n;
     for (unsigned i = 0; i < n; i++) {
@@ -319,6 +324,7 @@ static void handle_adopt(redlock_sync *s, redlock_sync_lock *sl, redlock_lock *l
     const char *token = redlock_lock_token(lock, &sl->token_len);
     memcpy(sl->token, token, sl->token_len);
     sl->token[sl->token_len] = '\0';
+    sl->fence = redlock_lock_fence(lock);
     store_validity(sl);
     atomic_store(&sl->status, 0);
     redlock__list_push(&s->locks, &sl->link);
@@ -871,6 +877,11 @@ uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock)
 uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock)
 {
     return lock != NULL ? LOAD(lock, deadline_us) : 0;
+}
+
+uint64_t redlock_sync_lock_fence(const redlock_sync_lock *lock)
+{
+    return lock != NULL ? lock->fence : 0; /* immutable once handed out */
 }
 
 int redlock_sync_lock_status(const redlock_sync_lock *lock)

@@ -235,7 +235,8 @@ typedef enum {
     OPT_TLS_SERVER_NAME,
     OPT_TLS_INSECURE,
     OPT_NODES_FILE,
-    OPT_DELAYED_RESTART
+    OPT_DELAYED_RESTART,
+    OPT_FENCE
 } opt_id;
 
 typedef struct option_def {
@@ -251,7 +252,7 @@ static const option_def option_defs[] = {
     {'w', "wait", true, OPT_WAIT},   {'T', "node-timeout", true, OPT_NODE_TIMEOUT},
     {'g', "grace", true, OPT_GRACE}, {'q', "quiet", false, OPT_QUIET},
     {'j', "json", false, OPT_JSON},  {'h', "help", false, OPT_HELP},
-    {'V', "version", false, OPT_VERSION},
+    {'V', "version", false, OPT_VERSION}, {'f', "fence", false, OPT_FENCE},
     /* Long only (short_name 0 never matches a letter). */
     {0, "tls-ca", true, OPT_TLS_CA},     {0, "tls-ca-dir", true, OPT_TLS_CA_DIR},
     {0, "tls-cert", true, OPT_TLS_CERT}, {0, "tls-key", true, OPT_TLS_KEY},
@@ -352,6 +353,9 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
         return CLI_PARSE_OK;
     case OPT_DELAYED_RESTART:
         a->delayed_restart = true;
+        return CLI_PARSE_OK;
+    case OPT_FENCE:
+        a->fence = true;
         return CLI_PARSE_OK;
     }
     return CLI_PARSE_OK;

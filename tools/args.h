@@ -77,6 +77,7 @@ typedef struct cli_args {
      * restarted nodes are known to be kept out for longer than the longest ttl. */
     const char *prefix;
     bool delayed_restart;
+    bool fence; /* --fence: take a fencing token (acquire, run); status shows the counters */
 } cli_args;
 
 /* Results of cli_parse. */

@@ -30,6 +30,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "command.h" /* REDLOCK__FENCE_SUFFIX */
 #include "scripts.h"
 
 #define MAX_NOTES 16
@@ -347,8 +348,13 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
     const char *key = ck->probe_key, *token = ck->probe_token;
     char ttl[32];
     snprintf(ttl, sizeof(ttl), "%d", PROBE_TTL_MS);
-    const redlock__script *scripts[] = {&redlock__script_extend, &redlock__script_release,
-                                        &redlock__script_inspect};
+    /* Every script the handshake loads (lib/handshake.c), the fenced ones too. */
+    const redlock__script *scripts[] = {
+        &redlock__script_extend,         &redlock__script_release, &redlock__script_inspect,
+        &redlock__script_acquire_fenced, &redlock__script_commit,  &redlock__script_extend_fenced,
+    };
+    char fence_key[sizeof(ck->probe_key) + REDLOCK__FENCE_SUFFIX_LEN];
+    snprintf(fence_key, sizeof(fence_key), "%s" REDLOCK__FENCE_SUFFIX, key);
     redisReply *r;
     bool readonly = false;
 
@@ -391,8 +397,8 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
 
     /* The scripts as the library sends them: EVALSHA (read-only inspect first, then extend),
      * and EVAL, which also deletes the probe key (release). */
-    const char *inspect[] = {"EVALSHA", redlock__script_inspect.sha1, "1", key};
-    if ((r = probe(ck, nc, ctx, "evalsha", true, 4, inspect, ok)) == NULL)
+    const char *inspect[] = {"EVALSHA", redlock__script_inspect.sha1, "2", key, fence_key};
+    if ((r = probe(ck, nc, ctx, "evalsha", true, 5, inspect, ok)) == NULL)
         return;
     freeReplyObject(r);
     const char *extend[] = {"EVALSHA", redlock__script_extend.sha1, "1", key, token, ttl, "0"};

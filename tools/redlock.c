@@ -35,10 +35,11 @@ static const char help_text[] =
     "  run      take the lock, keep it alive while COMMAND runs, release it when COMMAND exits;\n"
     "           exit with COMMAND's status (128+N if it died of signal N), or 70 if the lock was\n"
     "           lost or the release finds it had lapsed. COMMAND gets REDLOCK_KEY and\n"
-    "           REDLOCK_TOKEN in its environment (and not REDLOCK_NODES). If the lock is lost,\n"
-    "           COMMAND gets SIGTERM, then SIGKILL after --grace. SIGHUP, SIGINT, SIGQUIT,\n"
-    "           SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH and SIGCONT are forwarded to\n"
-    "           COMMAND; if it dies of one of them, redlock releases the lock and dies of it too\n"
+    "           REDLOCK_TOKEN (and REDLOCK_FENCE with --fence) in its environment, not\n"
+    "           REDLOCK_NODES. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
+    "           --grace. SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH\n"
+    "           and SIGCONT are forwarded to COMMAND; if it dies of one of them, redlock\n"
+    "           releases the lock and dies of it too\n"
     "  acquire  take the lock and leave it held for its ttl; print one JSON line with the token\n"
     "  release  release a lock taken with acquire (compare-and-delete: only with its token);\n"
     "           exit 70 if the lock had lapsed (fewer than a quorum still held the token)\n"
@@ -69,6 +70,9 @@ static const char help_options[] =
     "                              is not: it is silent)\n"
     "  -j, --json                  run: print one JSON line on stdout at the end, after\n"
     "                              COMMAND exited (the other commands always print one)\n"
+    "  -f, --fence                 take a fencing token with the lock, a number that grows\n"
+    "                              with every holder: acquire prints it (\"fence\"), run\n"
+    "                              exports REDLOCK_FENCE; status shows each node's counter\n"
     "  --tls-ca FILE               rediss:// nodes: CA certificates (PEM) to verify them with;\n"
     "                              default $REDLOCK_TLS_CA, else the system's CA store\n"
     "  --tls-ca-dir DIR            a directory of hashed CA certificates ($REDLOCK_TLS_CA_DIR)\n"
@@ -80,7 +84,9 @@ static const char help_options[] =
     "                              longest ttl, so no AOF is needed (no warning without it)\n"
     "  -h, --help                  this text\n"
     "  -V, --version               versions of the tool, the library, libuv and TLS\n"
-    "\n"
+    "\n";
+/* In two parts: C compilers need only take string literals up to 4095 bytes. */
+static const char help_text_more[] =
     "DURATION is an integer or decimal with a unit: ms, s, m or h (500ms, 1.5s, 2m, 1h);\n"
     "a bare number is seconds.\n"
     "\n"
@@ -460,6 +466,7 @@ static int start_attempt(tool *t)
     redlock_lock_opts_init(&opts);
     opts.token = t->token;
     opts.token_len = strlen(t->token);
+    opts.fencing = t->args.fence;
     opts.retry_count = 0; /* one round: the retries are ours */
     redlock_auto_opts auto_opts;
     if (t->args.command == CLI_CMD_RUN) {
@@ -735,6 +742,7 @@ int main(int argc, char **argv)
     } else if (t.args.help) {
         fputs(help_text, stdout);
         fputs(help_options, stdout);
+        fputs(help_text_more, stdout);
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else if (t.args.version) {
         const char *tls = redlock_tls_backend();

@@ -149,6 +149,18 @@ static void json_head(jw *w, const tool *t, int status)
     }
 }
 
+/* With --fence: "fence": the lock's fencing token, or null without a lock. */
+static void json_fence(jw *w, const tool *t, redlock_lock *lock)
+{
+    if (!t->args.fence)
+        return;
+    jw_key(w, "fence");
+    if (lock != NULL)
+        jw_u64(w, redlock_lock_fence(lock));
+    else
+        jw_null(w);
+}
+
 void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_result *result)
 {
     jw w;
@@ -168,6 +180,7 @@ void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_r
         }
         jw_key(&w, "attempts"); /* the tool's own attempts (each one round, its own token) */
         jw_u64(&w, t->attempts);
+        json_fence(&w, t, status == 0 ? lock : NULL);
         break;
     case CLI_CMD_EXTEND:
         if (status == 0) {
@@ -204,6 +217,7 @@ void report_run_result(tool *t, redlock_lock *lock, int status, const redlock_re
         jw_key(&w, "token");
         jw_string(&w, token, token_len);
     }
+    json_fence(&w, t, lock);
     jw_key(&w, "command_status");
     if (t->command_ran)
         jw_i64(&w, t->command_status);
@@ -279,6 +293,13 @@ void report_status(tool *t, int status, const redlock_result *result)
             jw_i64(&w, n->pttl_ms);
         else
             jw_null(&w);
+        if (t->args.fence) { /* the node's fencing counter (0: none) */
+            jw_key(&w, "fence");
+            if (ok)
+                jw_u64(&w, n->fence);
+            else
+                jw_null(&w);
+        }
         jw_key(&w, "error");
         if (ok)
             jw_null(&w);

@@ -17,35 +17,45 @@
 extern char **environ;
 
 /* environ without REDLOCK_KEY / REDLOCK_TOKEN, plus ours, and without REDLOCK_NODES: its URLs
- * may hold passwords, and COMMAND needs none of them to do its work under the lock. The array and
- * the two strings it adds are allocated; free them after the spawn. */
+ * may hold passwords, and COMMAND needs none of them to do its work under the lock. With --fence,
+ * REDLOCK_FENCE too (without it, an inherited REDLOCK_FENCE is left as it is). The array and the
+ * strings it adds (added[0..2], NULL when not added) are allocated; free with free_env. */
 static char **build_env(const tool *t, char **added)
 {
     size_t n = 0;
     for (char **e = environ; *e != NULL; e++)
         n++;
-    char **env = malloc((n + 3) * sizeof(*env));
+    char **env = malloc((n + 4) * sizeof(*env));
     size_t key_size = strlen("REDLOCK_KEY=") + t->args.key_len + 1;
     size_t token_size = strlen("REDLOCK_TOKEN=") + strlen(t->token) + 1;
+    size_t fence_size = strlen("REDLOCK_FENCE=") + 21;
     added[0] = malloc(key_size);
     added[1] = malloc(token_size);
-    if (env == NULL || added[0] == NULL || added[1] == NULL) {
+    added[2] = t->args.fence ? malloc(fence_size) : NULL;
+    if (env == NULL || added[0] == NULL || added[1] == NULL ||
+        (t->args.fence && added[2] == NULL)) {
         free(env);
         free(added[0]);
         free(added[1]);
+        free(added[2]);
         return NULL;
     }
     snprintf(added[0], key_size, "REDLOCK_KEY=%s", t->args.key);
     snprintf(added[1], token_size, "REDLOCK_TOKEN=%s", t->token);
+    if (added[2] != NULL)
+        snprintf(added[2], fence_size, "REDLOCK_FENCE=%llu",
+                 (unsigned long long)redlock_lock_fence(t->lock));
     size_t k = 0;
     for (char **e = environ; *e != NULL; e++) {
         if (strncmp(*e, "REDLOCK_KEY=", 12) == 0 || strncmp(*e, "REDLOCK_TOKEN=", 14) == 0 ||
-            strncmp(*e, "REDLOCK_NODES=", 14) == 0)
+            strncmp(*e, "REDLOCK_NODES=", 14) == 0 ||
+            (added[2] != NULL && strncmp(*e, "REDLOCK_FENCE=", 14) == 0))
             continue;
         env[k++] = *e;
     }
-    env[k++] = added[0];
-    env[k++] = added[1];
+    for (int i = 0; i < 3; i++)
+        if (added[i] != NULL)
+            env[k++] = added[i];
     env[k] = NULL;
     return env;
 }
@@ -131,7 +141,7 @@ void run_start(tool *t, redlock_lock *lock)
     t->lock = lock;
     t->phase = PHASE_CHILD;
     char **argv = t->args.child_argv;
-    char *added[2] = {NULL, NULL};
+    char *added[3] = {NULL, NULL, NULL};
     char **env = build_env(t, added);
     if (env == NULL) {
         fprintf(stderr, "redlock: out of memory\n");
@@ -156,6 +166,7 @@ void run_start(tool *t, redlock_lock *lock)
     free(env);
     free(added[0]);
     free(added[1]);
+    free(added[2]);
     t->child.data = t;
     if (rc != 0) {
         uv_close((uv_handle_t *)&t->child, NULL); /* initialized even when the spawn failed */

@@ -25,7 +25,9 @@ void h_record_cb(redlock_lock *lock, int status, const redlock_result *result, v
     rec->attempts = result->attempts;
     rec->elapsed_us = result->elapsed_us;
     rec->n_nodes = result->n_nodes;
+    rec->fence = result->fence;
     for (unsigned i = 0; i < result->n_nodes && i < H_MAX_NODES; i++) {
+        rec->node_fence[i] = result->nodes[i].fence;
         rec->node_vote[i] = result->nodes[i].vote;
         rec->node_latency_us[i] = result->nodes[i].latency_us;
         snprintf(rec->node_error[i], sizeof(rec->node_error[i]), "%s",

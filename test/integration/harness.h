@@ -65,6 +65,8 @@ typedef struct h_record {
     uint64_t node_latency_us[H_MAX_NODES];
     char node_error[H_MAX_NODES][160];
     char node_url[H_MAX_NODES][160];
+    uint64_t fence;                   /* result->fence */
+    uint64_t node_fence[H_MAX_NODES]; /* result->nodes[i].fence */
 } h_record;
 
 /* A redlock_cb that fills the h_record passed as data. */

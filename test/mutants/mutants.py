@@ -15,6 +15,10 @@ def sim(test):
     return {"program": SIM, "env": {"SIM_TEST_FILTER": test}}
 
 
+def sim_fence(test):
+    return {"program": "test/sim/test-sim-fence", "env": {"SIM_TEST_FILTER": test}}
+
+
 def integration(program, cases="*"):
     return {"program": "test/test-" + program, "env": {"H_TEST_FILTER": cases}}
 
@@ -204,5 +208,66 @@ MUTANTS = [
                    "== 0;",
                    "    return policy == NULL;")],
         "killers": [cli("cli-check")],
+    },
+    {
+        "name": "fence-without-commit",
+        "what": "a fenced lock is granted on the acquire round alone: the fence is never committed",
+        "edits": [("lib/ops.c",
+                   "status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? commit_start(o, r) : "
+                   "lock_grant(o, r);",
+                   "status = lock_grant(o, r);")],
+        "killers": [integration("fencing", "fences_grow_from_one"), integration("fencing_order"),
+                    sim_fence("fences_increase*"), torture()],
+    },
+    {
+        "name": "fence-not-above-counters",
+        "what": "the fence is the largest counter read, not one more",
+        "edits": [("lib/quorum.c",
+                   "if (round->decision == REDLOCK_ROUND_PENDING && counter + 1 > round->fence)\n"
+                   "            round->fence = counter + 1;",
+                   "if (round->decision == REDLOCK_ROUND_PENDING && counter > round->fence)\n"
+                   "            round->fence = counter;")],
+        "killers": [{"program": "test/test-fence"}, integration("fencing_order"),
+                    sim_fence("fences_increase*")],
+    },
+    {
+        "name": "commit-without-compare",
+        "what": "the commit raises the counter whatever token the key holds",
+        "edits": [("lib/scripts.c",
+                   '    "if redis.call(\\"get\\", KEYS[1]) ~= ARGV[1] then\\n"',
+                   '    "if false then\\n"'),
+                  # The commit's source is made of macros, which @SHA1:name@ cannot read: the
+                  # SHA1 of the broken source, so the handshake still loads it.
+                  ("lib/scripts.c",
+                   '"9a1716c389dfe0762c20559e283c7f955ec2e9fe"',
+                   '"a0eeb2f0641cfc133bc94816c764a709bce6c035"')],
+        "killers": [integration("fencing", "commit_lost_releases_everywhere")],
+    },
+    {
+        "name": "commit-acks-ignored",
+        "what": "the commit round is won by the quorum whatever fence_commit asks for",
+        "edits": [("lib/ops.c",
+                   "redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);",
+                   "redlock_round_commit_init(&r->q, &acquire->q, 0);")],
+        "killers": [sim_fence("amnesia_with_one_more_ack*"),
+                    integration("fencing", "fence_commit_counts_acks"),
+                    integration("fencing", "commit_lost_releases_everywhere")],
+    },
+    {
+        "name": "commit-validity-from-decision",
+        "what": "a fenced lock's validity is counted from the acquire round's decision, not its "
+                "start",
+        "edits": [("lib/quorum.c",
+                   "next.start_us = acquire->start_us;",
+                   "next.start_us = acquire->decided_us;")],
+        "killers": [{"program": "test/test-fence"}],
+    },
+    {
+        "name": "retake-without-counter",
+        "what": "a retake of a fenced lock does not restore the node's counter",
+        "edits": [("lib/command.c",
+                   "return cmd->fence != 0 && cmd->retake ? &redlock__script_extend_fenced",
+                   "return false ? &redlock__script_extend_fenced")],
+        "killers": [integration("fencing", "extend_keeps_fence*")],
     },
 ]

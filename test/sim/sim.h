@@ -20,12 +20,18 @@
  * status 0 or an extend is won, the nodes' true-time record (every interval over which a node
  * held the key with the hold's token) must show a quorum of nodes holding the token at every
  * moment from the acquire's callback to that point (to the release call, for a release), so no
- * other holder could have been granted in between. */
+ * other holder could have been granted in between.
+ *
+ * With fencing (sim_fence.h, test_sim_fence.c), every lock is fenced, the nodes keep counters,
+ * holders write to a fenced store, and the checker adds two properties: fences strictly increase
+ * in the true-time order of grants, and the store never accepts a stale write. */
 #ifndef SIM_H
 #define SIM_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "sim_fence_stats.h"
 
 #define SIM_MAX_NODES 9
 #define SIM_MAX_PROCS 8
@@ -118,6 +124,10 @@ typedef struct sim_config {
     bool old_release_status;
 
     bool trace; /* print every event to stderr */
+
+    /* Fencing (sim_fence.h): every acquire takes a fence, and holders write to a fenced store. */
+    bool fencing;
+    unsigned fence_commit; /* redlock_lock_opts.fence_commit (0: the quorum) */
 } sim_config;
 
 typedef struct sim_result {
@@ -160,6 +170,12 @@ typedef struct sim_result {
     unsigned gap_releases;    /* ... releases among them that hid a gap */
     unsigned gap_extends;     /* ... won extends among them that hid a gap */
     unsigned releases_lapsed; /* releases the library completed with REDLOCK_ELOST */
+
+    /* Fencing (sim_fence.h): fences strictly increase in the true-time order of grants, and the
+     * fenced store never accepts a stale write. */
+    bool fence_broken;
+    char fence_what[512];
+    sim_fence_stats fence;
 } sim_result;
 
 /* The named scenarios the tests use; seed is folded into each. "safe": every assumption holds,

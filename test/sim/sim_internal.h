@@ -12,6 +12,7 @@
 #include "io.h"
 #include "sim.h"
 #include "sim_check.h"
+#include "sim_fence.h"
 
 #define SIM_PPM 1000000u
 
@@ -40,6 +41,7 @@ typedef enum {
     EV_PARTITION,
     EV_PAUSE,
     EV_CLOCK_JUMP,
+    EV_STORE, /* a write reaches the fenced store (sim_fence.c) */
 } sim_ev_kind;
 
 /* A message on a connection: a request (command copied, the round may be gone when it lands)
@@ -57,6 +59,7 @@ typedef struct sim_msg {
     redlock_vote vote;
     bool has_value;
     int64_t pttl_ms;
+    uint64_t fence; /* request: the fence to commit or restore; reply: the counter read */
 } sim_msg;
 
 typedef struct sim_event {
@@ -81,6 +84,7 @@ typedef struct sim_node {
     uint64_t rate_ppm, offset_us;
     unsigned n_keys;
     sim_key keys[SIM_MAX_RESOURCES * 2];
+    sim_counters counters; /* fence counters (sim_fence.h) */
 } sim_node;
 
 /* A request the io owes a completion. */
@@ -193,6 +197,7 @@ struct sim_world {
     size_t n_downtimes, cap_downtimes;
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
+    struct sim_fence_world *fence; /* sim_fence.c: grants, writes and the store */
 };
 
 /* The event queue (sim_world.c). seq 0: a new sequence number. */

@@ -178,6 +178,8 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
             m->vote = REDLOCK_VOTE_YES;
         } else if (k == NULL && m->retake) {
             node_set(w, n, m);
+            if (m->fence != 0) /* a fenced lock's retake restores the counter too */
+                sim_counter_raise(&n->counters, m->key, m->key_len, m->fence);
             m->vote = REDLOCK_VOTE_YES;
         }
         break;
@@ -195,6 +197,21 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
             m->token_len = k->value_len;
             memcpy(m->token, k->value, k->value_len);
             m->pttl_ms = (int64_t)((k->expire_at - node_now(w, n) + 500) / 1000);
+        }
+        m->fence = sim_counter_get(&n->counters, m->key, m->key_len);
+        break;
+    case REDLOCK__CMD_ACQUIRE_FENCED: /* SET NX PX and the counter, in one step */
+        if (k == NULL) {
+            node_set(w, n, m);
+            m->vote = REDLOCK_VOTE_YES;
+            m->fence = sim_counter_get(&n->counters, m->key, m->key_len);
+        }
+        break;
+    case REDLOCK__CMD_COMMIT: /* counter = max(counter, fence) where the token stands */
+        if (is_ours(k, m)) {
+            if (!sim_counter_raise(&n->counters, m->key, m->key_len, m->fence))
+                sim_contract(w, "simulated node is out of counter slots");
+            m->vote = REDLOCK_VOTE_YES;
         }
         break;
     }
@@ -337,6 +354,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     m->kind = cmd->kind;
     m->retake = cmd->retake;
     m->ttl_ms = cmd->ttl_ms;
+    m->fence = cmd->fence;
     m->key_len = cmd->key_len;
     memcpy(m->key, cmd->key, cmd->key_len);
     m->token_len = cmd->token_len;
@@ -460,8 +478,8 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     sim_trace(w, "p%u <- n%u req %llu: %s", ev->proc, ev->node, (unsigned long long)m->req_id,
               redlock_vote_name(m->vote));
     redlock__reply_data data = {m->has_value ? m->token : NULL, m->has_value ? m->token_len : 0,
-                                m->pttl_ms};
-    complete(p, req, m->vote, NULL, m->kind == REDLOCK__CMD_INSPECT ? &data : NULL);
+                                m->pttl_ms, m->fence};
+    complete(p, req, m->vote, NULL, redlock__cmd_has_data(m->kind) ? &data : NULL);
     free(m);
 }
 
@@ -520,6 +538,7 @@ static void on_crash(sim_world *w, const sim_event *ev)
                 w->presence[n->keys[i].presence].until =
                     REDLOCK__MIN(w->presence[n->keys[i].presence].until, w->now);
         n->n_keys = 0;
+        n->counters.n = 0; /* the fence counters go with the data */
     }
     sim_trace(w, "n%u crashes for %llu us%s", ev->node, (unsigned long long)ev->arg,
               w->cfg.restart_loses_data ? ", losing its data" : "");

@@ -535,6 +535,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     p->granted_at = w->now;
     p->hold_gen++;
     p->state = PROC_HOLDING;
+    sim_fence_granted(p, lock);
     if (p->autoh != NULL) {
         auto_begin(p);
         return;
@@ -563,6 +564,8 @@ static void send_acquire(sim_proc *p)
     redlock_lock_opts_init(&opts);
     opts.retry_count = w->cfg.retry_count;
     opts.wait_ms = w->cfg.wait_ms;
+    opts.fencing = w->cfg.fencing;
+    opts.fence_commit = w->cfg.fence_commit;
     if (p->autoh != NULL && p->autoh->via_opts) {
         opts.auto_extend = &p->autoh->opts;
         opts.lost_cb = on_lost;
@@ -636,6 +639,10 @@ void sim_proc_step(sim_proc *p, uint64_t arg)
     }
     if (p->state != PROC_HOLDING)
         return;
+    if (step == SIM_STEP_WRITE) {
+        sim_fence_write(p);
+        return;
+    }
     if (p->autoh != NULL) {
         if (step == STEP_CHECK)
             auto_check(p);

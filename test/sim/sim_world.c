@@ -336,6 +336,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
         p->paused_until = REDLOCK__MAX(p->paused_until, w->now + ev->arg);
         sim_trace(w, "p%u paused for %llu us", ev->proc, (unsigned long long)ev->arg);
         break;
+    case EV_STORE:
+        sim_fence_store(w, ev);
+        break;
     default:
         sim_io_event(w, ev);
         break;
@@ -406,12 +409,15 @@ int sim_run(const sim_config *cfg, sim_result *res)
     }
     for (unsigned i = 0; i < cfg->dead_nodes && i < cfg->n_nodes; i++)
         sim_node_down(w, i);
-    int rc = start_procs(w);
+    int rc = sim_fence_start(w);
+    if (rc == 0)
+        rc = start_procs(w);
     schedule_faults(w);
     run_loop(w);
     if (rc == 0 && !w->oom && !res->contract_broken)
         check_contract(w);
     check_exclusion(w);
+    sim_fence_finish(w);
     sim_io_teardown(w);
     while (w->heap_len > 0)
         free(heap_pop(w).msg);

@@ -104,8 +104,12 @@ static void remove_dir(const char *dir)
         while ((ent = readdir(d)) != NULL) {
             if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
                 continue;
-            if (unlinkat(dfd, ent->d_name, 0) != 0 && errno == EISDIR)
-                unlinkat(dfd, ent->d_name, AT_REMOVEDIR);
+            if (unlinkat(dfd, ent->d_name, 0) != 0 && errno == EISDIR) {
+                /* A server's own directory (Redis 7 keeps its AOF files in one). */
+                char sub[4096];
+                snprintf(sub, sizeof(sub), "%s/%s", dir, ent->d_name);
+                remove_dir(sub);
+            }
         }
         closedir(d);
     }
@@ -288,9 +292,11 @@ static int write_config(const fixture_cluster *c, unsigned i, const char *conf_p
             "save \"\"\n"
             "appendonly no\n"
             "dir \"%s\"\n"
+            "dbfilename \"dump-%d.rdb\"\n"
+            "appendfilename \"appendonly-%d.aof\"\n"
             "daemonize no\n"
             "logfile \"%s\"\n",
-            s->port, s->unix_path, c->dir, log_path);
+            s->port, s->unix_path, c->dir, s->port, s->port, log_path);
     size_t extra_len = strlen(c->extra_conf);
     if (extra_len > 0) {
         fputs(c->extra_conf, f);

@@ -1,7 +1,10 @@
 /* Integration-test fixture: real redis-server processes on loopback.
  *
  * Each cluster lives in its own mkdtemp() directory (config, log and unix socket per server) and
- * runs without persistence, so every start and restart begins with an empty data set. The
+ * runs without persistence, so every start and restart begins with an empty data set. (Each
+ * server's RDB and AOF files have names of their own, so a cluster started with extra_conf
+ * "appendonly yes\nappendfsync always\n" keeps each server's data across fixture_kill and
+ * fixture_restart.) The
  * fixture only ever signals the pids it forked itself; servers die with the test process even
  * when it crashes (PR_SET_PDEATHSIG), and an atexit handler stops every cluster a test forgot.
  *
@@ -84,17 +87,18 @@ int fixture_pause(fixture_cluster *c, unsigned i);
  * that is not paused does nothing. Returns 0, or -1 as fixture_kill(). */
 int fixture_resume(fixture_cluster *c, unsigned i);
 
-/* Start server i again on the same port and unix socket, with an empty data set, and wait for
+/* Start server i again on the same port and unix socket, with an empty data set (unless the
+ * cluster's extra_conf turned persistence on: then with what the server persisted), and wait for
  * PING. A server still running (or paused) is killed first. Returns 0, or -1 with a message on
  * stderr if the server cannot start (e.g. another process took the port meanwhile). */
 int fixture_restart(fixture_cluster *c, unsigned i);
 
 /* Open a blocking hiredis connection to 127.0.0.1:servers[i].port with a timeout of
- * FIXTURE_COMMAND_TIMEOUT_MS for the connect and for every later command. Follows the hiredis convention: a failed
- * connect still returns a context with ->err and ->errstr set (e.g. "Connection refused" after
- * fixture_kill). The caller owns the context and frees it with redisFree() in every case. Returns
- * NULL only if i is out of range or memory ran out. Does not AUTH even when extra_conf set
- * requirepass. */
+ * FIXTURE_COMMAND_TIMEOUT_MS for the connect and for every later command. Follows the hiredis
+ * convention: a failed connect still returns a context with ->err and ->errstr set (e.g.
+ * "Connection refused" after fixture_kill). The caller owns the context and frees it with
+ * redisFree() in every case. Returns NULL only if i is out of range or memory ran out. Does not
+ * AUTH even when extra_conf set requirepass. */
 redisContext *fixture_connect(fixture_cluster *c, unsigned i);
 
 /* Run one command (hiredis format, e.g. "SET %s %b") on server i over a fresh connection made

@@ -142,6 +142,15 @@ static void recovering(chaos *ch, unsigned node, uint64_t cooldown_us)
     ch->cooldown_us[node] = cooldown_us;
 }
 
+/* A node lost its data now (its fence counters with it). */
+static void note_forgot(chaos *ch)
+{
+    if (ch->n_forgot < CHAOS_MAX_FORGOT)
+        ch->forgot_us[ch->n_forgot++] = redlock_now_us();
+    else
+        ch->forgot_overflow = true;
+}
+
 static void inject(chaos *ch, unsigned node, chaos_fault kind)
 {
     proxy *p = ch->proxies[node];
@@ -152,6 +161,7 @@ static void inject(chaos *ch, unsigned node, chaos_fault kind)
     case CHAOS_KILL:
         rc = fixture_kill(ch->nodes, node);
         down = CHAOS_KILLED;
+        note_forgot(ch);
         break;
     case CHAOS_PAUSE:
         rc = fixture_pause(ch->nodes, node);
@@ -252,6 +262,7 @@ static void wipe_majority(chaos *ch)
     for (unsigned k = 0; k < CHAOS_NODES / 2 + 1; k++) {
         unsigned node = (first + k) % CHAOS_NODES;
         redisReply *reply = fixture_command(ch->nodes, node, "FLUSHALL");
+        note_forgot(ch);
         note(ch, "wipe", node, 0, reply == NULL || reply->type == REDIS_REPLY_ERROR);
         freeReplyObject(reply);
     }

@@ -21,6 +21,7 @@
 
 #define CHAOS_NODES 5
 #define CHAOS_MAX_FAULTY 2 /* a minority of CHAOS_NODES */
+#define CHAOS_MAX_FORGOT 4096
 
 /* The fault kinds, drawn in turn from a shuffled bag of all of them, so every run of at least
  * CHAOS_FAULT_KINDS injections has each kind. */
@@ -66,6 +67,11 @@ typedef struct chaos {
     unsigned long injected[CHAOS_FAULT_KINDS]; /* faults made, by kind */
     unsigned long restarts, resumes, proxy_heals, wipes;
     unsigned long errors; /* fixture calls that failed */
+    /* When a node lost its data (a kill, a wipe), on the redlock_now_us clock: the fences'
+     * checker (fence_check.h) excuses a fence that did not grow across one. */
+    uint64_t forgot_us[CHAOS_MAX_FORGOT];
+    unsigned n_forgot;
+    bool forgot_overflow; /* more than CHAOS_MAX_FORGOT: treat every moment as one */
 } chaos;
 
 /* Set ch up to act on nodes (started, CHAOS_NODES servers) through proxies (one per node, in

@@ -26,6 +26,8 @@
  *   5 every resource was held at least once       (liveness under a minority of faults)
  *   6 every fault kind was made at least once, and healed (skipped below 10 s)
  *   7 workers were paused and resumed, and holds ended at their deadline (skipped below 10 s)
+ *   8 fences of successive holds grow, and the fenced store accepted no stale write
+ *     (fence_check.h; skipped in the negative control, whose writes are not fenced)
  * --hold-ms adds MS between the GET and the SET (a longer critical section). --no-pauses stops
  * the worker pauses; --deadline-holds sets how many holds in 1000 run on to their deadline (5;
  * each with a ttl of 100 ms, so it keeps its resource from the others only that long).
@@ -74,6 +76,7 @@
 
 #include "chaos.h"
 #include "checker.h"
+#include "fence_check.h"
 #include "fixture.h"
 #include "pauses.h"
 #include "proxy.h"
@@ -289,6 +292,14 @@ static long long lock_keys(fixture_cluster *nodes)
         }
         total += reply->integer;
         freeReplyObject(reply);
+        /* Fence counters (<key>:fence) never expire, by design: they are not lock keys. */
+        reply = fixture_command(nodes, i, "KEYS *:fence");
+        if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(reply);
+            return -1;
+        }
+        total -= (long long)reply->elements;
+        freeReplyObject(reply);
     }
     return total;
 }
@@ -299,6 +310,9 @@ static void print_lock_keys(fixture_cluster *nodes)
         redisReply *keys = fixture_command(nodes, i, "KEYS *");
         for (size_t k = 0; keys != NULL && keys->type == REDIS_REPLY_ARRAY && k < keys->elements;
              k++) {
+            size_t len = keys->element[k]->len;
+            if (len >= 6 && strcmp(keys->element[k]->str + len - 6, ":fence") == 0)
+                continue; /* a fence counter */
             redisReply *pttl = fixture_command(nodes, i, "PTTL %s", keys->element[k]->str);
             printf("#   node %u: %s pttl %lld\n", i, keys->element[k]->str,
                    pttl != NULL && pttl->type == REDIS_REPLY_INTEGER ? pttl->integer : -3);
@@ -471,6 +485,7 @@ static void remove_logs(const torture_config *cfg)
         snprintf(path, sizeof(path), "%s/worker-%u.log", cfg->log_dir, p);
         unlink(path);
     }
+    torture_fence_remove_logs(cfg->log_dir, cfg->procs);
     rmdir(cfg->log_dir);
 }
 
@@ -529,6 +544,24 @@ static unsigned check_deadlines(const torture_config *cfg, const pauses *ps,
     return tap(7, paused && v->at_deadline > 0, what);
 }
 
+/* Test 8: fencing (fence_check.h). */
+static unsigned check_fences(const torture_config *cfg, const chaos *ch)
+{
+    const char *what = "fences of successive holds grow, and the store accepted no stale write";
+    if (cfg->unsafe) {
+        printf("ok 8 - %s # SKIP the negative control does not fence its writes\n", what);
+        return 0;
+    }
+    torture_fence_verdict fv;
+    unsigned long bad = torture_fence_check(cfg->log_dir, cfg->procs, ch->forgot_us, ch->n_forgot,
+                                            ch->forgot_overflow, &fv, stdout);
+    printf("# fencing: %lu fenced holds, %lu successive pairs, %lu fences not growing (%lu across "
+           "a node that lost its data), %lu writes accepted, %lu refused, %lu stale accepted\n",
+           fv.holds, fv.order_checks, fv.order_broken + fv.order_excused, fv.order_excused,
+           fv.accepted, fv.refused, fv.stale_accepted);
+    return tap(8, bad == 0 && fv.holds > 0, what);
+}
+
 /* The checks after the run; returns the number of failed TAP tests. */
 static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixture_cluster *data,
                        const workers *ws, const chaos *ch, const pauses *ps, double elapsed_s)
@@ -573,6 +606,7 @@ static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixtur
     failed += tap(5, held_resources == cfg->resources, "every resource was held and written");
     failed += check_fault_kinds(cfg, ch);
     failed += check_deadlines(cfg, ps, &v);
+    failed += check_fences(cfg, ch);
     torture_history_free(&history);
     return failed;
 }
@@ -604,7 +638,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN); /* a write to a server that just died must not kill the process */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
-    printf("1..7\n");
+    printf("1..8\n");
     static fixture_cluster nodes, data; /* fixed addresses, as the fixture requires */
     if (fixture_start(&nodes, N_LOCK_NODES, NULL) != 0 || fixture_start(&data, 1, NULL) != 0) {
         printf("Bail out! cannot start redis-server\n");

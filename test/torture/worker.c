@@ -14,6 +14,7 @@
 #include <hiredis/hiredis.h>
 
 #include "checker.h"
+#include "fence_check.h"
 #include "redlock.h"
 
 /* The pause between GET and SET is random, up to this long: it widens the race window. */
@@ -37,6 +38,11 @@ typedef struct worker_thread {
     unsigned long to_deadline; /* holds that ran on to their deadline on purpose */
     int error;                 /* set when the thread stopped on a harness failure */
     redlock_report report;     /* of the last release, printed when it failed */
+    /* Fencing (fence_check.h; not in the negative control): the last write's fate. */
+    bool fencing;
+    unsigned long refused;
+    char fence_outcome; /* 'a' accepted, 'r' refused, 'n' no write */
+    uint64_t fence_seq, write_start_us;
 } worker_thread;
 
 static int write_line(worker_thread *w, const char *line, int len)
@@ -110,6 +116,31 @@ static int log_failure(worker_thread *w, unsigned resource, int status, uint64_t
     return len < 0 ? -1 : write_line(w, line, len);
 }
 
+/* The critical section's SET: through the fenced store when fencing (which may refuse it: a newer
+ * holder wrote), else a plain SET. Returns 0 or -1 (data server failed). */
+static int write_value(worker_thread *w, redlock_sync_lock *lock, torture_hold *hold,
+                       long long value)
+{
+    if (w->fencing) {
+        bool accepted;
+        w->write_start_us = redlock_now_us();
+        if (torture_fence_set(w->data, hold->resource, value, redlock_sync_lock_fence(lock),
+                              &accepted, &w->fence_seq) != 0)
+            return -1;
+        w->fence_outcome = accepted ? 'a' : 'r';
+        if (!accepted) { /* a newer holder wrote: the store refused this stale write */
+            w->refused++;
+            return 0;
+        }
+    } else if (data_set(w, hold->resource, value) != 0) {
+        return -1;
+    }
+    hold->write_done_us = redlock_now_us();
+    hold->incremented = true;
+    w->increments++;
+    return 0;
+}
+
 /* The critical section: GET, pause, SET value + 1, but the SET only while at least margin_us
  * of validity is left. No pause of the process falls between that look at the deadline and the
  * end of the SET (worker.h). Returns 0 or -1 (data server failed). */
@@ -124,15 +155,10 @@ static int read_modify_write(worker_thread *w, redlock_sync_lock *lock, torture_
     nanosleep(&pause, NULL);
     int rc = 0;
     pthread_rwlock_rdlock(w->write_window);
-    if (redlock_now_us() + margin_us >= redlock_sync_lock_deadline_us(lock)) {
+    if (redlock_now_us() + margin_us >= redlock_sync_lock_deadline_us(lock))
         w->skipped++;
-    } else if (data_set(w, hold->resource, value + 1) != 0) {
-        rc = -1;
-    } else {
-        hold->write_done_us = redlock_now_us();
-        hold->incremented = true;
-        w->increments++;
-    }
+    else
+        rc = write_value(w, lock, hold, value + 1);
     pthread_rwlock_unlock(w->write_window);
     return rc;
 }
@@ -183,6 +209,7 @@ static int attempt(worker_thread *w, unsigned resource)
      * the others for a while, not for a whole ttl. */
     bool to_deadline = (unsigned)(rand_r(&w->seed) % 1000) < w->cfg->deadline_per_mille;
     uint64_t ttl_ms = to_deadline ? w->cfg->deadline_ttl_ms : w->cfg->ttl_ms;
+    opts.fencing = w->fencing;
     redlock_sync_lock *lock = NULL;
     uint64_t start_us = redlock_now_us();
     int rc = redlock_sync_acquire(w->sync, name, (size_t)name_len, ttl_ms, &opts, &lock, NULL);
@@ -198,6 +225,9 @@ static int attempt(worker_thread *w, unsigned resource)
                          .acquire_done_us = done_us,
                          .deadline_us = redlock_sync_lock_deadline_us(lock)};
     snprintf(hold.token, sizeof(hold.token), "%s", redlock_sync_lock_token(lock, NULL));
+    uint64_t fence = redlock_sync_lock_fence(lock);
+    w->fence_outcome = 'n';
+    w->fence_seq = w->write_start_us = 0;
     int result =
         read_modify_write(w, lock, &hold, w->cfg->margin_ms * 1000 * ttl_ms / w->cfg->ttl_ms);
     if (result == 0 && to_deadline) {
@@ -215,6 +245,9 @@ static int attempt(worker_thread *w, unsigned resource)
     char line[TORTURE_LINE_MAX];
     int len = torture_hold_format(&hold, line, sizeof(line));
     if (len < 0 || write_line(w, line, len) != 0)
+        return -1;
+    if (w->fencing && torture_fence_log(resource, w->process, w->index, fence, start_us, done_us,
+                                        w->write_start_us, w->fence_outcome, w->fence_seq) != 0)
         return -1;
     return result;
 }
@@ -292,7 +325,11 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
     }
     /* Made here, after fork(): a client owns a thread, which a forked child would not get. */
     redlock_sync *sync = make_client(cfg, process);
-    if (sync == NULL) {
+    /* Fenced locks and a fenced store, except in the negative control, whose lost updates the
+     * store's check would refuse (and the control must see them). */
+    bool fencing = !cfg->unsafe;
+    if (sync == NULL || (fencing && torture_fence_open(cfg->log_dir, process) != 0)) {
+        redlock_sync_free(sync);
         close(log_fd);
         return 1;
     }
@@ -316,6 +353,7 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
                              .sync = sync,
                              .log_fd = log_fd,
                              .write_window = &write_window,
+                             .fencing = fencing,
                              .seed = cfg->seed * 1000003u + process * 1009u + started};
         redlock_report_init(&w->report);
         if (pthread_create(&w->tid, NULL, thread_main, w) != 0) {
@@ -324,7 +362,8 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         }
     }
     int exit_code = threads == NULL || started < cfg->threads ? 1 : 0;
-    unsigned long holds = 0, increments = 0, skipped = 0, failures = 0, to_deadline = 0;
+    unsigned long holds = 0, increments = 0, skipped = 0, failures = 0, to_deadline = 0,
+                  refused = 0;
     for (unsigned i = 0; i < started; i++) {
         worker_thread *w = &threads[i];
         pthread_join(w->tid, NULL);
@@ -336,6 +375,7 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         skipped += w->skipped;
         failures += w->failures;
         to_deadline += w->to_deadline;
+        refused += w->refused;
     }
     free(threads);
     pthread_kill(pause_tid, SIGUSR2);
@@ -343,10 +383,11 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
     pthread_rwlock_destroy(&write_window);
     redlock_sync_free(sync);
     close(log_fd);
+    torture_fence_close();
     fprintf(stderr,
             "worker %u: %lu holds (%lu run on to their deadline), %lu increments, %lu skipped, "
-            "%lu failed acquires%s\n",
-            process, holds, to_deadline, increments, skipped, failures,
+            "%lu refused by the store, %lu failed acquires%s\n",
+            process, holds, to_deadline, increments, skipped, refused, failures,
             exit_code != 0 ? ", FAILED" : "");
     return exit_code;
 }

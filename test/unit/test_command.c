@@ -1,4 +1,4 @@
-/* test_command.c - RESP encoding of the three commands and the meaning of every reply. */
+/* test_command.c - RESP encoding of every command and the meaning of every reply. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +17,7 @@ static redlock__alloc alloc;
 
 static redlock__cmd make(redlock__cmd_kind kind, const char *key, size_t key_len)
 {
-    redlock__cmd c = {kind, false, key, key_len, "tok", 3, 1500, 0};
+    redlock__cmd c = {kind, false, key, key_len, "tok", 3, 1500, 0, "k:fence", 7, 0};
     return c;
 }
 
@@ -106,6 +106,49 @@ static void appends_after_existing_bytes(void **state)
     redlock__buf_free(&b, &alloc);
 }
 
+/* The encoder's exact bytes (RESP: an array of bulk strings, lengths in decimal), numbers at
+ * their edges, and a command too long for its stack buffer. */
+static void encodes_exact_resp_bytes(void **state)
+{
+    (void)state;
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
+    c.ttl_ms = 0;
+    redlock__buf b = {0};
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    static const char want[] =
+        "*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\ntok\r\n$2\r\nNX\r\n$2\r\nPX\r\n$1\r\n0\r\n";
+    assert_int_equal(b.len, sizeof(want) - 1);
+    assert_memory_equal(b.data, want, sizeof(want) - 1);
+    b.len = 0;
+
+    c = make(REDLOCK__CMD_COMMIT, "k", 1);
+    c.fence = UINT64_MAX;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    redisReply *a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 6, "18446744073709551615", 20);
+    freeReplyObject(a);
+    b.len = 0;
+
+    static char key[5000];
+    memset(key, 'x', sizeof(key));
+    c = make(REDLOCK__CMD_ACQUIRE_FENCED, key, sizeof(key));
+    c.ttl_ms = 1234567890123;
+    assert_int_equal(redlock__cmd_append(&c, true, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 0, "EVAL", 4);
+    assert_arg(a, 1, redlock__script_acquire_fenced.source,
+               redlock__script_acquire_fenced.source_len);
+    assert_arg(a, 2, "2", 1);
+    assert_arg(a, 3, key, sizeof(key));
+    assert_arg(a, 4, "k:fence", 7);
+    assert_arg(a, 5, "tok", 3);
+    assert_arg(a, 6, "1234567890123", 13);
+    freeReplyObject(a);
+    redlock__buf_free(&b, &alloc);
+}
+
 /* A reply as the reader would build it. */
 static redisReply *reply_of(const char *resp)
 {
@@ -154,19 +197,42 @@ static const vote_case vote_cases[] = {
     {REDLOCK__CMD_RELEASE, "-LOADING Redis is loading the dataset in memory\r\n",
      REDLOCK_VOTE_ERROR, A, "LOADING"},
     {REDLOCK__CMD_RELEASE, "-NOAUTH Authentication required.\r\n", REDLOCK_VOTE_ERROR, A, "NOAUTH"},
-    {REDLOCK__CMD_INSPECT, "*2\r\n$3\r\nabc\r\n:1500\r\n", REDLOCK_VOTE_YES, A, NULL},
-    {REDLOCK__CMD_INSPECT, "*2\r\n$-1\r\n:-2\r\n", REDLOCK_VOTE_NO, A, NULL},
+    {REDLOCK__CMD_INSPECT, "*3\r\n$3\r\nabc\r\n:1500\r\n$-1\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_INSPECT, "*3\r\n$-1\r\n:-2\r\n$1\r\n7\r\n", REDLOCK_VOTE_NO, A, NULL},
     {REDLOCK__CMD_INSPECT, "*1\r\n:1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected array"},
-    {REDLOCK__CMD_INSPECT, "*2\r\n:1\r\n:1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected"},
+    {REDLOCK__CMD_INSPECT, "*2\r\n$-1\r\n:-2\r\n", REDLOCK_VOTE_ERROR, M, "unexpected array"},
+    {REDLOCK__CMD_INSPECT, "*3\r\n:1\r\n:1\r\n$-1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected"},
+    {REDLOCK__CMD_INSPECT, "*3\r\n$-1\r\n:1\r\n:1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected"},
     {REDLOCK__CMD_INSPECT, ":1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected integer"},
     {REDLOCK__CMD_INSPECT, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, S, "NOSCRIPT"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$1\r\n0\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$2\r\n41\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$20\r\n18446744073709551614\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$-1\r\n", REDLOCK_VOTE_NO, A, NULL},
+    /* No fence above UINT64_MAX: a node that holds it cannot vote yes. */
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$20\r\n18446744073709551615\r\n", REDLOCK_VOTE_ERROR, A,
+     "out of range"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$21\r\n100000000000000000000\r\n", REDLOCK_VOTE_ERROR, A,
+     "out of range"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$2\r\n07\r\n", REDLOCK_VOTE_ERROR, A, "out of range"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$2\r\n-1\r\n", REDLOCK_VOTE_ERROR, A, "out of range"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "$0\r\n\r\n", REDLOCK_VOTE_ERROR, A, "out of range"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "-ERR fence counter is not a decimal number\r\n",
+     REDLOCK_VOTE_ERROR, A, "not a decimal number"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "+OK\r\n", REDLOCK_VOTE_ERROR, M, "unexpected status"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, ":1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected integer"},
+    {REDLOCK__CMD_ACQUIRE_FENCED, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, S, "NOSCRIPT"},
+    {REDLOCK__CMD_COMMIT, ":1\r\n", REDLOCK_VOTE_YES, A, NULL},
+    {REDLOCK__CMD_COMMIT, ":0\r\n", REDLOCK_VOTE_NO, A, NULL},
+    {REDLOCK__CMD_COMMIT, "$1\r\n1\r\n", REDLOCK_VOTE_ERROR, M, "unexpected bulk string"},
+    {REDLOCK__CMD_COMMIT, "-NOSCRIPT x\r\n", REDLOCK_VOTE_ERROR, S, "NOSCRIPT"},
 };
 
 static void inspect_reply_carries_value_and_pttl(void **state)
 {
     (void)state;
     redlock__cmd c = make(REDLOCK__CMD_INSPECT, "k", 1);
-    redisReply *r = reply_of("*2\r\n$5\r\ntoken\r\n:1234\r\n");
+    redisReply *r = reply_of("*3\r\n$5\r\ntoken\r\n:1234\r\n$2\r\n42\r\n");
     char err[64];
     redlock__reply_kind kind;
     redlock__reply_data data;
@@ -174,22 +240,116 @@ static void inspect_reply_carries_value_and_pttl(void **state)
     assert_int_equal(data.value_len, 5);
     assert_memory_equal(data.value, "token", 5);
     assert_int_equal(data.pttl_ms, 1234);
+    assert_int_equal(data.counter, 42);
     freeReplyObject(r);
-    r = reply_of("*2\r\n$-1\r\n:-2\r\n");
+    r = reply_of("*3\r\n$-1\r\n:-2\r\n$-1\r\n");
     assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_NO);
     assert_null(data.value);
     assert_int_equal(data.pttl_ms, -2);
+    assert_int_equal(data.counter, 0);
     freeReplyObject(r);
-    /* Encoded as EVALSHA of the inspect script with the key and no token. */
+    /* A counter no fence can come from reads as 0; the key's state is still reported. */
+    r = reply_of("*3\r\n$1\r\nt\r\n:5\r\n$3\r\nabc\r\n");
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_YES);
+    assert_int_equal(kind, REDLOCK__REPLY_ANSWER);
+    assert_int_equal(data.counter, 0);
+    freeReplyObject(r);
+    /* Encoded as EVALSHA of the inspect script with the key, its counter's key and no token. */
     redlock__buf b = {0};
     assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
     redisReply *a = decode(&b);
-    assert_int_equal(a->elements, 4);
+    assert_int_equal(a->elements, 5);
     assert_arg(a, 0, "EVALSHA", 7);
     assert_arg(a, 1, redlock__script_inspect.sha1, 40);
+    assert_arg(a, 2, "2", 1);
     assert_arg(a, 3, "k", 1);
+    assert_arg(a, 4, "k:fence", 7);
     freeReplyObject(a);
     redlock__buf_free(&b, &alloc);
+}
+
+/* The fenced commands: which script, which keys, which arguments. */
+static void encodes_fenced_commands(void **state)
+{
+    (void)state;
+    redlock__buf b = {0};
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE_FENCED, "k", 1);
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    redisReply *a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 0, "EVALSHA", 7);
+    assert_arg(a, 1, redlock__script_acquire_fenced.sha1, 40);
+    assert_arg(a, 2, "2", 1);
+    assert_arg(a, 3, "k", 1);
+    assert_arg(a, 4, "k:fence", 7);
+    assert_arg(a, 5, "tok", 3);
+    assert_arg(a, 6, "1500", 4);
+    freeReplyObject(a);
+    b.len = 0;
+
+    c = make(REDLOCK__CMD_COMMIT, "k", 1);
+    c.fence = UINT64_C(18446744073709551615);
+    assert_int_equal(redlock__cmd_append(&c, true, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 0, "EVAL", 4);
+    assert_arg(a, 1, redlock__script_commit.source, redlock__script_commit.source_len);
+    assert_arg(a, 2, "2", 1);
+    assert_arg(a, 3, "k", 1);
+    assert_arg(a, 4, "k:fence", 7);
+    assert_arg(a, 5, "tok", 3);
+    assert_arg(a, 6, "18446744073709551615", 20);
+    freeReplyObject(a);
+    b.len = 0;
+
+    /* A retake of a fenced lock restores the counter too ... */
+    c = make(REDLOCK__CMD_EXTEND, "k", 1);
+    c.retake = true;
+    c.fence = 9;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 9);
+    assert_arg(a, 1, redlock__script_extend_fenced.sha1, 40);
+    assert_arg(a, 2, "2", 1);
+    assert_arg(a, 4, "k:fence", 7);
+    assert_arg(a, 5, "tok", 3);
+    assert_arg(a, 6, "1500", 4);
+    assert_arg(a, 7, "1", 1);
+    assert_arg(a, 8, "9", 1);
+    freeReplyObject(a);
+    b.len = 0;
+
+    /* ... every other extend of it is the plain compare-and-pexpire. */
+    c.retake = false;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 7);
+    assert_arg(a, 1, redlock__script_extend.sha1, 40);
+    assert_arg(a, 2, "1", 1);
+    freeReplyObject(a);
+    redlock__buf_free(&b, &alloc);
+}
+
+/* A fenced acquire's yes carries the node's counter. */
+static void fenced_acquire_reply_carries_the_counter(void **state)
+{
+    (void)state;
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE_FENCED, "k", 1);
+    char err[64];
+    redlock__reply_kind kind;
+    redlock__reply_data data;
+    redisReply *r = reply_of("$20\r\n18446744073709551614\r\n");
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_YES);
+    assert_true(data.counter == UINT64_C(18446744073709551614));
+    freeReplyObject(r);
+    r = reply_of("$-1\r\n");
+    assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_NO);
+    assert_int_equal(data.counter, 0);
+    freeReplyObject(r);
+    assert_true(redlock__cmd_has_data(REDLOCK__CMD_ACQUIRE_FENCED));
+    assert_true(redlock__cmd_has_data(REDLOCK__CMD_INSPECT));
+    assert_false(redlock__cmd_has_data(REDLOCK__CMD_ACQUIRE));
+    assert_false(redlock__cmd_has_data(REDLOCK__CMD_COMMIT));
 }
 
 static void maps_every_reply_to_a_vote(void **state)
@@ -235,9 +395,12 @@ int main(void)
         cmocka_unit_test(encodes_set_nx_px),
         cmocka_unit_test(encodes_scripts_as_evalsha_or_eval),
         cmocka_unit_test(appends_after_existing_bytes),
+        cmocka_unit_test(encodes_exact_resp_bytes),
         cmocka_unit_test(maps_every_reply_to_a_vote),
         cmocka_unit_test(long_error_text_is_truncated_safely),
         cmocka_unit_test(inspect_reply_carries_value_and_pttl),
+        cmocka_unit_test(encodes_fenced_commands),
+        cmocka_unit_test(fenced_acquire_reply_carries_the_counter),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

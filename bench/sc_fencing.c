@@ -1,0 +1,170 @@
+/* sc_fencing.c - the fencing scenario: what a fencing token costs (redlock_lock_opts.fencing:
+ * one more round, the commit). In one run, slices alternating (plain, fenced, plain, ...) so a
+ * machine whose speed drifts favours neither:
+ *   - the acquire's latency, one lock at a time;
+ *   - lock cycles (acquire + release) per second with 64 in flight.
+ * As in the throughput scenario, every cycle locks a fresh resource, so no cycle waits for
+ * another (nor for a late release of its own resource after a node missed its deadline); the
+ * fenced cycles leave a counter per resource on the nodes, which bench/run's servers forget. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define SLICES 4
+#define WIDTH 64
+
+typedef struct fchain fchain;
+
+typedef struct fworker {
+    fchain *ch;
+    unsigned id;
+    uint64_t t0;
+    char name[64];
+} fworker;
+
+struct fchain {
+    redlock_client *client;
+    redlock_lock_opts opts;
+    uint64_t until_us;
+    unsigned running;
+    uint64_t cycles, failures, seq;
+    samples *acquire; /* may be NULL */
+    bool done;
+};
+
+static void fworker_next(fworker *w);
+
+static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    fworker *w = data;
+    if (status != 0)
+        w->ch->failures++;
+    w->ch->cycles++;
+    redlock_lock_free(lock);
+    fworker_next(w);
+}
+
+static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    fworker *w = data;
+    fchain *ch = w->ch;
+    if (status != 0 || (ch->opts.fencing && result->fence == 0)) {
+        ch->failures++;
+        if (lock != NULL)
+            redlock_lock_free(lock); /* a lock without its fence: count it as failed */
+        fworker_next(w);
+        return;
+    }
+    if (ch->acquire != NULL)
+        samples_add(ch->acquire, bench_now_us() - w->t0);
+    if (redlock_release(lock, on_released, w) != 0) {
+        ch->failures++;
+        redlock_lock_free(lock);
+        fworker_next(w);
+    }
+}
+
+static void fworker_next(fworker *w)
+{
+    fchain *ch = w->ch;
+    if (bench_now_us() >= ch->until_us) {
+        if (--ch->running == 0)
+            ch->done = true;
+        return;
+    }
+    int len = snprintf(w->name, sizeof(w->name), "bench:fencing:%s:%u:%llu",
+                       ch->opts.fencing ? "f" : "p", w->id, (unsigned long long)ch->seq++);
+    w->t0 = bench_now_us();
+    if (redlock_acquire(ch->client, w->name, (size_t)len, 0, &ch->opts, on_acquired, w) != 0) {
+        ch->failures++;
+        if (--ch->running == 0)
+            ch->done = true;
+    }
+}
+
+/* width workers, fenced or not, for seconds: cycles per second; acquire latencies to acquire. */
+static double run_fchain(uv_loop_t *loop, redlock_client *c, bool fencing, unsigned width,
+                         double seconds, samples *acquire, uint64_t *failures)
+{
+    fchain ch;
+    memset(&ch, 0, sizeof(ch));
+    ch.client = c;
+    redlock_lock_opts_init(&ch.opts);
+    ch.opts.fencing = fencing;
+    ch.acquire = acquire;
+    ch.running = width;
+    static uint64_t next_seq; /* names are never reused, slice after slice */
+    ch.seq = next_seq;
+    fworker *ws = calloc(width, sizeof(*ws));
+    if (ws == NULL)
+        exit(1);
+    uint64_t start = bench_now_us();
+    ch.until_us = start + (uint64_t)(seconds * 1e6);
+    for (unsigned i = 0; i < width; i++) {
+        ws[i].ch = &ch;
+        ws[i].id = i;
+        fworker_next(&ws[i]);
+    }
+    bench_run_until(loop, &ch.done, ch.until_us + 30000000);
+    next_seq = ch.seq;
+    double elapsed = (double)(bench_now_us() - start) / 1e6;
+    free(ws);
+    *failures += ch.failures;
+    return (double)ch.cycles / elapsed;
+}
+
+int bench_fencing(bench_config *cfg)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
+    uint64_t failures = 0, warm = 0;
+    run_fchain(&loop, c, false, 1, 0.2, NULL, &warm); /* connections, scripts */
+    run_fchain(&loop, c, true, 1, 0.2, NULL, &warm);
+
+    /* Latency: one acquire at a time. Half the duration, then throughput the other half. */
+    samples fenced_acq = {0}, plain_acq = {0};
+    double slice = cfg->duration_s / (4 * SLICES);
+    for (int i = 0; i < SLICES; i++) {
+        run_fchain(&loop, c, false, 1, slice, &plain_acq, &failures);
+        run_fchain(&loop, c, true, 1, slice, &fenced_acq, &failures);
+    }
+    double fenced_rate = 0, plain_rate = 0;
+    uint64_t plain_failures = 0;
+    for (int i = 0; i < SLICES; i++) {
+        plain_rate += run_fchain(&loop, c, false, WIDTH, slice, NULL, &plain_failures) / SLICES;
+        fenced_rate += run_fchain(&loop, c, true, WIDTH, slice, NULL, &failures) / SLICES;
+    }
+    uint64_t fenced_failures = failures;
+    failures += plain_failures;
+    percentiles pf = samples_percentiles(&fenced_acq), pp = samples_percentiles(&plain_acq);
+    double acquire_ratio = pp.p50 != 0 ? (double)pf.p50 / (double)pp.p50 : 0;
+    double ratio = plain_rate > 0 ? fenced_rate / plain_rate : 0;
+    printf("%-11s acquire p50 %5llu us p99 %5llu  |  plain p50 %5llu us p99 %5llu  |  ratio p50 "
+           "%.2f\n",
+           "fencing", (unsigned long long)pf.p50, (unsigned long long)pf.p99,
+           (unsigned long long)pp.p50, (unsigned long long)pp.p99, acquire_ratio);
+    printf("%-11s concurrency %3u: %8.0f cycles/s  |  plain %8.0f cycles/s  |  ratio %.2f  "
+           "(failed cycles: %llu fenced, %llu plain)\n",
+           "fencing", WIDTH, fenced_rate, plain_rate, ratio, (unsigned long long)fenced_failures,
+           (unsigned long long)plain_failures);
+    if (cfg->json != NULL) {
+        fprintf(cfg->json, "{\"scenario\":\"fencing\",\"acquire_us\":");
+        json_percentiles(cfg->json, &pf);
+        fprintf(cfg->json, ",\"plain_acquire_us\":");
+        json_percentiles(cfg->json, &pp);
+        fprintf(cfg->json,
+                ",\"acquire_ratio_p50\":%.3f,\"concurrency\":%u,\"cycles_per_s\":%.1f,"
+                "\"plain_cycles_per_s\":%.1f,\"ratio\":%.3f,\"failures\":%llu}\n",
+                acquire_ratio, WIDTH, fenced_rate, plain_rate, ratio, (unsigned long long)failures);
+        fflush(cfg->json);
+    }
+    samples_free(&fenced_acq);
+    samples_free(&plain_acq);
+    bench_close(&loop, c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    return failures == 0 ? 0 : -1;
+}

@@ -68,11 +68,15 @@ void proc_start(proc *p, const char *program, const char *const *argv, const cha
         int null_fd = open("/dev/null", O_RDONLY);
         if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
             _exit(125);
-        /* The test may have signals ignored or blocked; the tool starts from defaults. */
+        /* The test may have signals ignored or blocked; the tool starts from defaults. Ignored
+         * ones are inherited across exec: a suite started in the background by a script has
+         * SIGINT and SIGQUIT ignored, and a shell loop run from it would then outlive Ctrl-C. */
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP)
+                signal(sig, SIG_DFL);
         child_env(env);
         execv(program, (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", program, strerror(errno));

@@ -23,6 +23,11 @@ def integration(program, cases="*"):
     return {"program": "test/test-" + program, "env": {"H_TEST_FILTER": cases}}
 
 
+def macro(*lines):
+    """Lines of a C macro as clang-format lays them out (a backslash in column 100)."""
+    return "".join(line.ljust(99) + "\\\n" for line in lines)
+
+
 def unit(program):
     return {"program": "test/test-" + program}
 
@@ -102,8 +107,12 @@ MUTANTS = [
         "name": "extend-without-compare",
         "what": "extend renews the key whatever token it holds",
         "edits": [("lib/scripts.c",
-                   '    "if v == ARGV[1] then\\n"',
-                   '    "if v ~= false then\\n"'),
+                   macro("#define EXTEND_SOURCE",
+                         '    "local v = redis.call(\\"get\\", KEYS[1])\\n"',
+                         '    "if v == ARGV[1] then\\n"'),
+                   macro("#define EXTEND_SOURCE",
+                         '    "local v = redis.call(\\"get\\", KEYS[1])\\n"',
+                         '    "if v ~= false then\\n"')),
                   ("lib/scripts.c",
                    '"e8d0177eea86a7a2517ed17a5fc662d1c3f5b5df"',
                    '"@SHA1:extend@"')],
@@ -184,7 +193,7 @@ MUTANTS = [
         "name": "tool-command-sees-nodes",
         "what": "redlock run passes $REDLOCK_NODES (node passwords) on to COMMAND",
         "edits": [("tools/run.c",
-                   " ||\n            strncmp(*e, \"REDLOCK_NODES=\", 14) == 0)", ")")],
+                   "            strncmp(*e, \"REDLOCK_NODES=\", 14) == 0 ||\n", "")],
         "killers": [cli("cli-signals")],
     },
     {

@@ -17,8 +17,9 @@
 
 #define N 5
 #define KEY "pitfall:setnx-expire"
-#define TTL_MS 1000 /* the legacy lock's expiry (whole seconds: EXPIRE); the waits derive from it  \
-                     */
+#define TTL_MS                                                                                     \
+    1000 /* the legacy lock's expiry (whole seconds: EXPIRE); the waits derive from it             \
+          */
 /* libredlock's: long enough that the dead holder's keys outlive the checks made on them on a
  * loaded machine; the next client waits for them to expire. */
 #define RL_TTL_MS 3000

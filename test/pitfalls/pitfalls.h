@@ -26,7 +26,10 @@
 
 /* One hold: the interval of true time during which a holder worked under the lock, believing
  * it held it: from the moment its lock call returned to the moment its last protected action
- * ended. A holder that stops working at its own deadline (and only unlocks later) ends there. */
+ * ended. A legacy holder believes it holds until it unlocks. A libredlock holder stops at its
+ * deadline, its lost callback or its release, whichever comes first (it checks
+ * redlock_lock_is_held before going on), unless it was paused between that check and its write
+ * (pitfall 6): then its hold ends with the write. */
 typedef struct pf_hold {
     char who[PF_NAME_MAX];
     uint64_t from_us, to_us;

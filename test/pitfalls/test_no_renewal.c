@@ -102,9 +102,16 @@ static void work_outlasts_the_ttl(void **state)
     assert_true(redlock_lock_extensions(ra.lock) >= 2);
     printf("# A was extended %u times; B tried %u times and was refused\n",
            redlock_lock_extensions(ra.lock), rb.attempts);
+    /* Its release: 0, the library's word that a quorum still held A's token and the hold was
+     * continuous. (Not every node need still hold it: a node that ran one extension late, after
+     * its key expired, answered "not ours" to that one and every later one. The per-node
+     * outcome is printed then.) */
     h_record rel;
-    assert_int_equal(h_release(&env, ra.lock, &rel), 0);
-    assert_int_equal(rel.votes_yes, N);
+    int rc_rel = h_release(&env, ra.lock, &rel);
+    if (rc_rel != 0 || rel.votes_yes != N)
+        h_dump_record("A's release", &rel);
+    assert_int_equal(rc_rel, 0);
+    assert_true(rel.votes_yes >= N / 2 + 1);
     pf_history_add(&h, "A", ra.at_us, a_end);
     assert_int_equal(pf_report(&h), 0);
     redlock_lock_free(ra.lock);

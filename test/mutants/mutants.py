@@ -38,6 +38,10 @@ def cli(program):
             "env": {"REDLOCK_TOOL": "tools/redlock", "REDLOCK_DOCS": "../src/docs"}}
 
 
+def pitfall(program, cases="*"):
+    return {"program": "test/pitfalls/test-pitfall-" + program, "env": {"H_TEST_FILTER": cases}}
+
+
 def torture(seconds=10):
     return {"program": "test/torture/torture", "args": ["--seconds", str(seconds)]}
 
@@ -49,7 +53,8 @@ MUTANTS = [
         "edits": [("lib/quorum.c",
                    "round->quorum = n_nodes / 2 + 1;",
                    "round->quorum = 1;")],
-        "killers": [sim("safety_holds"), integration("faults", "two_nodes_down*"), torture()],
+        "killers": [sim("safety_holds"), integration("faults", "two_nodes_down*"),
+                    pitfall("4-failover", "failover_before_replication*"), torture()],
     },
     {
         # A majority for an odd N, half of the nodes for an even one: two holders of 2 or 4
@@ -92,7 +97,16 @@ MUTANTS = [
                    '"4123ec057c25a9feb4eb12cb191520152206624e"',
                    '"@SHA1:release@"')],
         "killers": [integration("lock", "release_with_wrong_token*"), integration("scripts"),
-                    torture()],
+                    pitfall("3-fixed-del"), torture()],
+    },
+    {
+        "name": "acquire-without-ttl",
+        "what": "the acquire's SET has no PX: a holder that dies leaves a key that never expires",
+        "edits": [("lib/command.c",
+                   '        ARG("NX", 2);\n        ARG("PX", 2);\n'
+                   '        ARG(ttl, (size_t)ttl_len);\n',
+                   '        ARG("NX", 2);\n')],
+        "killers": [pitfall("1-setnx-expire"), integration("lock", "lock_is_free_again_after_ttl")],
     },
     {
         "name": "no-release-everywhere",
@@ -134,7 +148,8 @@ MUTANTS = [
         "edits": [("lib/autoextend.c",
                    "    a->lost_cb(lock, reason, a->lost_data);\n",
                    "    (void)reason;\n")],
-        "killers": [sim("auto_extension_safe"), integration("autoextend")],
+        "killers": [sim("auto_extension_safe"), integration("autoextend"),
+                    pitfall("5-no-renewal", "auto_extension_reports_a_loss*")],
     },
     {
         "name": "release-without-deadline",

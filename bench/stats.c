@@ -98,6 +98,12 @@ void json_doubles(FILE *f, const double *v, size_t n)
     fputc(']', f);
 }
 
+void json_begin(FILE *f, const char *scenario)
+{
+    fprintf(f, "{\"schema\":%d,\"scenario\":", BENCH_SCHEMA);
+    json_string(f, scenario);
+}
+
 void json_string(FILE *f, const char *s)
 {
     fputc('"', f);

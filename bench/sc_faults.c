@@ -733,51 +733,141 @@ static void on_dropped(redlock_lock *lock, int status, const redlock_result *res
     (*left)--;
 }
 
+/* The library's allocator hook: every block carries its size in front, so the live bytes the
+ * library holds are known exactly (hiredis and libuv keep their own allocators). */
+typedef struct counting {
+    size_t live, blocks;
+} counting;
+
+#define HEADER 16 /* keeps the blocks aligned as malloc's are */
+
+static void *counting_realloc(void *ud, void *ptr, size_t size)
+{
+    counting *k = ud;
+    size_t old = 0;
+    char *base = NULL;
+    if (ptr != NULL) {
+        base = (char *)ptr - HEADER;
+        memcpy(&old, base, sizeof(old));
+    }
+    if (size == 0) {
+        free(base);
+        if (ptr != NULL) {
+            k->live -= old;
+            k->blocks--;
+        }
+        return NULL;
+    }
+    char *q = realloc(base, size + HEADER);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, &size, sizeof(size));
+    k->live += size - old;
+    if (ptr == NULL)
+        k->blocks++;
+    return q + HEADER;
+}
+
 int bench_memory(bench_config *cfg)
 {
     const unsigned target = cfg->quick ? 2000 : 10000;
+    const unsigned inflight = 1000;
     uv_loop_t loop;
     uv_loop_init(&loop);
-    redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
+    counting k = {0, 0};
+    redlock_options o;
+    redlock_options_init(&o);
+    o.ttl_ms = cfg->ttl_ms;
+    o.node_timeout_ms = 10000; /* nothing here is timed: 1,000 acquires at once must not fail */
+    o.drift_factor = cfg->drift_factor;
+    o.retry_count = 0;
+    o.realloc_fn = counting_realloc;
+    o.realloc_ud = &k;
+    redlock_client *c = bench_client(cfg, &loop, NULL, 0, &o);
     uint64_t a, r;
     bench_cycle_once(&loop, c, "bench:mem:warm", &a, &r); /* connections and buffers exist */
-    long before = rss_kb();
     holder h;
     memset(&h, 0, sizeof(h));
     h.c = c;
     h.target = target;
     h.inflight_max = 256;
     h.locks = calloc(target, sizeof(*h.locks));
+    memset(h.locks, 0xff, target * sizeof(*h.locks)); /* its pages are in the RSS before */
+    memset(h.locks, 0, target * sizeof(*h.locks));
+    size_t live_before = k.live;
+    long before = rss_kb();
     take_more(&h);
     bench_run_until(&loop, &h.done, bench_now_us() + 120000000);
     long after = rss_kb();
+    size_t live_held = k.live;
     unsigned held = h.finished - h.failures;
     double per_lock = held > 0 ? (double)(after - before) * 1024.0 / held : 0;
-    printf("%-11s %u locks held: RSS +%ld KiB, %.0f bytes per held lock  (%u failed)\n", "memory",
-           held, after - before, per_lock, h.failures);
+    double live_per_lock = held > 0 ? (double)(live_held - live_before) / held : 0;
+
+    /* Operations in flight: `inflight` acquires issued in one loop turn, counted before the loop
+     * runs again (each has its round, its lock handle and its commands queued on every node). */
+    holder f;
+    memset(&f, 0, sizeof(f));
+    f.c = c;
+    f.target = inflight;
+    f.inflight_max = inflight;
+    f.locks = calloc(inflight, sizeof(*f.locks));
+    size_t live_idle = k.live;
+    f.started = 0;
+    for (unsigned i = 0; i < inflight; i++) {
+        char name[64];
+        int len = snprintf(name, sizeof(name), "bench:mem:op:%u", f.started++);
+        if (redlock_acquire(c, name, (size_t)len, 60000, NULL, on_held, &f) != 0) {
+            f.failures++;
+            f.finished++;
+        }
+    }
+    size_t live_inflight = k.live;
+    bench_run_until(&loop, &f.done, bench_now_us() + 120000000);
+    double live_per_op = (double)(live_inflight - live_idle) / inflight;
+
+    printf("%-11s %u locks held: %.0f live bytes per held lock (the library's allocations, "
+           "exact); RSS +%ld KiB, %.0f bytes per lock  |  %u acquires in flight: %.0f live bytes "
+           "each  (%u failed)\n",
+           "memory", held, live_per_lock, after - before, per_lock, inflight, live_per_op,
+           h.failures + f.failures);
     if (cfg->json != NULL) {
-        fprintf(cfg->json,
-                "{\"scenario\":\"memory\",\"held_locks\":%u,\"rss_before_kb\":%ld,"
-                "\"rss_after_kb\":%ld,\"bytes_per_lock\":%.0f,\"failures\":%u}\n",
-                held, before, after, per_lock, h.failures);
-        fflush(cfg->json);
+        FILE *j = cfg->json;
+        json_begin(j, "memory");
+        fprintf(j,
+                ",\"held_locks\":%u,\"live_bytes_per_lock\":%.1f,\"live_bytes_before\":%zu,"
+                "\"live_bytes_held\":%zu,\"in_flight\":%u,\"live_bytes_per_inflight\":%.1f,"
+                "\"rss_before_kb\":%ld,\"rss_after_kb\":%ld,\"rss_bytes_per_lock\":%.0f,"
+                "\"failures\":%u}\n",
+                held, live_per_lock, live_before, live_held, inflight, live_per_op, before, after,
+                per_lock, h.failures + f.failures);
+        fflush(j);
     }
     /* Release everything, a bounded number at a time. */
     unsigned left = 0;
-    for (unsigned i = 0; i < target; i++) {
-        if (h.locks[i] == NULL)
-            continue;
-        if (redlock_release(h.locks[i], on_dropped, &left) == 0)
-            left++;
-        if (left >= 256)
-            while (left > 128)
-                uv_run(&loop, UV_RUN_ONCE);
+    holder *all[2] = {&h, &f};
+    for (unsigned w = 0; w < 2; w++) {
+        for (unsigned i = 0; i < all[w]->target; i++) {
+            if (all[w]->locks[i] == NULL)
+                continue;
+            if (redlock_release(all[w]->locks[i], on_dropped, &left) == 0)
+                left++;
+            if (left >= 256)
+                while (left > 128)
+                    uv_run(&loop, UV_RUN_ONCE);
+        }
     }
     while (left > 0)
         uv_run(&loop, UV_RUN_ONCE);
     free(h.locks);
+    free(f.locks);
     bench_close(&loop, c);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    return h.failures == 0 ? 0 : -1;
+    if (k.live != 0 || k.blocks != 0) {
+        fprintf(stderr, "redlock-bench: memory: %zu bytes in %zu blocks left after close\n", k.live,
+                k.blocks);
+        return -1;
+    }
+    return h.failures + f.failures == 0 ? 0 : -1;
 }

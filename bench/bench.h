@@ -13,7 +13,7 @@
 #include "redlock.h"
 #include "stats.h"
 
-#define BENCH_TP_POINTS 4
+#define BENCH_TP_POINTS 5
 
 typedef struct bench_config {
     const char *urls[REDLOCK_MAX_NODES];

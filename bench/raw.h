@@ -1,7 +1,20 @@
-/* raw.h - the baseline: the same SET NX PX and compare-and-delete fanned out to the same nodes
- * over the same transport (hiredis async on the same libuv loop), with no lock logic at all:
- * no quorum, no validity, no retries, no per-node deadlines. Every lock figure is shown next to
- * this one, measured in the same run, so it means something on any machine. */
+/* raw.h - the baseline: the same commands to the same nodes as a lock cycle, with no lock logic.
+ *
+ * A cycle writes SET key token NX PX ttl to every node at once and decides exactly as the
+ * library does: at the quorum-th (N/2+1) OK, or as soon as a quorum can no longer be reached;
+ * then it writes the library's compare-and-delete script (EVALSHA) to every node and waits for
+ * every answer, as the library's release does. What it leaves out is everything else the library
+ * does: validity arithmetic, per-node deadlines, retries, tokens from a CSPRNG, result objects,
+ * handles, callbacks per operation.
+ *
+ * Its IO is what a careful user would write, and the library's own shape: libuv owns the sockets
+ * (TCP_NODELAY), hiredis only encodes (redisFormatCommandArgv, the library's encoder too) and
+ * parses (redisReader); each node has one output buffer that goes out at once when no write is in
+ * flight and otherwise rides with the next write; replies are matched to requests by a FIFO per
+ * connection. So `lock / raw` says what the lock logic adds, not how two kinds of glue differ.
+ *
+ * RAW_WAIT_ALL (waiting for every SET answer before the release) is kept as a labelled second
+ * baseline: it shows what deciding at the quorum is worth. */
 #ifndef BENCH_RAW_H
 #define BENCH_RAW_H
 
@@ -12,16 +25,30 @@
 
 typedef struct raw raw;
 
-/* Connect to every node URL (redis:// or unix://, with AUTH and SELECT as the URL says) and load
- * the release script; runs the loop until ready. NULL with a message on stderr on failure. */
-raw *raw_new(uv_loop_t *loop, const char *const *urls, unsigned n);
-void raw_free(raw *r); /* disconnects; run the loop afterwards to let the handles close */
+typedef enum raw_wait {
+    RAW_WAIT_QUORUM, /* the SET is decided at N/2+1 OK answers (the library's rule) */
+    RAW_WAIT_ALL,    /* ... only when every node has answered */
+} raw_wait;
 
-typedef void (*raw_done_cb)(void *data, uint64_t set_us, uint64_t cycle_us);
+/* "quorum" or "all", for the rows. */
+const char *raw_wait_name(raw_wait wait);
 
-/* One cycle on key: SET key token NX PX ttl to every node, wait for every answer, then the
- * compare-and-delete to every node, wait for every answer, then cb (set_us: time to the last
- * SET answer; cycle_us: the whole cycle). The key is copied. */
-void raw_cycle(raw *r, const char *key, uint64_t ttl_ms, raw_done_cb cb, void *data);
+/* Connect to every node URL (redis://host:port or unix://, with AUTH and SELECT as the URL says)
+ * and load the release script; runs the loop until ready. NULL with a message in err on
+ * failure (nothing left open). */
+raw *raw_new(uv_loop_t *loop, const char *const *urls, unsigned n, char *err, size_t err_len);
+/* Closes the connections; run the loop afterwards to let the handles close. No cycle may be in
+ * flight. */
+void raw_free(raw *r);
+
+/* won: the SET reached a quorum. set_us: from the first write to the decision; release_us: from
+ * the decision to the last release answer. */
+typedef void (*raw_done_cb)(void *data, int won, uint64_t set_us, uint64_t release_us);
+
+/* One cycle on key (len bytes, copied): the SET to every node, the decision per wait, then the
+ * release to every node; cb once every release has been answered. A connection that fails ends
+ * the program with a message (the baseline runs on healthy nodes only). */
+void raw_cycle(raw *r, const char *key, size_t key_len, uint64_t ttl_ms, raw_wait wait,
+               raw_done_cb cb, void *data);
 
 #endif

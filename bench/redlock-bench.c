@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -99,14 +100,60 @@ static void redis_version(const bench_config *cfg, char *out, size_t len)
     redlock_url_free(&u);
 }
 
-static void print_machine(const bench_config *cfg)
+/* The checkout the bench binary sits in (build dirs live in the source tree): its commit, with
+ * "-dirty" when files differ from it. "unknown" outside a git checkout. */
+static void source_commit(char *out, size_t len)
 {
-    char cpu[256], redis[64];
-    cpu_model(cpu, sizeof(cpu));
-    redis_version(cfg, redis, sizeof(redis));
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("machine: %ld cores, %s\n", cores, cpu);
-    printf("versions: redis-server %s, hiredis %d.%d.%d, libuv %s, libredlock %s\n", redis,
+    snprintf(out, len, "unknown");
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (strchr(exe, '\'') != NULL)
+        return;
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd),
+             "git -C '%s' describe --always --dirty --abbrev=12 --match=none 2>/dev/null", exe);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return;
+    char line[128];
+    if (fgets(line, sizeof(line), p) != NULL && line[0] != '\0' && line[0] != '\n') {
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(out, len, "%s", line);
+    }
+    pclose(p);
+}
+
+typedef struct machine {
+    long cores;
+    char cpu[256], redis[64], commit[128], utc[32];
+    double load_start[3];
+} machine;
+
+static void print_machine(const bench_config *cfg, machine *m)
+{
+    cpu_model(m->cpu, sizeof(m->cpu));
+    redis_version(cfg, m->redis, sizeof(m->redis));
+    source_commit(m->commit, sizeof(m->commit));
+    time_t now = time(NULL);
+    strftime(m->utc, sizeof(m->utc), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    if (getloadavg(m->load_start, 3) != 3)
+        m->load_start[0] = m->load_start[1] = m->load_start[2] = -1;
+    m->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("machine: %ld cores, %s; load average %.2f %.2f %.2f at the start\n", m->cores, m->cpu,
+           m->load_start[0], m->load_start[1], m->load_start[2]);
+    if (m->load_start[0] > (double)m->cores / 2)
+        printf("WARNING: the load average at the start (%.2f) exceeds half the cores (%ld): other "
+               "work is running, every figure is slower and noisier than this machine alone "
+               "would give; compare ratios of one run, not absolute figures\n",
+               m->load_start[0], m->cores);
+    printf("source: %s, %s\n", m->commit, m->utc);
+    printf("versions: redis-server %s, hiredis %d.%d.%d, libuv %s, libredlock %s\n", m->redis,
            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, uv_version_string(),
            redlock_version_string());
     printf("settings: %u nodes, duration %.1f s per scenario%s, ttl %llu ms, node timeout %llu "
@@ -114,21 +161,126 @@ static void print_machine(const bench_config *cfg)
            cfg->n_nodes, cfg->duration_s, cfg->quick ? " (quick)" : "",
            (unsigned long long)cfg->ttl_ms, (unsigned long long)cfg->node_timeout_ms,
            cfg->drift_factor);
-    if (cfg->json != NULL) {
-        fprintf(cfg->json, "{\"scenario\":\"machine\",\"cores\":%ld,\"cpu\":", cores);
-        json_string(cfg->json, cpu);
-        fprintf(cfg->json, ",\"redis_server\":");
-        json_string(cfg->json, redis);
-        fprintf(cfg->json,
-                ",\"hiredis\":\"%d.%d.%d\",\"libuv\":\"%s\",\"libredlock\":\"%s\",\"nodes\":%u,"
-                "\"duration_s\":%.1f,\"quick\":%s,\"ttl_ms\":%llu,\"node_timeout_ms\":%llu,"
-                "\"drift_factor\":%.3f}\n",
-                HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, uv_version_string(),
-                redlock_version_string(), cfg->n_nodes, cfg->duration_s,
-                cfg->quick ? "true" : "false", (unsigned long long)cfg->ttl_ms,
-                (unsigned long long)cfg->node_timeout_ms, cfg->drift_factor);
-        fflush(cfg->json);
+    fflush(stdout);
+}
+
+/* The machine line is the JSON's last: it carries the load average at the end too. */
+static void json_machine(const bench_config *cfg, const machine *m)
+{
+    double end[3];
+    if (getloadavg(end, 3) != 3)
+        end[0] = end[1] = end[2] = -1;
+    printf("machine: load average %.2f %.2f %.2f at the end\n", end[0], end[1], end[2]);
+    if (cfg->json == NULL)
+        return;
+    FILE *f = cfg->json;
+    json_begin(f, "machine");
+    fprintf(f, ",\"cores\":%ld,\"cpu\":", m->cores);
+    json_string(f, m->cpu);
+    fprintf(f, ",\"commit\":");
+    json_string(f, m->commit);
+    fprintf(f, ",\"utc\":");
+    json_string(f, m->utc);
+    fprintf(f, ",\"loadavg_start\":[%.2f,%.2f,%.2f],\"loadavg_end\":[%.2f,%.2f,%.2f]",
+            m->load_start[0], m->load_start[1], m->load_start[2], end[0], end[1], end[2]);
+    if (m->load_start[0] > (double)m->cores / 2)
+        fprintf(f, ",\"warning\":\"load average at the start above half the cores\"");
+    fprintf(f, ",\"redis_server\":");
+    json_string(f, m->redis);
+    fprintf(f,
+            ",\"hiredis\":\"%d.%d.%d\",\"libuv\":\"%s\",\"libredlock\":\"%s\",\"nodes\":%u,"
+            "\"duration_s\":%.1f,\"quick\":%s,\"ttl_ms\":%llu,\"node_timeout_ms\":%llu,"
+            "\"drift_factor\":%.3f}\n",
+            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, uv_version_string(),
+            redlock_version_string(), cfg->n_nodes, cfg->duration_s, cfg->quick ? "true" : "false",
+            (unsigned long long)cfg->ttl_ms, (unsigned long long)cfg->node_timeout_ms,
+            cfg->drift_factor);
+    fflush(f);
+}
+
+/* Every node answers before anything is measured: 0, or 69 (EX_UNAVAILABLE) with a message.
+ * TLS nodes are only connected to (TCP); their handshake is the tls scenario's business. */
+static int probe_node(const char *url)
+{
+    redlock_url u;
+    char err[256];
+    if (redlock_url_parse(&u, url, err, sizeof(err)) != 0) {
+        fprintf(stderr, "redlock-bench: %s\n", err);
+        redlock_url_free(&u);
+        return 64;
     }
+    struct timeval tv = {2, 0};
+    redisContext *c = u.is_unix ? redisConnectUnixWithTimeout(u.path, tv)
+                                : redisConnectWithTimeout(u.host, u.port, tv);
+    int rc = 0;
+    if (c == NULL || c->err) {
+        fprintf(stderr, "redlock-bench: cannot reach node %s: %s\n", u.redacted,
+                c != NULL ? c->errstr : "out of memory");
+        rc = 69;
+    } else if (!u.tls) {
+        redisReply *r = NULL;
+        if (u.password != NULL) {
+            r = u.user != NULL ? redisCommand(c, "AUTH %s %s", u.user, u.password)
+                               : redisCommand(c, "AUTH %s", u.password);
+            if (r != NULL && r->type != REDIS_REPLY_ERROR) {
+                freeReplyObject(r);
+                r = NULL;
+            }
+        }
+        if (r == NULL)
+            r = redisCommand(c, "PING");
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            fprintf(stderr, "redlock-bench: node %s does not answer: %s\n", u.redacted,
+                    r != NULL ? r->str : c->errstr);
+            rc = 69;
+        }
+        if (r != NULL)
+            freeReplyObject(r);
+    }
+    if (c != NULL)
+        redisFree(c);
+    redlock_url_free(&u);
+    return rc;
+}
+
+/* Bad input is refused before any figure: 64 (EX_USAGE) for arguments, 69 for what they name
+ * that is not there. */
+static int check_input(const bench_config *cfg, unsigned n_pid_args)
+{
+    if (cfg->n_nodes == 0) {
+        fprintf(stderr, "redlock-bench: no nodes\n");
+        return 64;
+    }
+    if (n_pid_args != 0 && cfg->n_pids != cfg->n_nodes) {
+        fprintf(stderr, "redlock-bench: --pids names %u pids for %u nodes\n", cfg->n_pids,
+                cfg->n_nodes);
+        return 64;
+    }
+    if (cfg->n_tls != 0 && (cfg->n_tls != cfg->n_nodes || cfg->tls_ca == NULL)) {
+        fprintf(stderr, "redlock-bench: --tls-nodes needs one URL per node and --tls-ca\n");
+        return 64;
+    }
+    if (cfg->proxy_path != NULL && access(cfg->proxy_path, X_OK) != 0) {
+        fprintf(stderr, "redlock-bench: --proxy %s: %s\n", cfg->proxy_path, strerror(errno));
+        return 64;
+    }
+    for (unsigned i = 0; i < cfg->n_pids; i++) {
+        if (kill(cfg->pids[i], 0) != 0 && errno == ESRCH) {
+            fprintf(stderr, "redlock-bench: --pids: no process %ld\n", (long)cfg->pids[i]);
+            return 69;
+        }
+    }
+    for (unsigned i = 0; i < cfg->n_nodes; i++) {
+        int rc = probe_node(cfg->urls[i]);
+        if (rc != 0)
+            return rc;
+    }
+    for (unsigned i = 0; i < cfg->n_tls; i++) {
+        int rc = probe_node(cfg->tls_urls[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 typedef struct scenario {
@@ -163,6 +315,7 @@ int main(int argc, char **argv)
     char *pids = NULL;
     char *tls_nodes = NULL;
     const char *json_path = NULL;
+    unsigned n_pid_args = 0;
 
     static const struct option longopts[] = {
         {"nodes", required_argument, NULL, 'n'},
@@ -269,9 +422,19 @@ int main(int argc, char **argv)
         char *pids_copy = strdup(pids);
         const char *list[REDLOCK_MAX_NODES];
         unsigned n = split_list(pids_copy, list, REDLOCK_MAX_NODES);
-        for (unsigned i = 0; i < n; i++)
-            cfg.pids[i] = (pid_t)atol(list[i]);
+        for (unsigned i = 0; i < n; i++) {
+            char *end;
+            errno = 0;
+            long v = strtol(list[i], &end, 10);
+            if (errno != 0 || *end != '\0' || v <= 0) {
+                fprintf(stderr, "redlock-bench: bad pid \"%s\" in --pids\n", list[i]);
+                free(pids_copy);
+                return 64;
+            }
+            cfg.pids[i] = (pid_t)v;
+        }
         cfg.n_pids = n;
+        n_pid_args = n;
         free(pids_copy);
     }
     char *tls_copy = NULL;
@@ -281,6 +444,12 @@ int main(int argc, char **argv)
     }
     if (cfg.quick && cfg.duration_s > 1)
         cfg.duration_s = 1;
+    int bad = check_input(&cfg, n_pid_args);
+    if (bad != 0) {
+        free(nodes_copy);
+        free(tls_copy);
+        return bad;
+    }
     if (json_path != NULL) {
         cfg.json = fopen(json_path, "w");
         if (cfg.json == NULL) {
@@ -289,7 +458,8 @@ int main(int argc, char **argv)
         }
     }
 
-    print_machine(&cfg);
+    machine m;
+    print_machine(&cfg, &m);
     int failures = 0;
     for (size_t i = 0; i < N_SCENARIOS; i++) {
         if (any_wanted && !wanted[i])
@@ -298,6 +468,7 @@ int main(int argc, char **argv)
         if (rc < 0)
             failures++;
     }
+    json_machine(&cfg, &m);
     if (cfg.plot_path != NULL)
         bench_plot(&cfg);
     if (cfg.json != NULL)

@@ -1,6 +1,11 @@
 /* redlock-cycles - a fixed loop of lock cycles, for instruction counts.
  *
  *   redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] [--tls-ca FILE] [--fencing]
+ * [--raw]
+ *
+ * --raw runs the bench's raw fan-out (raw.h: the same commands, the decision at the quorum, no
+ * lock logic) instead of the library, so the two counts say in instructions what the lock logic
+ * adds. --fencing takes fenced locks.
  *
  * Takes and releases N locks on distinct resources, K at a time (each slot starts its next
  * acquire from its release callback), then closes the client. Nothing is timed: run it under
@@ -16,11 +21,13 @@
 
 #include <uv.h>
 
+#include "raw.h"
 #include "redlock.h"
 
 typedef struct loop_state {
     redlock_client *client;
     const redlock_lock_opts *lock_opts;
+    raw *raw; /* --raw: cycles on it instead */
     unsigned long cycles, started, done;
     unsigned long failures;
 } loop_state;
@@ -56,15 +63,35 @@ static void on_acquire(redlock_lock *lock, int status, const redlock_result *res
     }
 }
 
+static void on_raw(void *data, int won, uint64_t set_us, uint64_t release_us)
+{
+    loop_state *st = data;
+    (void)set_us;
+    (void)release_us;
+    if (!won)
+        st->failures++;
+    st->done++;
+    start_one(st);
+}
+
 static void start_one(loop_state *st)
 {
     if (st->started >= st->cycles) {
-        if (st->done == st->cycles)
-            redlock_client_close(st->client, NULL, NULL);
+        if (st->done == st->cycles) {
+            if (st->raw != NULL)
+                raw_free(st->raw);
+            else
+                redlock_client_close(st->client, NULL, NULL);
+            st->raw = NULL;
+        }
         return;
     }
     char resource[64];
     int len = snprintf(resource, sizeof(resource), "cycles:%lu", st->started++);
+    if (st->raw != NULL) {
+        raw_cycle(st->raw, resource, (size_t)len, 10000, RAW_WAIT_QUORUM, on_raw, st);
+        return;
+    }
     if (redlock_acquire(st->client, resource, (size_t)len, 0, st->lock_opts, on_acquire, st) != 0) {
         st->failures++;
         st->done++;
@@ -74,14 +101,17 @@ static void start_one(loop_state *st)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"nodes", required_argument, NULL, 'n'},    {"cycles", required_argument, NULL, 'c'},
-        {"inflight", required_argument, NULL, 'k'}, {"tls-ca", required_argument, NULL, 'A'},
-        {"fencing", no_argument, NULL, 'f'},        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"nodes", required_argument, NULL, 'n'},
+                                             {"cycles", required_argument, NULL, 'c'},
+                                             {"inflight", required_argument, NULL, 'k'},
+                                             {"tls-ca", required_argument, NULL, 'A'},
+                                             {"fencing", no_argument, NULL, 'f'},
+                                             {"raw", no_argument, NULL, 'r'},
+                                             {NULL, 0, NULL, 0}};
     char *nodes = NULL;
     unsigned long cycles = 1000, inflight = 1;
     const char *tls_ca = NULL;
-    bool fencing = false;
+    bool fencing = false, use_raw = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (opt == 'n')
@@ -94,12 +124,14 @@ int main(int argc, char **argv)
             tls_ca = optarg;
         else if (opt == 'f')
             fencing = true;
+        else if (opt == 'r')
+            use_raw = true;
         else
             return 64;
     }
     if (nodes == NULL || cycles == 0 || inflight == 0) {
         fprintf(stderr, "usage: redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] "
-                        "[--tls-ca FILE] [--fencing]\n");
+                        "[--tls-ca FILE] [--fencing] [--raw]\n");
         return 64;
     }
     const char *urls[REDLOCK_MAX_NODES];
@@ -121,7 +153,13 @@ int main(int argc, char **argv)
     lock_opts.fencing = fencing;
     loop_state st = {.cycles = cycles, .lock_opts = &lock_opts};
     char err[256];
-    if (redlock_client_new(&loop, urls, n, &opts, &st.client, err, sizeof(err)) != 0) {
+    if (use_raw) {
+        st.raw = raw_new(&loop, urls, n, err, sizeof(err));
+        if (st.raw == NULL) {
+            fprintf(stderr, "redlock-cycles: %s\n", err);
+            return 1;
+        }
+    } else if (redlock_client_new(&loop, urls, n, &opts, &st.client, err, sizeof(err)) != 0) {
         fprintf(stderr, "redlock-cycles: %s\n", err);
         return 1;
     }

@@ -1,9 +1,21 @@
 /* sc_contention.c - W workers on ONE resource, each doing a read-modify-write of a counter
  * under the lock: how fast the lock changes hands, how fairly, and that no update is lost.
  *
- * The counter lives on the first node's server (GET, then SET of the value + 1, two separate
- * round trips: only the lock keeps two workers apart). A worker that loses a round retries
- * after a short delay (1 ms +/- 1 ms) for up to 10 s. */
+ * Every worker is a client of its own (its own redlock_client, so its own connections to every
+ * node, and its own connection to the data server): the nodes see the workers' SETs in
+ * different orders, so votes can split, as they do between processes. The counter lives on the
+ * first node's server (GET, then SET of the value + 1, two separate round trips: only the lock
+ * keeps two workers apart). A worker that loses a round retries after 1 ms +/- 1 ms for up to
+ * 10 s.
+ *
+ * The ttl is short (CONTENTION_TTL_MS) and once a second one hold runs on past its deadline
+ * before its critical section: its key expires on the nodes while the worker still has it, other
+ * workers take the lock meanwhile, and the worker, seeing redlock_lock_is_held() false, skips its
+ * write. Every worker checks redlock_lock_is_held() before its SET. So expiry happens in every
+ * run, and lost_updates (writes made - final counter) must be 0.
+ *
+ * The negative control (one row, "control":"nolock"): the same workers doing the same
+ * read-modify-write without the lock must lose updates, or the check above proves nothing. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,16 +26,20 @@
 
 #define RESOURCE "bench:contended"
 #define COUNTER "bench:contended:counter"
+#define CONTENTION_TTL_MS 100
+#define OVERRUN_FIRST_US 300000  /* the first overrun, after the start ... */
+#define OVERRUN_EVERY_US 1000000 /* ... then one a second */
+#define CONTROL_WORKERS 8
 
 typedef struct cworker cworker;
 
 typedef struct contention {
-    redlock_client *client;
-    redisAsyncContext *data;
+    bool nolock; /* the negative control */
     uint64_t until_us;
+    uint64_t next_overrun_us;
     unsigned running;
     bool done;
-    uint64_t acquisitions, failures;
+    uint64_t acquisitions, failures, writes, skipped, overruns, lost_releases;
     uint64_t last_release_us; /* 0: none yet */
     samples handoff;
     cworker *workers;
@@ -31,7 +47,12 @@ typedef struct contention {
 
 struct cworker {
     contention *ct;
+    uv_loop_t *loop;
+    redlock_client *client;
+    redisAsyncContext *data;
     redlock_lock *lock;
+    bool overrun;
+    uv_timer_t timer;
     uint64_t acquisitions;
 };
 
@@ -41,23 +62,34 @@ static void on_released(redlock_lock *lock, int status, const redlock_result *re
 {
     (void)result;
     cworker *w = data;
-    if (status != 0)
+    if (status == REDLOCK_ELOST && w->overrun)
+        w->ct->lost_releases++; /* the hold ran past its deadline on purpose */
+    else if (status != 0)
         w->ct->failures++;
+    w->overrun = false;
     w->ct->last_release_us = bench_now_us();
     redlock_lock_free(lock);
     cworker_next(w);
+}
+
+static void release(cworker *w)
+{
+    if (w->ct->nolock) {
+        cworker_next(w);
+        return;
+    }
+    if (redlock_release(w->lock, on_released, w) != 0) {
+        w->ct->failures++;
+        redlock_lock_free(w->lock);
+        cworker_next(w);
+    }
 }
 
 static void on_set(redisAsyncContext *ac, void *reply, void *privdata)
 {
     (void)ac;
     (void)reply;
-    cworker *w = privdata;
-    if (redlock_release(w->lock, on_released, w) != 0) {
-        w->ct->failures++;
-        redlock_lock_free(w->lock);
-        cworker_next(w);
-    }
+    release(privdata);
 }
 
 static void on_get(redisAsyncContext *ac, void *reply, void *privdata)
@@ -67,7 +99,24 @@ static void on_get(redisAsyncContext *ac, void *reply, void *privdata)
     long long value = 0;
     if (r != NULL && r->type == REDIS_REPLY_STRING)
         value = atoll(r->str);
+    /* Write only while the lock is held; a hold whose validity ran out skips its write. */
+    if (!w->ct->nolock && !redlock_lock_is_held(w->lock, redlock_now_us())) {
+        w->ct->skipped++;
+        release(w);
+        return;
+    }
+    w->ct->writes++;
     redisAsyncCommand(ac, on_set, w, "SET %s %lld", COUNTER, value + 1);
+}
+
+static void critical_section(cworker *w)
+{
+    redisAsyncCommand(w->data, on_get, w, "GET %s", COUNTER);
+}
+
+static void on_overrun_done(uv_timer_t *t)
+{
+    critical_section(t->data);
 }
 
 static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
@@ -86,7 +135,15 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     ct->acquisitions++;
     w->acquisitions++;
     w->lock = lock;
-    redisAsyncCommand(ct->data, on_get, w, "GET %s", COUNTER);
+    if (now >= ct->next_overrun_us) {
+        /* Hold on until the key has expired on the nodes (the validity ends before it). */
+        ct->next_overrun_us = now + OVERRUN_EVERY_US;
+        ct->overruns++;
+        w->overrun = true;
+        uv_timer_start(&w->timer, on_overrun_done, CONTENTION_TTL_MS + 20, 0);
+        return;
+    }
+    critical_section(w);
 }
 
 static void cworker_next(cworker *w)
@@ -97,10 +154,16 @@ static void cworker_next(cworker *w)
             ct->done = true;
         return;
     }
+    if (ct->nolock) {
+        ct->acquisitions++;
+        w->acquisitions++;
+        critical_section(w);
+        return;
+    }
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 10000;
-    if (redlock_acquire(ct->client, RESOURCE, strlen(RESOURCE), 0, &lo, on_acquired, w) != 0) {
+    if (redlock_acquire(w->client, RESOURCE, strlen(RESOURCE), 0, &lo, on_acquired, w) != 0) {
         ct->failures++;
         if (--ct->running == 0)
             ct->done = true;
@@ -118,8 +181,7 @@ static void on_data_reply(redisAsyncContext *ac, void *reply, void *privdata)
 static void on_data_done(redisAsyncContext *ac, void *reply, void *privdata)
 {
     (void)ac;
-    (void)reply;
-    *(bool *)privdata = true;
+    *(int *)privdata = reply != NULL ? 1 : -1;
 }
 
 static redisAsyncContext *data_connect(const bench_config *cfg, uv_loop_t *loop)
@@ -133,57 +195,89 @@ static redisAsyncContext *data_connect(const bench_config *cfg, uv_loop_t *loop)
         u.is_unix ? redisAsyncConnectUnix(u.path) : redisAsyncConnect(u.host, u.port);
     if (ac != NULL && !ac->err) {
         redisLibuvAttach(ac, loop);
-        if (u.password != NULL)
-            redisAsyncCommand(ac, NULL, NULL, "AUTH %s", u.password);
+        if (u.password != NULL) {
+            if (u.user != NULL)
+                redisAsyncCommand(ac, NULL, NULL, "AUTH %s %s", u.user, u.password);
+            else
+                redisAsyncCommand(ac, NULL, NULL, "AUTH %s", u.password);
+        }
         if (u.db > 0)
             redisAsyncCommand(ac, NULL, NULL, "SELECT %d", u.db);
     }
     redlock_url_free(&u);
-    return ac != NULL && !ac->err ? ac : NULL;
+    if (ac != NULL && ac->err) {
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    return ac;
 }
 
-static int run_level(bench_config *cfg, unsigned w_count)
+/* Runs until the flag is set, at most 5 s; false if it was not. */
+static bool wait_flag(uv_loop_t *loop, const int *flag)
+{
+    uint64_t until = bench_now_us() + 5000000;
+    while (*flag == 0 && bench_now_us() < until)
+        uv_run(loop, UV_RUN_ONCE);
+    return *flag == 1;
+}
+
+static int run_level(bench_config *cfg, unsigned w_count, bool nolock)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
     redlock_options o;
     redlock_options_init(&o);
-    o.ttl_ms = cfg->ttl_ms;
+    o.ttl_ms = CONTENTION_TTL_MS;
     o.node_timeout_ms = cfg->node_timeout_ms;
+    o.drift_factor = cfg->drift_factor;
     o.retry_delay_ms = 1;
     o.retry_jitter_ms = 1;
-    redlock_client *c = bench_client(cfg, &loop, NULL, 0, &o);
     contention ct;
     memset(&ct, 0, sizeof(ct));
-    ct.client = c;
-    ct.data = data_connect(cfg, &loop);
-    if (ct.data == NULL) {
-        fprintf(stderr, "redlock-bench: contention: cannot connect to the data node\n");
-        bench_close(&loop, c);
-        uv_loop_close(&loop);
-        return -1;
-    }
-    bool reset = false;
-    redisAsyncCommand(ct.data, on_data_done, &reset, "SET %s 0", COUNTER);
-    bench_run_until(&loop, &reset, bench_now_us() + 5000000);
-
+    ct.nolock = nolock;
     ct.workers = calloc(w_count, sizeof(cworker));
-    ct.running = w_count;
-    uint64_t start = bench_now_us();
-    ct.until_us = start + (uint64_t)(cfg->duration_s * 1e6);
+    int rc = 0;
     for (unsigned i = 0; i < w_count; i++) {
-        ct.workers[i].ct = &ct;
-        cworker_next(&ct.workers[i]);
+        cworker *w = &ct.workers[i];
+        w->ct = &ct;
+        w->loop = &loop;
+        w->client = bench_client(cfg, &loop, NULL, 0, &o);
+        w->data = data_connect(cfg, &loop);
+        uv_timer_init(&loop, &w->timer);
+        w->timer.data = w;
+        if (w->data == NULL) {
+            fprintf(stderr, "redlock-bench: contention: cannot connect to the data node\n");
+            rc = -1;
+        }
     }
-    bench_run_until(&loop, &ct.done, ct.until_us + 60000000);
-    double elapsed = (double)(bench_now_us() - start) / 1e6;
-
+    int reset = 0;
+    if (rc == 0) {
+        redisAsyncCommand(ct.workers[0].data, on_data_done, &reset, "SET %s 0", COUNTER);
+        if (!wait_flag(&loop, &reset)) {
+            fprintf(stderr, "redlock-bench: contention: the data node does not answer\n");
+            rc = -1;
+        }
+    }
+    uint64_t start = bench_now_us();
+    double elapsed = 0;
     long long final = -1;
-    bool got = false;
-    redisAsyncCommand(ct.data, on_data_reply, &final, "GET %s", COUNTER);
-    redisAsyncCommand(ct.data, on_data_done, &got, "DEL %s", COUNTER);
-    bench_run_until(&loop, &got, bench_now_us() + 5000000);
-    long long lost = (long long)ct.acquisitions - final;
+    if (rc == 0) {
+        ct.running = w_count;
+        ct.until_us = start + (uint64_t)(cfg->duration_s * 1e6);
+        ct.next_overrun_us = start + OVERRUN_FIRST_US;
+        for (unsigned i = 0; i < w_count; i++)
+            cworker_next(&ct.workers[i]);
+        bench_run_until(&loop, &ct.done, ct.until_us + 60000000);
+        elapsed = (double)(bench_now_us() - start) / 1e6;
+        int got = 0;
+        redisAsyncCommand(ct.workers[0].data, on_data_reply, &final, "GET %s", COUNTER);
+        redisAsyncCommand(ct.workers[0].data, on_data_done, &got, "DEL %s", COUNTER);
+        if (!wait_flag(&loop, &got) || !ct.done) {
+            fprintf(stderr, "redlock-bench: contention: the run did not finish\n");
+            rc = -1;
+        }
+    }
+    long long lost = (long long)ct.writes - final;
 
     uint64_t min = UINT64_MAX, max = 0;
     for (unsigned i = 0; i < w_count; i++) {
@@ -191,31 +285,55 @@ static int run_level(bench_config *cfg, unsigned w_count)
         max = ct.workers[i].acquisitions > max ? ct.workers[i].acquisitions : max;
     }
     percentiles ph = samples_percentiles(&ct.handoff);
-    double rate = (double)ct.acquisitions / elapsed;
-    printf("%-11s workers %3u: %8.0f acquisitions/s  handoff p50 %6llu us p99 %6llu  per-worker "
-           "min %llu max %llu  lost_updates %lld  (%llu failed)\n",
-           "contention", w_count, rate, (unsigned long long)ph.p50, (unsigned long long)ph.p99,
-           (unsigned long long)min, (unsigned long long)max, lost, (unsigned long long)ct.failures);
-    if (cfg->json != NULL) {
-        fprintf(cfg->json,
-                "{\"scenario\":\"contention\",\"workers\":%u,\"acquisitions\":%llu,"
+    double rate = elapsed > 0 ? (double)ct.acquisitions / elapsed : 0;
+    if (rc == 0 && nolock) {
+        printf("%-11s workers %3u, NO LOCK (control): %8.0f updates/s  lost_updates %lld of "
+               "%llu  (must be > 0: proof the check can fail)\n",
+               "contention", w_count, rate, lost, (unsigned long long)ct.writes);
+    } else if (rc == 0) {
+        printf("%-11s workers %3u: %8.0f acquisitions/s  handoff p50 %6llu us p99 %6llu  "
+               "per-worker min %llu max %llu  lost_updates %lld  expired holds %llu, skipped "
+               "writes %llu  (%llu failed)\n",
+               "contention", w_count, rate, (unsigned long long)ph.p50, (unsigned long long)ph.p99,
+               (unsigned long long)min, (unsigned long long)max, lost,
+               (unsigned long long)ct.overruns, (unsigned long long)ct.skipped,
+               (unsigned long long)ct.failures);
+    }
+    if (rc == 0 && cfg->json != NULL) {
+        FILE *f = cfg->json;
+        json_begin(f, "contention");
+        if (nolock)
+            fprintf(f, ",\"control\":\"nolock\"");
+        fprintf(f,
+                ",\"workers\":%u,\"clients\":%u,\"ttl_ms\":%u,\"acquisitions\":%llu,"
                 "\"acquisitions_per_s\":%.1f,\"handoff_us\":",
-                w_count, (unsigned long long)ct.acquisitions, rate);
-        json_percentiles(cfg->json, &ph);
-        fprintf(cfg->json,
-                ",\"per_worker_min\":%llu,\"per_worker_max\":%llu,\"final_counter\":%lld,"
-                "\"lost_updates\":%lld,\"failures\":%llu}\n",
-                (unsigned long long)min, (unsigned long long)max, final, lost,
+                w_count, w_count, CONTENTION_TTL_MS, (unsigned long long)ct.acquisitions, rate);
+        json_percentiles(f, &ph);
+        fprintf(f,
+                ",\"per_worker_min\":%llu,\"per_worker_max\":%llu,\"writes\":%llu,"
+                "\"final_counter\":%lld,\"lost_updates\":%lld,\"expired_holds\":%llu,"
+                "\"skipped_writes\":%llu,\"failures\":%llu}\n",
+                (unsigned long long)min, (unsigned long long)max, (unsigned long long)ct.writes,
+                final, lost, (unsigned long long)ct.overruns, (unsigned long long)ct.skipped,
                 (unsigned long long)ct.failures);
-        fflush(cfg->json);
+        fflush(f);
     }
     samples_free(&ct.handoff);
+    for (unsigned i = 0; i < w_count; i++) {
+        cworker *w = &ct.workers[i];
+        if (w->data != NULL)
+            redisAsyncDisconnect(w->data);
+        uv_close((uv_handle_t *)&w->timer, NULL);
+        bench_close(&loop, w->client);
+    }
     free(ct.workers);
-    redisAsyncDisconnect(ct.data);
-    bench_close(&loop, c);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    return lost == 0 && final >= 0 ? 0 : -1;
+    if (rc != 0 || final < 0)
+        return -1;
+    if (nolock)
+        return lost > 0 ? 0 : -1; /* a control that loses nothing proves nothing */
+    return lost == 0 && ct.failures == 0 ? 0 : -1;
 }
 
 int bench_contention(bench_config *cfg)
@@ -223,7 +341,9 @@ int bench_contention(bench_config *cfg)
     static const unsigned levels[] = {2, 8, 32};
     int rc = 0;
     for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
-        if (run_level(cfg, levels[i]) != 0)
+        if (run_level(cfg, levels[i], false) != 0)
             rc = -1;
+    if (run_level(cfg, CONTROL_WORKERS, true) != 0)
+        rc = -1;
     return rc;
 }

@@ -1,104 +1,389 @@
 /* sc_faults.c - latency when nodes stop answering (faults), across added network delay (wan),
  * and memory per held lock (memory). */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
 #include "bench.h"
+#include "raw.h"
 
 /* ---- faults -------------------------------------------------------------------------------- */
 
-static percentiles acquire_latency(uv_loop_t *loop, redlock_client *c, double seconds,
-                                   const char *tag, unsigned *failures)
+/* One acquire + release on a fresh resource, with what the release said of node 0. */
+typedef struct detail {
+    bool done;
+    int status;
+    redlock_lock *lock;
+    redlock_vote node0;
+    unsigned votes_yes;
+} detail;
+
+static void on_detail(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
-    samples s = {0};
-    uint64_t until = bench_now_us() + (uint64_t)(seconds * 1e6);
-    unsigned seq = 0;
-    while (bench_now_us() < until) {
-        char name[64];
-        snprintf(name, sizeof(name), "bench:%s:%u", tag, seq++);
-        uint64_t acq, rel;
-        if (bench_cycle_once(loop, c, name, &acq, &rel) == 0)
-            samples_add(&s, acq);
-        else
-            (*failures)++;
+    detail *d = data;
+    d->done = true;
+    d->status = status;
+    d->lock = lock;
+    d->votes_yes = result != NULL ? result->votes_yes : 0;
+    d->node0 = result != NULL && result->n_nodes > 0 ? result->nodes[0].vote : REDLOCK_VOTE_NONE;
+}
+
+/* Returns the acquire status; *release_us is 0 and *node0_deleted false when it lost. With
+ * all_deleted, whether every node deleted the key on the release (every node was used). */
+static int cycle_detail(uv_loop_t *loop, redlock_client *c, const char *name, uint64_t *acquire_us,
+                        uint64_t *release_us, bool *node0_deleted, bool *all_deleted)
+{
+    if (all_deleted != NULL)
+        *all_deleted = false;
+    detail a = {0};
+    *release_us = 0;
+    *node0_deleted = false;
+    uint64_t t0 = bench_now_us();
+    if (redlock_acquire(c, name, strlen(name), 0, NULL, on_detail, &a) != 0)
+        return -1;
+    bench_run_until(loop, &a.done, t0 + 60000000);
+    uint64_t t1 = bench_now_us();
+    *acquire_us = t1 - t0;
+    if (a.status != 0)
+        return a.status;
+    detail r = {0};
+    if (redlock_release(a.lock, on_detail, &r) == 0) {
+        bench_run_until(loop, &r.done, t1 + 60000000);
+        *release_us = bench_now_us() - t1;
+        *node0_deleted = r.node0 == REDLOCK_VOTE_YES; /* node 0 had the key: it was used */
+        if (all_deleted != NULL)
+            *all_deleted = r.votes_yes == redlock_client_node_count(c);
     }
-    percentiles p = samples_percentiles(&s);
-    samples_free(&s);
-    return p;
+    redlock_lock_free(a.lock);
+    return 0;
+}
+
+/* Cycles until one whose release deleted the key on every node, at most seconds. */
+static int wait_all_used(uv_loop_t *loop, redlock_client *c, double seconds)
+{
+    uint64_t until = bench_now_us() + (uint64_t)(seconds * 1e6);
+    for (unsigned seq = 0; bench_now_us() < until; seq++) {
+        char name[64];
+        snprintf(name, sizeof(name), "bench:faults-resume:%u", seq);
+        uint64_t acq, rel;
+        bool used, all;
+        if (cycle_detail(loop, c, name, &acq, &rel, &used, &all) == 0 && all)
+            return 0;
+    }
+    return -1;
+}
+
+typedef struct phase {
+    const char *name;
+    samples acquire, release; /* of the won rounds; acquire of the lost ones when want_fail */
+    unsigned unexpected;      /* a lost round where a win was due, or the other way round */
+    unsigned node0_used;
+} phase;
+
+/* Back-to-back cycles for seconds. want_fail: every round must fail (no quorum). */
+static void run_phase(uv_loop_t *loop, redlock_client *c, double seconds, phase *p, bool want_fail)
+{
+    uint64_t until = bench_now_us() + (uint64_t)(seconds * 1e6);
+    for (unsigned seq = 0; bench_now_us() < until; seq++) {
+        char name[64];
+        snprintf(name, sizeof(name), "bench:faults-%s:%u", p->name, seq);
+        uint64_t acq, rel;
+        bool used;
+        int rc = cycle_detail(loop, c, name, &acq, &rel, &used, NULL);
+        if (want_fail ? rc != REDLOCK_ENOQUORUM : rc != 0) {
+            if (p->unexpected++ == 0)
+                fprintf(stderr, "redlock-bench: faults: %s: a round ended %s\n", p->name,
+                        redlock_err_name(rc));
+            continue;
+        }
+        samples_add(&p->acquire, acq);
+        if (rc == 0)
+            samples_add(&p->release, rel);
+        p->node0_used += used;
+    }
+}
+
+static void phase_report(bench_config *cfg, phase *p, const char *extra)
+{
+    percentiles pa = samples_percentiles(&p->acquire), pr = samples_percentiles(&p->release);
+    printf("%-11s %-13s acquire p50 %6llu us p99 %6llu  release p50 %6llu us p99 %6llu  (%zu "
+           "rounds, %u unexpected)%s\n",
+           "faults", p->name, (unsigned long long)pa.p50, (unsigned long long)pa.p99,
+           (unsigned long long)pr.p50, (unsigned long long)pr.p99, pa.n, p->unexpected, extra);
+    if (cfg->json != NULL) {
+        FILE *f = cfg->json;
+        json_begin(f, "faults");
+        fprintf(f, ",\"phase\":\"%s\",\"acquire_us\":", p->name);
+        json_percentiles(f, &pa);
+        fprintf(f, ",\"release_us\":");
+        json_percentiles(f, &pr);
+        fprintf(f, ",\"node_timeout_ms\":%llu,\"unexpected\":%u",
+                (unsigned long long)cfg->node_timeout_ms, p->unexpected);
+    }
+}
+
+static void phase_end(bench_config *cfg, phase *p)
+{
+    if (cfg->json != NULL) {
+        fprintf(cfg->json, "}\n");
+        fflush(cfg->json);
+    }
+    samples_free(&p->acquire);
+    samples_free(&p->release);
+}
+
+/* The configuration a redis-server runs with, read from it (its command line cannot be: the
+ * server rewrites its process title), as arguments to start it again the same way. */
+#define RESTART_ARGS 40
+static const char *const carried[] = {
+    "port",
+    "bind",
+    "dir",
+    "logfile",
+    "save",
+    "appendonly",
+    "requirepass",
+    "tls-port",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-ca-cert-file",
+    "tls-auth-clients",
+};
+
+typedef struct restart {
+    char exe[4096];
+    char *argv[RESTART_ARGS];
+    unsigned argc;
+} restart;
+
+static void restart_free(restart *r)
+{
+    for (unsigned i = 0; i < r->argc; i++)
+        free(r->argv[i]);
+    r->argc = 0;
+}
+
+static int restart_read(const bench_config *cfg, pid_t pid, restart *r)
+{
+    memset(r, 0, sizeof(*r));
+    char link[64];
+    snprintf(link, sizeof(link), "/proc/%ld/exe", (long)pid);
+    ssize_t len = readlink(link, r->exe, sizeof(r->exe) - 1);
+    if (len <= 0)
+        return -1;
+    r->exe[len] = '\0';
+    redlock_url u;
+    if (redlock_url_parse(&u, cfg->urls[0], NULL, 0) != 0 || u.is_unix) {
+        redlock_url_free(&u);
+        return -1;
+    }
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout(u.host, u.port, tv);
+    int rc = c != NULL && !c->err ? 0 : -1;
+    if (rc == 0 && u.password != NULL) {
+        redisReply *a = u.user != NULL ? redisCommand(c, "AUTH %s %s", u.user, u.password)
+                                       : redisCommand(c, "AUTH %s", u.password);
+        if (a == NULL || a->type == REDIS_REPLY_ERROR)
+            rc = -1;
+        if (a != NULL)
+            freeReplyObject(a);
+    }
+    /* argv[0] picks the mode (the same binary is redis-check-rdb and redis-check-aof). */
+    r->argv[r->argc++] = strdup("redis-server");
+    for (size_t i = 0; rc == 0 && i < sizeof(carried) / sizeof(carried[0]); i++) {
+        redisReply *rep = redisCommand(c, "CONFIG GET %s", carried[i]);
+        if (rep == NULL) {
+            rc = -1;
+            break;
+        }
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+            rep->element[1]->type == REDIS_REPLY_STRING &&
+            (rep->element[1]->len > 0 || strcmp(carried[i], "save") == 0)) {
+            char opt[64];
+            snprintf(opt, sizeof(opt), "--%s", carried[i]);
+            r->argv[r->argc++] = strdup(opt);
+            r->argv[r->argc++] = strdup(rep->element[1]->str);
+        }
+        freeReplyObject(rep);
+    }
+    if (c != NULL)
+        redisFree(c);
+    redlock_url_free(&u);
+    return rc;
+}
+
+/* Starts it again, as a child that dies with the bench (PR_SET_PDEATHSIG): no server outlives the
+ * run. */
+static pid_t restart_start(const restart *r)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1)
+        _exit(127);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    execv(r->exe, r->argv);
+    _exit(127);
+}
+
+/* Waits until the server at url answers PING, at most seconds; 0 when it does. */
+static int wait_answering(const char *url, double seconds)
+{
+    redlock_url u;
+    if (redlock_url_parse(&u, url, NULL, 0) != 0 || u.is_unix) {
+        redlock_url_free(&u);
+        return -1;
+    }
+    int rc = -1;
+    uint64_t until = bench_now_us() + (uint64_t)(seconds * 1e6);
+    while (rc != 0 && bench_now_us() < until) {
+        struct timeval tv = {0, 200000};
+        redisContext *c = redisConnectWithTimeout(u.host, u.port, tv);
+        if (c != NULL && !c->err) {
+            redisReply *rep = redisCommand(c, "PING");
+            rc = rep != NULL && (rep->type == REDIS_REPLY_STATUS ||
+                                 (rep->type == REDIS_REPLY_ERROR && u.password != NULL))
+                     ? 0
+                     : -1;
+            if (rep != NULL)
+                freeReplyObject(rep);
+        }
+        if (c != NULL)
+            redisFree(c);
+        if (rc != 0)
+            usleep(10000);
+    }
+    redlock_url_free(&u);
+    return rc;
 }
 
 int bench_faults(bench_config *cfg)
 {
-    if (cfg->n_pids < cfg->n_nodes || cfg->n_nodes < 5) {
+    if (cfg->n_pids < cfg->n_nodes || cfg->n_nodes != 5) {
         printf("%-11s skipped: needs 5 nodes and their --pids (bench/run passes them)\n", "faults");
+        return 1;
+    }
+    restart rs;
+    if (restart_read(cfg, cfg->pids[0], &rs) != 0) {
+        restart_free(&rs);
+        printf("%-11s skipped: cannot read node 0's server (pid %ld) to restart it (needs a "
+               "local redis:// node and /proc)\n",
+               "faults", (long)cfg->pids[0]);
         return 1;
     }
     uv_loop_t loop;
     uv_loop_init(&loop);
     redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
-    unsigned failures = 0;
-    double slice = cfg->duration_s / 3;
-    acquire_latency(&loop, c, 0.2, "faults-warm", &failures);
-    failures = 0;
-    percentiles healthy = acquire_latency(&loop, c, slice, "faults-0", &failures);
-    kill(cfg->pids[0], SIGSTOP);
-    percentiles one = acquire_latency(&loop, c, slice, "faults-1", &failures);
-    kill(cfg->pids[1], SIGSTOP);
-    percentiles two = acquire_latency(&loop, c, slice, "faults-2", &failures);
-    unsigned unexpected = failures;
+    double slice = cfg->duration_s / 4;
+    phase warm = {.name = "warm"};
+    run_phase(&loop, c, 0.2, &warm, false);
+    phase_end(&(bench_config){0}, &warm);
+    int rc = 0;
 
-    /* Three stopped: every round must fail, in about one node timeout. */
-    kill(cfg->pids[2], SIGSTOP);
-    samples fail = {0};
-    unsigned wrong = 0;
-    uint64_t until = bench_now_us() + (uint64_t)(slice * 1e6);
-    for (unsigned seq = 0; bench_now_us() < until; seq++) {
-        char name[64];
-        snprintf(name, sizeof(name), "bench:faults-3:%u", seq);
-        uint64_t acq, rel;
-        int rc = bench_cycle_once(&loop, c, name, &acq, &rel);
-        if (rc == REDLOCK_ENOQUORUM)
-            samples_add(&fail, acq);
-        else
-            wrong++;
+    phase healthy = {.name = "healthy"};
+    run_phase(&loop, c, slice, &healthy, false);
+    uint64_t healthy_p50 = samples_percentiles(&healthy.acquire).p50;
+    phase_report(cfg, &healthy, "");
+    rc |= healthy.unexpected != 0 ? -1 : 0;
+    phase_end(cfg, &healthy);
+
+    /* SIGSTOP: the server holds its connections and answers nothing. */
+    static const char *const stopped_names[3] = {"one_stopped", "two_stopped", "three_stopped"};
+    for (unsigned k = 0; k < 3; k++) {
+        kill(cfg->pids[k], SIGSTOP);
+        phase p = {.name = stopped_names[k]};
+        run_phase(&loop, c, slice, &p, k == 2);
+        char extra[96] = "";
+        double ratio = 0;
+        if (k < 2 && healthy_p50 > 0) {
+            ratio = (double)samples_percentiles(&p.acquire).p50 / (double)healthy_p50;
+            snprintf(extra, sizeof(extra), "  acquire p50 x%.2f healthy", ratio);
+        } else if (k == 2) {
+            snprintf(extra, sizeof(extra),
+                     "  (every round must fail: the acquire is the time to "
+                     "the failure)");
+        }
+        phase_report(cfg, &p, extra);
+        if (cfg->json != NULL && k < 2)
+            fprintf(cfg->json, ",\"acquire_p50_vs_healthy\":%.3f", ratio);
+        rc |= p.unexpected != 0 ? -1 : 0;
+        phase_end(cfg, &p);
     }
-    for (unsigned i = 0; i < 3; i++)
-        kill(cfg->pids[i], SIGCONT);
-    percentiles pf = samples_percentiles(&fail);
-    double ratio2 = healthy.p50 != 0 ? (double)two.p50 / (double)healthy.p50 : 0;
-    printf("%-11s acquire p50: healthy %llu us, 1 stopped %llu, 2 stopped %llu (x%.2f)  |  3 "
-           "stopped: fails in p50 %llu us p99 %llu (node timeout %llu ms)  (%u unexpected)\n",
-           "faults", (unsigned long long)healthy.p50, (unsigned long long)one.p50,
-           (unsigned long long)two.p50, ratio2, (unsigned long long)pf.p50,
-           (unsigned long long)pf.p99, (unsigned long long)cfg->node_timeout_ms,
-           unexpected + wrong);
-    if (cfg->json != NULL) {
-        FILE *f = cfg->json;
-        fprintf(f, "{\"scenario\":\"faults\",\"healthy_acquire_us\":");
-        json_percentiles(f, &healthy);
-        fprintf(f, ",\"one_stopped_acquire_us\":");
-        json_percentiles(f, &one);
-        fprintf(f, ",\"two_stopped_acquire_us\":");
-        json_percentiles(f, &two);
-        fprintf(f, ",\"two_stopped_ratio_p50\":%.3f,\"three_stopped_fail_us\":", ratio2);
-        json_percentiles(f, &pf);
-        fprintf(f, ",\"node_timeout_ms\":%llu,\"unexpected\":%u}\n",
-                (unsigned long long)cfg->node_timeout_ms, unexpected + wrong);
-        fflush(f);
+    for (unsigned k = 0; k < 3; k++)
+        kill(cfg->pids[k], SIGCONT);
+    /* The client dropped the silent connections: wait until it uses every node again. */
+    if (wait_all_used(&loop, c, 30) != 0) {
+        fprintf(stderr, "redlock-bench: faults: the resumed nodes were not used again in 30 s\n");
+        rc = -1;
     }
-    samples_free(&fail);
+
+    /* SIGKILL: the server is gone for good; connects are refused. */
+    kill(cfg->pids[0], SIGKILL);
+    phase killed = {.name = "killed"};
+    run_phase(&loop, c, slice, &killed, false);
+    phase_report(cfg, &killed, "");
+    rc |= killed.unexpected != 0 || killed.node0_used != 0 ? -1 : 0;
+    phase_end(cfg, &killed);
+
+    /* Started again, empty: how long until the client uses it again (a release deletes the key
+     * there, so the acquire had set it). */
+    uint64_t t_start = bench_now_us();
+    pid_t child = restart_start(&rs);
+    double up_ms = -1, back_ms = -1;
+    phase restarted = {.name = "restarted"};
+    if (child < 0 || wait_answering(cfg->urls[0], 10) != 0) {
+        fprintf(stderr, "redlock-bench: faults: node 0's server did not start again:");
+        for (unsigned i = 0; i < rs.argc; i++)
+            fprintf(stderr, " '%s'", rs.argv[i]);
+        fprintf(stderr, "\n");
+        rc = -1;
+    } else {
+        uint64_t t_up = bench_now_us();
+        up_ms = (double)(t_up - t_start) / 1000.0;
+        uint64_t until = t_up + 30000000;
+        for (unsigned seq = 0; bench_now_us() < until; seq++) {
+            char name[64];
+            snprintf(name, sizeof(name), "bench:faults-back:%u", seq);
+            uint64_t acq, rel;
+            bool used;
+            int st = cycle_detail(&loop, c, name, &acq, &rel, &used, NULL);
+            if (st != 0)
+                restarted.unexpected++;
+            if (used) {
+                back_ms = (double)(bench_now_us() - t_up) / 1000.0;
+                break;
+            }
+        }
+        if (back_ms < 0)
+            rc = -1;
+        run_phase(&loop, c, slice, &restarted, false);
+    }
+    char extra[128];
+    snprintf(extra, sizeof(extra),
+             "  answering %.0f ms after the restart, used again %.0f ms later", up_ms, back_ms);
+    phase_report(cfg, &restarted, extra);
+    if (cfg->json != NULL)
+        fprintf(cfg->json, ",\"up_after_ms\":%.1f,\"back_after_ms\":%.1f", up_ms, back_ms);
+    rc |= restarted.unexpected != 0 ? -1 : 0;
+    phase_end(cfg, &restarted);
+    restart_free(&rs);
     bench_close(&loop, c);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    /* Let the resumed servers catch up before the next scenario. */
-    usleep(200000);
-    return unexpected + wrong == 0 ? 0 : -1;
+    return rc;
 }
 
 /* ---- wan ----------------------------------------------------------------------------------- */
@@ -200,11 +485,173 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One raw fan-out cycle through the proxies, waited for. */
+typedef struct raw_once {
+    bool done;
+    int won;
+    uint64_t set_us, release_us;
+} raw_once;
+
+static void on_raw_once(void *data, int won, uint64_t set_us, uint64_t release_us)
+{
+    raw_once *o = data;
+    o->done = true;
+    o->won = won;
+    o->set_us = set_us;
+    o->release_us = release_us;
+}
+
+/* Per-node one-way delays (ms) of each wan setting: equal ones first (the proxies' own cost, and
+ * the case where waiting for a quorum and waiting for all look the same), then unequal ones,
+ * where a decision at the quorum waits for the third-fastest node, not the slowest. */
+#define WAN_SETTINGS 3
+static const unsigned wan_delays[WAN_SETTINGS][5] = {
+    {0, 0, 0, 0, 0},
+    {1, 1, 5, 20, 50},
+    {5, 20, 20, 50, 50},
+};
+
+static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *delays)
+{
+    unsigned n = cfg->n_nodes;
+    proxies p[REDLOCK_MAX_NODES];
+    memset(p, 0, sizeof(p));
+    int rc = 0;
+    unsigned started = 0, max_delay = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (proxies_start(cfg, delays[i], &upstream[i], 1, &p[i]) != 0) {
+            fprintf(stderr, "redlock-bench: wan: cannot start %s\n", cfg->proxy_path);
+            if (p[i].pid > 0)
+                proxies_stop(&p[i]);
+            rc = -1;
+            break;
+        }
+        started++;
+        max_delay = delays[i] > max_delay ? delays[i] : max_delay;
+    }
+    char urls[REDLOCK_MAX_NODES][64];
+    const char *list[REDLOCK_MAX_NODES];
+    uint64_t rtt[REDLOCK_MAX_NODES];
+    for (unsigned i = 0; rc == 0 && i < n; i++) {
+        snprintf(urls[i], sizeof(urls[i]), "redis://127.0.0.1:%d", p[i].ports[0]);
+        list[i] = urls[i];
+        rtt[i] = ping_rtt_us(p[i].ports[0]);
+    }
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    redlock_client *c = NULL;
+    raw *r = NULL;
+    if (rc == 0) {
+        qsort(rtt, n, sizeof(rtt[0]), cmp_u64);
+        redlock_options o;
+        redlock_options_init(&o);
+        o.ttl_ms = cfg->ttl_ms;
+        o.node_timeout_ms = cfg->node_timeout_ms + 4 * max_delay;
+        o.drift_factor = cfg->drift_factor;
+        o.retry_count = 0;
+        c = bench_client(cfg, &loop, list, n, &o);
+        char err[256];
+        r = raw_new(&loop, list, n, err, sizeof(err));
+        if (r == NULL) {
+            fprintf(stderr, "redlock-bench: wan: raw fan-out: %s\n", err);
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        uint64_t floor_us = rtt[n / 2]; /* the quorum-th smallest round trip */
+        samples acq = {0}, rel = {0}, raw_set = {0}, raw_rel = {0};
+        unsigned failures = 0, seq = 0;
+        double slice = cfg->duration_s / (WAN_SETTINGS * 4);
+        /* Slices L R R L after a warm-up of each. */
+        for (int k = -2; k < 4; k++) {
+            bool lock_side = k < 0 ? k == -2 : (k == 0 || k == 3);
+            uint64_t until = bench_now_us() + (uint64_t)((k < 0 ? 0.2 : slice) * 1e6);
+            while (bench_now_us() < until) {
+                char name[64];
+                int len = snprintf(name, sizeof(name), "bench:wan:%u", seq++);
+                if (lock_side) {
+                    uint64_t a, rl;
+                    if (bench_cycle_once(&loop, c, name, &a, &rl) != 0) {
+                        failures += k >= 0;
+                        continue;
+                    }
+                    if (k >= 0) {
+                        samples_add(&acq, a);
+                        samples_add(&rel, rl);
+                    }
+                } else {
+                    raw_once o = {0};
+                    raw_cycle(r, name, (size_t)len, cfg->ttl_ms, RAW_WAIT_QUORUM, on_raw_once, &o);
+                    while (!o.done)
+                        uv_run(&loop, UV_RUN_ONCE);
+                    if (k >= 0) {
+                        samples_add(&raw_set, o.set_us);
+                        samples_add(&raw_rel, o.release_us);
+                    }
+                }
+            }
+        }
+        percentiles pa = samples_percentiles(&acq), pr = samples_percentiles(&rel),
+                    prs = samples_percentiles(&raw_set), prr = samples_percentiles(&raw_rel);
+        double over_ms = ((double)pa.p50 - (double)floor_us) / 1000.0;
+        printf("%-11s delays", "wan");
+        for (unsigned i = 0; i < n; i++)
+            printf("%s%u", i == 0 ? " " : ",", delays[i]);
+        printf(" ms: acquire p50 %6llu us p99 %6llu  |  floor (3rd RTT) %6llu us, raw (quorum) "
+               "%6llu us  |  p50 - floor %+.2f ms  |  release p50 %llu us, raw %llu  (%u "
+               "failed)\n",
+               (unsigned long long)pa.p50, (unsigned long long)pa.p99, (unsigned long long)floor_us,
+               (unsigned long long)prs.p50, over_ms, (unsigned long long)pr.p50,
+               (unsigned long long)prr.p50, failures);
+        if (cfg->json != NULL) {
+            FILE *f = cfg->json;
+            json_begin(f, "wan");
+            fprintf(f, ",\"raw_wait\":\"%s\",\"delays_ms\":[", raw_wait_name(RAW_WAIT_QUORUM));
+            for (unsigned i = 0; i < n; i++)
+                fprintf(f, "%s%u", i == 0 ? "" : ",", delays[i]);
+            fprintf(f, "],\"rtt_us\":[");
+            for (unsigned i = 0; i < n; i++)
+                fprintf(f, "%s%llu", i == 0 ? "" : ",", (unsigned long long)rtt[i]);
+            fprintf(f, "],\"acquire_us\":");
+            json_percentiles(f, &pa);
+            fprintf(f, ",\"release_us\":");
+            json_percentiles(f, &pr);
+            fprintf(f, ",\"raw_set_us\":");
+            json_percentiles(f, &prs);
+            fprintf(f, ",\"raw_release_us\":");
+            json_percentiles(f, &prr);
+            fprintf(f,
+                    ",\"floor_us\":%llu,\"raw_us\":%llu,\"p50_minus_floor_ms\":%.3f,"
+                    "\"p50_minus_raw_ms\":%.3f,\"failures\":%u}\n",
+                    (unsigned long long)floor_us, (unsigned long long)prs.p50, over_ms,
+                    ((double)pa.p50 - (double)prs.p50) / 1000.0, failures);
+            fflush(f);
+        }
+        if (failures != 0)
+            rc = -1;
+        samples_free(&acq);
+        samples_free(&rel);
+        samples_free(&raw_set);
+        samples_free(&raw_rel);
+    }
+    raw_free(r);
+    if (c != NULL)
+        bench_close(&loop, c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    for (unsigned i = 0; i < started; i++)
+        proxies_stop(&p[i]);
+    return rc;
+}
+
 int bench_wan(bench_config *cfg)
 {
-    static const unsigned delays[] = {0, 1, 5, 20, 50};
-    if (cfg->proxy_path == NULL || access(cfg->proxy_path, X_OK) != 0) {
+    if (cfg->proxy_path == NULL) {
         printf("%-11s skipped: needs the delay proxy program (--proxy PATH)\n", "wan");
+        return 1;
+    }
+    if (cfg->n_nodes != 5) {
+        printf("%-11s skipped: its delays are set for 5 nodes\n", "wan");
         return 1;
     }
     int upstream[REDLOCK_MAX_NODES];
@@ -220,57 +667,9 @@ int bench_wan(bench_config *cfg)
         }
     }
     int rc = 0;
-    for (size_t d = 0; d < sizeof(delays) / sizeof(delays[0]); d++) {
-        proxies p;
-        memset(&p, 0, sizeof(p));
-        if (proxies_start(cfg, delays[d], upstream, cfg->n_nodes, &p) != 0) {
-            fprintf(stderr, "redlock-bench: wan: cannot start %s\n", cfg->proxy_path);
-            if (p.pid > 0)
-                proxies_stop(&p);
-            return -1;
-        }
-        char urls[REDLOCK_MAX_NODES][64];
-        const char *list[REDLOCK_MAX_NODES];
-        uint64_t rtt[REDLOCK_MAX_NODES];
-        for (unsigned i = 0; i < cfg->n_nodes; i++) {
-            snprintf(urls[i], sizeof(urls[i]), "redis://127.0.0.1:%d", p.ports[i]);
-            list[i] = urls[i];
-            rtt[i] = ping_rtt_us(p.ports[i]);
-        }
-        qsort(rtt, cfg->n_nodes, sizeof(rtt[0]), cmp_u64);
-        uint64_t floor_us = rtt[cfg->n_nodes / 2]; /* the quorum-th smallest round trip */
-
-        uv_loop_t loop;
-        uv_loop_init(&loop);
-        redlock_options o;
-        redlock_options_init(&o);
-        o.ttl_ms = cfg->ttl_ms;
-        o.node_timeout_ms = cfg->node_timeout_ms + 4 * delays[d];
-        o.retry_count = 0;
-        redlock_client *c = bench_client(cfg, &loop, list, cfg->n_nodes, &o);
-        unsigned failures = 0;
-        acquire_latency(&loop, c, 0.2, "wan-warm", &failures);
-        failures = 0;
-        percentiles pa = acquire_latency(&loop, c, cfg->duration_s / 5, "wan", &failures);
-        double over_ms = ((double)pa.p50 - (double)floor_us) / 1000.0;
-        printf("%-11s delay %2u ms: acquire p50 %6llu us p99 %6llu  |  floor (3rd RTT) %6llu us  "
-               "|  p50 - floor %+.2f ms  (%u failed)\n",
-               "wan", delays[d], (unsigned long long)pa.p50, (unsigned long long)pa.p99,
-               (unsigned long long)floor_us, over_ms, failures);
-        if (cfg->json != NULL) {
-            fprintf(cfg->json, "{\"scenario\":\"wan\",\"delay_ms\":%u,\"acquire_us\":", delays[d]);
-            json_percentiles(cfg->json, &pa);
-            fprintf(cfg->json, ",\"floor_us\":%llu,\"p50_minus_floor_ms\":%.3f,\"failures\":%u}\n",
-                    (unsigned long long)floor_us, over_ms, failures);
-            fflush(cfg->json);
-        }
-        if (failures != 0)
+    for (unsigned d = 0; d < WAN_SETTINGS; d++)
+        if (wan_setting(cfg, upstream, wan_delays[d]) != 0)
             rc = -1;
-        bench_close(&loop, c);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        uv_loop_close(&loop);
-        proxies_stop(&p);
-    }
     return rc;
 }
 
@@ -334,51 +733,165 @@ static void on_dropped(redlock_lock *lock, int status, const redlock_result *res
     (*left)--;
 }
 
+/* The library's allocator hook: every block carries its size in front, so the live bytes the
+ * library holds are known exactly (hiredis and libuv keep their own allocators). */
+typedef struct counting {
+    size_t live, blocks;
+} counting;
+
+#define HEADER 16 /* keeps the blocks aligned as malloc's are */
+
+static void *counting_realloc(void *ud, void *ptr, size_t size)
+{
+    counting *k = ud;
+    size_t old = 0;
+    char *base = NULL;
+    if (ptr != NULL) {
+        base = (char *)ptr - HEADER;
+        memcpy(&old, base, sizeof(old));
+    }
+    if (size == 0) {
+        free(base);
+        if (ptr != NULL) {
+            k->live -= old;
+            k->blocks--;
+        }
+        return NULL;
+    }
+    char *q = realloc(base, size + HEADER);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, &size, sizeof(size));
+    k->live += size - old;
+    if (ptr == NULL)
+        k->blocks++;
+    return q + HEADER;
+}
+
+/* Runs the loop for 200 ms: the rounds decided at the quorum read their late answers and go. */
+static void settle(uv_loop_t *loop)
+{
+    bool never = false;
+    bench_run_until(loop, &never, bench_now_us() + 200000);
+}
+
+/* Releases every lock h holds, a bounded number at a time, and waits for all. */
+static void release_all(uv_loop_t *loop, holder *h)
+{
+    unsigned left = 0;
+    for (unsigned i = 0; i < h->target; i++) {
+        if (h->locks[i] == NULL)
+            continue;
+        if (redlock_release(h->locks[i], on_dropped, &left) == 0)
+            left++;
+        h->locks[i] = NULL;
+        if (left >= 256)
+            while (left > 128)
+                uv_run(loop, UV_RUN_ONCE);
+    }
+    while (left > 0)
+        uv_run(loop, UV_RUN_ONCE);
+}
+
 int bench_memory(bench_config *cfg)
 {
     const unsigned target = cfg->quick ? 2000 : 10000;
+    const unsigned inflight = 1000;
     uv_loop_t loop;
     uv_loop_init(&loop);
-    redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
+    counting k = {0, 0};
+    redlock_options o;
+    redlock_options_init(&o);
+    o.ttl_ms = cfg->ttl_ms;
+    o.node_timeout_ms = 10000; /* nothing here is timed: 1,000 acquires at once must not fail */
+    o.drift_factor = cfg->drift_factor;
+    o.retry_count = 0;
+    o.realloc_fn = counting_realloc;
+    o.realloc_ud = &k;
+    redlock_client *c = bench_client(cfg, &loop, NULL, 0, &o);
     uint64_t a, r;
     bench_cycle_once(&loop, c, "bench:mem:warm", &a, &r); /* connections and buffers exist */
-    long before = rss_kb();
     holder h;
     memset(&h, 0, sizeof(h));
     h.c = c;
     h.target = target;
     h.inflight_max = 256;
     h.locks = calloc(target, sizeof(*h.locks));
+    memset(h.locks, 0xff, target * sizeof(*h.locks)); /* its pages are in the RSS before */
+    memset(h.locks, 0, target * sizeof(*h.locks));
+    /* RSS: two readings, at half the locks and at all of them, so the slope leaves out what grows
+     * once (buffers sized by the first 256 in flight). */
+    h.target = target / 2;
+    take_more(&h);
+    bench_run_until(&loop, &h.done, bench_now_us() + 120000000);
+    unsigned held_half = h.finished - h.failures;
+    long before = rss_kb();
+    h.target = target;
+    h.done = false;
     take_more(&h);
     bench_run_until(&loop, &h.done, bench_now_us() + 120000000);
     long after = rss_kb();
-    unsigned held = h.finished - h.failures;
-    double per_lock = held > 0 ? (double)(after - before) * 1024.0 / held : 0;
-    printf("%-11s %u locks held: RSS +%ld KiB, %.0f bytes per held lock  (%u failed)\n", "memory",
-           held, after - before, per_lock, h.failures);
+    unsigned held = h.finished - h.failures, added = held - held_half;
+    double per_lock = added > 0 ? (double)(after - before) * 1024.0 / added : 0;
+
+    /* Operations in flight: `inflight` acquires issued in one loop turn, counted before the loop
+     * runs again (each has its round, its lock handle and its commands queued on every node). */
+    holder f;
+    memset(&f, 0, sizeof(f));
+    f.c = c;
+    f.target = inflight;
+    f.inflight_max = inflight;
+    f.locks = calloc(inflight, sizeof(*f.locks));
+    size_t live_idle = k.live;
+    f.started = 0;
+    for (unsigned i = 0; i < inflight; i++) {
+        char name[64];
+        int len = snprintf(name, sizeof(name), "bench:mem:op:%u", f.started++);
+        if (redlock_acquire(c, name, (size_t)len, 60000, NULL, on_held, &f) != 0) {
+            f.failures++;
+            f.finished++;
+        }
+    }
+    size_t live_inflight = k.live;
+    bench_run_until(&loop, &f.done, bench_now_us() + 120000000);
+    double live_per_op = (double)(live_inflight - live_idle) / inflight;
+
+    /* Exact: what the library frees when the held locks are released and freed (its buffers
+     * stay as they are, so the drop is the locks' own memory). */
+    settle(&loop);
+    size_t live_held = k.live;
+    release_all(&loop, &h);
+    settle(&loop);
+    size_t live_released = k.live;
+    double live_per_lock = held > 0 ? ((double)live_held - (double)live_released) / held : 0;
+    release_all(&loop, &f);
+
+    printf("%-11s %u locks held: %.0f live bytes per held lock (the library's allocations, "
+           "exact)  |  RSS +%ld KiB from %u to %u locks, %.0f bytes per lock  |  %u acquires in "
+           "flight: %.0f live bytes each  (%u failed)\n",
+           "memory", held, live_per_lock, after - before, held_half, held, per_lock, inflight,
+           live_per_op, h.failures + f.failures);
     if (cfg->json != NULL) {
-        fprintf(cfg->json,
-                "{\"scenario\":\"memory\",\"held_locks\":%u,\"rss_before_kb\":%ld,"
-                "\"rss_after_kb\":%ld,\"bytes_per_lock\":%.0f,\"failures\":%u}\n",
-                held, before, after, per_lock, h.failures);
-        fflush(cfg->json);
+        FILE *j = cfg->json;
+        json_begin(j, "memory");
+        fprintf(j,
+                ",\"held_locks\":%u,\"live_bytes_per_lock\":%.1f,\"live_bytes_held\":%zu,"
+                "\"live_bytes_released\":%zu,\"in_flight\":%u,\"live_bytes_per_inflight\":%.1f,"
+                "\"rss_from_locks\":%u,\"rss_before_kb\":%ld,\"rss_after_kb\":%ld,"
+                "\"rss_bytes_per_lock\":%.0f,\"failures\":%u}\n",
+                held, live_per_lock, live_held, live_released, inflight, live_per_op, held_half,
+                before, after, per_lock, h.failures + f.failures);
+        fflush(j);
     }
-    /* Release everything, a bounded number at a time. */
-    unsigned left = 0;
-    for (unsigned i = 0; i < target; i++) {
-        if (h.locks[i] == NULL)
-            continue;
-        if (redlock_release(h.locks[i], on_dropped, &left) == 0)
-            left++;
-        if (left >= 256)
-            while (left > 128)
-                uv_run(&loop, UV_RUN_ONCE);
-    }
-    while (left > 0)
-        uv_run(&loop, UV_RUN_ONCE);
     free(h.locks);
+    free(f.locks);
     bench_close(&loop, c);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    return h.failures == 0 ? 0 : -1;
+    if (k.live != 0 || k.blocks != 0) {
+        fprintf(stderr, "redlock-bench: memory: %zu bytes in %zu blocks left after close\n", k.live,
+                k.blocks);
+        return -1;
+    }
+    return h.failures + f.failures == 0 ? 0 : -1;
 }

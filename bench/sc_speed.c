@@ -1,15 +1,16 @@
 /* sc_speed.c - the latency and throughput scenarios: lock cycles (acquire + release) on
- * distinct resources, each measured next to the raw fan-out on the same nodes.
+ * distinct resources, each measured next to the raw fan-out (raw.h) on the same nodes.
  *
- * Both alternate lock and raw slices (lock, raw, lock, raw) so that a machine whose speed
- * drifts during the run does not favour either side. */
+ * Each side runs in SLICES slices per figure, in a balanced alternating order (L R R L L R R L),
+ * so a machine whose speed drifts during the run favours neither side and no side always goes
+ * first; every slice's rate is reported, so the spread shows. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "raw.h"
 
-#define SLICES 2
+#define SLICES 4 /* per side */
 
 /* ---- chains: `width` independent workers, each doing cycles back to back -------------------- */
 
@@ -25,6 +26,7 @@ typedef struct worker {
 struct chain {
     redlock_client *client; /* NULL: raw */
     raw *raw;
+    raw_wait raw_wait;
     uint64_t until_us;
     unsigned width, running;
     uint64_t cycles, failures, seq;
@@ -35,15 +37,19 @@ struct chain {
 
 static void worker_next(worker *w);
 
-static void on_raw_done(void *data, uint64_t set_us, uint64_t cycle_us)
+static void on_raw_done(void *data, int won, uint64_t set_us, uint64_t release_us)
 {
     worker *w = data;
     chain *ch = w->ch;
     ch->cycles++;
+    if (!won)
+        ch->failures++;
     if (ch->acquire != NULL)
         samples_add(ch->acquire, set_us);
+    if (ch->release != NULL)
+        samples_add(ch->release, release_us);
     if (ch->cycle != NULL)
-        samples_add(ch->cycle, cycle_us);
+        samples_add(ch->cycle, set_us + release_us);
     worker_next(w);
 }
 
@@ -96,7 +102,7 @@ static void worker_next(worker *w)
         snprintf(w->name, sizeof(w->name), "bench:%u:%llu", w->id, (unsigned long long)ch->seq++);
     w->t0 = bench_now_us();
     if (ch->client == NULL) {
-        raw_cycle(ch->raw, w->name, 10000, on_raw_done, w);
+        raw_cycle(ch->raw, w->name, (size_t)len, 10000, ch->raw_wait, on_raw_done, w);
         return;
     }
     if (redlock_acquire(ch->client, w->name, (size_t)len, 0, NULL, on_acquired, w) != 0) {
@@ -106,7 +112,8 @@ static void worker_next(worker *w)
     }
 }
 
-/* Run width workers for seconds; returns cycles per second. */
+/* Run width workers for seconds; returns cycles per second (cycles finished, over the time until
+ * the last one finished). */
 static double run_chain(uv_loop_t *loop, chain *ch, unsigned width, double seconds)
 {
     ch->width = ch->running = width;
@@ -124,6 +131,14 @@ static double run_chain(uv_loop_t *loop, chain *ch, unsigned width, double secon
     double elapsed = (double)(bench_now_us() - start) / 1e6;
     free(ch->workers);
     return (double)ch->cycles / elapsed;
+}
+
+/* Slice k of a balanced alternation of sides sides: the order of round k/sides is reversed on
+ * every other round (L R, R L, L R, ...; with three: L R A, A R L, ...). */
+static unsigned slice_side(unsigned k, unsigned sides)
+{
+    unsigned round = k / sides, pos = k % sides;
+    return round % 2 == 0 ? pos : sides - 1 - pos;
 }
 
 static void warm_up(uv_loop_t *loop, redlock_client *c, raw *r)
@@ -148,8 +163,10 @@ static int speed_start(bench_config *cfg, speed_env *e)
 {
     uv_loop_init(&e->loop);
     e->client = bench_client(cfg, &e->loop, NULL, 0, NULL);
-    e->raw = raw_new(&e->loop, cfg->urls, cfg->n_nodes);
+    char err[256];
+    e->raw = raw_new(&e->loop, cfg->urls, cfg->n_nodes, err, sizeof(err));
     if (e->raw == NULL) {
+        fprintf(stderr, "redlock-bench: raw fan-out: %s\n", err);
         bench_close(&e->loop, e->client);
         uv_loop_close(&e->loop);
         return -1;
@@ -178,44 +195,58 @@ double bench_chain(uv_loop_t *loop, redlock_client *client, unsigned width, doub
     return rate;
 }
 
+static double ratio_of(double a, double b)
+{
+    return b > 0 ? a / b : 0;
+}
+
 /* ---- latency ------------------------------------------------------------------------------- */
+
+enum { SIDE_LOCK, SIDE_RAW, SIDE_RAW_ALL, SIDES };
 
 int bench_latency(bench_config *cfg)
 {
     speed_env e;
     if (speed_start(cfg, &e) != 0)
         return -1;
-    samples acq = {0}, rel = {0}, cyc = {0}, raw_set = {0}, raw_cyc = {0};
-    chain lock_ch, raw_ch;
-    memset(&lock_ch, 0, sizeof(lock_ch));
-    memset(&raw_ch, 0, sizeof(raw_ch));
-    lock_ch.client = e.client;
-    lock_ch.acquire = &acq;
-    lock_ch.release = &rel;
-    lock_ch.cycle = &cyc;
-    raw_ch.raw = e.raw;
-    raw_ch.acquire = &raw_set;
-    raw_ch.cycle = &raw_cyc;
-    double slice = cfg->duration_s / (2 * SLICES);
-    for (int i = 0; i < SLICES; i++) {
-        run_chain(&e.loop, &lock_ch, 1, slice);
-        run_chain(&e.loop, &raw_ch, 1, slice);
-    }
-    /* Keep the raw samples for the plot before percentiles sort them (sorting is harmless). */
+    samples acq = {0}, rel = {0}, cyc = {0}, raw_set = {0}, raw_rel = {0}, raw_cyc = {0},
+            all_cyc = {0};
+    chain ch[SIDES];
+    memset(ch, 0, sizeof(ch));
+    ch[SIDE_LOCK].client = e.client;
+    ch[SIDE_LOCK].acquire = &acq;
+    ch[SIDE_LOCK].release = &rel;
+    ch[SIDE_LOCK].cycle = &cyc;
+    ch[SIDE_RAW].raw = e.raw;
+    ch[SIDE_RAW].raw_wait = RAW_WAIT_QUORUM;
+    ch[SIDE_RAW].acquire = &raw_set;
+    ch[SIDE_RAW].release = &raw_rel;
+    ch[SIDE_RAW].cycle = &raw_cyc;
+    ch[SIDE_RAW_ALL].raw = e.raw;
+    ch[SIDE_RAW_ALL].raw_wait = RAW_WAIT_ALL;
+    ch[SIDE_RAW_ALL].cycle = &all_cyc;
+    double slice = cfg->duration_s / (SIDES * SLICES);
+    for (unsigned k = 0; k < SIDES * SLICES; k++)
+        run_chain(&e.loop, &ch[slice_side(k, SIDES)], 1, slice);
     percentiles pa = samples_percentiles(&acq), pr = samples_percentiles(&rel),
                 pc = samples_percentiles(&cyc), prs = samples_percentiles(&raw_set),
-                prc = samples_percentiles(&raw_cyc);
-    double ratio_p50 = prc.p50 != 0 ? (double)pc.p50 / (double)prc.p50 : 0;
-    double ratio_p99 = prc.p99 != 0 ? (double)pc.p99 / (double)prc.p99 : 0;
+                prr = samples_percentiles(&raw_rel), prc = samples_percentiles(&raw_cyc),
+                pall = samples_percentiles(&all_cyc);
+    double ratio_p50 = ratio_of((double)pc.p50, (double)prc.p50);
+    double ratio_p99 = ratio_of((double)pc.p99, (double)prc.p99);
+    uint64_t failures = ch[SIDE_LOCK].failures, raw_lost = ch[SIDE_RAW].failures;
     printf("%-11s acquire p50 %6llu us  release p50 %6llu  cycle p50 %6llu p99 %6llu  |  raw "
-           "cycle p50 %6llu p99 %6llu  |  ratio p50 %.2f p99 %.2f  (%zu cycles, %llu failed)\n",
+           "(quorum) cycle p50 %6llu p99 %6llu  |  ratio p50 %.2f p99 %.2f  |  raw (all) cycle "
+           "p50 %6llu  (%zu cycles, %llu failed)\n",
            "latency", (unsigned long long)pa.p50, (unsigned long long)pr.p50,
            (unsigned long long)pc.p50, (unsigned long long)pc.p99, (unsigned long long)prc.p50,
-           (unsigned long long)prc.p99, ratio_p50, ratio_p99, pc.n,
-           (unsigned long long)lock_ch.failures);
+           (unsigned long long)prc.p99, ratio_p50, ratio_p99, (unsigned long long)pall.p50, pc.n,
+           (unsigned long long)failures);
     if (cfg->json != NULL) {
         FILE *f = cfg->json;
-        fprintf(f, "{\"scenario\":\"latency\",\"acquire_us\":");
+        json_begin(f, "latency");
+        fprintf(f, ",\"raw_wait\":\"%s\",\"in_flight\":1,\"acquire_us\":",
+                raw_wait_name(RAW_WAIT_QUORUM));
         json_percentiles(f, &pa);
         fprintf(f, ",\"release_us\":");
         json_percentiles(f, &pr);
@@ -223,10 +254,17 @@ int bench_latency(bench_config *cfg)
         json_percentiles(f, &pc);
         fprintf(f, ",\"raw_set_us\":");
         json_percentiles(f, &prs);
+        fprintf(f, ",\"raw_release_us\":");
+        json_percentiles(f, &prr);
         fprintf(f, ",\"raw_cycle_us\":");
         json_percentiles(f, &prc);
-        fprintf(f, ",\"ratio_p50\":%.3f,\"ratio_p99\":%.3f,\"failures\":%llu}\n", ratio_p50,
-                ratio_p99, (unsigned long long)lock_ch.failures);
+        fprintf(f, ",\"raw_all_cycle_us\":");
+        json_percentiles(f, &pall);
+        fprintf(f,
+                ",\"ratio_p50\":%.3f,\"ratio_p99\":%.3f,\"slices_per_side\":%d,\"failures\":%llu,"
+                "\"raw_lost\":%llu}\n",
+                ratio_p50, ratio_p99, SLICES, (unsigned long long)failures,
+                (unsigned long long)raw_lost);
         fflush(f);
     }
     samples_free(&cfg->plot_cycle);
@@ -236,49 +274,73 @@ int bench_latency(bench_config *cfg)
     samples_free(&acq);
     samples_free(&rel);
     samples_free(&raw_set);
+    samples_free(&raw_rel);
+    samples_free(&all_cyc);
     speed_stop(&e);
-    return lock_ch.failures == 0 ? 0 : -1;
+    return failures == 0 && raw_lost == 0 ? 0 : -1;
 }
 
 /* ---- throughput ---------------------------------------------------------------------------- */
 
 int bench_throughput(bench_config *cfg)
 {
-    static const unsigned levels[BENCH_TP_POINTS] = {1, 16, 64, 256};
+    static const unsigned levels[BENCH_TP_POINTS] = {1, 16, 64, 256, 1024};
     speed_env e;
     if (speed_start(cfg, &e) != 0)
         return -1;
     int rc = 0;
     cfg->tp_points = 0;
     for (unsigned l = 0; l < BENCH_TP_POINTS; l++) {
-        chain lock_ch, raw_ch;
-        memset(&lock_ch, 0, sizeof(lock_ch));
-        memset(&raw_ch, 0, sizeof(raw_ch));
-        lock_ch.client = e.client;
-        raw_ch.raw = e.raw;
+        samples cyc = {0}, raw_cyc = {0};
+        chain ch[2];
+        memset(ch, 0, sizeof(ch));
+        ch[0].client = e.client;
+        ch[0].cycle = &cyc;
+        ch[1].raw = e.raw;
+        ch[1].raw_wait = RAW_WAIT_QUORUM;
+        ch[1].cycle = &raw_cyc;
+        double rates[2][SLICES], sorted[2][SLICES];
+        unsigned done[2] = {0, 0};
         double slice = cfg->duration_s / (2 * SLICES);
-        double lock_rate = 0, raw_rate = 0;
-        for (int i = 0; i < SLICES; i++) {
-            lock_rate += run_chain(&e.loop, &lock_ch, levels[l], slice) / SLICES;
-            raw_rate += run_chain(&e.loop, &raw_ch, levels[l], slice) / SLICES;
+        for (unsigned k = 0; k < 2 * SLICES; k++) {
+            unsigned side = slice_side(k, 2);
+            rates[side][done[side]++] = run_chain(&e.loop, &ch[side], levels[l], slice);
         }
-        double ratio = raw_rate > 0 ? lock_rate / raw_rate : 0;
-        printf("%-11s concurrency %3u: %8.0f cycles/s  |  raw %8.0f cycles/s  |  ratio %.2f  "
-               "(%llu failed)\n",
-               "throughput", levels[l], lock_rate, raw_rate, ratio,
-               (unsigned long long)lock_ch.failures);
+        memcpy(sorted, rates, sizeof(sorted));
+        double lock_rate = median_of(sorted[0], SLICES), raw_rate = median_of(sorted[1], SLICES);
+        double ratio = ratio_of(lock_rate, raw_rate);
+        percentiles pc = samples_percentiles(&cyc), prc = samples_percentiles(&raw_cyc);
+        printf("%-11s %4u in flight: %8.0f cycles/s (cycle p50 %6llu us p99 %6llu p999 %6llu)  "
+               "|  raw %8.0f cycles/s (p50 %6llu us p99 %6llu)  |  ratio %.2f  (%llu failed)\n",
+               "throughput", levels[l], lock_rate, (unsigned long long)pc.p50,
+               (unsigned long long)pc.p99, (unsigned long long)pc.p999, raw_rate,
+               (unsigned long long)prc.p50, (unsigned long long)prc.p99, ratio,
+               (unsigned long long)ch[0].failures);
         if (cfg->json != NULL) {
-            fprintf(cfg->json,
-                    "{\"scenario\":\"throughput\",\"concurrency\":%u,\"cycles_per_s\":%.1f,"
-                    "\"raw_cycles_per_s\":%.1f,\"ratio\":%.3f,\"failures\":%llu}\n",
-                    levels[l], lock_rate, raw_rate, ratio, (unsigned long long)lock_ch.failures);
-            fflush(cfg->json);
+            FILE *f = cfg->json;
+            json_begin(f, "throughput");
+            fprintf(f,
+                    ",\"raw_wait\":\"%s\",\"concurrency\":%u,\"cycles_per_s\":%.1f,"
+                    "\"raw_cycles_per_s\":%.1f,\"ratio\":%.3f,\"cycle_us\":",
+                    raw_wait_name(RAW_WAIT_QUORUM), levels[l], lock_rate, raw_rate, ratio);
+            json_percentiles(f, &pc);
+            fprintf(f, ",\"raw_cycle_us\":");
+            json_percentiles(f, &prc);
+            fprintf(f, ",\"slices\":");
+            json_doubles(f, rates[0], SLICES);
+            fprintf(f, ",\"raw_slices\":");
+            json_doubles(f, rates[1], SLICES);
+            fprintf(f, ",\"failures\":%llu,\"raw_lost\":%llu}\n",
+                    (unsigned long long)ch[0].failures, (unsigned long long)ch[1].failures);
+            fflush(f);
         }
+        samples_free(&cyc);
+        samples_free(&raw_cyc);
         cfg->tp_concurrency[l] = levels[l];
         cfg->tp_lock[l] = lock_rate;
         cfg->tp_raw[l] = raw_rate;
         cfg->tp_points = l + 1;
-        if (lock_ch.failures != 0)
+        if (ch[0].failures != 0 || ch[1].failures != 0)
             rc = -1;
     }
     speed_stop(&e);

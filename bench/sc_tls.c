@@ -164,7 +164,8 @@ static int measure_handshakes(bench_config *cfg, uv_loop_t *loop)
            (unsigned long long)pr.p50, (unsigned long long)pr.p99, ratio, pf.n, pr.n, not_resumed,
            rc != 0 ? " FAILED" : "");
     if (cfg->json != NULL) {
-        fprintf(cfg->json, "{\"scenario\":\"tls_handshake\",\"full_us\":");
+        json_begin(cfg->json, "tls_handshake");
+        fprintf(cfg->json, ",\"full_us\":");
         json_percentiles(cfg->json, &pf);
         fprintf(cfg->json, ",\"resumed_us\":");
         json_percentiles(cfg->json, &pr);
@@ -217,8 +218,9 @@ int bench_tls(bench_config *cfg)
                "tls", levels[l], tls_rate, (unsigned long long)pt.p50, plain_rate,
                (unsigned long long)pp.p50, ratio);
         if (cfg->json != NULL) {
+            json_begin(cfg->json, "tls");
             fprintf(cfg->json,
-                    "{\"scenario\":\"tls\",\"concurrency\":%u,\"cycles_per_s\":%.1f,"
+                    ",\"concurrency\":%u,\"cycles_per_s\":%.1f,"
                     "\"plain_cycles_per_s\":%.1f,\"ratio\":%.3f,\"cycle_us\":",
                     levels[l], tls_rate, plain_rate, ratio);
             json_percentiles(cfg->json, &pt);

@@ -5,19 +5,29 @@
 #include <string.h>
 #include <time.h>
 
+static void *grow(void *p, size_t bytes)
+{
+    void *q = realloc(p, bytes);
+    if (q == NULL) {
+        fprintf(stderr, "redlock-bench: out of memory\n");
+        exit(1);
+    }
+    return q;
+}
+
 void samples_add(samples *s, uint64_t value)
 {
     if (s->n == s->cap) {
-        size_t cap = s->cap != 0 ? s->cap * 2 : 4096;
-        uint64_t *v = realloc(s->v, cap * sizeof(*v));
-        if (v == NULL) {
-            fprintf(stderr, "redlock-bench: out of memory\n");
-            exit(1);
-        }
-        s->v = v;
-        s->cap = cap;
+        s->cap = s->cap != 0 ? s->cap * 2 : 4096;
+        s->v = grow(s->v, s->cap * sizeof(*s->v));
     }
     s->v[s->n++] = value;
+}
+
+void samples_append(samples *to, const samples *from)
+{
+    for (size_t i = 0; i < from->n; i++)
+        samples_add(to, from->v[i]);
 }
 
 void samples_free(samples *s)
@@ -32,12 +42,15 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static uint64_t rank(const samples *s, double q)
+size_t percentile_index(size_t n, unsigned per_mille)
 {
-    size_t i = (size_t)(q * (double)s->n);
-    if (i >= s->n)
-        i = s->n - 1;
-    return s->v[i];
+    if (n == 0)
+        return 0;
+    if (per_mille > 1000)
+        per_mille = 1000;
+    /* rank = ceil(per_mille * n / 1000), 1-based; n is far below SIZE_MAX / 1000 here. */
+    size_t rank = ((size_t)per_mille * n + 999) / 1000;
+    return rank > 0 ? rank - 1 : 0;
 }
 
 percentiles samples_percentiles(samples *s)
@@ -47,13 +60,27 @@ percentiles samples_percentiles(samples *s)
     if (s->n == 0)
         return p;
     qsort(s->v, s->n, sizeof(s->v[0]), cmp_u64);
-    p.p50 = rank(s, 0.50);
-    p.p90 = rank(s, 0.90);
-    p.p99 = rank(s, 0.99);
-    p.p999 = rank(s, 0.999);
+    p.p50 = s->v[percentile_index(s->n, 500)];
+    p.p90 = s->v[percentile_index(s->n, 900)];
+    p.p99 = s->v[percentile_index(s->n, 990)];
+    p.p999 = s->v[percentile_index(s->n, 999)];
     p.max = s->v[s->n - 1];
     p.n = s->n;
     return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double median_of(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(v[0]), cmp_double);
+    return v[percentile_index(n, 500)];
 }
 
 void json_percentiles(FILE *f, const percentiles *p)
@@ -61,6 +88,20 @@ void json_percentiles(FILE *f, const percentiles *p)
     fprintf(f, "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu,\"n\":%zu}",
             (unsigned long long)p->p50, (unsigned long long)p->p90, (unsigned long long)p->p99,
             (unsigned long long)p->p999, (unsigned long long)p->max, p->n);
+}
+
+void json_doubles(FILE *f, const double *v, size_t n)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%.1f", i > 0 ? "," : "", v[i]);
+    fputc(']', f);
+}
+
+void json_begin(FILE *f, const char *scenario)
+{
+    fprintf(f, "{\"schema\":%d,\"scenario\":", BENCH_SCHEMA);
+    json_string(f, scenario);
 }
 
 void json_string(FILE *f, const char *s)

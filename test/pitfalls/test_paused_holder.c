@@ -14,9 +14,9 @@
  * of its write, and finds it overlapping B's, for both locks. What libredlock adds is that it
  * says so afterwards: A's release returns REDLOCK_ELOST (the hold had lapsed).
  *
- * What closes the gap is a fencing token the store checks (issue 12, "Fencing tokens", not in
- * the library yet). Until it lands, this test asserts the overlap the checker detects, and
- * docs/pitfalls.md says so plainly; with fencing, it will assert the store refuses A's write. */
+ * What closes the gap is a fencing token the store checks: this test shows the overlap of
+ * unfenced writes, which any lock with a ttl allows, and test/fault/test_fence_pause.c runs the
+ * same pause through a fenced store, which refuses A's write (docs/pitfalls.md). */
 #include "pitfalls.h"
 
 #include <stdio.h>

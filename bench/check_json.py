@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""bench/check_json.py JSONL [--tls] - what docs/performance.md promises of redlock-bench's JSON
+lines, checked on a run's output (bench/smoke.sh runs it on a --quick run). Prints what is wrong
+and exits 1, or exits 0. A functional check: no speed is judged here."""
+import json
+import sys
+
+SCHEMA = 2
+
+
+def check(rows, tls):
+    errors = []
+
+    def need(cond, what, row=None):
+        if not cond:
+            errors.append(what + (f": {json.dumps(row)[:300]}" if row is not None else ""))
+
+    by = {}
+    for r in rows:
+        need(r.get("schema") == SCHEMA, f'"schema" is not {SCHEMA}', r)
+        by.setdefault(r.get("scenario"), []).append(r)
+    want = {"machine", "latency", "throughput", "contention", "faults", "wan", "memory"}
+    if tls:
+        want |= {"tls", "tls_handshake"}
+    need(not (want - by.keys()), f"missing scenarios: {sorted(want - by.keys())}")
+
+    for m in by.get("machine", []):
+        for k in ("commit", "utc", "loadavg_start", "loadavg_end"):
+            need(k in m, f"machine without {k}", m)
+        need(len(m.get("loadavg_start", [])) == 3 and len(m.get("loadavg_end", [])) == 3,
+             "load averages are three numbers", m)
+    for r in by.get("latency", []):
+        need(r.get("raw_wait") == "quorum", 'latency without "raw_wait":"quorum"', r)
+        need(r["cycle_us"]["n"] > 0 and r["raw_cycle_us"]["n"] > 0, "latency with no cycles", r)
+    tp = by.get("throughput", [])
+    need({r.get("concurrency") for r in tp} >= {1, 16, 64, 256, 1024},
+         "throughput rows for 1, 16, 64, 256 and 1,024 in flight")
+    for r in tp:
+        need(r.get("raw_wait") == "quorum", 'throughput without "raw_wait":"quorum"', r)
+        need(r["cycles_per_s"] > 0 and r["raw_cycles_per_s"] > 0, "throughput with no cycles", r)
+        for k in ("p50", "p99", "p999"):
+            need(k in r.get("cycle_us", {}), f"throughput without cycle_us.{k}", r)
+        for k in ("slices", "raw_slices"):
+            need(len(r.get(k, [])) >= 3 and all(v > 0 for v in r.get(k, [])),
+                 f"throughput without 3 or more {k}", r)
+    wan = by.get("wan", [])
+    need(any(len(set(r.get("delays_ms", []))) > 1 for r in wan),
+         "no wan row with per-node delays that differ")
+    for r in wan:
+        for k in ("delays_ms", "floor_us", "raw_us"):
+            need(k in r, f"wan without {k}", r)
+        need(r.get("failures") == 0, "wan with failures", r)
+    cont = by.get("contention", [])
+    controls = [r for r in cont if r.get("control") == "nolock"]
+    need(len(controls) == 1, 'one contention row with "control":"nolock"')
+    for r in controls:
+        need(r["lost_updates"] > 0, "the no-lock control lost no update: the check cannot fail", r)
+    for r in cont:
+        need(r.get("clients") == r.get("workers"), "contention clients != workers", r)
+        if r.get("control") != "nolock":
+            need(r["lost_updates"] == 0, "contention lost updates under the lock", r)
+            need(r.get("expired_holds", 0) > 0, "contention with no expired hold", r)
+    phases = {r.get("phase"): r for r in by.get("faults", [])}
+    for p in ("healthy", "one_stopped", "two_stopped", "three_stopped", "killed", "restarted"):
+        need(p in phases, f"faults without phase {p}")
+    if "restarted" in phases:
+        need(phases["restarted"].get("back_after_ms", -1) >= 0, "restarted node never used again",
+             phases["restarted"])
+    for r in by.get("faults", []):
+        need(r.get("unexpected") == 0, "faults with unexpected outcomes", r)
+        need("release_us" in r, "faults without release_us", r)
+    for r in by.get("memory", []):
+        need(r.get("live_bytes_per_lock", 0) > 0, "memory without live_bytes_per_lock", r)
+    if tls:
+        for r in by.get("tls", []):
+            need(r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, "tls with no cycles", r)
+        for r in by.get("tls_handshake", []):
+            need(r["full_us"]["n"] > 0 and r["resumed_us"]["n"] > 0, "no handshakes", r)
+    return errors
+
+
+def main():
+    rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+    errors = check(rows, "--tls" in sys.argv[2:])
+    for e in errors:
+        print(e)
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()

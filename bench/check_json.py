@@ -19,7 +19,7 @@ def check(rows, tls):
     for r in rows:
         need(r.get("schema") == SCHEMA, f'"schema" is not {SCHEMA}', r)
         by.setdefault(r.get("scenario"), []).append(r)
-    want = {"machine", "latency", "throughput", "contention", "faults", "wan", "memory"}
+    want = {"machine", "latency", "throughput", "contention", "faults", "wan", "memory", "fencing"}
     if tls:
         want |= {"tls", "tls_handshake"}
     need(not (want - by.keys()), f"missing scenarios: {sorted(want - by.keys())}")
@@ -69,6 +69,12 @@ def check(rows, tls):
     for r in by.get("faults", []):
         need(r.get("unexpected") == 0, "faults with unexpected outcomes", r)
         need("release_us" in r, "faults without release_us", r)
+    for r in by.get("fencing", []):
+        for k in ("acquire_us", "plain_acquire_us", "cycles_per_s", "plain_cycles_per_s", "ratio"):
+            need(k in r, f"fencing without {k}", r)
+        need(r.get("failures") == 0, "fencing with failed cycles", r)
+        need(r.get("cycles_per_s", 0) > 0 and r.get("plain_cycles_per_s", 0) > 0,
+             "fencing with no cycles", r)
     for r in by.get("memory", []):
         need(r.get("live_bytes_per_lock", 0) > 0, "memory without live_bytes_per_lock", r)
     if tls:

@@ -151,7 +151,8 @@ int bench_fencing(bench_config *cfg)
            "fencing", WIDTH, fenced_rate, plain_rate, ratio, (unsigned long long)fenced_failures,
            (unsigned long long)plain_failures);
     if (cfg->json != NULL) {
-        fprintf(cfg->json, "{\"scenario\":\"fencing\",\"acquire_us\":");
+        json_begin(cfg->json, "fencing");
+        fprintf(cfg->json, ",\"acquire_us\":");
         json_percentiles(cfg->json, &pf);
         fprintf(cfg->json, ",\"plain_acquire_us\":");
         json_percentiles(cfg->json, &pp);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h - what the scenarios share: the run's settings, a client on its own loop, and the
  * figures kept for the plot. */
 #ifndef BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock-bench-certs DIR - make the TLS certificates bench/run gives its TLS servers (the test
  * CA, a server certificate for localhost and 127.0.0.1, a client certificate...: see
  * test/tls/certs.h) in DIR. Nothing is ever committed: they are made fresh for every run. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench/check_json.py JSONL [--tls] - what docs/performance.md promises of redlock-bench's JSON
 lines, checked on a run's output (bench/smoke.sh runs it on a --quick run). Prints what is wrong
 and exits 1, or exits 0. A functional check: no speed is judged here."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c - helpers the scenarios share. */
 #include "bench.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plot.c - --plot FILE.svg: the latency distribution of the latency scenario (lock cycle next to
  * the raw cycle) and the throughput-vs-concurrency curve, drawn by gnuplot. */
 #include <stdio.h>

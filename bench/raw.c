@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* raw.c - see raw.h. */
 #include "raw.h"
 

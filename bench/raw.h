@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* raw.h - the baseline: the same commands to the same nodes as a lock cycle, with no lock logic.
  *
  * A cycle writes SET key token NX PX ttl to every node at once and decides exactly as the

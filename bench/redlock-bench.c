@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock-bench - how fast libredlock takes and releases locks, next to the raw limit measured
  * in the same run on the same nodes.
  *

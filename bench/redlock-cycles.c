@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock-cycles - a fixed loop of lock cycles, for instruction counts.
  *
  *   redlock-cycles --nodes URL,URL,... [--cycles N] [--inflight K] [--tls-ca FILE] [--fencing]

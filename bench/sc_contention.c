@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sc_contention.c - W workers on ONE resource, each doing a read-modify-write of a counter
  * under the lock: how fast the lock changes hands, how fairly, and that no update is lost.
  *

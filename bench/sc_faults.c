@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sc_faults.c - latency when nodes stop answering (faults), across added network delay (wan),
  * and memory per held lock (memory). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sc_fencing.c - the fencing scenario: what a fencing token costs (redlock_lock_opts.fencing:
  * one more round, the commit). In one run, slices alternating (plain, fenced, plain, ...) so a
  * machine whose speed drifts favours neither:

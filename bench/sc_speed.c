@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sc_speed.c - the latency and throughput scenarios: lock cycles (acquire + release) on
  * distinct resources, each measured next to the raw fan-out (raw.h) on the same nodes.
  *

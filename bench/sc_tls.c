@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sc_tls.c - the tls scenario: the lock cycles of the throughput scenario over the same servers'
  * plain and TLS ports, in one run, slices alternating (plain, TLS, plain, TLS, ...) so a machine
  * whose speed drifts favours neither; then what a TLS handshake costs when it is full (a new

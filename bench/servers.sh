@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench/servers.sh - sourced by bench/run and the bench smoke test: start N local redis-server
 # instances (127.0.0.1, free ports, no persistence) in a temp dir, and stop them by pid.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/smoke.sh BENCH_EXE [PROXY_EXE [CERTS_EXE]] - the CI smoke run of the bench: redlock-bench
 # --quick against five servers of its own (with TLS ports too when CERTS_EXE, the
 # redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c - see stats.h. */
 #include "stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h - latency samples and their percentiles, and the few JSON helpers the bench needs. */
 #ifndef BENCH_STATS_H
 #define BENCH_STATS_H

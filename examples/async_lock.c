@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* async_lock.c - take a lock over N Redis masters, print it, release it, exit; with the client's
  * log on stderr and every node's state and the client's counters at the end.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* counter.c - P processes add 1 to a shared counter M times each, under one Redlock lock.
  *
  *   counter --nodes redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003 \

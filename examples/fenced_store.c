@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fenced_store.c - a worker that writes to a store under a Redlock lock, and a store that
  * refuses writes from a holder whose lock has been taken over: fencing tokens (docs/safety.md).
  *

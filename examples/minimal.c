@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* minimal.c - lock, work, release, exit: the README's example. */
 #define _POSIX_C_SOURCE 200809L
 #include <redlock.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * redlock.h - distributed locks over N independent Redis masters (the Redlock algorithm).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* autoextend.c - keep a held lock alive with extend rounds until it is released.
  *
  * Two timers per lock: the extension timer, at won_start + ttl * extend_at (or sooner, to retry a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client.c - the client's life: options, creation, the timer queue, close.
  *
  * Operations (ops.c) and auto-extension (autoextend.c) run on it; every node and every clock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client.h - the client's internals shared by client.c (rounds, operations) and lock.c (the
  * lock handle). Nothing here is public. */
 #ifndef REDLOCK_CLIENT_H

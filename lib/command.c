@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* command.c - RESP encoding of the three commands and the meaning of their replies. */
 #include "command.h"
 

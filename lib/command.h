@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* command.h - what a round sends to one node and what the answer means.
  *
  * A command is described by its kind and arguments; this file turns it into RESP (with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c - allocation through the caller's hook, buffers, formatting. */
 #include "common.h"
 

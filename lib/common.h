@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.h - small internal helpers shared by the library's files: allocation through the
  * caller's hook, intrusive lists, string buffers. Nothing here is public. */
 #ifndef REDLOCK_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* errors.c - error texts generated from REDLOCK_ERRNO_MAP, the version, the library's clock. */
 #include <uv.h>
 

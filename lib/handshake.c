@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handshake.c - see handshake.h. */
 #include "handshake.h"
 

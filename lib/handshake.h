@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handshake.h - what a new connection to a node says first, and what it must hear back.
  *
  * On every new connection, before any lock command: AUTH and SELECT when the URL asks for them,

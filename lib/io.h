@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io.h - the only way the client's round logic reaches nodes and time.
  *
  * The libuv implementation (io_uv.c + node.c) drives real sockets; the deterministic simulator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_uv.c - io.h on libuv. */
 #include "io_uv.h"
 

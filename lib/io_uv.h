@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_uv.h - the real implementation of io.h: N libuv nodes, one uv_timer_t for the client's
  * timer queue, uv_random for tokens. */
 #ifndef REDLOCK_IO_UV_H

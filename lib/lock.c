@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lock.c - the lock handle: memory, reference counting and accessors.
  *
  * A handle is referenced by the user (once a lock callback handed it out), by each operation on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* node.c - one Redis master's request queue: FIFO, deadlines, reply matching, skipped replies,
  * the connection handshake; its bytes travel on a stream (stream.h). See node.h for the
  * model. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* node.h - one Redis master's request queue, on a byte stream (stream.h).
  *
  * Commands are appended to the stream's one output buffer, which goes out at once when no write

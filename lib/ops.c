@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.c - operations (acquire, extend, release, inspect) and the rounds they run.
  *
  * An operation runs one or more rounds. A round sends one command to every node through the io

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quorum.c - the decision logic of one round (acquire, extend or release) over N nodes.
  *
  * Sans-IO, like hiredis' reader: the caller feeds one vote per node together with the time it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quorum.h - the quorum core (redlock_round_*), internal side.
  *
  * The core is public (see part 2 of redlock.h) so that a caller's tests can drive it vote by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scripts.c - the Lua scripts. Compare-and-X is done server-side so that no other client's
  * command can slip between the comparison and the change. */
 #include "scripts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scripts.h - the Lua scripts of extend and release, and their SHA1s for EVALSHA.
  *
  * The SHA1s are computed offline from the exact source text below; test/integration checks them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c - the client's counters, its log, and the node state query (stats.h). */
 #include "stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h - what the client counts and tells: the counters of redlock_client_stats, the log
  * callback's plumbing, and the node state query. The operations report to it with one call per
  * round outcome (redlock__stats_round) and per lost lock (redlock__stats_lost); nothing here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stream.c - a node's byte stream on libuv: connect, read, write, close, reconnect; TLS through
  * tls.h when the URL asks for it. See stream.h for the states and their transitions. */
 #include "stream.h"

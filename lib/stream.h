@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stream.h - the byte stream under a node's request queue: TCP, a unix socket, or TLS over TCP,
  * on libuv.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sync.c - the blocking, thread-safe client: a loop thread that runs an async client, and calls
  * from any thread that hand it requests and wait for their outcome.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timerq.c - pairing heap: O(1) insert, amortised O(log n) removal, no allocation. */
 #include "timerq.h"
 

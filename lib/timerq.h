@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timerq.h - an intrusive min-heap of timers (a pairing heap): the client's retry delays and
  * deferred completions share one real timer, armed at the earliest due time. No allocation:
  * the timer lives inside the object that waits on it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.c - OpenSSL on memory BIOs for a node's stream. See tls.h. */
 #include "tls.h"
 

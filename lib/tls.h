@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.h - TLS for a node's stream: OpenSSL on memory BIOs, with no IO of its own.
  *
  * Bytes read from the socket go in with redlock__tls_feed; plaintext comes out of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_setup.c - the client's TLS context, made at client creation when a node is rediss://.
  * Kept out of client.c so the client's life reads the same with or without TLS. */
 #include "client.h"

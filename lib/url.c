@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* url.c - node URLs: parse, redact, compare.
  *
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]

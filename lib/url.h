@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* url.h - internal helpers around node URLs (the public parser is redlock_url_* in redlock.h).
  *
  * Parsing rules beyond the public header, so callers know what they can rely on:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test/summary.py - the closing lines of test/run, from meson's JSON test logs.
 
     summary.py [--runs N] LABEL=LOG ...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """summary_test.py - test/summary.py on hand-made meson logs: what counts as passed, failed and
 skipped, and the per-check failure counts of --repeat. TAP output, one case per check."""
 import json

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.c - the command line of the redlock tool (see args.h). */
 #include "args.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.h - the command line of the redlock tool: durations, node lists, options, commands.
  *
  * Pure functions: no IO, no library calls, no globals, so the unit tests drive them directly and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check.c - "redlock check [PREFIX]": is this deployment fit to hold locks?
  *
  * Each node is checked against what the algorithm assumes of it (docs/operations.md): it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.c - a small JSON writer (see json.h). */
 #include "json.h"
 

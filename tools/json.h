@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.h - a small JSON writer for the tool's one-line results.
  *
  * Values are appended to a growing buffer; commas are placed by the writer. Strings are any bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock.c - the command-line tool: flock(1) for a fleet.
  *
  *   redlock [options] run KEY -- COMMAND [ARG...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.c - what the tool tells: one JSON line on stdout for acquire, release, extend and
  * status, and human messages on stderr. Node URLs come from the library, passwords redacted;
  * resources and tokens are any bytes, so they are escaped in JSON and made printable for the

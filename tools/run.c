@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run.c - "redlock run KEY -- COMMAND": hold the lock exactly while COMMAND runs.
  *
  * The lock is auto-extended by the library (extend rounds at a third of the ttl), so the ttl is

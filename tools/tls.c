@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.c - the tool's TLS settings: --tls-* options, else $REDLOCK_TLS_* (the command line wins),
  * into the client's options; and the library's messages about them in the tool's words. */
 #include "tool.h"

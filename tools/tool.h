@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool.h - the state of one redlock tool invocation, shared by its parts:
  *
  *   redlock.c   main, the client, signals, acquire/release/extend/status, interrupt cleanup

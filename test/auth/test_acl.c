@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_acl.c - the whole API with an ACL user that has exactly the rights docs/operations.md
  * recommends (the line is read from the doc itself, so the doc and the test cannot drift apart):
  * acquire, inspect, extend, extend with RETAKE on a node that lost the key, an extend after the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_auth.c - nodes that require a password: requirepass and an ACL user.
  *
  * The lock works with the right credentials in the URL; with wrong or missing ones every node

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_harness.c - what the cli tests share (see cli_harness.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

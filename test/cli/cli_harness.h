@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_harness.h - what the cli tests share: running build/tools/redlock (path in $REDLOCK_TOOL)
  * as a child process, reading its JSON line, looking at the keys on the servers, and one
  * 3-node cluster per test program (cli_main starts it).

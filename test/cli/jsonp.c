@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jsonp.c - a strict little JSON parser for the cli tests (see jsonp.h). */
 #include "jsonp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jsonp.h - a strict little JSON parser for the cli tests: the tool's output must be valid JSON
  * (RFC 8259) to pass, and the tests read fields out of it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* proc.c - run the redlock tool as a child process (see proc.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, prctl */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* proc.h - run the redlock tool as a child process and collect what it says.
  *
  * The tool's stdout and stderr go to pipes read while it runs; stdin is /dev/null. Output is

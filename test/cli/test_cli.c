@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli.c - the redlock tool's one-shot commands and its command line, against real
  * redis-server processes: usage errors (exit 64, nothing sent), acquire, release, extend and
  * status with their JSON, a slow node, no quorum, passwords, escaping, the environment, quiet,

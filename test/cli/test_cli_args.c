@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_args.c - the tool's pure parts: durations, node lists, the command line, and the JSON
  * writer (checked against the strict parser the other cli tests use). */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_check.c - `redlock check` against real redis-server processes: a healthy deployment,
  * one without persistence, one with an evicting policy, a replica among the masters, a user with
  * exactly the ACL that docs/operations.md recommends (and one short of it), two URLs of one

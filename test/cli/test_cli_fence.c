@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_fence.c - `redlock --fence` (issue 12) against real redis-server processes: acquire
  * prints the fence, which grows with every holder; run exports REDLOCK_FENCE to COMMAND; status
  * shows each node's counter; without --fence nothing of this appears. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_lapsed.c - the tool never hides a lapsed hold (issue 17): `release` exits 70 with one
  * line on stderr when fewer than a quorum of nodes still held the token, and `run` exits 70 when
  * its final release finds the lock lapsed, even if COMMAND succeeded; the JSON of both says

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_run.c - `redlock run KEY -- COMMAND` against real redis-server processes: the
  * command's exit status, its environment, a busy lock, a missing command, a short ttl kept alive
  * by extension, signals forwarded or giving up the wait, and a lock lost while the command runs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_signals.c - the tool's safety around waits, signals and secrets, against real
  * redis-server processes and real child processes: every --wait attempt has a token of its own
  * (seen on a server with MONITOR), every catchable signal reaches COMMAND, a tool interrupted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_async_lock.c - the observing example (examples/async_lock.c) run against real servers: it
  * takes and releases a lock, logs the client's connections through the log callback and prints
  * every node's state and the client's counters; with a node down, the log says why and the node

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_counter.c - the shared-counter example (examples/counter.c) run end to end: 4 worker
  * processes x 250 increments over five real lock nodes and a sixth server for the counter.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fake_redis.c - see fake_redis.h. One thread, poll(2), blocking-free sockets. */
 #include "fake_redis.h"
 

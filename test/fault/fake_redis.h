@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fake_redis.h - a tiny misbehaving Redis peer for the fault tests: a plain-socket server on
  * 127.0.0.1 (any free port) run by its own thread, which reads RESP commands and answers each
  * according to its mode. The handshake's SCRIPT LOAD gets the script's real SHA1 and INFO a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_crash.c - nodes killed with SIGKILL one after another while lock traffic is in flight,
  * then restarted: the client keeps its quorum while it can, fails every call promptly with
  * REDLOCK_ENOQUORUM when it cannot (never hangs, every callback comes), and comes back by

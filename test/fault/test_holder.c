@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_holder.c - the lock's ttl runs out while its holder is paused: a child process takes the
  * lock and is stopped (SIGSTOP) while holding it; a client in the parent waits for the resource
  * and gets it, but only after the child's validity deadline. When the child continues, its

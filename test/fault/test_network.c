@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_network.c - network faults on a minority of nodes, made by a fault proxy in front of each
  * server (the client only knows the proxies' ports): traffic held (blackhole), connections
  * reset mid-traffic, replies delayed past the node timeout. Three healthy nodes keep deciding,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_peers.c - misbehaving peers: a fake Redis (fake_redis.h) in place of one or two of five
  * nodes answers garbage, half a reply, an error to everything (NOAUTH, READONLY, OOM, LOADING)
  * or well-formed replies of the wrong type. Each fake surfaces as a per-node error vote that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_real_peers.c - real servers that refuse, where test_peers.c uses a fake: a server at its
  * maxclients, a real replica (replicaof another fixture server) that answers READONLY, and a
  * real out-of-memory server (maxmemory with noeviction, filled by the test). Each is the fifth

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stall.c - two of five nodes stopped (SIGSTOP) for five seconds under heavy lock traffic:
  * no call waits longer than one node timeout for them, nothing piles up in memory behind the
  * silent connections, and once they continue (SIGCONT) the client uses them again.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* traffic.c - see traffic.h. */
 #include "traffic.h"
 

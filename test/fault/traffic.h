@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* traffic.h - continuous lock traffic for the fault tests: n slots, each cycling acquire ->
  * release on its own resource, so that a fault always hits operations in flight.
  *

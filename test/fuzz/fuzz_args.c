@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_args.c - libFuzzer target: the redlock tool's command line (tools/args.c) on arbitrary
  * argument vectors.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_handshake.c - libFuzzer target: the connection handshake (lib/handshake.c) against
  * arbitrary bytes from a "server".
  *

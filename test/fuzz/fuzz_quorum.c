@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_quorum.c - libFuzzer target: the quorum core (redlock_round_*) under any sequence of
  * votes and timestamps, including clocks that go backwards and invalid votes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_reply.c - libFuzzer target: bytes from a node -> hiredis's redisReader -> the vote of
  * each round type (redlock__cmd_vote).
  *

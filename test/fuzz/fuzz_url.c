@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_url.c - libFuzzer target: redlock_url_parse and redlock_url_redact on arbitrary text.
  *
  * Checks, beyond "no crash, no leak, no UB": the redacted text is NUL-terminated and the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test/fuzz/run.sh - build the libFuzzer targets with clang and run each for a while.
 #
 #   test/fuzz/run.sh [--merge] [SECONDS] [TARGET...]   default: 60 s each, every target, side by side

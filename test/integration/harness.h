@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* harness.h - what every integration test needs: a loop, a cluster of real redis-server
  * processes, a client on them, callbacks that record what happened, and a way to run the loop
  * until something happened (with a bound, so no test can hang).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_autoextend.c - auto-extension against five real servers: a short-ttl lock stays held as
  * long as its holder wants; when it cannot be kept, "lost" fires exactly once and before the
  * validity deadline; nothing is extended after release. */

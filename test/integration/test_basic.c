@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_basic.c - acquire, release and extend against five real redis-server processes. */
 #include "harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_close.c - closing a client with operations in flight, and calling back into the client
  * from its own callbacks: every callback fires exactly once, the close callback comes last, and
  * nothing is left open on the loop. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_extend.c - extending a held lock: renewal on the nodes, expiry, release, keys deleted
  * behind the lock's back, and re-taking the key on a node that was restarted. */
 #include "harness.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_faults.c - nodes that die, stop answering (SIGSTOP), restart, or are held by someone
  * else: quorum decisions, how long they take, what a lost round leaves on the nodes, and the
  * per-node outcome a caller sees. */

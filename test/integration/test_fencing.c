@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fencing.c - fencing tokens on real servers (issue 12): a fenced acquire reads each node's
  * counter with its SET NX, takes 1 + the largest, and commits it where its key still stands;
  * the lock is granted only when fence_commit nodes confirmed. Also: the counter's key, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fencing_order.c - fences only grow (issue 12), on real servers: 8 clients take one
  * resource 1,000 times in turn, each releasing at once; every fence must be strictly greater
  * than the one granted before it. Three times: healthy nodes; nodes killed and restarted with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lapsed.c - a lapsed hold is never hidden (issue 17): a release says REDLOCK_ELOST when
  * fewer than a quorum of nodes still held the token (its validity ran out, a majority of nodes
  * restarted without persistence, another value took its place), REDLOCK_ENOQUORUM when too few

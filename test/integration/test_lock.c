@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock.c - acquire and release against five real redis-server processes: what lands on the
  * nodes, contention between clients, expiry, binary resource names, key prefixes, many locks at
  * once, client creation errors, passwords and unix sockets. */

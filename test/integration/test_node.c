@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_node.c - how a node behaves when its server is slow, stopped, dead or far: fail fast,
  * queue behind a connect, drop and reconnect a node that stopped answering, bound the requests
  * a node may owe, resolve host names. */

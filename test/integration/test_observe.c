@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_observe.c - what the client tells about itself, against real redis-server processes: the
  * log callback (connects, lost connections, failed attempts with their backoff, refused
  * handshakes, two URLs of one server, silent nodes dropped, slow rounds, lost locks; passwords

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_scripts.c - the Lua scripts of extend and release: their SHA1s match what a real server
  * computes, and a server that lost its script cache (SCRIPT FLUSH, restart) is served with EVAL. */
 #include "harness.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tokens.c - the tokens the library makes are 128 random bits: 2,000 acquires in flight on
  * three real servers give 2,000 different tokens, and every one of the 128 bits is set in
  * about half of them. (A token with fewer random bits - 16, say - repeats within a few hundred

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_misuse.c - API misuse against real servers, one table row per misuse.
  *
  * Every row starts its own servers and loop, makes one kind of mistake, and checks what a user

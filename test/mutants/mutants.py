@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """mutants.py - the broken libraries the suite must notice (test/mutants/run applies them).
 
 Each mutant breaks lib/ (or the tool, tools/) in one known way: a list of (file, text,

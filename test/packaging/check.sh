@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check.sh SRC_ROOT - the library as a distribution and other projects take it. Prints TAP.
 #
 #   1. meson install into a temporary prefix installs the library (soname libredlock.so.1),
@@ -12,11 +13,13 @@
 #   5. `man -l` renders the installed redlock(1), and the installed tool runs
 #   6. a meson project that uses libredlock as a subproject with default options builds and
 #      runs, and no tool, example, bench or proxy target was built for it
+#   7. every source file (C, meson, shell and Python; not data, docs or fuzz corpora) says
+#      "SPDX-License-Identifier: MIT" in its first three lines, as LICENSE and meson.build do
 set -uo pipefail
 src="$(cd "$1" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "1..6"
+echo "1..7"
 
 n=0
 # check DESCRIPTION LOG: "ok" if the commands before it succeeded ($? == 0), else "not ok" and
@@ -256,3 +259,18 @@ PY
         -o -name 'test-*' \))" ]
 } >"$log" 2>&1
 check "a meson subproject with default options builds and runs; only the library is built for it" "$log"
+
+# ---- 7. SPDX lines ---------------------------------------------------------------------------
+log="$tmp/spdx.log"
+{
+    if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$src" ls-files
+    else
+        (cd "$src" && find . -type f -not -path './.git/*' -not -path './build*' | sed 's|^\./||')
+    fi | grep -E '(\.(c|h|sh|py)|(^|/)meson\.build|^meson_options\.txt|^(\.ci|test|bench)/run|^test/mutants/run|^tools/ensure-deps|^tools/spdx-add)$' |
+        grep -v '/corpus/' | while read -r f; do
+        head -n 3 "$src/$f" | grep -q 'SPDX-License-Identifier: MIT' || echo "no SPDX line: $f"
+    done | tee "$tmp/spdx.missing"
+    [ ! -s "$tmp/spdx.missing" ]
+} >"$log" 2>&1
+check "every source file carries an SPDX-License-Identifier: MIT line" "$log"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pitfalls.c - see pitfalls.h. */
 #include "pitfalls.h"
 

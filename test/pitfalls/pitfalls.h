@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pitfalls.h - what the pitfall tests (docs/pitfalls.md) share: a history of who held a lock
  * from when to when and its overlap check, lock holders in child processes (to kill or stop them
  * at a chosen point), the single-instance lock that several legacy scenarios build on, and

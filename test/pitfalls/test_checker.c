@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_checker.c - the pitfall tests' overlap check (pf_history) on hand-made histories: it must
  * see an overlap wherever two holds share an instant, and none where one ends as the next
  * begins, or every "the legacy lock overlaps, libredlock does not" in this suite means nothing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_failover.c - pitfall 4 (docs/pitfalls.md): one master with a replica, and a failover.
  *
  * The legacy lock is the right single-server lock (SET key token NX PX, compare-and-delete), on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fixed_del.c - pitfall 3 (docs/pitfalls.md): a fixed value, and a plain DEL to unlock.
  *
  * The legacy lock is SET key 1 NX PX ttl - the expiry is right - but every holder writes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_getset.c - pitfall 2 (docs/pitfalls.md): SETNX with a timestamp, GETSET to break stale
  * locks, DEL to unlock. The recipe the old SETNX page of redis.io gave: the value is the holder's
  * expiry time on its own wall clock; a waiter that finds a value in the past takes the lock with

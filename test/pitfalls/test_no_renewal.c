@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_no_renewal.c - pitfall 5 (docs/pitfalls.md): a lock without renewal around work longer
  * than its ttl.
  *

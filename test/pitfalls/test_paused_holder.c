@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_paused_holder.c - pitfall 6 (docs/pitfalls.md): a holder paused past its validity, the
  * GC pause of the classic critique of Redlock.
  *

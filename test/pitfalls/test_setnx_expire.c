@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_setnx_expire.c - pitfall 1 (docs/pitfalls.md): SETNX, then EXPIRE, as two commands.
  *
  * The legacy lock takes the key with SETNX and, if that won, gives it a ttl with EXPIRE. A holder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* proxy.c - the fault proxy (proxy.h): a libuv loop on its own thread, driven by requests.
  *
  * Each proxied connection is two TCP handles and two directions. A direction reads from its

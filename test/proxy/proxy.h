@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* proxy.h - a loopback TCP fault proxy that tests and the bench put in front of a redis-server.
  *
  * Each proxy runs its own libuv loop on its own thread, listens on 127.0.0.1 and forwards every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock-proxy - the fault proxy (proxy.h) as a program, for the bench and for manual runs.
  *
  *   redlock-proxy [--delay-ms D] UPSTREAM_PORT [UPSTREAM_PORT...]

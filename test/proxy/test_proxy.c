@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_proxy.c - the fault proxy (proxy.h) in front of one real redis-server, seen through
  * hiredis blocking connections the way a client would see it: replies, timeouts, refused
  * connects, EOF and resets, round-trip times. The last tests drive the redlock-proxy program,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim.h - a deterministic simulation of libredlock in virtual time.
  *
  * One run, from one seed: N simulated Redis masters (SET NX PX and the three scripts, each key

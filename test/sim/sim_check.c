@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_check.c - see sim_check.h. Pure: histories in, verdicts out. */
 #include "sim_check.h"
 

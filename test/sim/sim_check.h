@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_check.h - the simulation's checkers, pure: a history in, a verdict out (no world, no
  * clock), so that test_sim_check.c can feed them hand-made histories, as the torture's checker
  * is tested (test/torture/test_checker.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_fence.c - fencing in the simulation (sim_fence.h): the nodes' counters, the grants and
  * the writes of fenced holds, the fenced store, and the checker.
  *

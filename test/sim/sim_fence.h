@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_fence.h - fencing in the simulation: each simulated node's fence counters (a key next to
  * each lock key that never expires), kept apart from the lock keys so that a restart without
  * data can lose both, and a restart with data keeps both. */

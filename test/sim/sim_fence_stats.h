@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_fence_stats.h - what the fencing checker of the simulation counts (sim_fence.c). */
 #ifndef SIM_FENCE_STATS_H
 #define SIM_FENCE_STATS_H

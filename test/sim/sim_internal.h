@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_internal.h - the simulation's world, shared by sim_world.c (event loop, faults, checker),
  * sim_proc.c (the client processes' program) and sim_io.c (nodes, network and the io.h
  * implementation). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_io.c - io.h in virtual time: simulated Redis masters, a simulated network, and the io table
  * the real client runs on.
  *

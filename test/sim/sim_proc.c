@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_proc.c - the client processes' program, and the promises of auto-extension checked as it
  * runs.
  *

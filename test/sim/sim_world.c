@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_world.c - the simulation's event loop in virtual time, the faults, the mutual-exclusion
  * checker, and the scenarios. The processes' program is in sim_proc.c.
  *

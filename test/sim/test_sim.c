@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sim.c - properties of the real client on the deterministic simulator (sim.h).
  *
  *   safety:        with every assumption kept, no two holds of a resource overlap, over

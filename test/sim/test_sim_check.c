@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sim_check.c - the simulation's checkers (sim_check.h) must tell a broken history from a
  * valid one: hand-made holds that overlap, that outlive their deadline into another's, that go
  * on after their lost callback or that cannot be, and nodes' records that hide a gap behind a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* procstat.c - see procstat.h. */
 #include "procstat.h"
 

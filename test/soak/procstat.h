@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* procstat.h - what a long run must not grow, read from the process itself: open descriptors,
  * resident memory, live heap, CPU time. Linux only (/proc/self). Every function may be called
  * from any thread; none allocates on the heap, so reading a figure does not move it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fds.c - no descriptor outlives the client that opened it.
  *
  * Every way the API lets a client end is run a few times, and after each the process must have

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_soak.c - a long run: 64 locks in flight over five real servers, one server restarted
  * every few seconds, and the process's resident memory and open descriptors must stay flat.
  *

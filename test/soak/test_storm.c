@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_storm.c - a reconnect storm: 200 clients on one loop lose a node at once, keep trying
  * while it is away, and all come back when it returns; none of them spins.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration-test fixture: real redis-server processes on loopback (see fixture.h).
  *
  * Safety model: every pid the fixture signals comes from a small static registry that only

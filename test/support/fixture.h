@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Integration-test fixture: real redis-server processes on loopback.
  *
  * Each cluster lives in its own mkdtemp() directory (config, log and unix socket per server) and

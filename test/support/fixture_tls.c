@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fixture_tls.c - see fixture_tls.h. */
 #include "fixture_tls.h"
 

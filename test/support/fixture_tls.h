@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fixture_tls.h - redis-server processes that speak TLS, on top of the fixture (fixture.h).
  *
  * Each TLS server is a one-server fixture cluster whose extra config adds

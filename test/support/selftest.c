@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Self-test of the redis-server fixture: every fixture function against real servers.
  *
  * A plain program rather than cmocka, so the fixture can be checked before anything else in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sync.c - the blocking, thread-safe API (redlock_sync_*) from many threads at once,
  * against five real redis-server processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* certs.c - see certs.h. */
 #include "certs.h"
 

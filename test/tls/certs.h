@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* certs.h - the certificates the TLS tests and the bench use, made at run time with OpenSSL's
  * API (nothing secret is ever committed). EC P-256 keys, SHA-256 signatures, X.509 v3.
  *

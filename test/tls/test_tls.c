@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls.c - rediss:// nodes against real TLS redis-servers: the lock works over TLS (with and
  * without mutual TLS, mixed with plain nodes), every verification failure is that node's error
  * vote with its reason while the others decide, the client's TLS options are checked at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_build.c - what a client does with rediss:// in this build: with TLS built in, it is
  * accepted (the system's CA store when no CA is given); without, it is refused at creation with
  * a message that says why. Runs in every build, with no server. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_cli.c - the redlock tool (and examples/counter.c) on rediss:// nodes: the --tls-*
  * options and their $REDLOCK_TLS_* variables (the command line wins), mutual TLS, handshake
  * failures that cost the quorum exit 69 with each node's reason in the JSON and on stderr,

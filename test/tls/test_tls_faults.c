@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_faults.c - TLS nodes when things go wrong: a TLS client on a plain port and a plain
  * client on a TLS port fail within their deadlines; a server that accepts TCP and never answers
  * the TLS handshake fails within the connect timeout; the fault proxy delays, blackholes and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_harness.c - see tls_harness.h. */
 #include "tls_harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_harness.h - what the TLS tests share: certificates made once per test program, TLS
  * servers (fixture_tls.h), a loop and clients (the integration harness), checks of the keys on
  * the servers over their plain ports, and what each node's stream counted. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chaos.c - see chaos.h. */
 #include "chaos.h"
 

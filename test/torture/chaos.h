@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chaos.h - the torture's fault schedule on the five lock nodes: kills, pauses and restarts of
  * the redis-servers, and faults of the loopback proxy in front of each (proxy.h) that the
  * workers connect through: a blackhole, a one-way delay above the node timeout, a reset of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checker.c - see checker.h. Pure: lines in, verdict out; no clock, no network. */
 #include "checker.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checker.h - the torture run's independent checker: it reads what the lock holders logged and
  * decides, without trusting the library, whether mutual exclusion held.
  *

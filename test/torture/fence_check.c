@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fence_check.c - see fence_check.h. */
 #include "fence_check.h"
 

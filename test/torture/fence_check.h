@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fence_check.h - fencing tokens in the torture (issue 12): every lock is taken with a fence,
  * every counter write goes through a store that refuses a fence below the last one it accepted,
  * and each hold logs its fence and what the store did with its write, one "X" line per hold in

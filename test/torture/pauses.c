@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pauses.c - see pauses.h. */
 #include "pauses.h"
 

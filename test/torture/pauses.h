@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pauses.h - the torture's worker pauses: whole worker processes stopped for a while and resumed,
  * as a GC pause, a VM stall or SIGSTOP would stop a lock holder. A paused holder's deadline
  * passes while it cannot look: when it resumes its hold has ended at the deadline the library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_checker.c - the torture checker must tell a broken history from a valid one: handcrafted
  * histories with overlapping holds, a wrong counter or an impossible record fail; valid ones,
  * including holds that only touch or that end at the deadline before the release, pass. */

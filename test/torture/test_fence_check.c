@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fence_check.c - the torture's fence checker (fence_check.h) on hand-made logs: it must
  * pass a valid history and catch each kind of violation, or the torture's test 7 could not
  * fail. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torture.c - mutual-exclusion torture: P worker processes x T threads contend for R Redlock
  * locks over 5 real redis-servers, each behind a loopback fault proxy (test/proxy/proxy.h) that
  * the workers connect through, while the driver makes faults on a minority of the nodes: it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker.c - see worker.h. */
 #include "worker.h"
 

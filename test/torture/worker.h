@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker.h - one torture worker process: T threads on one redlock_sync client, each taking
  * random resources' locks and incrementing their counters on the data server inside them, and
  * logging every attempt for the checker (checker.h). A share of the holds run on to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_command.c - RESP encoding of every command and the meaning of every reply. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fence.c - the fencing part of the quorum core (redlock_round_fencing,
  * redlock_round_vote_counter, redlock_round_fence, redlock_round_commit_init), driven by a fake
  * clock, exactly.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_handshake.c - what a new connection sends first (handshake.h), and which replies let it
  * go on: every step's success, tolerated refusals, and replies out of step. */
 #include <setjmp.h>

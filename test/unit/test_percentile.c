@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_percentile.c - the bench's percentiles (bench/stats.c): nearest rank, index
  * ceil(q * n) - 1, on inputs whose answer is known by hand. */
 #include <setjmp.h>

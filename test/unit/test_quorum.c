@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_quorum.c - the quorum core (redlock_round_*) and the error table, driven by a fake clock.
  *
  * The core is pure, so every test here is exact: no sleeps, no tolerance on time. The

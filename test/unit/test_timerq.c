@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_timerq.c - the timer heap against a plain sorted-array oracle. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_url.c - node URLs: what parses into what, what is refused and how it is explained, that
  * no password ever shows in redacted text or in a message, and which URLs name the same node. */
 #include <setjmp.h>

@@ -100,8 +100,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (rc == CLI_PARSE_OK && !a.help && !a.version) {
         CHECK(a.command != CLI_CMD_NONE);
-        CHECK(a.key != NULL && a.key_len == strlen(a.key) && a.key_len > 0);
-        CHECK(a.n_nodes >= 1 && a.n_nodes <= CLI_MAX_NODES);
+        if (a.command == CLI_CMD_CHECK) /* check [PREFIX]: no KEY, a PREFIX ("" if none) */
+            CHECK(a.key == NULL && a.prefix != NULL);
+        else
+            CHECK(a.key != NULL && a.key_len == strlen(a.key) && a.key_len > 0);
+        /* --nodes-file: the file is read after the parse, its nodes are not counted yet */
+        CHECK((a.n_nodes >= 1 || a.nodes_file != NULL) && a.n_nodes <= CLI_MAX_NODES);
         for (unsigned i = 0; i < a.n_nodes; i++) {
             size_t len = strlen(a.nodes[i]);
             CHECK(len > 0 && !blank(a.nodes[i][0]) && !blank(a.nodes[i][len - 1]));

@@ -105,7 +105,7 @@ MUTANTS = [
         "what": "the acquire's SET has no PX: a holder that dies leaves a key that never expires",
         "edits": [("lib/command.c",
                    '        ARG("NX", 2);\n        ARG("PX", 2);\n'
-                   '        ARG(ttl, (size_t)ttl_len);\n',
+                   '        ARG(ttl, ttl_len);\n',
                    '        ARG("NX", 2);\n')],
         "killers": [pitfall("1-setnx-expire"), integration("lock", "lock_is_free_again_after_ttl")],
     },

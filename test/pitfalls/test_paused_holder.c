@@ -15,9 +15,10 @@
  * of its write, and finds it overlapping B's, for both locks. What libredlock adds is that it
  * says so afterwards: A's release returns REDLOCK_ELOST (the hold had lapsed).
  *
- * What closes the gap is a fencing token the store checks: this test shows the overlap of
- * unfenced writes, which any lock with a ttl allows, and test/fault/test_fence_pause.c runs the
- * same pause through a fenced store, which refuses A's write (docs/pitfalls.md). */
+ * What closes the gap is a fencing token the store checks: the same pause is run a third time
+ * with libredlock's fencing, A and B writing through a fenced store (a Lua check, as
+ * examples/fenced_store.c does); the store refuses A's late write, B's value survives and the
+ * checker finds no overlap (docs/pitfalls.md). */
 #include "pitfalls.h"
 
 #include <stdio.h>
@@ -30,13 +31,29 @@
  * (the check must pass: the pause is after it); B waits for it to expire. */
 #define TTL_MS 3000
 
-typedef enum { LEGACY, REDLOCK } lock_kind;
+/* LEGACY: a single-server lock; REDLOCK: libredlock; FENCED: libredlock with fencing tokens,
+ * every write going through the fenced store below. */
+typedef enum { LEGACY, REDLOCK, FENCED } lock_kind;
+
+#define STORE_FENCE STORE ":fence" /* the largest fence the store accepted */
+/* The store's side of fencing, as examples/fenced_store.c does it: a write whose fence is below
+ * the largest one accepted is refused. KEYS[1] = the data, KEYS[2] = that fence; ARGV[1] = the
+ * value, ARGV[2] = the writer's fence. */
+static const char fenced_write_lua[] =
+    "local last = redis.call('get', KEYS[2])\n"
+    "if last and tonumber(ARGV[2]) < tonumber(last) then\n"
+    "    return redis.error_reply('STALE fence ' .. ARGV[2] .. ' is below ' .. last)\n"
+    "end\n"
+    "redis.call('set', KEYS[2], ARGV[2])\n"
+    "redis.call('set', KEYS[1], ARGV[1])\n"
+    "return 1\n";
 
 typedef struct report {
     int status;           /* of the step reported (legacy unlock: the keys it deleted) */
     uint64_t at_us;       /* when the step ended */
     uint64_t deadline_us; /* lock: the holder's own idea of its deadline */
     bool still_valid;     /* check: what the check said */
+    uint64_t fence;       /* lock, FENCED: the lock's fencing token */
 } report;
 
 typedef struct holder_arg {
@@ -44,11 +61,18 @@ typedef struct holder_arg {
     lock_kind kind;
 } holder_arg;
 
-/* The write to the protected store, by the holder's name. */
-static int store_write(redisContext *ctx, const char *who)
+/* The write to the protected store, by the holder's name: a plain SET, or with a fence (not 0)
+ * through the fenced store. 0 written, 1 refused as stale, -1 no answer or another error. */
+static int store_write(redisContext *ctx, const char *who, uint64_t fence)
 {
-    redisReply *r = redisCommand(ctx, "SET %s %s", STORE, who);
-    int rc = r != NULL && r->type == REDIS_REPLY_STATUS ? 0 : -1;
+    redisReply *r = fence == 0 ? redisCommand(ctx, "SET %s %s", STORE, who)
+                               : redisCommand(ctx, "EVAL %s 2 %s %s %s %llu", fenced_write_lua,
+                                              STORE, STORE_FENCE, who, (unsigned long long)fence);
+    int rc = -1;
+    if (r != NULL && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_INTEGER))
+        rc = 0;
+    else if (r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "STALE", 5) == 0)
+        rc = 1;
     freeReplyObject(r);
     return rc;
 }
@@ -80,11 +104,16 @@ static int holder_a(int report_fd, int go_fd, void *data)
         h_test_options(&o);
         if (redlock_sync_new(arg->cluster->urls, N, &o, &sync, NULL, 0) != 0)
             return 12;
-        rep.status = redlock_sync_acquire(sync, KEY, strlen(KEY), TTL_MS, NULL, &lock, NULL);
+        redlock_lock_opts lo;
+        redlock_lock_opts_init(&lo);
+        lo.fencing = arg->kind == FENCED;
+        rep.status = redlock_sync_acquire(sync, KEY, strlen(KEY), TTL_MS, &lo, &lock, NULL);
         rep.at_us = redlock_now_us();
         rep.deadline_us = rep.status == 0 ? redlock_sync_lock_deadline_us(lock) : 0;
+        rep.fence = rep.status == 0 ? redlock_sync_lock_fence(lock) : 0;
     }
     const uint64_t deadline_us = rep.deadline_us;
+    const uint64_t fence = rep.fence;
     if (!pf_tell(report_fd, &rep, sizeof(rep)) || rep.status != 0)
         return 13;
 
@@ -92,7 +121,7 @@ static int holder_a(int report_fd, int go_fd, void *data)
     rep = (report){0};
     rep.at_us = redlock_now_us();
     rep.still_valid = rep.at_us < deadline_us;
-    if (arg->kind == REDLOCK)
+    if (arg->kind != LEGACY)
         rep.still_valid = rep.still_valid && redlock_sync_lock_status(lock) == 0;
     if (!pf_tell(report_fd, &rep, sizeof(rep)) || !rep.still_valid)
         return 14;
@@ -102,7 +131,7 @@ static int holder_a(int report_fd, int go_fd, void *data)
 
     /* Write: the check said yes. */
     rep = (report){0};
-    rep.status = store_write(store, "A");
+    rep.status = store_write(store, "A", fence);
     rep.at_us = redlock_now_us();
     if (!pf_tell(report_fd, &rep, sizeof(rep)))
         return 16;
@@ -159,6 +188,7 @@ static void run(h_env *env, lock_kind kind, const char *title)
         redlock_lock_opts lo;
         redlock_lock_opts_init(&lo);
         lo.wait_ms = TTL_MS + H_WAIT_MS;
+        lo.fencing = kind == FENCED;
         int rc = h_acquire(env, cb, KEY, PF_LONG_TTL_MS, &lo, &rb);
         if (rc != 0)
             h_dump_record("B's acquire", &rb);
@@ -166,17 +196,28 @@ static void run(h_env *env, lock_kind kind, const char *title)
         b_from = rb.at_us;
     }
     assert_true(b_from >= locked.deadline_us);
-    h_set(env, 0, STORE, strlen(STORE), "B");
+    uint64_t fence_b = 0;
+    if (kind == FENCED) {
+        fence_b = redlock_lock_fence(rb.lock);
+        assert_true(locked.fence > 0 &&
+                    fence_b > locked.fence); /* a newer holder, a larger fence */
+    }
+    redisContext *store_b = pf_connect(&env->cluster, 0);
+    assert_int_equal(store_write(store_b, "B", fence_b), 0);
+    redisFree(store_b);
 
     /* A resumes: its write lands after B's. */
     pf_child_cont(&a);
     pf_child_go(&a);
     assert_true(pf_child_read(&a, &wrote, sizeof(wrote)));
-    assert_int_equal(wrote.status, 0);
-    pf_history_add(&h, "A", locked.at_us, wrote.at_us);
+    /* Without fencing A's write lands (its hold, as the store sees it, runs to the end of that
+     * write); with it the store refuses the write, and A's last effect on the store is from
+     * before its check, inside its validity. */
+    assert_int_equal(wrote.status, kind == FENCED ? 1 : 0);
+    pf_history_add(&h, "A", locked.at_us, kind == FENCED ? checked.at_us : wrote.at_us);
     char *value = store_value(env);
     assert_non_null(value);
-    assert_string_equal(value, "A"); /* B's write is lost */
+    assert_string_equal(value, kind == FENCED ? "B" : "A"); /* unfenced: B's write is lost */
     free(value);
     assert_true(pf_child_read(&a, &unlocked, sizeof(unlocked)));
     assert_int_equal(pf_child_wait(&a), 0);
@@ -196,13 +237,15 @@ static void run(h_env *env, lock_kind kind, const char *title)
     pf_history_add(&h, "B", b_from, b_end);
     pf_report(&h);
     printf("#   A checked its lock %.3f ms before its deadline, was paused, wrote %.3f ms after "
-           "it; the store kept A's stale write; A's unlock: %s\n",
+           "it; %s; A's unlock: %s\n",
            (double)(locked.deadline_us - checked.at_us) / 1e3,
            (double)(wrote.at_us - locked.deadline_us) / 1e3,
+           kind == FENCED ? "the fenced store refused A's stale write (fence below B's)"
+                          : "the store kept A's stale write",
            kind == LEGACY ? (unlocked.status == 0 ? "deleted nothing" : "?")
                           : redlock_err_name(unlocked.status));
-    /* The checker sees the overlap. */
-    assert_true(pf_overlap_between(&h, "A", "B"));
+    /* The checker sees the overlap, unless the store refused the stale write. */
+    assert_true(pf_overlap_between(&h, "A", "B") == (kind != FENCED));
     assert_true(wrote.at_us > locked.deadline_us);
     /* Both locks notice afterwards that A's key was not its own any more: the legacy unlock
      * deletes nothing (and says nothing unless its caller looks); libredlock's release returns
@@ -216,8 +259,9 @@ static void paused_holder_writes_after_the_next_one(void **state)
     h_env env;
     h_env_start(&env, N, NULL);
     run(&env, LEGACY, "legacy lock, holder paused between its check and its write");
-    run(&env, REDLOCK,
-        "libredlock, the same pause (no lock prevents it; fencing, not yet in the library, will)");
+    run(&env, REDLOCK, "libredlock, the same pause (no lock with a ttl prevents it)");
+    run(&env, FENCED,
+        "libredlock with fencing tokens, the same pause: the fenced store refuses the late write");
     h_env_stop(&env);
 }
 

@@ -3,6 +3,7 @@
  * and memory per held lock (memory). */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -676,8 +677,12 @@ int bench_wan(bench_config *cfg)
 
 /* ---- memory -------------------------------------------------------------------------------- */
 
+/* The RSS of what is in use: free heap pages go back first (malloc_trim), else memory the earlier
+ * scenarios of this process freed is reused without showing in the RSS (a whole run measured
+ * +0 KiB for 5,000 locks where this scenario alone measured 3.4 MiB). */
 static long rss_kb(void)
 {
+    malloc_trim(0);
     FILE *f = fopen("/proc/self/status", "r");
     if (f == NULL)
         return -1;

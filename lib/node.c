@@ -13,6 +13,7 @@
 
 #include "command.h"
 #include "handshake.h"
+#include "relq.h"
 #include "stream.h"
 
 #define ERR_LEN REDLOCK_ERROR_TEXT_MAX /* messages end up in per-node error slots */
@@ -51,6 +52,8 @@ struct redlock__node {
     uint64_t last_reply_us;  /* last reply (or connect) time */
     uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
     char last_error[ERR_LEN];
+    /* Releases that found the node down, sent when it is up again (relq.h). */
+    redlock__relq kept;
 
     unsigned closes_pending; /* the deadline timer and the stream */
     void (*close_cb)(void *data);
@@ -101,10 +104,34 @@ static void set_state(redlock__node *n, node_state state)
     n->state = state;
 }
 
+static void kept_done(redlock__req *req, redlock_vote vote, const char *error,
+                      const redlock__reply_data *data, uint64_t now);
+
+static void keep_logged(redlock__node *n, int rc)
+{
+    if (rc == 1)
+        NODE_LOG(n, REDLOCK_LOG_WARN,
+                 "%u releases kept for the reconnection already: the oldest was dropped (its key "
+                 "expires with its ttl)",
+                 (unsigned)REDLOCK__RELQ_MAX);
+}
+
+/* A release that failed because the node is down (it failed fast, or its connection was lost
+ * before the answer): keep a copy to send once the node is up again, while its key may live. */
+static void maybe_keep(redlock__node *n, const redlock__req *req, uint64_t now)
+{
+    const redlock__cmd *cmd = req->cmd;
+    if (n->state != NODE_DOWN || cmd->kind != REDLOCK__CMD_RELEASE || req->cb == kept_done)
+        return;
+    keep_logged(n, redlock__relq_keep(&n->kept, n->cfg.alloc, cmd, now + cmd->ttl_ms * 1000, n));
+}
+
 /* Every request ends here: counted, then completed. */
 static void complete(redlock__node *n, redlock__req *req, redlock_vote vote, const char *error,
                      const redlock__reply_data *data, uint64_t now)
 {
+    if (vote == REDLOCK_VOTE_ERROR)
+        maybe_keep(n, req, now);
     if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) {
         n->consecutive_failures = 0;
     } else {
@@ -273,6 +300,48 @@ static void on_stream_down(redlock__stream *s, const char *why)
     node_down(n, 0, why);
 }
 
+/* ---- releases kept while down ------------------------------------------------------------- */
+
+/* A kept release was answered, or failed again: put it back while the node is down and its key
+ * may live, else it is done. */
+static void kept_done(redlock__req *req, redlock_vote vote, const char *error,
+                      const redlock__reply_data *data, uint64_t now)
+{
+    (void)error;
+    (void)data;
+    redlock__relq_entry *e = (redlock__relq_entry *)req;
+    redlock__node *n = e->owner;
+    if (vote == REDLOCK_VOTE_ERROR && n->state == NODE_DOWN && now < e->expires_us) {
+        keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
+        return;
+    }
+    redlock__relq_entry_free(n->cfg.alloc, e);
+}
+
+/* The node is up: send what it kept, oldest first; a key past its ttl is gone already. */
+static void send_kept(redlock__node *n)
+{
+    if (n->kept.len == 0)
+        return;
+    uint64_t now = now_us();
+    unsigned sent = 0, expired = 0;
+    redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
+    memset(&n->kept, 0, sizeof(n->kept));
+    redlock__relq_entry *e;
+    while ((e = redlock__relq_pop(&pending)) != NULL) {
+        if (now >= e->expires_us) {
+            redlock__relq_entry_free(n->cfg.alloc, e);
+            expired++;
+            continue;
+        }
+        e->req.cb = kept_done;
+        sent++;
+        redlock__node_send(n, &e->req);
+    }
+    NODE_LOG(n, REDLOCK_LOG_INFO, "sent %u release%s kept while the node was down (%u had expired)",
+             sent, sent == 1 ? "" : "s", expired);
+}
+
 /* ---- replies ------------------------------------------------------------------------------- */
 
 static void set_ready(redlock__node *n)
@@ -318,6 +387,7 @@ static void set_ready(redlock__node *n)
         n->held.len = 0;
     }
     redlock__stream_flush(&n->stream);
+    send_kept(n);
 }
 
 /* Every handshake reply came: the node is ready unless another node already reached the same
@@ -480,6 +550,7 @@ static void maybe_closed(redlock__node *n)
     if (n->reader != NULL)
         redisReaderFree(n->reader);
     redlock__buf_free(&n->held, n->cfg.alloc);
+    redlock__relq_clear(&n->kept, n->cfg.alloc);
     redlock__free(n->cfg.alloc, n);
     if (cb != NULL)
         cb(data);

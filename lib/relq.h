@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* relq.h - releases kept for a node that could not take them (node.c).
+ *
+ * A release that finds its node down (or loses its connection before the answer) would leave
+ * the key blocking the resource for the rest of its ttl. The node keeps a copy of it here - the
+ * key, the token and when the key expires at the latest - and sends it, oldest first, once its
+ * next connection is ready, unless the key has expired meanwhile. The queue is bounded: when it
+ * is full the oldest entry is dropped (the caller logs it). A compare-and-delete is safe to send
+ * late or twice: it deletes the key only while it still holds this token. */
+#ifndef REDLOCK_RELQ_H
+#define REDLOCK_RELQ_H
+
+#include <stdint.h>
+
+#include "common.h"
+#include "io.h"
+
+#define REDLOCK__RELQ_MAX 1024 /* kept releases per node */
+
+typedef struct redlock__relq_entry redlock__relq_entry;
+
+struct redlock__relq_entry {
+    redlock__req req; /* its cmd points at the copy below; cb and the rest are the node's */
+    redlock__relq_entry *next;
+    void *owner;         /* the node that sends it */
+    uint64_t expires_us; /* the key is gone by then: sending it later is pointless */
+    redlock__cmd cmd;
+    char bytes[]; /* key, then token */
+};
+
+typedef struct redlock__relq {
+    redlock__relq_entry *head, *tail;
+    unsigned len;
+} redlock__relq;
+
+/* Keep a copy of cmd (a RELEASE) whose key expires at expires_us. Returns 0, 1 when the oldest
+ * entry was dropped to make room, or REDLOCK_ENOMEM (nothing kept). */
+int redlock__relq_keep(redlock__relq *q, const redlock__alloc *alloc, const redlock__cmd *cmd,
+                       uint64_t expires_us, void *owner);
+/* Put back an entry taken with pop (its send failed again). Returns 0, or 1 when the oldest entry
+ * was dropped to make room. */
+int redlock__relq_put(redlock__relq *q, const redlock__alloc *alloc, redlock__relq_entry *e);
+/* Take the oldest entry, or NULL. */
+redlock__relq_entry *redlock__relq_pop(redlock__relq *q);
+void redlock__relq_entry_free(const redlock__alloc *alloc, redlock__relq_entry *e);
+/* Free every entry. */
+void redlock__relq_clear(redlock__relq *q, const redlock__alloc *alloc);
+
+#endif

@@ -19,6 +19,7 @@ int main(void)
     printf("REDLOCK_TOKEN_MAX %d\n", (int)REDLOCK_TOKEN_MAX);
     printf("REDLOCK_RESOURCE_MAX %u\n", (unsigned)REDLOCK_RESOURCE_MAX);
     printf("REDLOCK_EXTEND_RETAKE %u\n", (unsigned)REDLOCK_EXTEND_RETAKE);
+    printf("REDLOCK_CLOSE_FAST %u\n", (unsigned)REDLOCK_CLOSE_FAST);
     printf("REDLOCK_ROUND_PLAIN %u\n", (unsigned)REDLOCK_ROUND_PLAIN);
     printf("REDLOCK_ROUND_FENCED %u\n", (unsigned)REDLOCK_ROUND_FENCED);
     printf("REDLOCK_ROUND_COMMIT %u\n", (unsigned)REDLOCK_ROUND_COMMIT);

@@ -77,7 +77,8 @@ extern "C" {
     XX(EURL, -30010, "invalid node URL")                                                           \
     XX(EDUPNODE, -30011, "the same node is given twice")                                           \
     XX(EAGAIN, -30012, "round still pending")                                                      \
-    XX(ELIMIT, -30013, "auto-extension reached its maximum number of extensions")
+    XX(ELIMIT, -30013, "auto-extension reached its maximum number of extensions")                  \
+    XX(ENOTFOUND, -30014, "no pending operation matches")
 
 typedef enum {
 #define REDLOCK_XX_(name, value, msg) REDLOCK_##name = (value),
@@ -437,13 +438,40 @@ REDLOCK_EXTERN int redlock_client_new(struct uv_loop_s *loop, const char *const 
                                       unsigned n_nodes, const redlock_options *opts,
                                       redlock_client **client_out, char *err, size_t err_len);
 
-/* Close the client: every pending operation completes with REDLOCK_ECANCELED, once every libuv
- * handle is closed; then every lock handle the client gave out is freed, then close_cb runs (may
- * be NULL), then the client is freed. An acquire in flight at close may leave its key on nodes
- * until its ttl; held locks are not released (release them first). Returns REDLOCK_ECLOSING if
- * already closing, REDLOCK_EINVAL for NULL. */
+/* Close the client, releasing what it holds: first every lock the caller has a handle to and
+ * has neither released nor freed (attached handles excepted: redlock_lock_attach), and every
+ * acquire still in flight, is released on every node (one compare-and-delete round each, bounded
+ * by the node timeout; a node that is down is skipped). Then every pending operation completes
+ * with REDLOCK_ECANCELED, auto-extended locks get their lost callback with REDLOCK_ECANCELED,
+ * every libuv handle is closed, every lock handle the client gave out is freed, close_cb runs
+ * (may be NULL) and the client is freed. No new operation is accepted from the call on
+ * (REDLOCK_ECLOSING). Returns REDLOCK_ECLOSING if already closing, REDLOCK_EINVAL for NULL.
+ * Same as redlock_client_close_ex with flags 0. */
 REDLOCK_EXTERN int redlock_client_close(redlock_client *client, redlock_close_cb close_cb,
                                         void *data);
+
+/* Flags of redlock_client_close_ex and redlock_sync_free_ex. */
+#define REDLOCK_CLOSE_FAST                                                                         \
+    1u /* release nothing: held locks and acquires in flight keep their                            \
+          keys until their ttl (a process that hands its locks on) */
+
+/* redlock_client_close with flags: 0 or REDLOCK_CLOSE_FAST. Returns as redlock_client_close, or
+ * REDLOCK_EINVAL for unknown flags (the client is not closed then). */
+REDLOCK_EXTERN int redlock_client_close_ex(redlock_client *client, unsigned flags,
+                                           redlock_close_cb close_cb, void *data);
+
+/* Cancel every pending operation of this client whose callback data is data (the pointer given
+ * to redlock_acquire, redlock_extend, redlock_release or redlock_inspect; give an operation a
+ * data pointer of its own to cancel it alone). Each one's callback comes once, from the loop
+ * (never from inside this call), with REDLOCK_ECANCELED and the per-node results so far. A
+ * canceled acquire - waiting between attempts, with a round in flight, or won but not yet handed
+ * out - leaves nothing held: its attempt is released on every node. A canceled extend's keys may
+ * have been renewed on some nodes; the lock keeps the validity it had. A canceled release's
+ * commands still run. The auto-extension's own extends are never canceled here
+ * (redlock_auto_extend_stop). Allowed from any callback of the client. Returns 0 when at least
+ * one was canceled, REDLOCK_ENOTFOUND when none is pending with this data (its callback has run,
+ * or it was canceled already), REDLOCK_ECLOSING, or REDLOCK_EINVAL for a NULL client. */
+REDLOCK_EXTERN int redlock_cancel(redlock_client *client, const void *data);
 
 /* The message of the last error returned at once by a call on this client (the reason behind a
  * REDLOCK_EINVAL, say). Valid until the next call on the client. "" if none. */
@@ -765,11 +793,24 @@ REDLOCK_EXTERN int redlock_sync_new(const char *const *node_urls, unsigned n_nod
                                     const redlock_options *opts, redlock_sync **sync_out, char *err,
                                     size_t err_len);
 
-/* Close: calls in flight on other threads return REDLOCK_ECANCELED, auto-extended locks get
- * their lost callback with REDLOCK_ECANCELED, the thread is joined, everything is freed
- * (including every redlock_sync_lock not yet freed). Must not be called from a lost callback.
- * NULL is allowed. */
+/* Close: as redlock_client_close, every lock held through a redlock_sync_lock not yet freed or
+ * released (attached ones excepted) and every acquire in flight is released on every node first
+ * (bounded by the node timeout); calls in flight on other threads return REDLOCK_ECANCELED,
+ * auto-extended locks get their lost callback with REDLOCK_ECANCELED, the thread is joined,
+ * everything is freed (including every redlock_sync_lock not yet freed). Must not be called from
+ * a lost callback. NULL is allowed. Same as redlock_sync_free_ex with flags 0. */
 REDLOCK_EXTERN void redlock_sync_free(redlock_sync *sync);
+/* redlock_sync_free with flags: 0 or REDLOCK_CLOSE_FAST (release nothing); unknown flags are
+ * ignored as if 0. */
+REDLOCK_EXTERN void redlock_sync_free_ex(redlock_sync *sync, unsigned flags);
+
+/* Abandon a blocking call in progress on another thread: the call that was given report (its
+ * redlock_report, which identifies it: give each call you may cancel a report of its own) returns
+ * REDLOCK_ECANCELED promptly, as redlock_cancel describes (a canceled acquire leaves nothing
+ * held). From any thread but the library's (not from a lost or log callback: REDLOCK_EINVAL).
+ * Returns 0, REDLOCK_ENOTFOUND when no call with this report is in progress (it has returned,
+ * or has not been made yet), REDLOCK_ECLOSING, or REDLOCK_EINVAL (NULL sync or report). */
+REDLOCK_EXTERN int redlock_sync_cancel(redlock_sync *sync, const redlock_report *report);
 
 /* Acquire (as redlock_acquire; opts may ask for wait_ms and auto_extend). The lost callback then
  * runs on the library's thread and gets the inner async handle, whose redlock_lock_get_data()

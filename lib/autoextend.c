@@ -151,7 +151,7 @@ static void on_extend_timer(redlock__timer *t)
     if (!a->active || a->extending)
         return;
     a->extending = true;
-    int rc = redlock_extend(lock, lock->ttl_ms, a->opts.extend_flags, on_extended, NULL);
+    int rc = redlock__extend(lock, lock->ttl_ms, a->opts.extend_flags, on_extended, NULL, false);
     if (rc != 0) {
         a->extending = false;
         /* A retake refused because the caller's own extend found the lock lost: that is why. */

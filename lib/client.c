@@ -175,18 +175,37 @@ static void on_io_closed(redlock__io *io)
 
 int redlock_client_close(redlock_client *c, redlock_close_cb close_cb, void *data)
 {
+    return redlock_client_close_ex(c, 0, close_cb, data);
+}
+
+int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb close_cb,
+                            void *data)
+{
     if (c == NULL)
         return REDLOCK_EINVAL;
     if (c->closing)
         return REDLOCK_ECLOSING;
+    if ((flags & ~REDLOCK_CLOSE_FAST) != 0)
+        return redlock__client_error(c, REDLOCK_EINVAL, "unknown flags 0x%x", flags);
     c->closing = true;
     c->close_cb = close_cb;
     c->close_data = data;
     /* Pending retries and deferred deliveries will not run: the close delivers them. */
     while (redlock__timerq_pop_due(&c->timers, UINT64_MAX) != NULL)
         ;
-    c->io->ops->close(c->io);
+    /* The io closes once the last release is done; the extra count keeps it open while they
+     * are started (a node that is down answers at once). */
+    c->close_rounds = 1;
+    if ((flags & REDLOCK_CLOSE_FAST) == 0)
+        redlock__ops_release_all(c);
+    redlock__client_close_step(c);
     return 0;
+}
+
+void redlock__client_close_step(redlock_client *c)
+{
+    if (--c->close_rounds == 0)
+        c->io->ops->close(c->io);
 }
 
 unsigned redlock_client_node_count(const redlock_client *c)

@@ -34,6 +34,7 @@ struct redlock_client {
     redlock__list locks; /* every live lock handle */
     unsigned api_depth;  /* > 0 while inside a public call: completions are deferred */
     bool closing;
+    unsigned close_rounds; /* while closing: releases still out, + 1 while they are started */
     redlock_close_cb close_cb;
     void *close_data;
     char last_error[256];
@@ -114,6 +115,16 @@ void redlock__client_timer_stop(redlock_client *c, redlock__timer *t);
 
 /* Deliver every pending operation with REDLOCK_ECANCELED (ops.c); the client is closed. */
 void redlock__ops_cancel_all(redlock_client *c);
+/* The client is closing and not fast (ops.c): release on every node each lock the caller holds
+ * (handed out, not released, not attached) and each acquire in flight or won and not handed out.
+ * Each release round counts in close_rounds and calls redlock__client_close_step when its last
+ * node has answered or timed out. */
+void redlock__ops_release_all(redlock_client *c);
+/* One of the close's releases is done (or their start is): the last one closes the io. */
+void redlock__client_close_step(redlock_client *c);
+/* redlock_extend; the auto-extension's own extends are not cancelable by redlock_cancel. */
+int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data,
+                    bool cancelable);
 
 /* Auto-extension (autoextend.c): stop without a callback; tell every auto-extended lock of the
  * client that it is lost with REDLOCK_ECANCELED. */

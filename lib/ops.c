@@ -8,7 +8,29 @@
  * land in valid memory and are ignored.
  *
  * Callbacks never run inside a public call: a completion that happens there (every node down)
- * is delivered from the timer queue on the next loop turn. */
+ * is delivered from the timer queue on the next loop turn.
+ *
+ * An operation's life (op_state):
+ *
+ *     OP_RUNNING --round decided, retry due--> OP_RETRYING --timer--> OP_RUNNING
+ *     OP_RUNNING, OP_RETRYING --outcome known, or redlock_cancel--> OP_DECIDED --> delivered
+ *
+ * OP_DECIDED waits only for its delivery: at once, on the next loop turn (decided inside a public
+ * call), or at the close (a closing client delivers everything with REDLOCK_ECANCELED).
+ *
+ * A round's life (round_state):
+ *
+ *     ROUND_SENDING --written to every node--> ROUND_OPEN or ROUND_DONE
+ *     ROUND_OPEN --a vote--> ROUND_CHECKING --> ROUND_OPEN or ROUND_DONE
+ *     ROUND_OPEN --its operation canceled--> ROUND_DONE
+ *
+ * Votes are counted in every state. Only ROUND_OPEN acts on them: in ROUND_SENDING the round acts
+ * once every node has its command (a node that is down answers at once, and a release must not
+ * overtake an acquire still to be written); in ROUND_CHECKING a completion nested in the check (a
+ * callback closed the client) is counted and nothing more. ROUND_DONE means its operation has
+ * acted, or none listens (a release of a lost attempt, a canceled operation's round): the round
+ * waits for its last answers, then is freed - unless its operation still holds it for the
+ * per-node results it hands its callback (`held`, an ownership, not a stage of life). */
 #include "client.h"
 
 #include <stdio.h>
@@ -18,10 +40,16 @@
 
 typedef enum { OP_LOCK, OP_EXTEND, OP_UNLOCK, OP_INSPECT } op_kind;
 
+typedef enum { OP_RUNNING, OP_RETRYING, OP_DECIDED } op_state;
+
+typedef enum { ROUND_SENDING, ROUND_OPEN, ROUND_CHECKING, ROUND_DONE } round_state;
+
 typedef struct round round;
 
 typedef struct op {
     op_kind kind;
+    op_state state;
+    bool cancelable; /* redlock_cancel may name it (not the auto-extension's own extends) */
     redlock_client *client;
     redlock_lock *lock;
     redlock_cb cb;
@@ -36,11 +64,10 @@ typedef struct op {
     int retries_left;
     uint64_t wait_deadline_us; /* 0: none */
     uint64_t prev_deadline_us; /* extend: the validity the round must beat */
-    int status;
-    bool done;       /* status is final; only the delivery is left */
-    bool has_auto;   /* acquire: start auto-extension on success */
-    bool after_lost; /* extend: called after the lock was reported lost */
-    bool late;       /* release: called when the lock's validity had already run out */
+    int status;                /* final in OP_DECIDED */
+    bool has_auto;             /* acquire: start auto-extension on success */
+    bool after_lost;           /* extend: called after the lock was reported lost */
+    bool late;                 /* release: called when the lock's validity had already run out */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
@@ -59,10 +86,9 @@ struct round {
     redlock__cmd cmd;
     redlock_round q;
     unsigned outstanding; /* requests not yet completed */
-    bool busy;    /* inside the send loop or a check: decisions wait, and the round is not freed */
-    bool q_ready; /* q is set up already (a commit round, from its acquire round) */
-    bool acted;
-    bool held; /* the operation keeps it for its callback's result */
+    round_state state;
+    bool held;          /* the operation keeps it for its callback's result */
+    bool close_release; /* a release a closing client waits for (redlock_client_close) */
     redlock_node_result *results;
     char *errors; /* n_nodes * REDLOCK_ERROR_TEXT_MAX */
     char *values; /* INSPECT: n_nodes * REDLOCK_TOKEN_MAX */
@@ -72,18 +98,30 @@ struct round {
     round_req reqs[];
 };
 
-static void round_check(round *r);
+static bool round_check(round *r);
 static void op_deliver(op *o);
 
 /* ---- rounds ---------------------------------------------------------------------------------- */
 
 static void round_maybe_free(round *r)
 {
-    if (r->outstanding > 0 || r->busy || r->held)
+    if (r->outstanding > 0 || r->held || r->state == ROUND_SENDING || r->state == ROUND_CHECKING)
         return;
+    redlock_client *c = r->client;
     redlock_lock *lock = r->lock;
-    redlock__free(&r->client->alloc, r);
+    bool close_release = r->close_release;
+    redlock__free(&c->alloc, r);
     redlock__lock_unref(lock);
+    if (close_release)
+        redlock__client_close_step(c);
+}
+
+/* Leave ROUND_SENDING or ROUND_CHECKING: done when its operation acted (or none listens - a
+ * cancel may have detached it meanwhile). Frees it if that was all. */
+static void round_settle(round *r, bool done)
+{
+    r->state = done || r->op == NULL ? ROUND_DONE : ROUND_OPEN;
+    round_maybe_free(r);
 }
 
 static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
@@ -98,6 +136,7 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
         return NULL;
     r->client = c;
     r->op = o;
+    r->state = ROUND_SENDING;
     r->lock = lock;
     redlock__lock_ref(lock);
     r->results = (redlock_node_result *)(void *)((char *)r + sizeof(round) + n * sizeof(round_req));
@@ -155,31 +194,30 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         redlock_round_vote(&r->q, i, vote, now_us);
     /* Completions can nest (a callback closes the client, which fails every request): only the
      * outermost one acts on the round and may free it. */
-    if (r->busy)
+    if (r->state != ROUND_OPEN) {
+        round_maybe_free(r); /* ROUND_DONE: this may have been its last answer */
         return;
-    r->busy = true;
-    round_check(r);
-    r->busy = false;
-    round_maybe_free(r);
+    }
+    r->state = ROUND_CHECKING;
+    round_settle(r, round_check(r));
 }
 
 /* Write the round's command to every node. Completions may arrive during the loop (a node that
  * is down fails at once); the round acts only after the loop, so a release never overtakes an
  * acquire that is still to be written. */
-static void round_send(round *r)
+static void round_send(round *r, bool init_q)
 {
     redlock_client *c = r->client;
     unsigned n = c->n_nodes;
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
-    if (!r->q_ready) {
+    if (init_q) {
         int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms,
                                     redlock__client_now(c));
         if (rc == 0 && r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
             rc = redlock_round_fencing(&r->q);
         (void)rc; /* arguments were checked by the caller */
     }
-    r->busy = true;
     r->outstanding = n;
     for (unsigned i = 0; i < n; i++) {
         round_req *rr = &r->reqs[i];
@@ -189,9 +227,7 @@ static void round_send(round *r)
         rr->req.cb = on_req_done;
         c->io->ops->send(c->io, i, &rr->req);
     }
-    round_check(r);
-    r->busy = false;
-    round_maybe_free(r);
+    round_settle(r, round_check(r));
 }
 
 /* Release the lock's key on every node; nobody waits for the answers. Written after the
@@ -202,7 +238,11 @@ static void release_everywhere(redlock_client *c, redlock_lock *lock)
     round *r = round_new(c, NULL, lock, REDLOCK__CMD_RELEASE, lock->ttl_ms, false);
     if (r == NULL)
         return; /* out of memory: the keys expire with their ttl */
-    round_send(r);
+    if (c->closing) {
+        r->close_release = true; /* the close waits for it */
+        c->close_rounds++;
+    }
+    round_send(r, true);
 }
 
 /* ---- operations ------------------------------------------------------------------------------ */
@@ -234,7 +274,7 @@ static void op_complete(op *o, int status)
 {
     redlock_client *c = o->client;
     o->status = status;
-    o->done = true;
+    o->state = OP_DECIDED;
     if (c->closing)
         return; /* delivered by the close, with REDLOCK_ECANCELED */
     if (c->api_depth > 0) {
@@ -324,6 +364,7 @@ static int op_start_round(op *o);
 static void on_retry_timer(redlock__timer *t)
 {
     op *o = REDLOCK__CONTAINER_OF(t, op, timer);
+    o->state = OP_RUNNING;
     int rc = op_start_round(o);
     if (rc != 0)
         op_complete(o, rc);
@@ -383,14 +424,13 @@ static int commit_start(op *o, round *acquire)
         return REDLOCK_ENOMEM;
     int rc = redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);
     (void)rc; /* acquire is a won fenced round; fence_commit was checked by redlock_acquire */
-    r->q_ready = true;
     r->cmd.fence = redlock_round_fence(&r->q);
     /* The commit round's result is the one the caller sees: it keeps what each node's counter
      * was when its key was set. */
     for (unsigned i = 0; i < c->n_nodes; i++)
         r->results[i].fence = acquire->results[i].fence;
     op_hold_round(o, r);
-    round_send(r);
+    round_send(r, false); /* q was set up from the acquire round */
     return 0;
 }
 
@@ -415,6 +455,7 @@ static void lock_attempt_lost(op *o, int status)
         uint64_t due = now + retry_delay_us(c);
         if (o->wait_deadline_us != 0 && due > o->wait_deadline_us)
             due = o->wait_deadline_us;
+        o->state = OP_RETRYING;
         redlock__client_timer_start(c, &o->timer, due, on_retry_timer);
         return;
     }
@@ -495,34 +536,33 @@ static int inspect_status(const redlock_round *q)
     return q->votes_yes + q->votes_no >= q->quorum ? 0 : REDLOCK_ENOQUORUM;
 }
 
-/* The round reached the point where its operation acts on it. */
-static void round_check(round *r)
+/* The round was sent, or got a vote: its operation acts if it can. Returns whether the round is
+ * done (acted on, or nobody listens), or waits for more votes. Runs in ROUND_SENDING or
+ * ROUND_CHECKING, so nothing nested in the action frees the round. */
+static bool round_check(round *r)
 {
     op *o = r->op;
-    if (r->acted || o == NULL)
-        return;
+    if (o == NULL)
+        return true;
     if (o->kind == OP_UNLOCK || o->kind == OP_INSPECT) {
         /* No early decision: the count of deleted keys, or the picture of every node, is what
          * the caller asked for. Every node answers or times out within its deadline. */
         if (r->outstanding > 0)
-            return;
-        r->acted = true;
+            return false;
         int status = o->kind == OP_UNLOCK ? release_status(o, &r->q) : inspect_status(&r->q);
         redlock__stats_round(o->client, r->cmd.kind, status, &r->q, r->results);
         op_complete(o, status);
-        return;
+        return true;
     }
     if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
-        return;
-    r->acted = true;
-    if (o->client->closing) {
+        return false;
+    if (o->client->closing)
         op_complete(o, REDLOCK_ECANCELED);
-        return;
-    }
-    if (o->kind == OP_LOCK)
+    else if (o->kind == OP_LOCK)
         lock_round_done(o, r);
     else
         extend_round_done(o, r);
+    return true;
 }
 
 static int op_start_round(op *o)
@@ -541,8 +581,9 @@ static int op_start_round(op *o)
     if (r == NULL)
         return REDLOCK_ENOMEM;
     o->attempts++;
+    o->state = OP_RUNNING;
     op_hold_round(o, r);
-    round_send(r);
+    round_send(r, true);
     return 0;
 }
 
@@ -552,6 +593,7 @@ static op *op_new(redlock_client *c, op_kind kind, redlock_lock *lock, redlock_c
     if (o == NULL)
         return NULL;
     o->kind = kind;
+    o->cancelable = true;
     o->client = c;
     o->lock = lock;
     o->cb = cb;
@@ -575,6 +617,86 @@ static int op_launch(op *o)
         return redlock__client_error(c, rc, "out of memory");
     }
     return 0;
+}
+
+/* ---- cancel, and the close's releases ---------------------------------------------------------
+ */
+
+/* Cancel o, which has not been delivered: it will be, with REDLOCK_ECANCELED. An acquire's attempt
+ * in flight, or its lock won but not yet handed out, is released on every node (written after the
+ * attempt's commands on each ordered connection). A canceled extend's keys may have been renewed
+ * on some nodes: the lock keeps the validity it had, which is the safe side. A canceled release's
+ * commands still run. */
+static void op_cancel(op *o)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    switch (o->state) {
+    case OP_DECIDED: /* its delivery is due already */
+        if (o->kind == OP_LOCK && o->status == 0) {
+            redlock__auto_stop(lock);
+            release_everywhere(c, lock);
+        }
+        o->status = REDLOCK_ECANCELED;
+        return;
+    case OP_RETRYING: /* the last attempt was released when it was lost */
+        redlock__client_timer_stop(c, &o->timer);
+        break;
+    case OP_RUNNING: {
+        round *r = o->round;
+        r->op = NULL; /* its votes are counted, and nobody acts on them */
+        if (r->state == ROUND_OPEN)
+            r->state = ROUND_DONE;
+        if (o->kind == OP_LOCK)
+            release_everywhere(c, lock);
+        break;
+    }
+    }
+    op_complete(o, REDLOCK_ECANCELED);
+}
+
+int redlock_cancel(redlock_client *c, const void *data)
+{
+    if (c == NULL)
+        return REDLOCK_EINVAL;
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    unsigned n = 0;
+    c->api_depth++; /* the callbacks come from the loop, not from inside this call */
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (!o->cancelable || o->data != data)
+            continue;
+        if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
+            continue; /* canceled already: its callback comes once */
+        op_cancel(o);
+        n++;
+    }
+    c->api_depth--;
+    if (n == 0)
+        return redlock__client_error(c, REDLOCK_ENOTFOUND,
+                                     "no pending operation of this client has this callback data "
+                                     "(its callback has run, or it was canceled already)");
+    return 0;
+}
+
+void redlock__ops_release_all(redlock_client *c)
+{
+    /* Acquires first: in flight, or won and not yet handed out (those locks are not the
+     * caller's yet, so the walk over handles below does not see them). */
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (o->kind == OP_LOCK && (o->state != OP_DECIDED || o->status == 0))
+            op_cancel(o);
+    }
+    /* Then every lock the caller holds a handle to and has not released. An attached handle
+     * speaks for a hold that belongs to whoever acquired it (redlock extend in the CLI, say):
+     * it is left alone. */
+    for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
+        redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+        if (lock->user_owned && !lock->released && !lock->attached)
+            release_everywhere(c, lock);
+    }
 }
 
 void redlock__ops_cancel_all(redlock_client *c)
@@ -751,6 +873,12 @@ int redlock__check_retake(redlock_lock *lock)
 
 int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data)
 {
+    return redlock__extend(lock, ttl_ms, flags, cb, data, true);
+}
+
+int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data,
+                    bool cancelable)
+{
     if (lock == NULL)
         return REDLOCK_EINVAL;
     redlock_client *c = lock->client;
@@ -774,6 +902,7 @@ int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_
     if (o == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     redlock__lock_ref(lock);
+    o->cancelable = cancelable;
     o->ttl_ms = ttl_ms;
     o->flags = flags;
     o->prev_deadline_us = lock->deadline_us;

@@ -41,7 +41,8 @@ typedef enum {
     REQ_EXTEND,
     REQ_RELEASE,
     REQ_LOCK_FREE,
-    REQ_QUERY /* redlock_sync_node_info, redlock_sync_stats */
+    REQ_QUERY, /* redlock_sync_node_info, redlock_sync_stats */
+    REQ_CANCEL /* redlock_sync_cancel */
 } req_kind;
 
 /* One blocking call. It lives on the caller's stack, which stays put until the loop thread
@@ -49,7 +50,7 @@ typedef enum {
 typedef struct sync_req {
     req_kind kind;
     redlock_sync *sync; /* set by submit */
-    redlock__list link; /* sync->queue */
+    redlock__list link; /* sync->queue; then sync->started while its async operation runs */
     uv_cond_t cond;
     bool done;
     int status;
@@ -67,6 +68,7 @@ typedef struct sync_req {
     redlock_node_info *node_info;
     unsigned node;
     redlock_stats *stats;
+    const redlock_report *target; /* cancel: the report of the call to cancel */
 } sync_req;
 
 struct redlock_sync {
@@ -86,7 +88,9 @@ struct redlock_sync {
     /* Loop thread only. */
     redlock__list locks;      /* every handle not yet freed */
     redlock__list auto_locks; /* handles being auto-extended */
+    redlock__list started;    /* calls whose async operation runs (redlock_sync_cancel) */
     bool close_started;
+    unsigned close_flags; /* redlock_sync_free_ex's, written before `closing` under the mutex */
 };
 
 struct redlock_sync_lock {
@@ -240,6 +244,7 @@ static int submit(redlock_sync *s, sync_req *req)
 /* Hand req's outcome to its caller. req must not be touched afterwards. */
 static void complete(redlock_sync *s, sync_req *req, int status)
 {
+    redlock__list_remove(&req->link); /* from sync->started, if there */
     uv_mutex_lock(&s->mutex);
     req->status = status;
     req->done = true;
@@ -464,6 +469,18 @@ static void on_client_closed(redlock_client *client, void *data)
     uv_close((uv_handle_t *)&s->async, NULL); /* no handle left: uv_run returns */
 }
 
+/* redlock_sync_cancel on the loop thread: cancel the async operation of the started call whose
+ * report is target (its callback data is the call's request). */
+static int cancel_started(redlock_sync *s, const redlock_report *target)
+{
+    for (redlock__list *it = s->started.next; it != &s->started; it = it->next) {
+        sync_req *req = REDLOCK__CONTAINER_OF(it, sync_req, link);
+        if (req->report == target)
+            return redlock_cancel(s->client, req);
+    }
+    return REDLOCK_ENOTFOUND;
+}
+
 static void on_async(uv_async_t *async)
 {
     redlock_sync *s = REDLOCK__CONTAINER_OF(async, redlock_sync, async);
@@ -484,6 +501,8 @@ static void on_async(uv_async_t *async)
     while (!redlock__list_empty(&batch)) {
         sync_req *req = REDLOCK__CONTAINER_OF(batch.next, sync_req, link);
         redlock__list_remove(&req->link);
+        bool async_op = req->kind == REQ_ACQUIRE || req->kind == REQ_INSPECT ||
+                        req->kind == REQ_EXTEND || req->kind == REQ_RELEASE;
         int rc;
         if (s->client != NULL)
             s->client->last_error[0] = '\0'; /* so a failure below finds only its own reason */
@@ -497,6 +516,9 @@ static void on_async(uv_async_t *async)
                      req->node_info != NULL
                          ? redlock_client_node_info(s->client, req->node, req->node_info)
                          : redlock_client_stats(s->client, req->stats));
+            continue;
+        case REQ_CANCEL:
+            complete(s, req, closing ? REDLOCK_ECLOSING : cancel_started(s, req->target));
             continue;
         case REQ_ACQUIRE:
             rc = closing ? REDLOCK_ECANCELED : start_acquire(s, req);
@@ -518,12 +540,14 @@ static void on_async(uv_async_t *async)
             report_status(req->report, rc,
                           closing ? "the client is being freed" : s->client->last_error);
             complete(s, req, rc);
+        } else if (async_op) {
+            redlock__list_push(&s->started, &req->link); /* until its callback completes it */
         }
     }
 
     if (closing && !s->close_started) {
         s->close_started = true;
-        int rc = redlock_client_close(s->client, on_client_closed, s);
+        int rc = redlock_client_close_ex(s->client, s->close_flags, on_client_closed, s);
         assert(rc == 0); /* only this thread closes it, once */
         (void)rc;
     }
@@ -575,6 +599,7 @@ static int sync_init(redlock_sync *s, char *err, size_t err_len)
     redlock__list_init(&s->queue);
     redlock__list_init(&s->locks);
     redlock__list_init(&s->auto_locks);
+    redlock__list_init(&s->started);
     redlock__keep_stdio_taken(); /* before the loop takes descriptors */
     int uvrc = uv_loop_init(&s->loop);
     if (uvrc != 0) {
@@ -677,6 +702,11 @@ int redlock_sync_new(const char *const *node_urls, unsigned n_nodes, const redlo
 
 void redlock_sync_free(redlock_sync *s)
 {
+    redlock_sync_free_ex(s, 0);
+}
+
+void redlock_sync_free_ex(redlock_sync *s, unsigned flags)
+{
     if (s == NULL)
         return;
     /* From a lost callback the loop thread would have to join itself: refused (documented). */
@@ -687,6 +717,7 @@ void redlock_sync_free(redlock_sync *s)
         uv_mutex_unlock(&s->mutex);
         return;
     }
+    s->close_flags = flags & REDLOCK_CLOSE_FAST;
     s->closing = true;
     uv_async_send(&s->async);
     uv_mutex_unlock(&s->mutex);
@@ -711,6 +742,14 @@ void redlock_sync_free(redlock_sync *s)
 }
 
 /* ---- blocking calls -------------------------------------------------------------------------- */
+
+int redlock_sync_cancel(redlock_sync *sync, const redlock_report *report)
+{
+    if (sync == NULL || report == NULL)
+        return REDLOCK_EINVAL;
+    sync_req req = {.kind = REQ_CANCEL, .target = report};
+    return submit(sync, &req);
+}
 
 int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, uint64_t ttl_ms,
                          const redlock_lock_opts *opts, redlock_sync_lock **lock_out,

@@ -167,7 +167,9 @@ void tool_close_client(tool *t)
     if (t->client == NULL || t->client_closing)
         return;
     t->client_closing = true;
-    redlock_client_close(t->client, on_client_closed, t);
+    /* Fast: the tool releases what it means to release itself; "acquire" hands its lock on to
+     * a later "release" or "extend" and must leave it held. */
+    redlock_client_close_ex(t->client, REDLOCK_CLOSE_FAST, on_client_closed, t);
 }
 
 /* A call on the client failed at once (nothing was sent): say why, and end. */

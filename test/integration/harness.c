@@ -75,9 +75,14 @@ static void on_closed(redlock_client *client, void *data)
 
 void h_close_client(h_env *env, redlock_client *client)
 {
+    h_close_client_ex(env, client, 0);
+}
+
+void h_close_client_ex(h_env *env, redlock_client *client, unsigned flags)
+{
     bool closed = false;
-    assert_int_equal(redlock_client_close(client, on_closed, &closed), 0);
-    assert_true(h_run_until_true(&env->loop, &closed, H_WAIT_MS));
+    assert_int_equal(redlock_client_close_ex(client, flags, on_closed, &closed), 0);
+    assert_true(h_run_until_true(&env->loop, &closed, H_WAIT_MS + H_SLACK_MS));
     if (env->client == client)
         env->client = NULL;
 }

@@ -96,8 +96,11 @@ void h_test_options(redlock_options *opts);
  * closed again: their pending callbacks point into the test's dead stack frame, and closing the
  * client would call them (ECANCELED) and write there. A failed run may leak them. */
 int h_teardown(void **state);
-/* Close a client and run the loop until its close callback ran. */
+/* Close a client (releasing what it holds) and run the loop until its close callback ran. */
 void h_close_client(h_env *env, redlock_client *client);
+/* The same with redlock_client_close_ex's flags: REDLOCK_CLOSE_FAST is how a test makes a
+ * holder "crash" (nothing released, its keys wait for their ttl). */
+void h_close_client_ex(h_env *env, redlock_client *client, unsigned flags);
 
 /* Run the loop until *counter >= target or timeout_ms passed. Returns true if reached. */
 bool h_run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms);

@@ -295,4 +295,37 @@ MUTANTS = [
                    "return false ? &redlock__script_extend_fenced")],
         "killers": [integration("fencing", "extend_keeps_fence*")],
     },
+    {
+        "name": "cancel-keeps-attempt",
+        "what": "a canceled acquire with a round in flight leaves its attempt's keys on the nodes",
+        "edits": [("lib/ops.c",
+                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock);\n"
+                   "        break;",
+                   "        break;")],
+        "killers": [integration("cancel", "cancel_acquire_in_flight")],
+    },
+    {
+        "name": "cancel-auto-extension",
+        "what": "redlock_cancel also cancels the auto-extension's own extends",
+        "edits": [("lib/autoextend.c",
+                   "on_extended, NULL, false);",
+                   "on_extended, NULL, true);")],
+        "killers": [integration("cancel", "cancel_refusals")],
+    },
+    {
+        "name": "close-strands-locks",
+        "what": "closing the client releases nothing it holds",
+        "edits": [("lib/client.c",
+                   "    if ((flags & REDLOCK_CLOSE_FAST) == 0)\n        redlock__ops_release_all(c);\n",
+                   "")],
+        "killers": [integration("cancel", "close_releases_held_locks")],
+    },
+    {
+        "name": "release-not-kept",
+        "what": "a release that finds its node down is not kept for the reconnection",
+        "edits": [("lib/node.c",
+                   "    if (vote == REDLOCK_VOTE_ERROR)\n        maybe_keep(n, req, now);\n",
+                   "")],
+        "killers": [integration("cancel", "release_kept_until_node_returns")],
+    },
 ]

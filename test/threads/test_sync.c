@@ -676,6 +676,85 @@ static void record_lost(redlock_lock *lock, int reason, void *data)
     atomic_fetch_add(&rec->calls, 1);
 }
 
+/* A blocking acquire waiting (wait_ms 60 s) behind a holder, abandoned from another thread with
+ * redlock_sync_cancel(its report). */
+typedef struct cancel_waiter {
+    redlock_sync *sync;
+    redlock_report report;
+    int rc;
+    redlock_sync_lock *lock;
+} cancel_waiter;
+
+static void cancel_waiter_main(void *arg)
+{
+    cancel_waiter *w = arg;
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.wait_ms = 60000;
+    w->rc = acquire_str(w->sync, "threads:cancel", 30000, &lo, &w->lock, &w->report);
+}
+
+/* The canceled call returns REDLOCK_ECANCELED long before its wait, hands out no handle, and the
+ * holder's key is untouched; a cancel that names no call in progress is REDLOCK_ENOTFOUND. Then
+ * redlock_sync_free releases the lock still held, and redlock_sync_free_ex(REDLOCK_CLOSE_FAST)
+ * leaves another one held. */
+static void sync_cancel_and_releasing_free(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_sync *sync = start_sync(&cluster, NULL);
+    redlock_sync_lock *held = NULL;
+    assert_int_equal(acquire_str(sync, "threads:cancel", 30000, NULL, &held, NULL), 0);
+    size_t token_len = 0;
+    const char *token = redlock_sync_lock_token(held, &token_len);
+    assert_true(wait_all_holding(&cluster, "threads:cancel", token, token_len));
+
+    assert_int_equal(redlock_sync_cancel(NULL, NULL), REDLOCK_EINVAL);
+    static redlock_report unused; /* static: see the top of the file */
+    redlock_report_init(&unused);
+    assert_int_equal(redlock_sync_cancel(sync, &unused), REDLOCK_ENOTFOUND);
+
+    static cancel_waiter w;
+    memset(&w, 0, sizeof(w));
+    w.sync = sync;
+    redlock_report_init(&w.report);
+    uv_thread_t thread;
+    uint64_t t0 = redlock_now_us();
+    assert_int_equal(uv_thread_create(&thread, cancel_waiter_main, &w), 0);
+    /* Until the waiter's call has reached the library, there is nothing to cancel. */
+    int rc;
+    while ((rc = redlock_sync_cancel(sync, &w.report)) == REDLOCK_ENOTFOUND &&
+           redlock_now_us() - t0 < WAIT_MS * 1000ull)
+        sleep_ms(5);
+    assert_int_equal(rc, 0);
+    uv_thread_join(&thread);
+    assert_int_equal(w.rc, REDLOCK_ECANCELED);
+    assert_int_equal(w.report.status, REDLOCK_ECANCELED);
+    assert_null(w.lock);
+    assert_true(redlock_now_us() - t0 < 60000 * 1000ull); /* not the end of its wait */
+    assert_int_equal(redlock_sync_cancel(sync, &w.report), REDLOCK_ENOTFOUND);
+    assert_int_equal(count_holding(&cluster, "threads:cancel", token, token_len), N_NODES);
+
+    char copy[REDLOCK_TOKEN_MAX + 1];
+    memcpy(copy, token, token_len); /* the handle goes with the free */
+    free_sync(sync);
+    assert_int_equal(count_holding(&cluster, "threads:cancel", copy, token_len), 0);
+
+    sync = start_sync(&cluster, NULL);
+    assert_int_equal(acquire_str(sync, "threads:kept", 30000, NULL, &held, NULL), 0);
+    token = redlock_sync_lock_token(held, &token_len);
+    memcpy(copy, token, token_len);
+    assert_true(wait_all_holding(&cluster, "threads:kept", copy, token_len));
+    for (unsigned i = 0; i < MAX_SYNCS; i++) {
+        if (live_syncs[i] == sync)
+            live_syncs[i] = NULL;
+    }
+    redlock_sync_free_ex(sync, REDLOCK_CLOSE_FAST);
+    assert_int_equal(count_holding(&cluster, "threads:kept", copy, token_len), N_NODES);
+    fixture_stop(&cluster);
+}
+
 static void free_cancels_calls_in_flight(void **state)
 {
     (void)state;
@@ -1201,6 +1280,7 @@ int main(void)
         SYNC_TEST(new_reports_bad_arguments),
         SYNC_TEST(calls_report_bad_arguments),
         SYNC_TEST(free_cancels_calls_in_flight),
+        SYNC_TEST(sync_cancel_and_releasing_free),
         SYNC_TEST(reads_race_free_with_extends),
         SYNC_TEST(auto_extension_keeps_lock),
         SYNC_TEST(lost_callback_sets_status),

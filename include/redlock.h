@@ -361,6 +361,11 @@ typedef struct redlock_options {
     void *log_data;
     uint64_t slow_round_ms; /* log a round that took longer than this (0: half node_timeout_ms)
                                and count it in redlock_stats.slow_rounds */
+    /* Waiters (acquires with wait_ms) wake when a node says the key was released, through one
+     * subscriber connection per node (docs/operations.md); true: they only poll, every
+     * retry_delay_ms (false). */
+    bool no_notify;
+    unsigned char reserved_notify_[7]; /* zero; keeps the struct free of tail padding (ABI) */
     /* New members are appended here, with 0 / NULL as their default (docs/api.md, "ABI
      * policy"). */
 } redlock_options;

@@ -121,6 +121,11 @@ static void rearm(redlock_client *c)
     }
 }
 
+static void on_io_notify(redlock__io *io, const char *key, size_t len)
+{
+    redlock__ops_notified(io->owner, key, len);
+}
+
 static void on_wake(redlock__io *io)
 {
     redlock_client *c = io->owner;
@@ -356,6 +361,7 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
     c->io->owner = c;
     c->io->on_wake = on_wake;
     c->io->on_closed = on_io_closed;
+    c->io->on_notify = on_io_notify;
     *client_out = c;
     return 0;
 }

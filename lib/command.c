@@ -66,8 +66,8 @@ static size_t u64_decimal(char *buf, uint64_t v)
 /* The command in RESP (an array of bulk strings) onto out, through the library's allocator.
  * hiredis's redisFormatCommandArgv wrote each length with sprintf into memory of its own malloc:
  * over half of a lock cycle's instructions (docs/performance.md). */
-static int resp_encode(int argc, const char *const *argv, const size_t *argvlen, redlock__buf *out,
-                       const redlock__alloc *alloc)
+int redlock__resp_append(int argc, const char *const *argv, const size_t *argvlen,
+                         redlock__buf *out, const redlock__alloc *alloc)
 {
     char digits[20];
     size_t total = 1 + u64_decimal(digits, (uint64_t)argc) + 2;
@@ -143,7 +143,7 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
     }
 #undef ARG
 
-    return resp_encode(argc, argv, argvlen, out, alloc);
+    return redlock__resp_append(argc, argv, argvlen, out, alloc);
 }
 
 static const char *reply_type_name(int type)

@@ -64,6 +64,11 @@ static inline bool redlock__cmd_has_data(redlock__cmd_kind kind)
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc);
 
+/* Append argv (argc strings of argvlen bytes) as one RESP command (an array of bulk strings) to
+ * out. Returns 0 or REDLOCK_ENOMEM (out unchanged). */
+int redlock__resp_append(int argc, const char *const *argv, const size_t *argvlen,
+                         redlock__buf *out, const redlock__alloc *alloc);
+
 /* What kind of answer a reply is, beyond its vote. */
 typedef enum {
     REDLOCK__REPLY_ANSWER,   /* a reply Redis gives to this command (an error reply included) */

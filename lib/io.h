@@ -13,6 +13,7 @@
 #ifndef REDLOCK_IO_H
 #define REDLOCK_IO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "command.h"
@@ -45,6 +46,10 @@ typedef struct redlock__io_ops {
     /* Complete every pending request with an ERROR ("canceled"), stop all activity, then call
      * io->on_closed. Frees the io itself after on_closed returns. */
     void (*close)(redlock__io *io);
+    /* One more (on) or one less (!on) waiter for key: while any waits, io->on_notify is called
+     * when a node says the key was released (notify.h). Returns 0 or REDLOCK_ENOMEM (on only:
+     * then nothing is watched). NULL: an io without notifications (the simulator's). */
+    int (*watch)(redlock__io *io, const char *key, size_t len, bool on);
 } redlock__io_ops;
 
 struct redlock__io {
@@ -52,6 +57,8 @@ struct redlock__io {
     void *owner; /* the client */
     void (*on_wake)(redlock__io *io);
     void (*on_closed)(redlock__io *io);
+    /* A node said key (len bytes, valid during the call) was released. */
+    void (*on_notify)(redlock__io *io, const char *key, size_t len);
 };
 
 #endif

@@ -2,6 +2,8 @@
 /* io_uv.c - io.h on libuv. */
 #include "io_uv.h"
 
+#include "notify.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -18,6 +20,8 @@ typedef struct io_uv {
      * path without weakening the randomness. */
     unsigned char pool[RANDOM_POOL];
     size_t pool_left;
+    redlock__chanset chans; /* keys waiters wait for, shared by the subscribers */
+    redlock__sub **subs;    /* one per node: connects only while chans is not empty */
     redlock__node *nodes[];
 } io_uv;
 
@@ -82,6 +86,8 @@ static void maybe_closed(io_uv *io)
     if (io->base.on_closed != NULL)
         io->base.on_closed(&io->base);
     redlock__alloc alloc = io->alloc;
+    redlock__chanset_free(&io->chans, &alloc);
+    redlock__free(&alloc, io->subs);
     redlock__free(&alloc, io);
 }
 
@@ -98,11 +104,34 @@ static void on_timer_closed(uv_handle_t *h)
 static void io_close(redlock__io *base)
 {
     io_uv *io = (io_uv *)base;
-    io->closes_pending = io->n_nodes + 1;
+    io->closes_pending = 2 * io->n_nodes + 1;
     io->timer.data = io;
     uv_close((uv_handle_t *)&io->timer, on_timer_closed);
     for (unsigned i = 0; i < io->n_nodes; i++)
+        redlock__sub_close(io->subs[i], on_node_closed, io);
+    for (unsigned i = 0; i < io->n_nodes; i++)
         redlock__node_close(io->nodes[i], on_node_closed, io);
+}
+
+static int io_watch(redlock__io *base, const char *key, size_t len, bool on)
+{
+    io_uv *io = (io_uv *)base;
+    int rc = on ? redlock__chanset_ref(&io->chans, &io->alloc, key, len)
+                : redlock__chanset_unref(&io->chans, &io->alloc, key, len);
+    if (rc < 0)
+        return rc;
+    if (rc == 1) {
+        for (unsigned i = 0; i < io->n_nodes; i++)
+            redlock__sub_changed(io->subs[i], key, len, on);
+    }
+    return 0;
+}
+
+static void on_sub_message(void *ctx, const char *channel, size_t len)
+{
+    io_uv *io = ctx;
+    if (io->base.on_notify != NULL)
+        io->base.on_notify(&io->base, channel, len);
 }
 
 /* node_config.twin_of: another node connected to the server with this run_id. */
@@ -118,7 +147,7 @@ static const char *io_twin_of(void *ctx, const redlock__node *node, const char *
 }
 
 static const redlock__io_ops io_uv_ops = {
-    io_send, io_now_us, io_wake_at, io_random, io_close,
+    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch,
 };
 
 redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
@@ -139,20 +168,33 @@ int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsign
     io->loop = loop;
     io->alloc = *alloc;
     io->n_nodes = n;
+    io->subs = redlock__calloc(alloc, n, sizeof(io->subs[0]));
+    if (io->subs == NULL) {
+        redlock__free(alloc, io);
+        return REDLOCK_ENOMEM;
+    }
     for (unsigned i = 0; i < n; i++) {
         redlock__node_config cfg = cfgs[i];
         cfg.twin_of = io_twin_of;
         cfg.twin_ctx = io;
-        if (redlock__node_new(loop, &cfg, &io->nodes[i]) != 0) {
-            while (i-- > 0)
+        if (redlock__node_new(loop, &cfg, &io->nodes[i]) != 0 ||
+            redlock__sub_new(loop, &cfgs[i], &io->chans, on_sub_message, io, &io->subs[i]) != 0) {
+            if (io->nodes[i] != NULL)
                 redlock__node_free_unstarted(io->nodes[i]);
+            while (i-- > 0) {
+                redlock__node_free_unstarted(io->nodes[i]);
+                redlock__sub_free_unstarted(io->subs[i]);
+            }
+            redlock__free(alloc, io->subs);
             redlock__free(alloc, io);
             return REDLOCK_ENOMEM;
         }
     }
     uv_timer_init(loop, &io->timer);
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < n; i++) {
         redlock__node_start(io->nodes[i]);
+        redlock__sub_start(io->subs[i]);
+    }
     *out = &io->base;
     return 0;
 }

@@ -67,7 +67,9 @@ typedef struct op {
     int status;                /* final in OP_DECIDED */
     bool has_auto;             /* acquire: start auto-extension on success */
     bool after_lost;           /* extend: called after the lock was reported lost */
-    bool late;                 /* release: called when the lock's validity had already run out */
+    bool watching;             /* acquire with a wait: the io says when its key is released */
+    bool notified; /* ... and said so while an attempt was out: retry at once if it is lost */
+    bool late;     /* release: called when the lock's validity had already run out */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
@@ -330,6 +332,9 @@ static void op_deliver(op *o)
     o->cb(handed, o->status, &res, o->data);
 
     op_hold_round(o, NULL);
+    /* A closing client's io drops every watch itself. */
+    if (o->watching && !c->closing)
+        c->io->ops->watch(c->io, lock->key, lock->key_len, false);
     redlock__lock_unref(lock);
     redlock__free(&c->alloc, o);
 }
@@ -360,6 +365,16 @@ static uint64_t retry_delay_us(redlock_client *c)
 }
 
 static int op_start_round(op *o);
+
+/* A woken waiter retries within a millisecond, so the waiters of several clients woken by one
+ * release do not all send at the same instant. */
+static uint64_t notify_jitter_us(redlock_client *c)
+{
+    uint64_t r = 0;
+    if (c->io->ops->random(c->io, &r, sizeof(r)) != 0)
+        r = redlock__client_now(c);
+    return r % 1000;
+}
 
 static void on_retry_timer(redlock__timer *t)
 {
@@ -452,7 +467,9 @@ static void lock_attempt_lost(op *o, int status)
     }
     uint64_t now = redlock__client_now(c);
     if (!c->closing && op_may_retry(o, now)) {
-        uint64_t due = now + retry_delay_us(c);
+        /* Released while this attempt was out: the key may be free now. */
+        uint64_t due = now + (o->notified ? notify_jitter_us(c) : retry_delay_us(c));
+        o->notified = false;
         if (o->wait_deadline_us != 0 && due > o->wait_deadline_us)
             due = o->wait_deadline_us;
         o->state = OP_RETRYING;
@@ -680,6 +697,30 @@ int redlock_cancel(redlock_client *c, const void *data)
     return 0;
 }
 
+/* Fairness among one client's waiters: a release wakes the one that has waited longest (the
+ * oldest operation: c->ops is in start order); the others sleep on until the next release or
+ * their fallback retry. If that one's attempt is in flight, it retries at once if it loses. */
+void redlock__ops_notified(redlock_client *c, const char *key, size_t len)
+{
+    if (c->closing)
+        return;
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (!o->watching || o->state == OP_DECIDED || o->lock->key_len != len ||
+            memcmp(o->lock->key, key, len) != 0)
+            continue;
+        if (o->state == OP_RUNNING) {
+            o->notified = true;
+        } else {
+            uint64_t due = redlock__client_now(c) + notify_jitter_us(c);
+            if (due > o->wait_deadline_us)
+                due = o->wait_deadline_us;
+            redlock__client_timer_start(c, &o->timer, due, on_retry_timer);
+        }
+        return;
+    }
+}
+
 void redlock__ops_release_all(redlock_client *c)
 {
     /* Acquires first: in flight, or won and not yet handed out (those locks are not the
@@ -829,8 +870,14 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
     }
     o->ttl_ms = ttl_ms;
     o->retries_left = opts->retry_count >= 0 ? opts->retry_count : c->opts.retry_count;
-    if (opts->wait_ms > 0)
+    if (opts->wait_ms > 0) {
         o->wait_deadline_us = o->call_us + opts->wait_ms * 1000;
+        /* Before the first attempt, so a release during it is heard. Without memory for it the
+         * waiter only polls. */
+        if (!c->opts.no_notify && c->io->ops->watch != NULL &&
+            c->io->ops->watch(c->io, lock->key, lock->key_len, true) == 0)
+            o->watching = true;
+    }
     if (opts->auto_extend != NULL) {
         o->has_auto = true;
         o->auto_opts = auto_opts;

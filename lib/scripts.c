@@ -14,9 +14,14 @@
     "end\n"                                                                                        \
     "return 0\n"
 
+/* Delete the key where it still holds the token; tell the node's subscribers (waiters of other
+ * clients, notify.h) that it was freed, on a channel named like the key. pcall: an ACL that
+ * forbids PUBLISH or the channel must not make the release fail. */
 #define RELEASE_SOURCE                                                                             \
     "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n"                                            \
-    "    return redis.call(\"del\", KEYS[1])\n"                                                    \
+    "    redis.call(\"del\", KEYS[1])\n"                                                           \
+    "    redis.pcall(\"publish\", KEYS[1], \"released\")\n"                                        \
+    "    return 1\n"                                                                               \
     "end\n"                                                                                        \
     "return 0\n"
 
@@ -83,7 +88,7 @@ const redlock__script redlock__script_release = {
     "release",
     RELEASE_SOURCE,
     sizeof(RELEASE_SOURCE) - 1,
-    "4123ec057c25a9feb4eb12cb191520152206624e",
+    "40d30f3a287a34ab8f42c035137089938237400e",
 };
 
 const redlock__script redlock__script_inspect = {

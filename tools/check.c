@@ -421,6 +421,18 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
     if ((r = probe(ck, nc, ctx, "del", true, 2, del, ok)) == NULL)
         return;
     freeReplyObject(r);
+    /* Notifications: the release script PUBLISHes on a channel named like the key, and waiting
+     * clients SUBSCRIBE to it. Optional: without them waiters poll. (SUBSCRIBE itself is not
+     * tried: it would turn this connection into a subscriber's.) */
+    const char *publish[] = {"PUBLISH", key, "check"};
+    if ((r = probe(ck, nc, ctx, "publish", false, 3, publish, ok)) == NULL)
+        return;
+    freeReplyObject(r);
+    if (was_denied(nc, "publish"))
+        note(&nc->warnings,
+             "PUBLISH on the lock keys' channels is not allowed for this user: releases do not "
+             "wake waiting clients, which poll every retry_delay_ms instead (allow +publish "
+             "+subscribe and the channels, e.g. &locks:*)");
 }
 
 /* ---- one node ------------------------------------------------------------------------------ */

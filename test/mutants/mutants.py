@@ -95,7 +95,7 @@ MUTANTS = [
                    '    "if redis.call(\\"get\\", KEYS[1]) == ARGV[1] then\\n"',
                    '    "if true then\\n"'),
                   ("lib/scripts.c",
-                   '"4123ec057c25a9feb4eb12cb191520152206624e"',
+                   '"40d30f3a287a34ab8f42c035137089938237400e"',
                    '"@SHA1:release@"')],
         "killers": [integration("lock", "release_with_wrong_token*"), integration("scripts"),
                     pitfall("3-fixed-del"), torture()],
@@ -327,5 +327,28 @@ MUTANTS = [
                    "    if (vote == REDLOCK_VOTE_ERROR)\n        maybe_keep(n, req, now);\n",
                    "")],
         "killers": [integration("cancel", "release_kept_until_node_returns")],
+    },
+    {
+        "name": "release-without-publish",
+        "what": "a release does not tell the node's subscribers: waiters sleep their retry delay",
+        "edits": [("lib/scripts.c",
+                   '    "    redis.pcall(\\"publish\\", KEYS[1], \\"released\\")\\n"',
+                   '    ""'),
+                  ("lib/scripts.c",
+                   '"40d30f3a287a34ab8f42c035137089938237400e"',
+                   '"@SHA1:release@"')],
+        "killers": [integration("notify", "waiter_wakes_on_release")],
+    },
+    {
+        "name": "newest-waiter-first",
+        "what": "a release wakes the waiter that started last instead of the longest-waiting one",
+        "edits": [("lib/ops.c",
+                   "        return;\n    for (redlock__list *it = c->ops.next; it != &c->ops; "
+                   "it = it->next) {\n        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
+                   "        if (!o->watching",
+                   "        return;\n    for (redlock__list *it = c->ops.prev; it != &c->ops; "
+                   "it = it->prev) {\n        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
+                   "        if (!o->watching")],
+        "killers": [integration("notify", "longest_waiting_first")],
     },
 ]

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/* notify.c - the subscriber connections that wake waiters (notify.h). */
+#include "notify.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <hiredis/read.h>
+
+#include "command.h"
+#include "stream.h"
+
+/* ---- the set of wanted channels ------------------------------------------------------------ */
+
+static redlock__chan *chan_find(const redlock__chanset *set, const char *name, size_t len)
+{
+    for (unsigned i = 0; i < set->n; i++) {
+        if (set->v[i].len == len && memcmp(set->v[i].name, name, len) == 0)
+            return &set->v[i];
+    }
+    return NULL;
+}
+
+int redlock__chanset_ref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
+                         size_t len)
+{
+    redlock__chan *c = chan_find(set, name, len);
+    if (c != NULL) {
+        c->refs++;
+        return 0;
+    }
+    if (set->n == set->cap) {
+        unsigned cap = set->cap != 0 ? 2 * set->cap : 8;
+        redlock__chan *v = redlock__realloc(alloc, set->v, cap * sizeof(*v));
+        if (v == NULL)
+            return REDLOCK_ENOMEM;
+        set->v = v;
+        set->cap = cap;
+    }
+    char *copy = redlock__malloc(alloc, len + 1);
+    if (copy == NULL)
+        return REDLOCK_ENOMEM;
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    set->v[set->n++] = (redlock__chan){copy, len, 1};
+    return 1;
+}
+
+int redlock__chanset_unref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
+                           size_t len)
+{
+    redlock__chan *c = chan_find(set, name, len);
+    if (c == NULL || --c->refs > 0)
+        return 0;
+    redlock__free(alloc, c->name);
+    *c = set->v[--set->n];
+    return 1;
+}
+
+void redlock__chanset_free(redlock__chanset *set, const redlock__alloc *alloc)
+{
+    for (unsigned i = 0; i < set->n; i++)
+        redlock__free(alloc, set->v[i].name);
+    redlock__free(alloc, set->v);
+    memset(set, 0, sizeof(*set));
+}
+
+/* ---- the subscriber ------------------------------------------------------------------------ */
+
+struct redlock__sub {
+    uv_loop_t *loop;
+    redlock__node_config cfg;
+    const redlock__chanset *set;
+    redlock__sub_msg_cb cb;
+    void *ctx;
+    redlock__stream stream;
+    bool stream_live;    /* initialised and started, its close not complete */
+    bool stream_closing; /* redlock__stream_close called, on_closed not yet */
+    bool closing;        /* redlock__sub_close called */
+    bool auth_pending;   /* the reply to AUTH is still owed */
+    bool ready;          /* connected, and SUBSCRIBE sent for everything wanted */
+    bool refused_said;   /* a refused SUBSCRIBE was logged on this connection */
+    redisReader *reader;
+    uv_timer_t idle_timer;
+    unsigned closes_pending;
+    void (*close_cb)(void *data);
+    void *close_data;
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+sub_log(redlock__sub *s, redlock_log_level level, const char *fmt, ...)
+{
+    if (s->cfg.log == NULL)
+        return;
+    char msg[300] = "subscriber: ";
+    size_t used = strlen(msg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + used, sizeof(msg) - used, fmt, ap);
+    va_end(ap);
+    s->cfg.log(s->cfg.log_ctx, level, s->cfg.name, msg);
+}
+
+/* (UN)SUBSCRIBE name onto the stream's output buffer. */
+static int append_sub(redlock__sub *s, const char *verb, const char *name, size_t len)
+{
+    const char *argv[2] = {verb, name};
+    size_t argvlen[2] = {strlen(verb), len};
+    return redlock__resp_append(2, argv, argvlen, redlock__stream_out(&s->stream), s->cfg.alloc);
+}
+
+/* The connection is accepted: subscribe to everything wanted now. */
+static void sub_ready(redlock__sub *s)
+{
+    redlock__stream_established(&s->stream);
+    s->ready = true;
+    int rc = 0;
+    for (unsigned i = 0; rc == 0 && i < s->set->n; i++)
+        rc = append_sub(s, "SUBSCRIBE", s->set->v[i].name, s->set->v[i].len);
+    if (rc != 0) {
+        sub_log(s, REDLOCK_LOG_WARN, "out of memory: waiters poll until the next connection");
+        s->ready = false;
+        redlock__stream_drop(&s->stream);
+        return;
+    }
+    redlock__stream_flush(&s->stream);
+}
+
+static void on_open(redlock__stream *st)
+{
+    redlock__sub *s = REDLOCK__CONTAINER_OF(st, redlock__sub, stream);
+    if (s->reader != NULL)
+        redisReaderFree(s->reader);
+    s->reader = redisReaderCreate();
+    s->ready = false;
+    s->refused_said = false;
+    s->auth_pending = false;
+    if (s->reader == NULL) {
+        redlock__stream_drop(st);
+        return;
+    }
+    const redlock_url *u = s->cfg.url;
+    if (u->password == NULL) {
+        sub_ready(s);
+        return;
+    }
+    const char *argv[3];
+    size_t argvlen[3];
+    int argc = 0;
+    argv[argc] = "AUTH", argvlen[argc++] = 4;
+    if (u->user != NULL)
+        argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
+    argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
+    if (redlock__resp_append(argc, argv, argvlen, redlock__stream_out(st), s->cfg.alloc) != 0) {
+        redlock__stream_drop(st);
+        return;
+    }
+    s->auth_pending = true;
+    redlock__stream_flush(st);
+}
+
+static bool is_str(const redisReply *r, const char *text)
+{
+    size_t len = strlen(text);
+    return r->type == REDIS_REPLY_STRING && r->len == len && memcmp(r->str, text, len) == 0;
+}
+
+/* One reply. Returns false if the connection was given up. */
+static bool on_reply(redlock__sub *s, const redisReply *r)
+{
+    if (s->auth_pending) {
+        s->auth_pending = false;
+        if (r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) {
+            sub_ready(s);
+            return s->ready;
+        }
+        sub_log(s, REDLOCK_LOG_WARN, "AUTH refused (%.*s): waiters poll",
+                r->type == REDIS_REPLY_ERROR ? (int)REDLOCK__MIN(r->len, 120) : 10,
+                r->type == REDIS_REPLY_ERROR ? r->str : "no +OK");
+        redlock__stream_drop(&s->stream);
+        return false;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* An ACL without +subscribe or access to the channel: nothing will come, waiters poll. */
+        if (!s->refused_said)
+            sub_log(s, REDLOCK_LOG_WARN,
+                    "SUBSCRIBE refused (%.*s): waiters poll (allow +subscribe and the keys' "
+                    "channels, e.g. &<prefix>*)",
+                    (int)REDLOCK__MIN(r->len, 120), r->str);
+        s->refused_said = true;
+        return true;
+    }
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && is_str(r->element[0], "message") &&
+        r->element[1]->type == REDIS_REPLY_STRING)
+        s->cb(s->ctx, r->element[1]->str, r->element[1]->len);
+    /* "subscribe" and "unsubscribe" confirmations need nothing. */
+    return true;
+}
+
+static void on_read(redlock__stream *st, const char *data, size_t len)
+{
+    redlock__sub *s = REDLOCK__CONTAINER_OF(st, redlock__sub, stream);
+    if (redisReaderFeed(s->reader, data, len) != REDIS_OK) {
+        redlock__stream_drop(st);
+        return;
+    }
+    for (;;) {
+        void *reply = NULL;
+        if (redisReaderGetReply(s->reader, &reply) != REDIS_OK) {
+            sub_log(s, REDLOCK_LOG_WARN, "protocol error: %s", s->reader->errstr);
+            s->ready = false;
+            redlock__stream_drop(st);
+            return;
+        }
+        if (reply == NULL)
+            return;
+        bool go_on = on_reply(s, reply);
+        freeReplyObject(reply);
+        /* The message callback may close the client: the stream's state tells. */
+        if (!go_on || !redlock__stream_is_open(st))
+            return;
+    }
+}
+
+static void on_down(redlock__stream *st, const char *why)
+{
+    redlock__sub *s = REDLOCK__CONTAINER_OF(st, redlock__sub, stream);
+    if (s->ready)
+        sub_log(s, REDLOCK_LOG_DEBUG, "connection lost: %s (waiters poll until it is back)", why);
+    s->ready = false;
+    s->auth_pending = false;
+}
+
+static void maybe_done(redlock__sub *s)
+{
+    if (--s->closes_pending > 0)
+        return;
+    void (*cb)(void *) = s->close_cb;
+    void *data = s->close_data;
+    if (s->reader != NULL)
+        redisReaderFree(s->reader);
+    redlock__free(s->cfg.alloc, s);
+    if (cb != NULL)
+        cb(data);
+}
+
+static void start_stream(redlock__sub *s);
+
+static void on_stream_closed(redlock__stream *st)
+{
+    redlock__sub *s = REDLOCK__CONTAINER_OF(st, redlock__sub, stream);
+    s->stream_live = false;
+    s->stream_closing = false;
+    s->ready = false;
+    if (s->closing) {
+        maybe_done(s);
+        return;
+    }
+    if (s->set->n > 0) /* wanted again while it was closing */
+        start_stream(s);
+}
+
+static void start_stream(redlock__sub *s)
+{
+    redlock__stream_config scfg = {
+        .url = s->cfg.url,
+        .tls = s->cfg.tls,
+        .connect_timeout_us = s->cfg.connect_timeout_us,
+        .reconnect_min_us = s->cfg.reconnect_min_us,
+        .reconnect_max_us = s->cfg.reconnect_max_us,
+        .alloc = s->cfg.alloc,
+        .on_open = on_open,
+        .on_read = on_read,
+        .on_down = on_down,
+        .on_closed = on_stream_closed,
+    };
+    memset(&s->stream, 0, sizeof(s->stream));
+    redlock__stream_init(&s->stream, s->loop, &scfg);
+    s->stream_live = true;
+    redlock__stream_start(&s->stream);
+}
+
+static void close_stream(redlock__sub *s)
+{
+    s->stream_closing = true;
+    s->ready = false;
+    redlock__stream_close(&s->stream);
+}
+
+static void on_idle(uv_timer_t *t)
+{
+    redlock__sub *s = t->data;
+    if (s->set->n == 0 && s->stream_live && !s->stream_closing)
+        close_stream(s);
+}
+
+int redlock__sub_new(uv_loop_t *loop, const redlock__node_config *cfg, const redlock__chanset *set,
+                     redlock__sub_msg_cb cb, void *ctx, redlock__sub **out)
+{
+    redlock__sub *s = redlock__calloc(cfg->alloc, 1, sizeof(*s));
+    if (s == NULL)
+        return REDLOCK_ENOMEM;
+    s->loop = loop;
+    s->cfg = *cfg;
+    s->set = set;
+    s->cb = cb;
+    s->ctx = ctx;
+    *out = s;
+    return 0;
+}
+
+void redlock__sub_start(redlock__sub *s)
+{
+    uv_timer_init(s->loop, &s->idle_timer);
+    s->idle_timer.data = s;
+}
+
+void redlock__sub_free_unstarted(redlock__sub *s)
+{
+    redlock__free(s->cfg.alloc, s);
+}
+
+void redlock__sub_changed(redlock__sub *s, const char *name, size_t len, bool joined)
+{
+    if (s->closing)
+        return;
+    if (joined) {
+        uv_timer_stop(&s->idle_timer);
+        if (!s->stream_live) {
+            start_stream(s); /* subscribes to the whole set once connected */
+            return;
+        }
+        if (s->ready && append_sub(s, "SUBSCRIBE", name, len) == 0)
+            redlock__stream_flush(&s->stream);
+        return;
+    }
+    if (s->ready && append_sub(s, "UNSUBSCRIBE", name, len) == 0)
+        redlock__stream_flush(&s->stream);
+    if (s->set->n == 0)
+        uv_timer_start(&s->idle_timer, on_idle, REDLOCK__SUB_IDLE_MS, 0);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    maybe_done(h->data);
+}
+
+void redlock__sub_close(redlock__sub *s, void (*cb)(void *data), void *data)
+{
+    s->closing = true;
+    s->close_cb = cb;
+    s->close_data = data;
+    s->closes_pending = 1; /* the idle timer */
+    if (s->stream_live) {
+        s->closes_pending++;
+        if (!s->stream_closing)
+            close_stream(s);
+    }
+    uv_timer_stop(&s->idle_timer);
+    uv_close((uv_handle_t *)&s->idle_timer, on_timer_closed);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* notify.h - a node's subscriber connection: the "freed" notifications that wake waiters.
+ *
+ * A release that deletes a lock's key on a node also PUBLISHes on that node, on a channel named
+ * like the key (scripts.c). A client whose acquires wait (wait_ms) keeps one subscriber
+ * connection per node, SUBSCRIBEd to the keys its waiters wait for, and hands each message's
+ * channel to its owner, which retries the longest-waiting waiter of that key at once (ops.c).
+ *
+ * The connection is opened when the first channel is wanted and closed once none has been
+ * wanted for REDLOCK__SUB_IDLE_MS. It uses the node's URL, TLS and connect timeout, and
+ * reconnects with the same backoff (stream.h); it says AUTH when the URL has a password, and
+ * SUBSCRIBE to every wanted channel on each new connection. Pub/sub ignores databases, so no
+ * SELECT. A notification is a hint: it is never a vote, and one that is lost (a connection
+ * down, an ACL without +subscribe or channel access, a key that expired instead of being
+ * released) costs a waiter the fallback retry delay, nothing more. */
+#ifndef REDLOCK_NOTIFY_H
+#define REDLOCK_NOTIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "common.h"
+#include "node.h"
+
+#define REDLOCK__SUB_IDLE_MS 10000
+
+/* The channels wanted, each with the number of waiters that want it (io_uv.c owns one set for
+ * all of a client's subscribers). */
+typedef struct redlock__chan {
+    char *name;
+    size_t len;
+    unsigned refs;
+} redlock__chan;
+
+typedef struct redlock__chanset {
+    redlock__chan *v;
+    unsigned n, cap;
+} redlock__chanset;
+
+/* One more waiter wants name. Returns 1 if the channel is new in the set, 0 if it was there,
+ * or REDLOCK_ENOMEM (nothing changed). */
+int redlock__chanset_ref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
+                         size_t len);
+/* One waiter less. Returns 1 if the channel left the set, 0 otherwise (also when absent). */
+int redlock__chanset_unref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
+                           size_t len);
+void redlock__chanset_free(redlock__chanset *set, const redlock__alloc *alloc);
+
+typedef struct redlock__sub redlock__sub;
+
+/* A message arrived on channel (len bytes, valid during the call). */
+typedef void (*redlock__sub_msg_cb)(void *ctx, const char *channel, size_t len);
+
+/* A subscriber for the node cfg describes (copied; its url, name, tls and alloc must outlive
+ * it), following set. Memory only: nothing connects until a channel is wanted. Returns 0 or
+ * REDLOCK_ENOMEM. */
+int redlock__sub_new(uv_loop_t *loop, const redlock__node_config *cfg, const redlock__chanset *set,
+                     redlock__sub_msg_cb cb, void *ctx, redlock__sub **out);
+/* Initialise its timer (call once, before anything else on it but close). */
+void redlock__sub_start(redlock__sub *sub);
+/* The channel joined the set (joined) or left it: tell the server when connected, connect when
+ * something is wanted and nothing runs, plan the idle close when nothing is wanted. */
+void redlock__sub_changed(redlock__sub *sub, const char *name, size_t len, bool joined);
+/* Close every handle, then call cb and free the subscriber. */
+void redlock__sub_close(redlock__sub *sub, void (*cb)(void *data), void *data);
+/* Free a subscriber that was never started. */
+void redlock__sub_free_unstarted(redlock__sub *sub);
+
+#endif

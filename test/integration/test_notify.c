@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/* test_notify.c - waiting without polling: a waiter (an acquire with wait_ms) wakes when the
+ * holder releases, not when its retry delay runs out.
+ *
+ * Every waiter here has a retry delay of 60 s without jitter, and its first attempt has been
+ * lost before the release: so if it gets the lock within the test's bound (H_WAIT_MS, 10 s),
+ * something other than its retry timer woke it - the notification. The control (no_notify) shows
+ * the same waiter asleep for as long as the test looks: timers are never early, so that check
+ * cannot depend on the machine's speed either. */
+#include "harness.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#define N 5
+#define SLEEP_MS 60000 /* a waiter's retry delay: far longer than any bound of the test */
+
+/* A client on the env's servers whose waiters sleep SLEEP_MS between attempts. */
+static redlock_client *sleepy_client(h_env *env, bool no_notify)
+{
+    char buf[N][160];
+    const char *urls[N];
+    h_urls_with_timeout(env, 0, 0, buf, urls);
+    redlock_options opts;
+    h_test_options(&opts);
+    opts.retry_delay_ms = SLEEP_MS;
+    opts.retry_jitter_ms = 0;
+    opts.no_notify = no_notify;
+    redlock_client *c = NULL;
+    redlock_client *keep = env->client;
+    assert_int_equal(h_client_urls(env, urls, N, &opts, &c, NULL, 0), 0);
+    env->client = keep;
+    h_wait_ready(env, c);
+    return c;
+}
+
+/* Start a waiting acquire of key on c. */
+static void start_waiter(redlock_client *c, const char *key, h_record *rec)
+{
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.wait_ms = 2 * SLEEP_MS;
+    assert_int_equal(redlock_acquire(c, key, strlen(key), 30000, &lo, h_record_cb, rec), 0);
+}
+
+/* Subscribers to the channel key on server i (PUBSUB NUMSUB). */
+static long long numsub(h_env *env, unsigned i, const char *key)
+{
+    redisReply *r = fixture_command(&env->cluster, i, "PUBSUB NUMSUB %s", key);
+    long long n = -1;
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_INTEGER)
+        n = r->element[1]->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* Run the loop until every server has want subscribers on key's channel (bounded). */
+static void wait_subscribed(h_env *env, const char *key, long long want)
+{
+    uint64_t t0 = redlock_now_us();
+    for (;;) {
+        unsigned ok = 0;
+        for (unsigned i = 0; i < N; i++)
+            ok += numsub(env, i, key) == want;
+        if (ok == N)
+            return;
+        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
+        h_run_for(&env->loop, 10);
+    }
+}
+
+/* The waiter's first attempt has been decided (lost): it sleeps on its retry timer now. */
+static void wait_first_attempt(h_env *env, redlock_client *c)
+{
+    uint64_t t0 = redlock_now_us();
+    for (;;) {
+        redlock_stats st;
+        redlock_stats_init(&st);
+        assert_int_equal(redlock_client_stats(c, &st), 0);
+        if (st.rounds_busy >= 1)
+            return;
+        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
+        h_run_for(&env->loop, 10);
+    }
+}
+
+/* 1. A waiter whose attempt lost wakes on the holder's release and takes the lock, on its second
+ * attempt, long before its 60 s retry delay; once it has it, its subscription is gone. */
+static void waiter_wakes_on_release(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *holder = h_client(&env, NULL);
+    h_wait_ready(&env, holder);
+    h_record held = {0};
+    assert_int_equal(h_acquire(&env, holder, "notify:one", 30000, NULL, &held), 0);
+
+    redlock_client *w = sleepy_client(&env, false);
+    h_record rec = {0};
+    start_waiter(w, "notify:one", &rec);
+    wait_subscribed(&env, "notify:one", 1);
+    wait_first_attempt(&env, w);
+    assert_int_equal(rec.calls, 0);
+
+    h_record rel = {0};
+    assert_int_equal(h_release(&env, held.lock, &rel), 0);
+    redlock_lock_free(held.lock);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    if (rec.status != 0)
+        h_dump_record("the waiter", &rec);
+    assert_int_equal(rec.status, 0);
+    assert_int_equal(rec.attempts, 2);
+    wait_subscribed(&env, "notify:one", 0); /* no waiter left: unsubscribed */
+    h_record rel2 = {0};
+    assert_int_equal(h_release(&env, rec.lock, &rel2), 0);
+    redlock_lock_free(rec.lock);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
+/* 2. The control: the same waiter with no_notify subscribes to nothing and sleeps through the
+ * release (3 s watched, of its 60 s delay); canceled, it leaves nothing held. */
+static void no_notify_polls(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *holder = h_client(&env, NULL);
+    h_wait_ready(&env, holder);
+    h_record held = {0};
+    assert_int_equal(h_acquire(&env, holder, "notify:off", 30000, NULL, &held), 0);
+
+    redlock_client *w = sleepy_client(&env, true);
+    h_record rec = {0};
+    start_waiter(w, "notify:off", &rec);
+    wait_first_attempt(&env, w);
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(numsub(&env, i, "notify:off"), 0);
+    h_record rel = {0};
+    assert_int_equal(h_release(&env, held.lock, &rel), 0);
+    redlock_lock_free(held.lock);
+    h_run_for(&env.loop, 3000);
+    assert_int_equal(rec.calls, 0);
+    assert_int_equal(redlock_cancel(w, &rec), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    assert_int_equal(rec.status, REDLOCK_ECANCELED);
+    h_drain(&env, w);
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(h_dbsize(&env, i), 0);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
+/* 3. Turns among one client's waiters: a release wakes the one that has waited longest. Three
+ * waiters of one client, started in order, get the lock in that order, one release each. */
+static void longest_waiting_first(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *holder = h_client(&env, NULL);
+    h_wait_ready(&env, holder);
+    h_record held = {0};
+    assert_int_equal(h_acquire(&env, holder, "notify:turns", 30000, NULL, &held), 0);
+
+    redlock_client *w = sleepy_client(&env, false);
+    h_record rec[3];
+    memset(rec, 0, sizeof(rec));
+    for (int i = 0; i < 3; i++) {
+        start_waiter(w, "notify:turns", &rec[i]);
+        h_run_for(&env.loop, 50); /* they start, and lose, in this order */
+    }
+    wait_subscribed(&env, "notify:turns", 1); /* one subscription for the client */
+    uint64_t t0 = redlock_now_us();
+    for (;;) {
+        redlock_stats st;
+        redlock_stats_init(&st);
+        assert_int_equal(redlock_client_stats(w, &st), 0);
+        if (st.rounds_busy >= 3)
+            break;
+        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
+        h_run_for(&env.loop, 10);
+    }
+
+    redlock_lock *current = held.lock;
+    for (int turn = 0; turn < 3; turn++) {
+        h_record rel = {0};
+        assert_int_equal(h_release(&env, current, &rel), 0);
+        redlock_lock_free(current);
+        assert_true(h_run_until(&env.loop, &rec[turn].calls, 1, H_WAIT_MS));
+        assert_int_equal(rec[turn].status, 0);
+        for (int later = turn + 1; later < 3; later++)
+            assert_int_equal(rec[later].calls, 0);
+        current = rec[turn].lock;
+    }
+    h_record rel = {0};
+    assert_int_equal(h_release(&env, current, &rel), 0);
+    redlock_lock_free(current);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
+int main(void)
+{
+    h_test_main_init();
+    const struct CMUnitTest tests[] = {
+        H_TEST(waiter_wakes_on_release),
+        H_TEST(no_notify_polls),
+        H_TEST(longest_waiting_first),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -56,10 +56,14 @@ def check(rows, tls):
     need(len(controls) == 1, 'one contention row with "control":"nolock"')
     for r in controls:
         need(r["lost_updates"] > 0, "the no-lock control lost no update: the check cannot fail", r)
+    need({r.get("notify") for r in cont if r.get("control") != "nolock"} == {True, False},
+         "contention rows for notify on and off")
     for r in cont:
         need(r.get("clients") == r.get("workers"), "contention clients != workers", r)
         if r.get("control") != "nolock":
             need(r["lost_updates"] == 0, "contention lost updates under the lock", r)
+            need(isinstance(r.get("notify"), bool), "contention without notify true|false", r)
+            need(0 < r.get("jain_index", 0) <= 1.0001, "contention without a jain_index", r)
             need(r.get("expired_holds", 0) > 0, "contention with no expired hold", r)
     phases = {r.get("phase"): r for r in by.get("faults", [])}
     for p in ("healthy", "one_stopped", "two_stopped", "three_stopped", "killed", "restarted"):

@@ -6,8 +6,11 @@
  * node, and its own connection to the data server): the nodes see the workers' SETs in
  * different orders, so votes can split, as they do between processes. The counter lives on the
  * first node's server (GET, then SET of the value + 1, two separate round trips: only the lock
- * keeps two workers apart). A worker that loses a round retries after 1 ms +/- 1 ms for up to
- * 10 s.
+ * keeps two workers apart). Each worker count runs twice: waiting by polling (notify off,
+ * every lost round retried after 1 ms +/- 1 ms: the busiest polling a client would do), and
+ * waiting for the release notifications (notify on, the library's defaults: a lost round sleeps
+ * 200 +/- 100 ms unless a release wakes it first). Jain's index over the workers' acquisitions
+ * (1: every worker had as many turns; 1/W: one had them all) says how fair the turns were.
  *
  * The ttl is short (CONTENTION_TTL_MS) and once a second one hold runs on past its deadline
  * before its critical section: its key expires on the nodes while the worker still has it, other
@@ -222,7 +225,7 @@ static bool wait_flag(uv_loop_t *loop, const int *flag)
     return *flag == 1;
 }
 
-static int run_level(bench_config *cfg, unsigned w_count, bool nolock)
+static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool notify)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -231,8 +234,11 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock)
     o.ttl_ms = CONTENTION_TTL_MS;
     o.node_timeout_ms = cfg->node_timeout_ms;
     o.drift_factor = cfg->drift_factor;
-    o.retry_delay_ms = 1;
-    o.retry_jitter_ms = 1;
+    if (!notify) {
+        o.no_notify = true;
+        o.retry_delay_ms = 1;
+        o.retry_jitter_ms = 1;
+    }
     contention ct;
     memset(&ct, 0, sizeof(ct));
     ct.nolock = nolock;
@@ -281,10 +287,15 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock)
     long long lost = (long long)ct.writes - final;
 
     uint64_t min = UINT64_MAX, max = 0;
+    double sum = 0, sum_sq = 0;
     for (unsigned i = 0; i < w_count; i++) {
+        double a = (double)ct.workers[i].acquisitions;
         min = ct.workers[i].acquisitions < min ? ct.workers[i].acquisitions : min;
         max = ct.workers[i].acquisitions > max ? ct.workers[i].acquisitions : max;
+        sum += a;
+        sum_sq += a * a;
     }
+    double jain = sum_sq > 0 ? sum * sum / ((double)w_count * sum_sq) : 0;
     percentiles ph = samples_percentiles(&ct.handoff);
     double rate = elapsed > 0 ? (double)ct.acquisitions / elapsed : 0;
     if (rc == 0 && nolock) {
@@ -292,11 +303,12 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock)
                "%llu  (must be > 0: proof the check can fail)\n",
                "contention", w_count, rate, lost, (unsigned long long)ct.writes);
     } else if (rc == 0) {
-        printf("%-11s workers %3u: %8.0f acquisitions/s  handoff p50 %6llu us p99 %6llu  "
-               "per-worker min %llu max %llu  lost_updates %lld  expired holds %llu, skipped "
-               "writes %llu  (%llu failed)\n",
-               "contention", w_count, rate, (unsigned long long)ph.p50, (unsigned long long)ph.p99,
-               (unsigned long long)min, (unsigned long long)max, lost,
+        printf("%-11s workers %3u, notify %-3s: %8.0f acquisitions/s  handoff p50 %6llu us p99 "
+               "%6llu  per-worker min %llu max %llu (Jain %.2f)  lost_updates %lld  expired "
+               "holds %llu, skipped writes %llu  (%llu failed)\n",
+               "contention", w_count, notify ? "on" : "off", rate, (unsigned long long)ph.p50,
+               (unsigned long long)ph.p99, (unsigned long long)min, (unsigned long long)max, jain,
+               lost,
                (unsigned long long)ct.overruns, (unsigned long long)ct.skipped,
                (unsigned long long)ct.failures);
     }
@@ -305,6 +317,8 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock)
         json_begin(f, "contention");
         if (nolock)
             fprintf(f, ",\"control\":\"nolock\"");
+        else
+            fprintf(f, ",\"notify\":%s,\"jain_index\":%.3f", notify ? "true" : "false", jain);
         fprintf(f,
                 ",\"workers\":%u,\"clients\":%u,\"ttl_ms\":%u,\"acquisitions\":%llu,"
                 "\"acquisitions_per_s\":%.1f,\"handoff_us\":",
@@ -341,10 +355,12 @@ int bench_contention(bench_config *cfg)
 {
     static const unsigned levels[] = {2, 8, 32};
     int rc = 0;
-    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
-        if (run_level(cfg, levels[i], false) != 0)
-            rc = -1;
-    if (run_level(cfg, CONTROL_WORKERS, true) != 0)
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        for (int notify = 0; notify < 2; notify++)
+            if (run_level(cfg, levels[i], false, notify != 0) != 0)
+                rc = -1;
+    }
+    if (run_level(cfg, CONTROL_WORKERS, true, false) != 0)
         rc = -1;
     return rc;
 }

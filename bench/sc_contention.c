@@ -34,6 +34,8 @@
 #define OVERRUN_FIRST_US 300000  /* the first overrun, after the start ... */
 #define OVERRUN_EVERY_US 1000000 /* ... then one a second */
 #define CONTROL_WORKERS 8
+#define THINK_US 1000 /* a worker's time outside the lock after each release */
+#define RTT_PINGS 200
 
 typedef struct cworker cworker;
 
@@ -45,7 +47,8 @@ typedef struct contention {
     bool done;
     uint64_t acquisitions, failures, writes, skipped, overruns, lost_releases;
     uint64_t last_release_us; /* 0: none yet */
-    samples handoff;
+    cworker *last_releaser;
+    samples handoff; /* release -> acquire by another worker that was already waiting */
     cworker *workers;
 } contention;
 
@@ -58,9 +61,21 @@ struct cworker {
     bool overrun;
     uv_timer_t timer;
     uint64_t acquisitions;
+    uint64_t acquire_start_us;
 };
 
 static void cworker_next(cworker *w);
+
+static void on_thought(uv_timer_t *t)
+{
+    cworker_next(t->data);
+}
+
+/* Outside the lock for THINK_US: the releasing worker does not race the waiters at once. */
+static void think(cworker *w)
+{
+    uv_timer_start(&w->timer, on_thought, THINK_US / 1000, 0);
+}
 
 static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
@@ -71,9 +86,8 @@ static void on_released(redlock_lock *lock, int status, const redlock_result *re
     else if (status != 0)
         w->ct->failures++;
     w->overrun = false;
-    w->ct->last_release_us = bench_now_us();
     redlock_lock_free(lock);
-    cworker_next(w);
+    think(w);
 }
 
 static void release(cworker *w)
@@ -82,10 +96,14 @@ static void release(cworker *w)
         cworker_next(w);
         return;
     }
+    /* The handoff is counted from here: the next holder may win before this release has heard
+     * from every node (a release waits for all of them, an acquire for a quorum). */
+    w->ct->last_release_us = bench_now_us();
+    w->ct->last_releaser = w;
     if (redlock_release(w->lock, on_released, w) != 0) {
         w->ct->failures++;
         redlock_lock_free(w->lock);
-        cworker_next(w);
+        think(w);
     }
 }
 
@@ -134,7 +152,8 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
         return;
     }
     uint64_t now = bench_now_us();
-    if (ct->last_release_us != 0)
+    if (ct->last_release_us != 0 && ct->last_releaser != w &&
+        w->acquire_start_us < ct->last_release_us)
         samples_add(&ct->handoff, now - ct->last_release_us);
     ct->acquisitions++;
     w->acquisitions++;
@@ -167,6 +186,7 @@ static void cworker_next(cworker *w)
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 10000;
+    w->acquire_start_us = bench_now_us();
     if (redlock_acquire(w->client, RESOURCE, strlen(RESOURCE), 0, &lo, on_acquired, w) != 0) {
         ct->failures++;
         if (--ct->running == 0)
@@ -214,6 +234,45 @@ static redisAsyncContext *data_connect(const bench_config *cfg, uv_loop_t *loop)
         return NULL;
     }
     return ac;
+}
+
+/* The single-node round trip of this run: RTT_PINGS PINGs one after another on the data
+ * connection (to the first node's server), their median in microseconds. */
+typedef struct pinger {
+    samples rtt;
+    uint64_t sent_us;
+    unsigned left;
+    int done;
+} pinger;
+
+static void on_pong(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    pinger *p = privdata;
+    if (reply == NULL) {
+        p->done = -1;
+        return;
+    }
+    samples_add(&p->rtt, bench_now_us() - p->sent_us);
+    if (--p->left == 0) {
+        p->done = 1;
+        return;
+    }
+    p->sent_us = bench_now_us();
+    redisAsyncCommand(ac, on_pong, p, "PING");
+}
+
+static bool wait_flag(uv_loop_t *loop, const int *flag);
+
+static uint64_t measure_rtt_us(uv_loop_t *loop, redisAsyncContext *ac)
+{
+    pinger p;
+    memset(&p, 0, sizeof(p));
+    p.left = RTT_PINGS;
+    p.sent_us = bench_now_us();
+    redisAsyncCommand(ac, on_pong, &p, "PING");
+    uint64_t rtt = wait_flag(loop, &p.done) ? samples_percentiles(&p.rtt).p50 : 0;
+    samples_free(&p.rtt);
+    return rtt;
 }
 
 /* Runs until the flag is set, at most 5 s; false if it was not. */
@@ -265,6 +324,7 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
             rc = -1;
         }
     }
+    uint64_t rtt_us = rc == 0 ? measure_rtt_us(&loop, ct.workers[0].data) : 0;
     uint64_t start = bench_now_us();
     double elapsed = 0;
     long long final = -1;
@@ -304,11 +364,11 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
                "contention", w_count, rate, lost, (unsigned long long)ct.writes);
     } else if (rc == 0) {
         printf("%-11s workers %3u, notify %-3s: %8.0f acquisitions/s  handoff p50 %6llu us p99 "
-               "%6llu  per-worker min %llu max %llu (Jain %.2f)  lost_updates %lld  expired "
-               "holds %llu, skipped writes %llu  (%llu failed)\n",
+               "%6llu (rtt %llu us)  per-worker min %llu max %llu (Jain %.2f)  lost_updates %lld  "
+               "expired holds %llu, skipped writes %llu  (%llu failed)\n",
                "contention", w_count, notify ? "on" : "off", rate, (unsigned long long)ph.p50,
-               (unsigned long long)ph.p99, (unsigned long long)min, (unsigned long long)max, jain,
-               lost,
+               (unsigned long long)ph.p99, (unsigned long long)rtt_us, (unsigned long long)min,
+               (unsigned long long)max, jain, lost,
                (unsigned long long)ct.overruns, (unsigned long long)ct.skipped,
                (unsigned long long)ct.failures);
     }
@@ -318,7 +378,8 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
         if (nolock)
             fprintf(f, ",\"control\":\"nolock\"");
         else
-            fprintf(f, ",\"notify\":%s,\"jain_index\":%.3f", notify ? "true" : "false", jain);
+            fprintf(f, ",\"notify\":%s,\"jain_index\":%.3f,\"rtt_us\":%llu,\"think_us\":%d",
+                    notify ? "true" : "false", jain, (unsigned long long)rtt_us, THINK_US);
         fprintf(f,
                 ",\"workers\":%u,\"clients\":%u,\"ttl_ms\":%u,\"acquisitions\":%llu,"
                 "\"acquisitions_per_s\":%.1f,\"handoff_us\":",

@@ -68,6 +68,8 @@ typedef struct op {
     bool has_auto;             /* acquire: start auto-extension on success */
     bool after_lost;           /* extend: called after the lock was reported lost */
     bool watching;             /* acquire with a wait: the io says when its key is released */
+    unsigned collisions;       /* ... and its attempts lost in a split vote (notify_jitter_us) */
+    bool woken;                /* ... and its retry timer was moved up by a notification */
     bool notified; /* ... and said so while an attempt was out: retry at once if it is lost */
     bool late;     /* release: called when the lock's validity had already run out */
     redlock_auto_opts auto_opts;
@@ -366,20 +368,32 @@ static uint64_t retry_delay_us(redlock_client *c)
 
 static int op_start_round(op *o);
 
-/* A woken waiter retries within a millisecond, so the waiters of several clients woken by one
- * release do not all send at the same instant. */
-static uint64_t notify_jitter_us(redlock_client *c)
+/* A woken waiter retries at once (on the loop's next turn) the first time. Each of its attempts
+ * that then loses in a split vote (some nodes said yes: other waiters tried at the same time)
+ * doubles the window its next wake-up is drawn from, in whole milliseconds (the loop's timers
+ * have no finer grain): 0 or 1 ms, then 0..3, up to 0..15 ms, never beyond the retry delay. So
+ * the waiters of many clients, all woken by one release, spread out instead of splitting the
+ * votes again and again (the backoff of a shared medium). */
+#define NOTIFY_MAX_DOUBLINGS 2
+
+static uint64_t notify_jitter_us(redlock_client *c, const op *o)
 {
+    uint64_t window_ms = (uint64_t)1 << REDLOCK__MIN(o->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
+    if (c->opts.retry_delay_ms > 0 && window_ms > c->opts.retry_delay_ms)
+        window_ms = c->opts.retry_delay_ms;
+    if (window_ms <= 1)
+        return 0;
     uint64_t r = 0;
     if (c->io->ops->random(c->io, &r, sizeof(r)) != 0)
         r = redlock__client_now(c);
-    return r % 1000;
+    return (r % window_ms) * 1000;
 }
 
 static void on_retry_timer(redlock__timer *t)
 {
     op *o = REDLOCK__CONTAINER_OF(t, op, timer);
     o->state = OP_RUNNING;
+    o->woken = false;
     int rc = op_start_round(o);
     if (rc != 0)
         op_complete(o, rc);
@@ -468,7 +482,9 @@ static void lock_attempt_lost(op *o, int status)
     uint64_t now = redlock__client_now(c);
     if (!c->closing && op_may_retry(o, now)) {
         /* Released while this attempt was out: the key may be free now. */
-        uint64_t due = now + (o->notified ? notify_jitter_us(c) : retry_delay_us(c));
+        if (o->watching && o->round != NULL && o->round->q.votes_yes > 0)
+            o->collisions++;
+        uint64_t due = now + (o->notified ? notify_jitter_us(c, o) : retry_delay_us(c));
         o->notified = false;
         if (o->wait_deadline_us != 0 && due > o->wait_deadline_us)
             due = o->wait_deadline_us;
@@ -711,8 +727,9 @@ void redlock__ops_notified(redlock_client *c, const char *key, size_t len)
             continue;
         if (o->state == OP_RUNNING) {
             o->notified = true;
-        } else {
-            uint64_t due = redlock__client_now(c) + notify_jitter_us(c);
+        } else if (!o->woken) { /* each node sends one: the first wakes it */
+            o->woken = true;
+            uint64_t due = redlock__client_now(c) + notify_jitter_us(c, o);
             if (due > o->wait_deadline_us)
                 due = o->wait_deadline_us;
             redlock__client_timer_start(c, &o->timer, due, on_retry_timer);

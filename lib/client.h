@@ -121,7 +121,8 @@ void redlock__ops_cancel_all(redlock_client *c);
  * node has answered or timed out. */
 void redlock__ops_release_all(redlock_client *c);
 /* A node said key was released: retry the longest-waiting acquire of that key at once (ops.c). */
-void redlock__ops_notified(redlock_client *c, const char *key, size_t len);
+void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *token,
+                           size_t token_len);
 /* One of the close's releases is done (or their start is): the last one closes the io. */
 void redlock__client_close_step(redlock_client *c);
 /* redlock_extend; the auto-extension's own extends are not cancelable by redlock_cancel. */

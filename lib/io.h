@@ -57,8 +57,10 @@ struct redlock__io {
     void *owner; /* the client */
     void (*on_wake)(redlock__io *io);
     void (*on_closed)(redlock__io *io);
-    /* A node said key (len bytes, valid during the call) was released. */
-    void (*on_notify)(redlock__io *io, const char *key, size_t len);
+    /* A node said key (len bytes) was released by the holder of token (token_len bytes); both
+     * valid during the call. */
+    void (*on_notify)(redlock__io *io, const char *key, size_t len, const char *token,
+                      size_t token_len);
 };
 
 #endif

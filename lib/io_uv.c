@@ -127,11 +127,12 @@ static int io_watch(redlock__io *base, const char *key, size_t len, bool on)
     return 0;
 }
 
-static void on_sub_message(void *ctx, const char *channel, size_t len)
+static void on_sub_message(void *ctx, const char *channel, size_t len, const char *message,
+                           size_t message_len)
 {
     io_uv *io = ctx;
     if (io->base.on_notify != NULL)
-        io->base.on_notify(&io->base, channel, len);
+        io->base.on_notify(&io->base, channel, len, message, message_len);
 }
 
 /* node_config.twin_of: another node connected to the server with this run_id. */

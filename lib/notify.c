@@ -195,8 +195,9 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
         return true;
     }
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && is_str(r->element[0], "message") &&
-        r->element[1]->type == REDIS_REPLY_STRING)
-        s->cb(s->ctx, r->element[1]->str, r->element[1]->len);
+        r->element[1]->type == REDIS_REPLY_STRING && r->element[2]->type == REDIS_REPLY_STRING)
+        s->cb(s->ctx, r->element[1]->str, r->element[1]->len, r->element[2]->str,
+              r->element[2]->len);
     /* "subscribe" and "unsubscribe" confirmations need nothing. */
     return true;
 }

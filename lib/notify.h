@@ -50,8 +50,10 @@ void redlock__chanset_free(redlock__chanset *set, const redlock__alloc *alloc);
 
 typedef struct redlock__sub redlock__sub;
 
-/* A message arrived on channel (len bytes, valid during the call). */
-typedef void (*redlock__sub_msg_cb)(void *ctx, const char *channel, size_t len);
+/* A message arrived on channel (len bytes), saying message (message_len bytes); both valid
+ * during the call. */
+typedef void (*redlock__sub_msg_cb)(void *ctx, const char *channel, size_t len, const char *message,
+                                    size_t message_len);
 
 /* A subscriber for the node cfg describes (copied; its url, name, tls and alloc must outlive
  * it), following set. Memory only: nothing connects until a channel is wanted. Returns 0 or

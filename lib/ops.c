@@ -70,6 +70,8 @@ typedef struct op {
     bool watching;             /* acquire with a wait: the io says when its key is released */
     unsigned collisions;       /* ... and its attempts lost in a split vote (notify_jitter_us) */
     bool woken;                /* ... and its retry timer was moved up by a notification */
+    size_t lost_token_len;     /* ... and the token of its last lost attempt, released */
+    char lost_token[REDLOCK_TOKEN_MAX];
     bool notified; /* ... and said so while an attempt was out: retry at once if it is lost */
     bool late;     /* release: called when the lock's validity had already run out */
     redlock_auto_opts auto_opts;
@@ -469,6 +471,10 @@ static void lock_attempt_lost(op *o, int status)
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
     release_everywhere(c, lock);
+    if (o->watching) { /* its release's notification is not for this client (ops_notified) */
+        memcpy(o->lost_token, lock->token, lock->token_len);
+        o->lost_token_len = lock->token_len;
+    }
     /* Every attempt gets a token of its own: the release of a lost attempt can reach a node
      * late (written on a connection that was then dropped, it may be applied after the next
      * attempt's SET on the new one); with the same token it would delete the winner's key. */
@@ -716,14 +722,30 @@ int redlock_cancel(redlock_client *c, const void *data)
 /* Fairness among one client's waiters: a release wakes the one that has waited longest (the
  * oldest operation: c->ops is in start order); the others sleep on until the next release or
  * their fallback retry. If that one's attempt is in flight, it retries at once if it loses. */
-void redlock__ops_notified(redlock_client *c, const char *key, size_t len)
+static bool same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+    return a_len == b_len && memcmp(a, b, a_len) == 0;
+}
+
+void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *token,
+                           size_t token_len)
 {
     if (c->closing)
         return;
+    /* The release of one of this client's own lost attempts (its keys on the nodes that said
+     * yes, in a split vote or while the holder's keys expire) frees nothing this client's
+     * waiters should rush for: the others' release wakes them. */
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        const op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (o->watching && same_bytes(o->lock->key, o->lock->key_len, key, len) &&
+            (same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||
+             same_bytes(o->lock->token, o->lock->token_len, token, token_len)))
+            return;
+    }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (!o->watching || o->state == OP_DECIDED || o->lock->key_len != len ||
-            memcmp(o->lock->key, key, len) != 0)
+        if (!o->watching || o->state == OP_DECIDED ||
+            !same_bytes(o->lock->key, o->lock->key_len, key, len))
             continue;
         if (o->state == OP_RUNNING) {
             o->notified = true;

@@ -15,12 +15,13 @@
     "return 0\n"
 
 /* Delete the key where it still holds the token; tell the node's subscribers (waiters of other
- * clients, notify.h) that it was freed, on a channel named like the key. pcall: an ACL that
- * forbids PUBLISH or the channel must not make the release fail. */
+ * clients, notify.h) that it was freed, on a channel named like the key, with the token that
+ * held it (so a client can tell its own lost attempts' releases). pcall: an ACL that forbids
+ * PUBLISH or the channel must not make the release fail. */
 #define RELEASE_SOURCE                                                                             \
     "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n"                                            \
     "    redis.call(\"del\", KEYS[1])\n"                                                           \
-    "    redis.pcall(\"publish\", KEYS[1], \"released\")\n"                                        \
+    "    redis.pcall(\"publish\", KEYS[1], ARGV[1])\n"                                             \
     "    return 1\n"                                                                               \
     "end\n"                                                                                        \
     "return 0\n"
@@ -88,7 +89,7 @@ const redlock__script redlock__script_release = {
     "release",
     RELEASE_SOURCE,
     sizeof(RELEASE_SOURCE) - 1,
-    "40d30f3a287a34ab8f42c035137089938237400e",
+    "3e1a5debaa508c3ed0e7cf368dc9456c2a9ae080",
 };
 
 const redlock__script redlock__script_inspect = {

@@ -140,6 +140,24 @@ static void release_after_majority_lost_the_key_exits_70(void **state)
 #define WAIT_FOR_MARKER(status)                                                                    \
     "echo ready; while [ ! -e \"$1\" ]; do sleep 0.05; done; exit " status
 
+/* Wait (at most TOOL_TIMEOUT_MS) until every server of c has key. */
+static void wait_key_on_all(fixture_cluster *c, const char *key)
+{
+    long long until = now_ms() + TOOL_TIMEOUT_MS;
+    for (;;) {
+        unsigned have = 0;
+        for (unsigned i = 0; i < c->n; i++) {
+            char *v = server_get(c, i, key);
+            have += v != NULL;
+            free(v);
+        }
+        if (have == c->n)
+            return;
+        assert_true(now_ms() < until);
+        sleep_ms(5);
+    }
+}
+
 /* Two of three nodes lose the key while COMMAND runs (the next extension is 20 s away, so
  * nothing notices before COMMAND exits 0): the final release finds the lock lapsed, and run
  * exits 70 with a line on stderr and "lapsed": true in its --json line. */
@@ -159,6 +177,10 @@ static void run_exits_70_when_release_finds_lapse(void **state)
                    ARGS("-n", shared_nodes, "-t", "60s", "--json", "run", "cli:lapse-run", "--",
                         "sh", "-c", WAIT_FOR_MARKER("$2"), "sh", marker, cases[i].status));
         assert_true(proc_wait_for_output(&p, "ready\n", false, TOOL_TIMEOUT_MS));
+        /* COMMAND starts once a quorum said yes; the third SET may still be on its way (its
+         * connection was still being set up, say). Delete only once every node has the key, or
+         * a late SET would put it back on one of the two and the hold would not have lapsed. */
+        wait_key_on_all(&shared, "cli:lapse-run");
         server_del(&shared, 1, "cli:lapse-run");
         server_del(&shared, 2, "cli:lapse-run");
         FILE *f = fopen(marker, "w");

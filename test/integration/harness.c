@@ -226,6 +226,32 @@ int h_release(h_env *env, redlock_lock *lock, h_record *rec)
     return rec->status;
 }
 
+void h_release_ok(h_env *env, redlock_lock *lock, h_record *rec)
+{
+    h_record own;
+    if (rec == NULL)
+        rec = &own;
+    int rc = h_release(env, lock, rec);
+    if (rc != 0)
+        h_dump_record("the release", rec);
+    assert_int_equal(rc, 0);
+    redlock_lock_free(lock);
+}
+
+redlock_client *h_start_holding(h_env *env, unsigned n, const char *resource, uint64_t ttl_ms,
+                                h_record *held)
+{
+    h_env_start(env, n, NULL);
+    redlock_client *c = h_client(env, NULL);
+    h_wait_ready(env, c);
+    memset(held, 0, sizeof(*held));
+    int rc = h_acquire(env, c, resource, ttl_ms, NULL, held);
+    if (rc != 0)
+        h_dump_record("the acquire", held);
+    assert_int_equal(rc, 0);
+    return c;
+}
+
 int h_extend(h_env *env, redlock_lock *lock, uint64_t ttl_ms, unsigned flags, h_record *rec)
 {
     memset(rec, 0, sizeof(*rec));

@@ -114,6 +114,13 @@ int h_acquire(h_env *env, redlock_client *c, const char *resource, uint64_t ttl_
               const redlock_lock_opts *opts, h_record *rec);
 int h_release(h_env *env, redlock_lock *lock, h_record *rec);
 int h_extend(h_env *env, redlock_lock *lock, uint64_t ttl_ms, unsigned flags, h_record *rec);
+/* Release lock, which must complete 0 (else the test fails, showing what the release saw), and
+ * free its handle. rec (may be NULL) gets the release's record. */
+void h_release_ok(h_env *env, redlock_lock *lock, h_record *rec);
+/* Start n servers and the env's client (h_client, ready), and acquire resource for ttl_ms with
+ * it, which must succeed: held gets the lock. Returns the client. */
+redlock_client *h_start_holding(h_env *env, unsigned n, const char *resource, uint64_t ttl_ms,
+                                h_record *held);
 
 /* Wait until every node of the client is connected (bounded). */
 void h_wait_connected(h_env *env, redlock_client *c);

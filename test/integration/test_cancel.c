@@ -32,11 +32,8 @@ static void cancel_waiting_acquire(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N, NULL);
-    redlock_client *c = h_client(&env, NULL);
-    h_wait_ready(&env, c);
-    h_record held = {0};
-    assert_int_equal(h_acquire(&env, c, "cancel:wait", 30000, NULL, &held), 0);
+    h_record held;
+    redlock_client *c = h_start_holding(&env, N, "cancel:wait", 30000, &held);
 
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
@@ -58,10 +55,9 @@ static void cancel_waiting_acquire(void **state)
 
     const char *token = token_of(held.lock);
     assert_int_equal(h_count_holding(&env, "cancel:wait", 11, token, strlen(token)), N);
-    h_record rel = {0};
-    assert_int_equal(h_release(&env, held.lock, &rel), 0);
+    h_record rel;
+    h_release_ok(&env, held.lock, &rel);
     assert_int_equal(rel.votes_yes, N);
-    redlock_lock_free(held.lock);
     assert_no_keys(&env, c);
     h_env_stop(&env);
 }
@@ -88,9 +84,7 @@ static void cancel_acquire_in_flight(void **state)
     }
     h_record got = {0};
     assert_int_equal(h_acquire(&env, c, "cancel:flight", 60000, NULL, &got), 0);
-    h_record rel = {0};
-    assert_int_equal(h_release(&env, got.lock, &rel), 0);
-    redlock_lock_free(got.lock);
+    h_release_ok(&env, got.lock, NULL);
     h_env_stop(&env);
 }
 
@@ -101,11 +95,8 @@ static void cancel_extend_and_release(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N, NULL);
-    redlock_client *c = h_client(&env, NULL);
-    h_wait_ready(&env, c);
-    h_record held = {0};
-    assert_int_equal(h_acquire(&env, c, "cancel:ext", 30000, NULL, &held), 0);
+    h_record held;
+    redlock_client *c = h_start_holding(&env, N, "cancel:ext", 30000, &held);
     uint64_t deadline = redlock_lock_deadline_us(held.lock);
 
     h_record ext = {0}, other = {0};
@@ -183,9 +174,7 @@ static void cancel_refusals(void **state)
     assert_true(seen_pending > 0);
     assert_int_equal(lost_calls, 0);
     assert_true(redlock_lock_is_held(held.lock, redlock_now_us()));
-    h_record rel = {0};
-    assert_int_equal(h_release(&env, held.lock, &rel), 0);
-    redlock_lock_free(held.lock);
+    h_release_ok(&env, held.lock, NULL);
     h_env_stop(&env);
 }
 
@@ -267,9 +256,7 @@ static void close_releases_held_locks(void **state)
             assert_int_equal(flight_keys, 0);
         /* The attached handle's lock is the owner's: still held everywhere. */
         assert_int_equal(h_count_holding(&env, "close:foreign", 13, ftoken, strlen(ftoken)), N);
-        h_record rel = {0};
-        assert_int_equal(h_release(&env, foreign.lock, &rel), 0);
-        redlock_lock_free(foreign.lock);
+        h_release_ok(&env, foreign.lock, NULL);
         h_close_client_ex(&env, owner, 0);
         h_env_stop(&env);
     }
@@ -329,11 +316,10 @@ static void release_kept_until_node_returns(void **state)
     assert_true(h_wait_holding(&env, "kept:rel", 8, token, strlen(token), N, H_WAIT_MS));
 
     assert_int_equal(fixture_kill(&env.cluster, 0), 0);
-    h_record rel = {0};
-    assert_int_equal(h_release(&env, held.lock, &rel), 0);
+    h_record rel;
+    h_release_ok(&env, held.lock, &rel);
     assert_int_equal(rel.votes_yes, N - 1);
     assert_int_equal(rel.node_vote[0], REDLOCK_VOTE_ERROR);
-    redlock_lock_free(held.lock);
 
     assert_int_equal(fixture_restart(&env.cluster, 0), 0);
     size_t len = 0;

@@ -73,15 +73,16 @@ static void wait_subscribed(h_env *env, const char *key, long long want)
     }
 }
 
-/* The waiter's first attempt has been decided (lost): it sleeps on its retry timer now. */
-static void wait_first_attempt(h_env *env, redlock_client *c)
+/* c's waiters have lost n acquire rounds to the holder between them: each sleeps on its retry
+ * timer after its first. */
+static void wait_busy_rounds(h_env *env, redlock_client *c, uint64_t n)
 {
     uint64_t t0 = redlock_now_us();
     for (;;) {
         redlock_stats st;
         redlock_stats_init(&st);
         assert_int_equal(redlock_client_stats(c, &st), 0);
-        if (st.rounds_busy >= 1)
+        if (st.rounds_busy >= n)
             return;
         assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
         h_run_for(&env->loop, 10);
@@ -94,31 +95,24 @@ static void waiter_wakes_on_release(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N, NULL);
-    redlock_client *holder = h_client(&env, NULL);
-    h_wait_ready(&env, holder);
-    h_record held = {0};
-    assert_int_equal(h_acquire(&env, holder, "notify:one", 30000, NULL, &held), 0);
+    h_record held;
+    h_start_holding(&env, N, "notify:one", 30000, &held);
 
     redlock_client *w = sleepy_client(&env, false);
     h_record rec = {0};
     start_waiter(w, "notify:one", &rec);
     wait_subscribed(&env, "notify:one", 1);
-    wait_first_attempt(&env, w);
+    wait_busy_rounds(&env, w, 1);
     assert_int_equal(rec.calls, 0);
 
-    h_record rel = {0};
-    assert_int_equal(h_release(&env, held.lock, &rel), 0);
-    redlock_lock_free(held.lock);
+    h_release_ok(&env, held.lock, NULL);
     assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
     if (rec.status != 0)
         h_dump_record("the waiter", &rec);
     assert_int_equal(rec.status, 0);
     assert_int_equal(rec.attempts, 2);
     wait_subscribed(&env, "notify:one", 0); /* no waiter left: unsubscribed */
-    h_record rel2 = {0};
-    assert_int_equal(h_release(&env, rec.lock, &rel2), 0);
-    redlock_lock_free(rec.lock);
+    h_release_ok(&env, rec.lock, NULL);
     h_close_client(&env, w);
     h_env_stop(&env);
 }
@@ -129,21 +123,16 @@ static void no_notify_polls(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N, NULL);
-    redlock_client *holder = h_client(&env, NULL);
-    h_wait_ready(&env, holder);
-    h_record held = {0};
-    assert_int_equal(h_acquire(&env, holder, "notify:off", 30000, NULL, &held), 0);
+    h_record held;
+    h_start_holding(&env, N, "notify:off", 30000, &held);
 
     redlock_client *w = sleepy_client(&env, true);
     h_record rec = {0};
     start_waiter(w, "notify:off", &rec);
-    wait_first_attempt(&env, w);
+    wait_busy_rounds(&env, w, 1);
     for (unsigned i = 0; i < N; i++)
         assert_int_equal(numsub(&env, i, "notify:off"), 0);
-    h_record rel = {0};
-    assert_int_equal(h_release(&env, held.lock, &rel), 0);
-    redlock_lock_free(held.lock);
+    h_release_ok(&env, held.lock, NULL);
     h_run_for(&env.loop, 3000);
     assert_int_equal(rec.calls, 0);
     assert_int_equal(redlock_cancel(w, &rec), 0);
@@ -162,11 +151,8 @@ static void longest_waiting_first(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N, NULL);
-    redlock_client *holder = h_client(&env, NULL);
-    h_wait_ready(&env, holder);
-    h_record held = {0};
-    assert_int_equal(h_acquire(&env, holder, "notify:turns", 30000, NULL, &held), 0);
+    h_record held;
+    h_start_holding(&env, N, "notify:turns", 30000, &held);
 
     redlock_client *w = sleepy_client(&env, false);
     h_record rec[3];
@@ -176,31 +162,60 @@ static void longest_waiting_first(void **state)
         h_run_for(&env.loop, 50); /* they start, and lose, in this order */
     }
     wait_subscribed(&env, "notify:turns", 1); /* one subscription for the client */
-    uint64_t t0 = redlock_now_us();
-    for (;;) {
-        redlock_stats st;
-        redlock_stats_init(&st);
-        assert_int_equal(redlock_client_stats(w, &st), 0);
-        if (st.rounds_busy >= 3)
-            break;
-        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
-        h_run_for(&env.loop, 10);
-    }
+    wait_busy_rounds(&env, w, 3);
 
     redlock_lock *current = held.lock;
     for (int turn = 0; turn < 3; turn++) {
-        h_record rel = {0};
-        assert_int_equal(h_release(&env, current, &rel), 0);
-        redlock_lock_free(current);
+        h_release_ok(&env, current, NULL);
         assert_true(h_run_until(&env.loop, &rec[turn].calls, 1, H_WAIT_MS));
         assert_int_equal(rec[turn].status, 0);
         for (int later = turn + 1; later < 3; later++)
             assert_int_equal(rec[later].calls, 0);
         current = rec[turn].lock;
     }
-    h_record rel = {0};
-    assert_int_equal(h_release(&env, current, &rel), 0);
-    redlock_lock_free(current);
+    h_release_ok(&env, current, NULL);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
+/* 4. A client's own lost attempts do not wake it. Every node holds the key for someone else (set
+ * directly, no ttl), so the waiter's first attempt gets no yes and sleeps. Then the foreign key
+ * goes from nodes 3 and 4 (a plain DEL: no message) and a message from elsewhere wakes the
+ * waiter: its second attempt wins nodes 3 and 4, loses the round, and releases its keys there,
+ * which publishes with its own token. That message must not wake it again: a client that woke
+ * on it would retry at once, lose the same way, and spin. Two rounds in 2 s, no more. */
+static void own_releases_do_not_wake(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    for (unsigned i = 0; i < N; i++)
+        h_set(&env, i, "notify:self", 11, "someone-else");
+    redlock_client *w = sleepy_client(&env, false);
+    h_record rec = {0};
+    start_waiter(w, "notify:self", &rec);
+    wait_subscribed(&env, "notify:self", 1);
+    wait_busy_rounds(&env, w, 1);
+    h_del(&env, 3, "notify:self", 11);
+    h_del(&env, 4, "notify:self", 11);
+    redisReply *r = fixture_command(&env.cluster, 0, "PUBLISH notify:self elsewhere");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    wait_busy_rounds(&env, w, 2);
+    h_run_for(&env.loop, 2000);
+    redlock_stats st;
+    redlock_stats_init(&st);
+    assert_int_equal(redlock_client_stats(w, &st), 0);
+    assert_int_equal(st.rounds_busy + st.rounds_broken, 2);
+    assert_int_equal(rec.calls, 0);
+    /* Its keys on nodes 3 and 4 were released, as after any lost attempt. */
+    h_drain(&env, w);
+    assert_int_equal(h_pttl(&env, 3, "notify:self", 11), -2);
+    assert_int_equal(h_pttl(&env, 4, "notify:self", 11), -2);
+    assert_int_equal(redlock_cancel(w, &rec), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
     h_close_client(&env, w);
     h_env_stop(&env);
 }
@@ -212,6 +227,7 @@ int main(void)
         H_TEST(waiter_wakes_on_release),
         H_TEST(no_notify_polls),
         H_TEST(longest_waiting_first),
+        H_TEST(own_releases_do_not_wake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

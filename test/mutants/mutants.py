@@ -95,7 +95,7 @@ MUTANTS = [
                    '    "if redis.call(\\"get\\", KEYS[1]) == ARGV[1] then\\n"',
                    '    "if true then\\n"'),
                   ("lib/scripts.c",
-                   '"40d30f3a287a34ab8f42c035137089938237400e"',
+                   '"3e1a5debaa508c3ed0e7cf368dc9456c2a9ae080"',
                    '"@SHA1:release@"')],
         "killers": [integration("lock", "release_with_wrong_token*"), integration("scripts"),
                     pitfall("3-fixed-del"), torture()],
@@ -113,8 +113,8 @@ MUTANTS = [
         "name": "no-release-everywhere",
         "what": "a lost acquire round leaves its keys where it got them",
         "edits": [("lib/ops.c",
-                   "    release_everywhere(c, lock);\n    /* Every attempt gets a token",
-                   "    /* Every attempt gets a token")],
+                   "    release_everywhere(c, lock);\n    if (o->watching) {",
+                   "    if (o->watching) {")],
         "killers": [integration("faults", "lost_round_leaves_no_key"),
                     integration("faults", "three_nodes_down_fails_fast*"), sim("safety_holds")],
     },
@@ -332,10 +332,10 @@ MUTANTS = [
         "name": "release-without-publish",
         "what": "a release does not tell the node's subscribers: waiters sleep their retry delay",
         "edits": [("lib/scripts.c",
-                   '    "    redis.pcall(\\"publish\\", KEYS[1], \\"released\\")\\n"',
+                   '    "    redis.pcall(\\"publish\\", KEYS[1], ARGV[1])\\n"',
                    '    ""'),
                   ("lib/scripts.c",
-                   '"40d30f3a287a34ab8f42c035137089938237400e"',
+                   '"3e1a5debaa508c3ed0e7cf368dc9456c2a9ae080"',
                    '"@SHA1:release@"')],
         "killers": [integration("notify", "waiter_wakes_on_release")],
     },
@@ -343,12 +343,20 @@ MUTANTS = [
         "name": "newest-waiter-first",
         "what": "a release wakes the waiter that started last instead of the longest-waiting one",
         "edits": [("lib/ops.c",
-                   "        return;\n    for (redlock__list *it = c->ops.next; it != &c->ops; "
-                   "it = it->next) {\n        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
+                   "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
+                   "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
                    "        if (!o->watching",
-                   "        return;\n    for (redlock__list *it = c->ops.prev; it != &c->ops; "
-                   "it = it->prev) {\n        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
+                   "    for (redlock__list *it = c->ops.prev; it != &c->ops; it = it->prev) {\n"
+                   "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
                    "        if (!o->watching")],
         "killers": [integration("notify", "longest_waiting_first")],
+    },
+    {
+        "name": "wakes-on-own-release",
+        "what": "a client is woken by the release of its own lost attempt, and spins",
+        "edits": [("lib/ops.c",
+                   "            return;\n    }\n    for (redlock__list *it = c->ops.next;",
+                   "            break;\n    }\n    for (redlock__list *it = c->ops.next;")],
+        "killers": [integration("notify", "own_releases_do_not_wake")],
     },
 ]

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -230,8 +231,19 @@ static void ttl_runs_out_while_holder_is_paused(void **state)
         assert_true(rec.attempts > 1);
     size_t new_len = 0;
     const char *new_token = redlock_lock_token(rec.lock, &new_len);
-    /* Won at the quorum; the last SETs land a moment later. */
-    assert_true(h_wait_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len, N, 10000));
+    /* Won at the quorum; the last SETs land a moment later (h_drain), on every node whose old
+     * key had expired by then. A node where it had not (the old keys expire at the times their
+     * SETs arrived, a fraction of a ms apart) said no and is left without a key: the promise is
+     * a quorum, not every node. */
+    h_drain(&env, c);
+    const unsigned held = h_count_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len);
+    assert_true(held >= N / 2 + 1);
+    for (unsigned i = 0; i < N; i++) {
+        size_t len = 0;
+        char *v = h_get(&env, i, RESOURCE, strlen(RESOURCE), &len);
+        assert_true(v == NULL || (len == new_len && memcmp(v, new_token, len) == 0));
+        free(v);
+    }
 
     /* The old holder continues: its lock is no longer held, and its release deletes nothing of
      * the new holder's. */
@@ -251,11 +263,11 @@ static void ttl_runs_out_while_holder_is_paused(void **state)
     assert_false(rep.held_at_wakeup);
     assert_int_equal(rep.status, REDLOCK_ELOST); /* every node answered: "not ours" */
     assert_int_equal(rep.votes_yes, 0);
-    assert_int_equal(h_count_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len), N);
+    assert_int_equal(h_count_holding(&env, RESOURCE, strlen(RESOURCE), new_token, new_len), held);
 
     h_record rel;
     assert_int_equal(h_release(&env, rec.lock, &rel), 0);
-    assert_int_equal(rel.votes_yes, N);
+    assert_int_equal(rel.votes_yes, held);
     redlock_lock_free(rec.lock);
     h_env_stop(&env);
 }

@@ -117,6 +117,9 @@ int h_extend(h_env *env, redlock_lock *lock, uint64_t ttl_ms, unsigned flags, h_
 /* Release lock, which must complete 0 (else the test fails, showing what the release saw), and
  * free its handle. rec (may be NULL) gets the release's record. */
 void h_release_ok(h_env *env, redlock_lock *lock, h_record *rec);
+/* One more client on the env's servers, in order (so h_drain works with it), with opts (NULL:
+ * h_test_options), ready (h_wait_ready); the test owns it (h_close_client), never the env. */
+redlock_client *h_own_client(h_env *env, const redlock_options *opts);
 /* Start n servers and the env's client (h_client, ready), and acquire resource for ttl_ms with
  * it, which must succeed: held gets the lock. Returns the client. */
 redlock_client *h_start_holding(h_env *env, unsigned n, const char *resource, uint64_t ttl_ms,

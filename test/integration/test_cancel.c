@@ -178,22 +178,6 @@ static void cancel_refusals(void **state)
     h_env_stop(&env);
 }
 
-/* A second client on the env's servers, owned by the test. */
-static redlock_client *second_client(h_env *env)
-{
-    char buf[N][160];
-    const char *urls[N];
-    h_urls_with_timeout(env, 0, 0, buf, urls);
-    redlock_options opts;
-    h_test_options(&opts);
-    redlock_client *c = NULL;
-    redlock_client *keep = env->client;
-    assert_int_equal(h_client_urls(env, urls, N, &opts, &c, NULL, 0), 0);
-    env->client = keep;
-    h_wait_ready(env, c);
-    return c;
-}
-
 /* 5. Closing releases what the client holds - three held locks, one of them auto-extended, and
  * an acquire in flight - on every node, before the close callback; an attached handle (a hold
  * that belongs to another client) is left alone. With REDLOCK_CLOSE_FAST nothing is released.
@@ -204,12 +188,12 @@ static void close_releases_held_locks(void **state)
     for (int fast = 0; fast < 2; fast++) {
         h_env env;
         h_env_start(&env, N, NULL);
-        redlock_client *owner = second_client(&env);
+        redlock_client *owner = h_own_client(&env, NULL);
         h_record foreign = {0};
         assert_int_equal(h_acquire(&env, owner, "close:foreign", 60000, NULL, &foreign), 0);
         const char *ftoken = token_of(foreign.lock);
 
-        redlock_client *c = second_client(&env);
+        redlock_client *c = h_own_client(&env, NULL);
         assert_int_equal(redlock_client_close_ex(c, 2, NULL, NULL), REDLOCK_EINVAL);
         h_record held[3];
         char tokens[3][REDLOCK_TOKEN_MAX + 1];

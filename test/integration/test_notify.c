@@ -20,20 +20,12 @@
 /* A client on the env's servers whose waiters sleep SLEEP_MS between attempts. */
 static redlock_client *sleepy_client(h_env *env, bool no_notify)
 {
-    char buf[N][160];
-    const char *urls[N];
-    h_urls_with_timeout(env, 0, 0, buf, urls);
     redlock_options opts;
     h_test_options(&opts);
     opts.retry_delay_ms = SLEEP_MS;
     opts.retry_jitter_ms = 0;
     opts.no_notify = no_notify;
-    redlock_client *c = NULL;
-    redlock_client *keep = env->client;
-    assert_int_equal(h_client_urls(env, urls, N, &opts, &c, NULL, 0), 0);
-    env->client = keep;
-    h_wait_ready(env, c);
-    return c;
+    return h_own_client(env, &opts);
 }
 
 /* Start a waiting acquire of key on c. */

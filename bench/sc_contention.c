@@ -368,9 +368,8 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
                "expired holds %llu, skipped writes %llu  (%llu failed)\n",
                "contention", w_count, notify ? "on" : "off", rate, (unsigned long long)ph.p50,
                (unsigned long long)ph.p99, (unsigned long long)rtt_us, (unsigned long long)min,
-               (unsigned long long)max, jain, lost,
-               (unsigned long long)ct.overruns, (unsigned long long)ct.skipped,
-               (unsigned long long)ct.failures);
+               (unsigned long long)max, jain, lost, (unsigned long long)ct.overruns,
+               (unsigned long long)ct.skipped, (unsigned long long)ct.failures);
     }
     if (rc == 0 && cfg->json != NULL) {
         FILE *f = cfg->json;

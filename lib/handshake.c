@@ -21,6 +21,18 @@ static int append_step(redlock__handshake *hs, redlock__buf *out, const redlock_
     return 0;
 }
 
+int redlock__auth_argv(const redlock_url *u, const char *argv[3], size_t argvlen[3])
+{
+    if (u->password == NULL)
+        return 0;
+    int argc = 0;
+    argv[argc] = "AUTH", argvlen[argc++] = 4;
+    if (u->user != NULL)
+        argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
+    argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
+    return argc;
+}
+
 int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlock__buf *out,
                              const redlock__alloc *alloc)
 {
@@ -28,14 +40,9 @@ int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlo
     size_t argvlen[3];
     int rc = 0;
     redlock__handshake_reset(hs);
-    if (u->password != NULL) {
-        int argc = 0;
-        argv[argc] = "AUTH", argvlen[argc++] = 4;
-        if (u->user != NULL)
-            argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
-        argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
+    int argc = redlock__auth_argv(u, argv, argvlen);
+    if (argc > 0)
         rc = append_step(hs, out, alloc, argc, argv, argvlen, REDLOCK__HS_STATUS, NULL);
-    }
     if (rc == 0 && u->db > 0) {
         char db[16];
         int len = snprintf(db, sizeof(db), "%d", u->db);

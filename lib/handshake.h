@@ -49,6 +49,11 @@ typedef struct redlock__handshake {
     bool script_refused, info_refused;
 } redlock__handshake;
 
+/* The AUTH command for url into argv/argvlen (room for 3): returns its argc, 0 when the URL has
+ * no password. Said first on every connection to the node: the handshake's and the
+ * subscriber's (notify.h). */
+int redlock__auth_argv(const redlock_url *url, const char *argv[3], size_t argvlen[3]);
+
 /* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended
  * to out. Returns 0 or REDLOCK_ENOMEM (out may then hold part of it: discard it). */
 int redlock__handshake_start(redlock__handshake *hs, const redlock_url *url, redlock__buf *out,

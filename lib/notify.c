@@ -9,6 +9,7 @@
 #include <hiredis/read.h>
 
 #include "command.h"
+#include "handshake.h"
 #include "stream.h"
 
 /* ---- the set of wanted channels ------------------------------------------------------------ */
@@ -143,18 +144,13 @@ static void on_open(redlock__stream *st)
         redlock__stream_drop(st);
         return;
     }
-    const redlock_url *u = s->cfg.url;
-    if (u->password == NULL) {
+    const char *argv[3];
+    size_t argvlen[3];
+    int argc = redlock__auth_argv(s->cfg.url, argv, argvlen);
+    if (argc == 0) {
         sub_ready(s);
         return;
     }
-    const char *argv[3];
-    size_t argvlen[3];
-    int argc = 0;
-    argv[argc] = "AUTH", argvlen[argc++] = 4;
-    if (u->user != NULL)
-        argv[argc] = u->user, argvlen[argc] = strlen(u->user), argc++;
-    argv[argc] = u->password, argvlen[argc] = strlen(u->password), argc++;
     if (redlock__resp_append(argc, argv, argvlen, redlock__stream_out(st), s->cfg.alloc) != 0) {
         redlock__stream_drop(st);
         return;

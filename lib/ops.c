@@ -373,7 +373,7 @@ static int op_start_round(op *o);
 /* A woken waiter retries at once (on the loop's next turn) the first time. Each of its attempts
  * that then loses in a split vote (some nodes said yes: other waiters tried at the same time)
  * doubles the window its next wake-up is drawn from, in whole milliseconds (the loop's timers
- * have no finer grain): 0 or 1 ms, then 0..3, up to 0..15 ms, never beyond the retry delay. So
+ * have no finer grain): 0 or 1 ms, then up to 0..3 ms, never beyond the retry delay. So
  * the waiters of many clients, all woken by one release, spread out instead of splitting the
  * votes again and again (the backoff of a shared medium). */
 #define NOTIFY_MAX_DOUBLINGS 2
@@ -719,14 +719,14 @@ int redlock_cancel(redlock_client *c, const void *data)
     return 0;
 }
 
-/* Fairness among one client's waiters: a release wakes the one that has waited longest (the
- * oldest operation: c->ops is in start order); the others sleep on until the next release or
- * their fallback retry. If that one's attempt is in flight, it retries at once if it loses. */
 static bool same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
 {
     return a_len == b_len && memcmp(a, b, a_len) == 0;
 }
 
+/* Fairness among one client's waiters: a release wakes the one that has waited longest (the
+ * oldest operation: c->ops is in start order); the others sleep on until the next release or
+ * their fallback retry. If that one's attempt is in flight, it retries at once if it loses. */
 void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *token,
                            size_t token_len)
 {

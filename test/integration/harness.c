@@ -240,14 +240,8 @@ void h_release_ok(h_env *env, redlock_lock *lock, h_record *rec)
 
 redlock_client *h_own_client(h_env *env, const redlock_options *opts)
 {
-    redlock_options defaults;
-    if (opts == NULL) {
-        h_test_options(&defaults);
-        opts = &defaults;
-    }
-    redlock_client *c = NULL;
     redlock_client *keep = env->client;
-    assert_int_equal(h_client_urls(env, env->cluster.urls, env->cluster.n, opts, &c, NULL, 0), 0);
+    redlock_client *c = h_client(env, opts);
     env->client = keep;
     h_wait_ready(env, c);
     return c;

@@ -247,7 +247,12 @@ static int attempt(worker_thread *w, unsigned resource)
     int len = torture_hold_format(&hold, line, sizeof(line));
     if (len < 0 || write_line(w, line, len) != 0)
         return -1;
-    if (w->fencing && torture_fence_log(resource, w->process, w->index, fence, start_us, done_us,
+    /* The fence checker orders holds by their grant. The library granted this one before its
+     * deadline; a process paused between that grant and the call's return (SIGSTOP by the
+     * chaos) sees the return after the deadline, and another holder may have been granted in
+     * between: the grant is then no later than the deadline, not at the return. */
+    uint64_t granted_us = done_us < hold.deadline_us ? done_us : hold.deadline_us;
+    if (w->fencing && torture_fence_log(resource, w->process, w->index, fence, start_us, granted_us,
                                         w->write_start_us, w->fence_outcome, w->fence_seq) != 0)
         return -1;
     return result;

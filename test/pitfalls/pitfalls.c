@@ -405,9 +405,16 @@ void pf_redlock_overrun(h_env *env, const char *resource, uint64_t ttl_ms, const
     if (rb.at_us < a_deadline_us)
         fail_msg("B got the lock %llu us before A's deadline",
                  (unsigned long long)(a_deadline_us - rb.at_us));
-    size_t b_token_len = 0;
+    size_t a_token_len = 0, b_token_len = 0;
+    const char *a_token = redlock_lock_token(ra.lock, &a_token_len);
     const char *b_token = redlock_lock_token(rb.lock, &b_token_len);
-    assert_true(h_wait_holding(env, resource, rlen, b_token, b_token_len, n, H_WAIT_MS));
+    /* A's keys expire node by node: B may have found one still there and won on a majority
+     * without it (and the callback came at the majority, before the last node's answer). Once
+     * A's keys are all gone, the nodes holding B's token are the ones B keeps to its release. */
+    assert_true(h_wait_holding(env, resource, rlen, a_token, a_token_len, 0, H_WAIT_MS));
+    const unsigned b_held = h_count_holding(env, resource, rlen, b_token, b_token_len);
+    assert_true(b_held > n / 2);
+    assert_true(b_held >= rb.votes_yes);
 
     /* A's slow step ends. It checks before going on: not held any more, so it stops there (its
      * hold ended at its deadline), and unlocks as the legacy code does. Compare-and-delete: no
@@ -417,7 +424,7 @@ void pf_redlock_overrun(h_env *env, const char *resource, uint64_t ttl_ms, const
     h_record rel;
     assert_int_equal(h_release(env, ra.lock, &rel), REDLOCK_ELOST);
     assert_int_equal(rel.votes_yes, 0);
-    assert_int_equal(h_count_holding(env, resource, rlen, b_token, b_token_len), n);
+    assert_int_equal(h_count_holding(env, resource, rlen, b_token, b_token_len), b_held);
 
     /* C tries while B works: refused, every node still holds B's token. */
     h_record rc_rec;
@@ -426,13 +433,13 @@ void pf_redlock_overrun(h_env *env, const char *resource, uint64_t ttl_ms, const
         h_dump_record("C's acquire", &rc_rec);
     assert_int_equal(rc, REDLOCK_EBUSY);
     h_drain(env, c); /* C's lost round released its own keys everywhere: none of B's */
-    assert_int_equal(h_count_holding(env, resource, rlen, b_token, b_token_len), n);
+    assert_int_equal(h_count_holding(env, resource, rlen, b_token, b_token_len), b_held);
 
     /* B's work ends: its release finds its key on every node. */
     const uint64_t b_end_us = redlock_now_us();
     assert_true(redlock_lock_is_held(rb.lock, b_end_us));
     assert_int_equal(h_release(env, rb.lock, &rel), 0);
-    assert_int_equal(rel.votes_yes, n);
+    assert_int_equal(rel.votes_yes, b_held);
     pf_history_add(&h, "B", rb.at_us, b_end_us);
     unsigned overlaps = pf_report(&h);
     printf("#   A's release: REDLOCK_ELOST, 0 keys deleted; C's acquire: REDLOCK_EBUSY\n");

@@ -40,7 +40,8 @@ static void net_start(net_env *ne, unsigned faulty, uint64_t faulty_timeout_ms)
     memset(ne, 0, sizeof(*ne));
     h_env_start(&ne->env, N, NULL);
     for (unsigned i = 0; i < N; i++) {
-        ne->proxies[i] = proxy_start(0, "127.0.0.1", ne->env.cluster.servers[i].port);
+        ne->proxies[i] =
+            proxy_start(fixture_free_port(), "127.0.0.1", ne->env.cluster.servers[i].port);
         assert_non_null(ne->proxies[i]);
         if (faulty & (1u << i))
             snprintf(ne->urls_buf[i], sizeof(ne->urls_buf[i]),

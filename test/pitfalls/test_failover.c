@@ -51,7 +51,7 @@ static void failover_before_replication_gives_two_holders(void **state)
     (void)state;
     fixture_cluster pair; /* server 0 the master, 1 its replica */
     assert_int_equal(fixture_start(&pair, 2, NULL), 0);
-    repl_link = proxy_start(0, "127.0.0.1", pair.servers[0].port);
+    repl_link = proxy_start(fixture_free_port(), "127.0.0.1", pair.servers[0].port);
     assert_non_null(repl_link);
     redisReply *r = fixture_command(&pair, 1, "REPLICAOF 127.0.0.1 %d", proxy_port(repl_link));
     assert_non_null(r);

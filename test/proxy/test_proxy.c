@@ -178,7 +178,7 @@ static int group_teardown(void **state)
 static int proxy_setup(void **state)
 {
     alarm(TEST_TIMEOUT_S);
-    proxy *p = proxy_start(0, "127.0.0.1", redis_port());
+    proxy *p = proxy_start(fixture_free_port(), "127.0.0.1", redis_port());
     *state = p;
     return p != NULL ? 0 : -1;
 }

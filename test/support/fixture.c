@@ -12,6 +12,7 @@
 #endif
 
 #include "fixture.h"
+#include "ports.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -154,6 +155,8 @@ static void registry_stop(live_cluster *e)
         }
         if (e->dir[0] != '\0')
             remove_dir(e->dir);
+        for (unsigned i = 0; i < e->n; i++)
+            fixture_port_release(e->ports[i]);
     }
     memset(e, 0, sizeof(*e));
 }
@@ -180,7 +183,8 @@ static bool port_reserved(int port)
     return false;
 }
 
-int fixture_free_port(void)
+/* A port from the kernel: free at this moment, for this process only. */
+static int kernel_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -201,16 +205,26 @@ int fixture_free_port(void)
     return port;
 }
 
+/* A claimed port (ports.h), which no other test process is handed while this one has it, even
+ * while its server is down for a restart; else one from the kernel. */
 static int pick_port(void)
 {
+    int port = fixture_port_claim();
+    if (port > 0)
+        return port;
     // The kernel may hand out the same ephemeral port twice in a row; skip ones we hold.
     for (int tries = 0; tries < 100; tries++) {
-        int port = fixture_free_port();
+        port = kernel_port();
         if (port < 0 || !port_reserved(port))
             return port;
     }
     fprintf(stderr, "fixture: no unreserved loopback port found\n");
     return -1;
+}
+
+int fixture_free_port(void)
+{
+    return pick_port();
 }
 
 /* Resolve the binary once, in the parent: the child must not do anything that allocates. */
@@ -460,6 +474,7 @@ static int ensure_ready(fixture_cluster *c, live_cluster *e, unsigned i, bool ke
             int port = pick_port();
             if (port < 0)
                 return -1;
+            fixture_port_release(e->ports[i]);
             set_port(c, e, i, port);
         }
         if (launch(c, e, i, server_path) != 0)

@@ -113,8 +113,10 @@ redisReply *fixture_command(fixture_cluster *c, unsigned i, const char *fmt, ...
 redisReply *fixture_command_argv(fixture_cluster *c, unsigned i, int argc, const char **argv,
                                  const size_t *argvlen);
 
-/* Return a loopback TCP port that was free a moment ago (bind 127.0.0.1:0, read it, close), or
- * -1 with a message on stderr. Another process may take it before the caller binds it. */
+/* Return a loopback TCP port for a server of the caller's, or -1 with a message on stderr: one
+ * claimed for this process until it exits (below the kernel's ephemeral range, handed to no
+ * other test process meanwhile, see ports.h), else one the kernel says is free at this moment
+ * (which another process may then take). Nothing listens on it until the caller binds it. */
 int fixture_free_port(void);
 
 #endif /* REDLOCK_TEST_FIXTURE_H */

@@ -11,6 +11,7 @@
 #endif
 
 #include "fixture.h"
+#include "ports.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -76,6 +77,45 @@ static void test_free_port(void)
 {
     int port = fixture_free_port();
     CHECK(port > 0 && port < 65536);
+}
+
+/* A claimed port lies below the kernel's ephemeral range and is handed to no other live process
+ * (a child here) until it is released; a released port has no claim left. */
+static void test_port_claims(void)
+{
+    int lo = 0, hi = 0;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    CHECK(f != NULL && fscanf(f, "%d %d", &lo, &hi) == 2);
+    fclose(f);
+    int mine[8];
+    for (int i = 0; i < 8; i++) {
+        mine[i] = fixture_port_claim();
+        CHECK(mine[i] > 0 && mine[i] < lo);
+        for (int j = 0; j < i; j++)
+            CHECK(mine[j] != mine[i]);
+    }
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        for (int k = 0; k < 2000; k++) {
+            int p = fixture_port_claim();
+            for (int i = 0; i < 8; i++) {
+                if (p == mine[i])
+                    _exit(1);
+            }
+            fixture_port_release(p);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 8; i++) {
+        fixture_port_release(mine[i]);
+        char path[128];
+        snprintf(path, sizeof(path), "/tmp/redlock-fixture-ports-%u/%d", (unsigned)getuid(),
+                 mine[i]);
+        CHECK(access(path, F_OK) != 0);
+    }
 }
 
 static void test_bad_arguments(void)
@@ -369,6 +409,7 @@ static void test_stop(fixture_cluster *c)
 int main(void)
 {
     test_free_port();
+    test_port_claims();
     test_bad_arguments();
 
     static fixture_cluster c;

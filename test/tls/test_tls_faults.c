@@ -177,7 +177,7 @@ static void proxy_faults(void **state)
     t_env env;
     fixture_tls_conf conf = t_conf("server", false);
     t_start(&env, 3, &conf, true);
-    proxy *p = proxy_start(0, "127.0.0.1", env.tls->servers[0].tls_port);
+    proxy *p = proxy_start(fixture_free_port(), "127.0.0.1", env.tls->servers[0].tls_port);
     assert_non_null(p);
     char via_proxy[160];
     snprintf(via_proxy, sizeof(via_proxy), "rediss://127.0.0.1:%d", proxy_port(p));
@@ -402,7 +402,7 @@ static void torture_over_tls(void **state)
     for (unsigned i = 0; i < 5; i++)
         urls[i] = env.tls->urls[i];
     for (unsigned k = 0; k < 2; k++) {
-        proxies[k] = proxy_start(0, "127.0.0.1", env.tls->servers[k].tls_port);
+        proxies[k] = proxy_start(fixture_free_port(), "127.0.0.1", env.tls->servers[k].tls_port);
         assert_non_null(proxies[k]);
         snprintf(via[k], sizeof(via[k]), "rediss://127.0.0.1:%d", proxy_port(proxies[k]));
         urls[k] = via[k];

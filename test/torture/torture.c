@@ -616,7 +616,7 @@ static unsigned report(const torture_config *cfg, fixture_cluster *nodes, fixtur
 static int start_proxies(fixture_cluster *nodes, proxy **proxies)
 {
     for (unsigned i = 0; i < N_LOCK_NODES; i++) {
-        proxies[i] = proxy_start(0, "127.0.0.1", nodes->servers[i].port);
+        proxies[i] = proxy_start(fixture_free_port(), "127.0.0.1", nodes->servers[i].port);
         if (proxies[i] == NULL)
             return -1;
     }

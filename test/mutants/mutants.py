@@ -359,4 +359,29 @@ MUTANTS = [
                    "            break;\n    }\n    for (redlock__list *it = c->ops.next;")],
         "killers": [integration("notify", "own_releases_do_not_wake")],
     },
+    {
+        "name": "lapsed-release-reports-ok",
+        "what": "a release reports success whenever a quorum answered, as before issue 17: a hold "
+                "that lapsed (released after its validity, or its keys gone) looks continuous",
+        "edits": [("lib/ops.c",
+                   "    if (o->late || o->lock->lapsed)\n"
+                   "        return REDLOCK_ELOST;\n"
+                   "    if (q->votes_yes >= q->quorum)\n"
+                   "        return 0;\n"
+                   "    if (q->votes_no > q->n_nodes - q->quorum)\n"
+                   "        return REDLOCK_ELOST;\n"
+                   "    return REDLOCK_ENOQUORUM;\n",
+                   "    (void)o;\n"
+                   "    return q->votes_yes + q->votes_no >= q->quorum ? 0 : REDLOCK_ENOQUORUM;\n")],
+        "killers": [integration("lapsed", "release_after_ttl_is_lost"), cli("cli-lapsed")],
+    },
+    {
+        "name": "attached-retake-allowed",
+        "what": "an attached handle may extend with REDLOCK_EXTEND_RETAKE: it re-creates keys "
+                "another holder took and released meanwhile, as if its hold had no gap",
+        "edits": [("lib/ops.c",
+                   "    if (lock->attached)\n        return redlock__client_error(",
+                   "    if (false)\n        return redlock__client_error(")],
+        "killers": [integration("lapsed", "attached_retake_after_another_holder_is_refused")],
+    },
 ]

@@ -426,7 +426,7 @@ void pf_redlock_overrun(h_env *env, const char *resource, uint64_t ttl_ms, const
     assert_int_equal(rel.votes_yes, 0);
     assert_int_equal(h_count_holding(env, resource, rlen, b_token, b_token_len), b_held);
 
-    /* C tries while B works: refused, every node still holds B's token. */
+    /* C tries while B works: refused, every node B holds still holds its token. */
     h_record rc_rec;
     rc = h_acquire(env, c, resource, ttl_ms, NULL, &rc_rec);
     if (rc != REDLOCK_EBUSY)
@@ -435,7 +435,7 @@ void pf_redlock_overrun(h_env *env, const char *resource, uint64_t ttl_ms, const
     h_drain(env, c); /* C's lost round released its own keys everywhere: none of B's */
     assert_int_equal(h_count_holding(env, resource, rlen, b_token, b_token_len), b_held);
 
-    /* B's work ends: its release finds its key on every node. */
+    /* B's work ends: its release finds its key on every node it holds. */
     const uint64_t b_end_us = redlock_now_us();
     assert_true(redlock_lock_is_held(rb.lock, b_end_us));
     assert_int_equal(h_release(env, rb.lock, &rel), 0);

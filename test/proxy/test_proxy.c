@@ -424,7 +424,8 @@ static bool blackhole_holds_delayed_data_try(proxy *p, unsigned delay_ms)
     uint64_t sent = now_ms();
     uv_sleep(30); /* let the proxy read it under the delay */
     proxy_set_mode(p, PROXY_BLACKHOLE);
-    if (now_ms() >= sent + delay_ms) { /* the first SET may have gone through before the blackhole */
+    /* Late: the first SET may have gone through before the blackhole. */
+    if (now_ms() >= sent + delay_ms) {
         due_try_late(p, c, "proxy:delayed");
         return false;
     }
@@ -582,7 +583,8 @@ static bool rst_drops_delayed_data_try(proxy *p, unsigned delay_ms)
     assert_int_equal(setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
     redisFree(c);
     wait_connections(p, 0, delay_ms + 5000); /* a proxy that flushes first closes after the delay */
-    if (now_ms() >= sent + delay_ms) { /* closed after the data was due: it may have gone */
+    /* Late: closed after the data was due, so it may have gone. */
+    if (now_ms() >= sent + delay_ms) {
         server_del("proxy:rst");
         return false;
     }

@@ -208,7 +208,12 @@ REDLOCK_EXTERN const char *redlock_vote_name(redlock_vote vote);
  *      left, validity being measured from the acquire round's start, so both rounds are paid
  *      for; it is lost as soon as more than N - commit_acks nodes failed, or when the acks came
  *      too late (REDLOCK_EEXPIRED). Only a won commit round grants the lock with its fence.
- * Feed the commit round with redlock_round_vote; every other function above works on both. */
+ * Feed the commit round with redlock_round_vote; every other function above works on both.
+ * The library's acquire step also raises the counter by one where it set the key: a node whose
+ * yes read fence - 1 has then written the fence while its key stood, so the library votes it yes
+ * in the commit round at once and sends it no commit (and none at all when those votes win the
+ * commit round). An I/O layer of your own may do the same only if its acquire step writes
+ * counter + 1 atomically with the SET. */
 #define REDLOCK_ROUND_PLAIN 0u  /* fence_kind of a round from redlock_round_init */
 #define REDLOCK_ROUND_FENCED 1u /* an acquire round made fenced by redlock_round_fencing */
 #define REDLOCK_ROUND_COMMIT 2u /* a commit round from redlock_round_commit_init */
@@ -614,7 +619,8 @@ typedef struct redlock_lock_opts {
     void *lost_data;
     /* Take a fencing token with the lock (false): a number that grows with every new holder of
      * the resource, for the protected store to check (redlock_lock_fence, docs/safety.md). It
-     * costs one more round (the commit) per acquisition. */
+     * costs a script instead of a SET on each node, and one more round (the commit) when the
+     * nodes' counters disagree (contention, a node that was behind). */
     bool fencing;
     unsigned char reserved_fencing_[3]; /* zero; keeps the struct free of tail padding (ABI) */
     /* Commit acks a fenced acquisition needs (0: the quorum; else quorum..N). quorum + f keeps

@@ -224,8 +224,21 @@ static void round_send(round *r, bool init_q)
             rc = redlock_round_fencing(&r->q);
         (void)rc; /* arguments were checked by the caller */
     }
-    r->outstanding = n;
+    /* A node that voted already (a commit ack its fenced acquire gave, commit_start) gets
+     * nothing, and a round those votes decided gets nothing at all. Counted before sending: a
+     * completion may come during the loop. */
+    uint64_t to_send = 0;
+    r->outstanding = 0;
     for (unsigned i = 0; i < n; i++) {
+        if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING &&
+            redlock_round_node_vote(&r->q, i) == REDLOCK_VOTE_NONE) {
+            to_send |= UINT64_C(1) << i; /* i < n <= REDLOCK_MAX_NODES = 64 */
+            r->outstanding++;
+        }
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if ((to_send & (UINT64_C(1) << i)) == 0)
+            continue;
         round_req *rr = &r->reqs[i];
         rr->round = r;
         rr->node = i;
@@ -455,11 +468,22 @@ static int commit_start(op *o, round *acquire)
         return REDLOCK_ENOMEM;
     int rc = redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);
     (void)rc; /* acquire is a won fenced round; fence_commit was checked by redlock_acquire */
-    r->cmd.fence = redlock_round_fence(&r->q);
-    /* The commit round's result is the one the caller sees: it keeps what each node's counter
-     * was when its key was set. */
-    for (unsigned i = 0; i < c->n_nodes; i++)
-        r->results[i].fence = acquire->results[i].fence;
+    uint64_t fence = redlock_round_fence(&r->q);
+    r->cmd.fence = fence;
+    uint64_t now = redlock__client_now(c);
+    for (unsigned i = 0; i < c->n_nodes; i++) {
+        const redlock_node_result *a = &acquire->results[i];
+        /* The commit round's result is the one the caller sees: it keeps what each node's
+         * counter was when its key was set. */
+        r->results[i].fence = a->fence;
+        /* A yes that read fence - 1 raised its counter to the fence in the script that set the
+         * key, while the key stood: what the commit would do there, done. Its ack counts now. */
+        if (redlock_round_node_vote(&acquire->q, i) == REDLOCK_VOTE_YES && a->fence + 1 == fence) {
+            r->results[i].vote = REDLOCK_VOTE_YES;
+            r->results[i].latency_us = a->latency_us;
+            redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
+        }
+    }
     op_hold_round(o, r);
     round_send(r, false); /* q was set up from the acquire round */
     return 0;

@@ -56,13 +56,27 @@
     "    redis.call(\"set\", KEYS[2], f)\n"                                                        \
     "end\n"
 
+/* SET NX PX; where it set the key, the counter goes up by one and its value before is the reply.
+ * c + 1 is c's digits plus one, carried by hand: no Lua number (a double) holds every counter.
+ * When the counters read agree, as they do except under contention, this has already put the
+ * fence (1 + the largest counter read) on every yes-voter while its key stands: the commit round
+ * has nothing left to do there (docs/algorithm.md, "Fencing"). */
 #define ACQUIRE_FENCED_SOURCE                                                                      \
     COUNTER_CHECK                                                                                  \
-    "if redis.call(\"set\", KEYS[1], ARGV[1], \"nx\", \"px\", ARGV[2]) then\n"                     \
-    "    return c or \"0\"\n"                                                                      \
+    "if not redis.call(\"set\", KEYS[1], ARGV[1], \"nx\", \"px\", ARGV[2]) then\n"                 \
+    "    return false\n"                                                                           \
     "end\n"                                                                                        \
-    "return false\n"
-
+    "local n = c or \"0\"\n"                                                                       \
+    "local i = #n\n"                                                                               \
+    "while i > 0 and string.byte(n, i) == 57 do\n"                                                 \
+    "    i = i - 1\n"                                                                              \
+    "end\n"                                                                                        \
+    "local up = \"1\"\n"                                                                           \
+    "if i > 0 then\n"                                                                              \
+    "    up = string.sub(n, 1, i - 1) .. string.char(string.byte(n, i) + 1)\n"                     \
+    "end\n"                                                                                        \
+    "redis.call(\"set\", KEYS[2], up .. string.rep(\"0\", #n - i))\n"                              \
+    "return n\n"
 #define COMMIT_SOURCE                                                                              \
     "if redis.call(\"get\", KEYS[1]) ~= ARGV[1] then\n"                                            \
     "    return 0\n"                                                                               \
@@ -103,7 +117,7 @@ const redlock__script redlock__script_acquire_fenced = {
     "acquire_fenced",
     ACQUIRE_FENCED_SOURCE,
     sizeof(ACQUIRE_FENCED_SOURCE) - 1,
-    "6d5cdbf8f117ab1c69a2193ac4c974033b185879",
+    "a71b102066fa6b643763f58ccad5f591642324b1",
 };
 
 const redlock__script redlock__script_commit = {

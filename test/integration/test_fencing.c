@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_fencing.c - fencing tokens on real servers (issue 12): a fenced acquire reads each node's
- * counter with its SET NX, takes 1 + the largest, and commits it where its key still stands;
- * the lock is granted only when fence_commit nodes confirmed. Also: the counter's key, the
+ * counter with its SET NX (and raises it by one), takes 1 + the largest, and commits it where its
+ * key still stands and the counter is still below it; the lock is granted only when
+ * fence_commit nodes confirmed. Also: the counter's key, the
  * options' checks, a commit that loses, extend (keeps the fence; a retake restores a node's
  * counter), inspect and the blocking API, release after the hold lapsed, and plain acquires
  * that never touch a counter.
@@ -99,6 +100,130 @@ static void fences_grow_from_one(void **state)
     }
     assert_int_equal(h_release(&env, rec.lock, &rel), 0);
     redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+/* Requests the client has sent to node i so far. */
+static uint64_t requests_sent(redlock_client *c, unsigned i)
+{
+    redlock_node_info info;
+    redlock_node_info_init(&info);
+    assert_int_equal(redlock_client_node_info(c, i, &info), 0);
+    return info.requests;
+}
+
+/* The commit goes only where the fence is missing. The acquire's script raises each yes-voter's
+ * counter by one: where that makes the fence (the node read the largest counter), the node has
+ * confirmed already and gets no commit. Counters that agree: no commit at all. Counters 41 on
+ * three nodes and 40 on two (any quorum has one of the three, so the fence is 42), with
+ * fence_commit = 5 so that the commit round cannot end on the acquire's answers: the two behind,
+ * at 41 after their acquire, each get the commit, and the lock is granted only once all five
+ * hold 42. */
+static void commit_only_where_the_fence_is_missing(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = ready_client(&env);
+    redlock_lock_opts lo;
+    fenced(&lo, 0);
+    uint64_t before[N];
+    h_record rec, rel;
+
+    for (unsigned i = 0; i < N; i++)
+        before[i] = requests_sent(c, i);
+    assert_int_equal(h_acquire(&env, c, "fence:agree", 10000, &lo, &rec), 0);
+    assert_true(rec.fence == 1);
+    assert_true(rec.votes_yes >= N / 2 + 1);
+    for (unsigned i = 0; i < N; i++) /* a commit would have been sent before the grant */
+        assert_true(requests_sent(c, i) - before[i] == 1);
+    h_drain(&env, c);
+    for (unsigned i = 0; i < N; i++)
+        assert_true(counter(&env, i, "fence:agree") == 1);
+    assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+    redlock_lock_free(rec.lock);
+
+    /* Three nodes ahead: first 0-2, then 2-4 (answers tend to come in the order of sending, so
+     * in one of the two the nodes behind are among the deciding yes votes). */
+    fenced(&lo, N);
+    for (unsigned first = 0; first <= 2; first += 2) {
+        char key[32];
+        snprintf(key, sizeof(key), "fence:ahead-%u", first);
+        bool ahead[N];
+        for (unsigned i = 0; i < N; i++) {
+            ahead[i] = i >= first && i < first + 3;
+            set_counter(&env, i, key, ahead[i] ? "41" : "40");
+            before[i] = requests_sent(c, i);
+        }
+        assert_int_equal(h_acquire(&env, c, key, 10000, &lo, &rec), 0);
+        assert_true(rec.fence == 42);
+        for (unsigned i = 0; i < N; i++) /* granted once all five confirmed */
+            assert_true(counter(&env, i, key) == 42);
+        /* A node ahead confirmed with its acquire, unless that answered after the decision (then
+         * a commit went too); a node behind read 40, so it got the commit. */
+        unsigned confirmed_by_acquire = 0;
+        for (unsigned i = 0; i < N; i++) {
+            uint64_t sent = requests_sent(c, i) - before[i];
+            if (ahead[i]) {
+                assert_true(sent == 1 || sent == 2);
+                confirmed_by_acquire += sent == 1;
+            } else {
+                assert_true(sent == 2); /* the acquire, then the commit */
+            }
+        }
+        assert_true(confirmed_by_acquire >= 1);
+        h_drain(&env, c);
+        for (unsigned i = 0; i < N; i++)
+            assert_true(counter(&env, i, key) == 42);
+        assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+        redlock_lock_free(rec.lock);
+    }
+    h_env_stop(&env);
+}
+
+/* The acquire's script writes counter + 1 itself, digits carried by hand (no Lua number holds
+ * every counter): with counters that agree, no commit goes and the counters are the script's. */
+static void acquire_raises_the_counter_by_one(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *from, *to;
+    } cases[] = {{"0", "1"},
+                 {"9", "10"},
+                 {"199", "200"},
+                 {"1099", "1100"},
+                 {"4294967295", "4294967296"},
+                 {"9007199254740993", "9007199254740994"}}; /* above 2^53: no double */
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = ready_client(&env);
+    redlock_lock_opts lo;
+    fenced(&lo, 0);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        char key[32], name[48];
+        snprintf(key, sizeof(key), "fence:plus-%zu", k);
+        snprintf(name, sizeof(name), "%s:fence", key);
+        for (unsigned i = 0; i < N; i++)
+            set_counter(&env, i, key, cases[k].from);
+        uint64_t before[N];
+        for (unsigned i = 0; i < N; i++)
+            before[i] = requests_sent(c, i);
+        h_record rec, rel;
+        assert_int_equal(h_acquire(&env, c, key, 10000, &lo, &rec), 0);
+        assert_true(rec.fence == strtoull(cases[k].to, NULL, 10));
+        for (unsigned i = 0; i < N; i++)
+            assert_true(requests_sent(c, i) - before[i] == 1); /* no commit */
+        h_drain(&env, c);
+        for (unsigned i = 0; i < N; i++) {
+            size_t len = 0;
+            char *v = h_get(&env, i, name, strlen(name), &len);
+            assert_non_null(v);
+            assert_string_equal(v, cases[k].to);
+            free(v);
+        }
+        assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+        redlock_lock_free(rec.lock);
+    }
     h_env_stop(&env);
 }
 
@@ -413,6 +538,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         H_TEST(fences_grow_from_one),
         H_TEST(fence_follows_the_counters),
+        H_TEST(commit_only_where_the_fence_is_missing),
+        H_TEST(acquire_raises_the_counter_by_one),
         H_TEST(counter_not_a_number),
         H_TEST(options_are_checked),
         H_TEST(fence_commit_counts_acks),

@@ -256,6 +256,31 @@ MUTANTS = [
                     sim_fence("fences_increase*")],
     },
     {
+        "name": "pre-ack-any-yes",
+        "what": "every yes of a fenced acquire counts as a commit ack, also where the node's "
+                "counter is below the fence",
+        "edits": [("lib/ops.c",
+                   "a->fence + 1 == fence",
+                   "a->fence + 1 <= fence")],
+        "killers": [integration("fencing", "commit_only_where_the_fence_is_missing"),
+                    sim_fence("fences_increase*")],
+    },
+    {
+        "name": "acquire-counter-not-raised",
+        "what": "the fenced acquire's script reads the counter but does not raise it, so a yes "
+                "counted as a commit ack has not written the fence",
+        "edits": [("lib/scripts.c",
+                   'redis.call(\\"set\\", KEYS[2], up .. string.rep',
+                   'redis.call(\\"exists\\", KEYS[2], up .. string.rep'),
+                  # The source is made of macros, which @SHA1:name@ cannot read: the SHA1 of the
+                  # broken source, so the handshake still loads it.
+                  ("lib/scripts.c",
+                   '"a71b102066fa6b643763f58ccad5f591642324b1"',
+                   '"960a52a44026500f8b556f40a0ae57d182793656"')],
+        "killers": [integration("fencing", "acquire_raises_the_counter_by_one"),
+                    integration("fencing_order")],
+    },
+    {
         "name": "commit-without-compare",
         "what": "the commit raises the counter whatever token the key holds",
         "edits": [("lib/scripts.c",

@@ -201,11 +201,13 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
         }
         m->fence = sim_counter_get(&n->counters, m->key, m->key_len);
         break;
-    case REDLOCK__CMD_ACQUIRE_FENCED: /* SET NX PX and the counter, in one step */
+    case REDLOCK__CMD_ACQUIRE_FENCED: /* SET NX PX and the counter up by one, in one step */
         if (k == NULL) {
             node_set(w, n, m);
             m->vote = REDLOCK_VOTE_YES;
             m->fence = sim_counter_get(&n->counters, m->key, m->key_len);
+            if (!sim_counter_raise(&n->counters, m->key, m->key_len, m->fence + 1))
+                sim_contract(w, "simulated node is out of counter slots");
         }
         break;
     case REDLOCK__CMD_COMMIT: /* counter = max(counter, fence) where the token stands */

@@ -75,11 +75,13 @@ def check(rows, tls):
         need(r.get("unexpected") == 0, "faults with unexpected outcomes", r)
         need("release_us" in r, "faults without release_us", r)
     for r in by.get("fencing", []):
-        for k in ("acquire_us", "plain_acquire_us", "cycles_per_s", "plain_cycles_per_s", "ratio"):
+        for k in ("acquire_us", "plain_acquire_us", "cycles_per_s", "plain_cycles_per_s", "ratio",
+                  "reused_cycles_per_s", "reused_plain_cycles_per_s", "reused_ratio"):
             need(k in r, f"fencing without {k}", r)
         need(r.get("failures") == 0, "fencing with failed cycles", r)
-        need(r.get("cycles_per_s", 0) > 0 and r.get("plain_cycles_per_s", 0) > 0,
-             "fencing with no cycles", r)
+        for k in ("cycles_per_s", "plain_cycles_per_s", "reused_cycles_per_s",
+                  "reused_plain_cycles_per_s"):
+            need(r.get(k, 0) > 0, f"fencing with no cycles ({k})", r)
     for r in by.get("memory", []):
         need(r.get("live_bytes_per_lock", 0) > 0, "memory without live_bytes_per_lock", r)
     if tls:

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* sc_fencing.c - the fencing scenario: what a fencing token costs (redlock_lock_opts.fencing:
- * one more round, the commit). In one run, slices alternating (plain, fenced, plain, ...) so a
- * machine whose speed drifts favours neither:
+/* sc_fencing.c - the fencing scenario: what a fencing token costs (redlock_lock_opts.fencing: a
+ * script instead of a SET, and the commit round where the counters disagree). In one run, slices
+ * alternating (plain, fenced, plain, ...) so a machine whose speed drifts favours neither:
  *   - the acquire's latency, one lock at a time;
- *   - lock cycles (acquire + release) per second with 64 in flight.
- * As in the throughput scenario, every cycle locks a fresh resource, so no cycle waits for
- * another (nor for a late release of its own resource after a node missed its deadline); the
- * fenced cycles leave a counter per resource on the nodes, which bench/run's servers forget. */
+ *   - lock cycles (acquire + release) per second with 64 in flight, each on a fresh resource, as
+ *     in the throughput scenario: no cycle waits for another, and every fenced cycle creates the
+ *     counter of a resource never locked before (a key that never expires, which bench/run's
+ *     servers forget);
+ *   - the same on reused resources: each worker takes its own 64 resources in turn, so the
+ *     counters exist (a service locks the same resources over and over) and still no cycle
+ *     waits for another (a worker's release has reached every node before it comes back). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +34,11 @@ struct fchain {
     unsigned running;
     uint64_t cycles, failures, seq;
     samples *acquire; /* may be NULL */
+    bool reuse;       /* each worker cycles over REUSED resources of its own */
     bool done;
 };
+
+#define REUSED 64
 
 static void fworker_next(fworker *w);
 
@@ -75,8 +81,12 @@ static void fworker_next(fworker *w)
             ch->done = true;
         return;
     }
-    int len = snprintf(w->name, sizeof(w->name), "bench:fencing:%s:%u:%llu",
-                       ch->opts.fencing ? "f" : "p", w->id, (unsigned long long)ch->seq++);
+    int len = ch->reuse
+                  ? snprintf(w->name, sizeof(w->name), "bench:fencing:%s:reused:%u:%llu",
+                             ch->opts.fencing ? "f" : "p", w->id,
+                             (unsigned long long)(ch->seq++ % REUSED))
+                  : snprintf(w->name, sizeof(w->name), "bench:fencing:%s:%u:%llu",
+                             ch->opts.fencing ? "f" : "p", w->id, (unsigned long long)ch->seq++);
     w->t0 = bench_now_us();
     if (redlock_acquire(ch->client, w->name, (size_t)len, 0, &ch->opts, on_acquired, w) != 0) {
         ch->failures++;
@@ -86,8 +96,8 @@ static void fworker_next(fworker *w)
 }
 
 /* width workers, fenced or not, for seconds: cycles per second; acquire latencies to acquire. */
-static double run_fchain(uv_loop_t *loop, redlock_client *c, bool fencing, unsigned width,
-                         double seconds, samples *acquire, uint64_t *failures)
+static double run_fchain(uv_loop_t *loop, redlock_client *c, bool fencing, bool reuse,
+                         unsigned width, double seconds, samples *acquire, uint64_t *failures)
 {
     fchain ch;
     memset(&ch, 0, sizeof(ch));
@@ -95,9 +105,10 @@ static double run_fchain(uv_loop_t *loop, redlock_client *c, bool fencing, unsig
     redlock_lock_opts_init(&ch.opts);
     ch.opts.fencing = fencing;
     ch.acquire = acquire;
+    ch.reuse = reuse;
     ch.running = width;
-    static uint64_t next_seq; /* names are never reused, slice after slice */
-    ch.seq = next_seq;
+    static uint64_t next_seq; /* fresh names are never reused, slice after slice */
+    ch.seq = reuse ? 0 : next_seq;
     fworker *ws = calloc(width, sizeof(*ws));
     if (ws == NULL)
         exit(1);
@@ -109,7 +120,8 @@ static double run_fchain(uv_loop_t *loop, redlock_client *c, bool fencing, unsig
         fworker_next(&ws[i]);
     }
     bench_run_until(loop, &ch.done, ch.until_us + 30000000);
-    next_seq = ch.seq;
+    if (!reuse)
+        next_seq = ch.seq;
     double elapsed = (double)(bench_now_us() - start) / 1e6;
     free(ws);
     *failures += ch.failures;
@@ -122,27 +134,33 @@ int bench_fencing(bench_config *cfg)
     uv_loop_init(&loop);
     redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
     uint64_t failures = 0, warm = 0;
-    run_fchain(&loop, c, false, 1, 0.2, NULL, &warm); /* connections, scripts */
-    run_fchain(&loop, c, true, 1, 0.2, NULL, &warm);
+    run_fchain(&loop, c, false, false, 1, 0.2, NULL, &warm); /* connections, scripts */
+    run_fchain(&loop, c, true, false, 1, 0.2, NULL, &warm);
 
-    /* Latency: one acquire at a time. Half the duration, then throughput the other half. */
+    /* A third of the duration each: latency (one acquire at a time, fresh resources), then
+     * throughput on fresh resources, then on reused ones. */
     samples fenced_acq = {0}, plain_acq = {0};
-    double slice = cfg->duration_s / (4 * SLICES);
+    double slice = cfg->duration_s / (6 * SLICES);
     for (int i = 0; i < SLICES; i++) {
-        run_fchain(&loop, c, false, 1, slice, &plain_acq, &failures);
-        run_fchain(&loop, c, true, 1, slice, &fenced_acq, &failures);
+        run_fchain(&loop, c, false, false, 1, slice, &plain_acq, &failures);
+        run_fchain(&loop, c, true, false, 1, slice, &fenced_acq, &failures);
     }
-    double fenced_rate = 0, plain_rate = 0;
+    double fenced_rate = 0, plain_rate = 0, reused_fenced_rate = 0, reused_plain_rate = 0;
     uint64_t plain_failures = 0;
-    for (int i = 0; i < SLICES; i++) {
-        plain_rate += run_fchain(&loop, c, false, WIDTH, slice, NULL, &plain_failures) / SLICES;
-        fenced_rate += run_fchain(&loop, c, true, WIDTH, slice, NULL, &failures) / SLICES;
+    for (int reuse = 0; reuse <= 1; reuse++) {
+        double *p = reuse ? &reused_plain_rate : &plain_rate;
+        double *f = reuse ? &reused_fenced_rate : &fenced_rate;
+        for (int i = 0; i < SLICES; i++) {
+            *p += run_fchain(&loop, c, false, reuse, WIDTH, slice, NULL, &plain_failures) / SLICES;
+            *f += run_fchain(&loop, c, true, reuse, WIDTH, slice, NULL, &failures) / SLICES;
+        }
     }
     uint64_t fenced_failures = failures;
     failures += plain_failures;
     percentiles pf = samples_percentiles(&fenced_acq), pp = samples_percentiles(&plain_acq);
     double acquire_ratio = pp.p50 != 0 ? (double)pf.p50 / (double)pp.p50 : 0;
     double ratio = plain_rate > 0 ? fenced_rate / plain_rate : 0;
+    double reused_ratio = reused_plain_rate > 0 ? reused_fenced_rate / reused_plain_rate : 0;
     printf("%-11s acquire p50 %5llu us p99 %5llu  |  plain p50 %5llu us p99 %5llu  |  ratio p50 "
            "%.2f\n",
            "fencing", (unsigned long long)pf.p50, (unsigned long long)pf.p99,
@@ -151,6 +169,9 @@ int bench_fencing(bench_config *cfg)
            "(failed cycles: %llu fenced, %llu plain)\n",
            "fencing", WIDTH, fenced_rate, plain_rate, ratio, (unsigned long long)fenced_failures,
            (unsigned long long)plain_failures);
+    printf("%-11s reused      %3u: %8.0f cycles/s  |  plain %8.0f cycles/s  |  ratio %.2f  "
+           "(each worker's %u resources in turn)\n",
+           "fencing", WIDTH, reused_fenced_rate, reused_plain_rate, reused_ratio, REUSED);
     if (cfg->json != NULL) {
         json_begin(cfg->json, "fencing");
         fprintf(cfg->json, ",\"acquire_us\":");
@@ -159,8 +180,10 @@ int bench_fencing(bench_config *cfg)
         json_percentiles(cfg->json, &pp);
         fprintf(cfg->json,
                 ",\"acquire_ratio_p50\":%.3f,\"concurrency\":%u,\"cycles_per_s\":%.1f,"
-                "\"plain_cycles_per_s\":%.1f,\"ratio\":%.3f,\"failures\":%llu}\n",
-                acquire_ratio, WIDTH, fenced_rate, plain_rate, ratio, (unsigned long long)failures);
+                "\"plain_cycles_per_s\":%.1f,\"ratio\":%.3f,\"reused_cycles_per_s\":%.1f,"
+                "\"reused_plain_cycles_per_s\":%.1f,\"reused_ratio\":%.3f,\"failures\":%llu}\n",
+                acquire_ratio, WIDTH, fenced_rate, plain_rate, ratio, reused_fenced_rate,
+                reused_plain_rate, reused_ratio, (unsigned long long)failures);
         fflush(cfg->json);
     }
     samples_free(&fenced_acq);

@@ -58,6 +58,7 @@ typedef struct limit_run {
     uint64_t issued; /* batches handed to every node */
     bool issuing;
     char error[256];
+    char read[READ_BYTES]; /* each node's replies, one read at a time */
 } limit_run;
 
 #define REPLIES_PER_BATCH (2 * BATCH_CYCLES) /* on each node */
@@ -174,9 +175,9 @@ static int check_line(limit_run *L, unsigned i, lnode *nd)
 static int node_read(limit_run *L, unsigned i)
 {
     lnode *nd = &L->nodes[i];
-    static char rbuf[READ_BYTES];
+    char *rbuf = L->read;
     for (;;) {
-        ssize_t got = read(nd->fd, rbuf, sizeof(rbuf));
+        ssize_t got = read(nd->fd, rbuf, sizeof(L->read));
         if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return 0;
         if (got <= 0) {

@@ -40,8 +40,9 @@ typedef struct bench_config {
      * --nodes). None: the scale scenario uses --nodes. */
     const char *scale_urls[REDLOCK_MAX_NODES];
     unsigned n_scale;
-    /* The servers' own capacity in lock cycles per second (sc_limit.c), measured once per run:
-     * 0 until then. */
+    /* The servers' own capacity in lock cycles per second (the limit scenario, sc_limit.c): 0
+     * when it did not run. For the plot; the throughput rows measure their own, slice by slice
+     * beside their lock and raw slices. */
     double limit_cycles_per_s;
     FILE *json;
     /* Kept for --plot. */
@@ -54,10 +55,19 @@ typedef struct bench_config {
     unsigned scale_points;
 } bench_config;
 
+/* The limit's pipelined connections (sc_limit.c), for measuring it slice by slice beside other
+ * slices: open (warmed up; NULL with *rc 1 when skipped with a reason printed, -1 on error), one
+ * slice of seconds at a time (the pipeline filled, run, then drained so that the servers are idle
+ * again; returns lock cycles per second, < 0 on error; adds the process's cpu time and the
+ * commands answered), close. */
+typedef struct limit_run limit_run;
+limit_run *bench_limit_open(const bench_config *cfg, int *rc);
+double bench_limit_slice(limit_run *L, double seconds, uint64_t *cpu_us, uint64_t *commands);
+void bench_limit_close(limit_run *L);
+
 /* Each returns 0, 1 when skipped (with a reason printed), or -1 on failure. */
 int bench_latency(bench_config *cfg);
-/* Measures the servers' limit and keeps it in cfg->limit_cycles_per_s (the throughput scenario
- * runs it first when no limit was measured yet). */
+/* Measures the servers' limit and keeps it in cfg->limit_cycles_per_s. */
 int bench_limit(bench_config *cfg);
 int bench_throughput(bench_config *cfg);
 int bench_scale(bench_config *cfg);

@@ -303,14 +303,10 @@ static void limit_free(limit_run *L)
     free(L);
 }
 
-int bench_limit(bench_config *cfg)
+limit_run *bench_limit_open(const bench_config *cfg, int *rc)
 {
-    limit_run *L = calloc(1, sizeof(*L));
-    if (L == NULL)
-        return -1;
-    redlock__alloc_init(&L->alloc, NULL, NULL);
-    L->n = cfg->n_nodes;
-    for (unsigned i = 0; i < L->n; i++) {
+    *rc = 0;
+    for (unsigned i = 0; i < cfg->n_nodes; i++) {
         redlock_url u;
         bool tls = redlock_url_parse(&u, cfg->urls[i], NULL, 0) == 0 && u.tls;
         redlock_url_free(&u);
@@ -318,49 +314,85 @@ int bench_limit(bench_config *cfg)
             printf("%-11s skipped: the nodes are TLS nodes (the limit is measured over plain "
                    "connections)\n",
                    "limit");
-            free(L);
-            return 1;
+            *rc = 1;
+            return NULL;
         }
     }
-    int rc = 0;
-    for (unsigned i = 0; i < L->n && rc == 0; i++)
-        rc = node_open(L, i, cfg->urls[i]);
-    for (unsigned s = 0; s < WINDOW && rc == 0; s++)
-        rc = make_batch(L, s, cfg->ttl_ms);
-    double rates[SLICES], sorted[SLICES];
-    uint64_t cpu0 = 0, cpu1 = 0, answered = 0;
-    if (rc == 0) {
+    limit_run *L = calloc(1, sizeof(*L));
+    if (L == NULL) {
+        *rc = -1;
+        return NULL;
+    }
+    redlock__alloc_init(&L->alloc, NULL, NULL);
+    L->n = cfg->n_nodes;
+    for (unsigned i = 0; i < L->n && *rc == 0; i++)
+        *rc = node_open(L, i, cfg->urls[i]);
+    for (unsigned s = 0; s < WINDOW && *rc == 0; s++)
+        *rc = make_batch(L, s, cfg->ttl_ms);
+    if (*rc == 0) { /* warm-up: buffers grown, caches hot */
         L->issuing = true;
-        rc = pump_until(L, bench_now_us() + 200000); /* warm-up: buffers grown, caches hot */
-        double slice_us = cfg->duration_s * 1e6 / SLICES;
-        cpu0 = bench_cpu_us();
-        uint64_t first = answered_total(L);
-        for (unsigned s = 0; s < SLICES && rc == 0; s++) {
-            uint64_t t0 = bench_now_us(), a0 = answered_total(L);
-            rc = pump_until(L, t0 + (uint64_t)slice_us);
-            double elapsed_s = (double)(bench_now_us() - t0) / 1e6;
-            rates[s] = (double)(answered_total(L) - a0) / elapsed_s;
-        }
-        cpu1 = bench_cpu_us();
-        answered = answered_total(L) - first;
-        if (rc == 0)
-            rc = drain(L);
+        *rc = pump_until(L, bench_now_us() + 200000);
+        if (*rc == 0)
+            *rc = drain(L);
     }
-    if (rc != 0) {
+    if (*rc != 0) {
         fprintf(stderr, "redlock-bench: limit: %s\n", L->error);
         limit_free(L);
+        *rc = -1;
+        return NULL;
+    }
+    return L;
+}
+
+double bench_limit_slice(limit_run *L, double seconds, uint64_t *cpu_us, uint64_t *commands)
+{
+    uint64_t cpu0 = bench_cpu_us();
+    uint64_t t0 = bench_now_us(), a0 = answered_total(L);
+    L->issuing = true;
+    int rc = pump_until(L, t0 + (uint64_t)(seconds * 1e6));
+    uint64_t answered = answered_total(L) - a0;
+    double elapsed_s = (double)(bench_now_us() - t0) / 1e6;
+    if (rc == 0)
+        rc = drain(L); /* the servers idle again before whatever runs next */
+    if (rc != 0) {
+        fprintf(stderr, "redlock-bench: limit: %s\n", L->error);
         return -1;
     }
+    if (cpu_us != NULL)
+        *cpu_us += bench_cpu_us() - cpu0;
+    if (commands != NULL)
+        *commands += answered;
+    return (double)answered / elapsed_s / (2.0 * L->n);
+}
+
+void bench_limit_close(limit_run *L)
+{
+    if (L != NULL)
+        limit_free(L);
+}
+
+int bench_limit(bench_config *cfg)
+{
+    int rc;
+    limit_run *L = bench_limit_open(cfg, &rc);
+    if (L == NULL)
+        return rc;
     unsigned per_cycle = 2 * L->n;
-    memcpy(sorted, rates, sizeof(sorted));
-    double commands_per_s = median_of(sorted, SLICES);
-    double cycles_per_s = commands_per_s / per_cycle;
-    double slices[SLICES];
-    for (unsigned s = 0; s < SLICES; s++)
-        slices[s] = rates[s] / per_cycle;
+    double slices[SLICES], sorted[SLICES];
+    uint64_t cpu = 0, answered = 0;
+    double slice_s = cfg->duration_s / SLICES;
+    for (unsigned s = 0; s < SLICES; s++) {
+        slices[s] = bench_limit_slice(L, slice_s, &cpu, &answered);
+        if (slices[s] < 0) {
+            bench_limit_close(L);
+            return -1;
+        }
+    }
+    memcpy(sorted, slices, sizeof(sorted));
+    double cycles_per_s = median_of(sorted, SLICES);
+    double commands_per_s = cycles_per_s * per_cycle;
     double cycles = (double)answered / per_cycle;
-    double cpu_per_cycle = cycles > 0 ? (double)(cpu1 - cpu0) / cycles : 0;
-    cfg->limit_cycles_per_s = cycles_per_s;
+    double cpu_per_cycle = cycles > 0 ? (double)cpu / cycles : 0;
     printf("%-11s %u nodes, %u cycles in flight, pipelined: %9.0f commands/s, %u per cycle: "
            "%8.0f cycles/s (the servers' limit; slices %.0f %.0f %.0f %.0f)  |  client %.2f cpu "
            "us per cycle\n",
@@ -377,6 +409,6 @@ int bench_limit(bench_config *cfg)
         fprintf(f, ",\"cpu_us_per_cycle\":%.2f}\n", cpu_per_cycle);
         fflush(f);
     }
-    limit_free(L);
+    bench_limit_close(L);
     return 0;
 }

@@ -7,8 +7,10 @@
  * first; every slice's rate is reported, so the spread shows. Each side's CPU time (getrusage of
  * the bench process over its slices) divided by its cycles is its cpu_us_per_cycle: what a lock
  * cycle costs the client, next to what the same commands cost a hand-written one. The throughput
- * rows also say what fraction of the servers' own capacity (the limit scenario, sc_limit.c,
- * measured once per run) the cycles reach: of_limit. */
+ * rows also say what fraction of the servers' own capacity the cycles reach (of_limit): the
+ * limit's pipelined commands (sc_limit.c) run as a third side, in slices alternating with the
+ * row's lock and raw slices, so that a load that comes and goes on the machine weighs on the
+ * limit as it weighs on the cycles. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,13 +322,17 @@ int bench_throughput(bench_config *cfg)
 {
     static const unsigned levels[BENCH_TP_POINTS] = {1, 16, 64, 256, 1024};
     int rc = 0;
-    /* The servers' limit of this run, measured before any lock connection exists. */
-    if (cfg->limit_cycles_per_s <= 0 && bench_limit(cfg) < 0)
+    /* The limit's connections, opened before any lock connection exists. NULL (TLS nodes, or an
+     * error, said): the rows have no of_limit. */
+    int limit_rc;
+    limit_run *lim = bench_limit_open(cfg, &limit_rc);
+    if (limit_rc < 0)
         rc = -1;
-    double limit = cfg->limit_cycles_per_s;
     speed_env e;
-    if (speed_start(cfg, &e) != 0)
+    if (speed_start(cfg, &e) != 0) {
+        bench_limit_close(lim);
         return -1;
+    }
     cfg->tp_points = 0;
     for (unsigned l = 0; l < BENCH_TP_POINTS; l++) {
         samples cyc = {0}, raw_cyc = {0};
@@ -337,15 +343,31 @@ int bench_throughput(bench_config *cfg)
         ch[1].raw = e.raw;
         ch[1].raw_wait = RAW_WAIT_QUORUM;
         ch[1].cycle = &raw_cyc;
-        double rates[2][SLICES], sorted[2][SLICES];
-        unsigned done[2] = {0, 0};
+        /* Sides: 0 lock, 1 raw, 2 the limit (when measured). */
+        unsigned sides = lim != NULL ? 3 : 2;
+        double rates[3][SLICES] = {{0}}, sorted[3][SLICES];
+        unsigned done[3] = {0, 0, 0};
         double slice = cfg->duration_s / (2 * SLICES);
-        for (unsigned k = 0; k < 2 * SLICES; k++) {
-            unsigned side = bench_slice_side(k, 2);
-            rates[side][done[side]++] = run_chain(&e.loop, &ch[side], levels[l], slice);
+        for (unsigned k = 0; k < sides * SLICES; k++) {
+            unsigned side = bench_slice_side(k, sides);
+            double rate = side < 2 ? run_chain(&e.loop, &ch[side], levels[l], slice)
+                                   : bench_limit_slice(lim, slice, NULL, NULL);
+            if (rate < 0) { /* the limit's connections failed (said): no of_limit from here */
+                bench_limit_close(lim);
+                lim = NULL;
+                rc = -1;
+                break;
+            }
+            rates[side][done[side]++] = rate;
+        }
+        if (done[0] < SLICES || done[1] < SLICES) { /* cut short by the limit's failure */
+            samples_free(&cyc);
+            samples_free(&raw_cyc);
+            break;
         }
         memcpy(sorted, rates, sizeof(sorted));
         double lock_rate = median_of(sorted[0], SLICES), raw_rate = median_of(sorted[1], SLICES);
+        double limit = lim != NULL ? median_of(sorted[2], SLICES) : 0;
         double ratio = ratio_of(lock_rate, raw_rate);
         double of_limit = ratio_of(lock_rate, limit), raw_of_limit = ratio_of(raw_rate, limit);
         double cpu = ratio_of((double)ch[0].cpu_us, (double)ch[0].cycles_all);
@@ -353,11 +375,11 @@ int bench_throughput(bench_config *cfg)
         percentiles pc = samples_percentiles(&cyc), prc = samples_percentiles(&raw_cyc);
         printf("%-11s %4u in flight: %8.0f cycles/s (cycle p50 %6llu us p99 %6llu p999 %6llu)  "
                "|  raw %8.0f cycles/s (p50 %6llu us p99 %6llu)  |  ratio %.2f  |  of limit %.2f "
-               "(raw %.2f)  |  cpu %.1f us/cycle (raw %.1f)  (%llu failed)\n",
+               "(raw %.2f; limit %.0f cycles/s)  |  cpu %.1f us/cycle (raw %.1f)  (%llu failed)\n",
                "throughput", levels[l], lock_rate, (unsigned long long)pc.p50,
                (unsigned long long)pc.p99, (unsigned long long)pc.p999, raw_rate,
                (unsigned long long)prc.p50, (unsigned long long)prc.p99, ratio, of_limit,
-               raw_of_limit, cpu, raw_cpu, (unsigned long long)ch[0].failures);
+               raw_of_limit, limit, cpu, raw_cpu, (unsigned long long)ch[0].failures);
         if (cfg->json != NULL) {
             FILE *f = cfg->json;
             json_begin(f, "throughput");
@@ -372,11 +394,14 @@ int bench_throughput(bench_config *cfg)
             json_doubles(f, rates[0], SLICES);
             fprintf(f, ",\"raw_slices\":");
             json_doubles(f, rates[1], SLICES);
-            /* of_limit is null when the limit could not be measured (that scenario failed). */
-            if (limit > 0)
+            /* of_limit is null when the limit could not be measured (TLS nodes, an error). */
+            if (limit > 0) {
+                fprintf(f, ",\"limit_cycles_per_s\":%.1f,\"limit_slices\":", limit);
+                json_doubles(f, rates[2], SLICES);
                 fprintf(f, ",\"of_limit\":%.3f,\"raw_of_limit\":%.3f", of_limit, raw_of_limit);
-            else
-                fprintf(f, ",\"of_limit\":null,\"raw_of_limit\":null");
+            } else {
+                fprintf(f, ",\"limit_cycles_per_s\":null,\"of_limit\":null,\"raw_of_limit\":null");
+            }
             fprintf(f,
                     ",\"cpu_us_per_cycle\":%.2f,\"raw_cpu_us_per_cycle\":%.2f,\"failures\":%llu,"
                     "\"raw_lost\":%llu}\n",
@@ -394,5 +419,6 @@ int bench_throughput(bench_config *cfg)
             rc = -1;
     }
     speed_stop(&e);
+    bench_limit_close(lim);
     return rc;
 }

@@ -15,6 +15,9 @@
 #include "stats.h"
 
 #define BENCH_TP_POINTS 5
+#define BENCH_SCALE_POINTS 5
+
+struct raw;
 
 typedef struct bench_config {
     const char *urls[REDLOCK_MAX_NODES];
@@ -33,17 +36,41 @@ typedef struct bench_config {
     unsigned n_tls;
     const char *tls_ca;
     const char *tls_cert, *tls_key;
+    /* The scale scenario's nodes (--scale-nodes; bench/run starts nine, the first five being
+     * --nodes). None: the scale scenario uses --nodes. */
+    const char *scale_urls[REDLOCK_MAX_NODES];
+    unsigned n_scale;
+    /* The servers' own capacity in lock cycles per second (the limit scenario, sc_limit.c): 0
+     * when it did not run. For the plot; the throughput rows measure their own, slice by slice
+     * beside their lock and raw slices. */
+    double limit_cycles_per_s;
     FILE *json;
     /* Kept for --plot. */
     samples plot_cycle, plot_raw_cycle;
     unsigned tp_concurrency[BENCH_TP_POINTS];
     double tp_lock[BENCH_TP_POINTS], tp_raw[BENCH_TP_POINTS];
     unsigned tp_points;
+    unsigned scale_nodes[BENCH_SCALE_POINTS];
+    double scale_lock[BENCH_SCALE_POINTS], scale_raw[BENCH_SCALE_POINTS];
+    unsigned scale_points;
 } bench_config;
+
+/* The limit's pipelined connections (sc_limit.c), for measuring it slice by slice beside other
+ * slices: open (warmed up; NULL with *rc 1 when skipped with a reason printed, -1 on error), one
+ * slice of seconds at a time (the pipeline filled, run, then drained so that the servers are idle
+ * again; returns lock cycles per second, < 0 on error; adds the process's cpu time and the
+ * commands answered), close. */
+typedef struct limit_run limit_run;
+limit_run *bench_limit_open(const bench_config *cfg, int *rc);
+double bench_limit_slice(limit_run *L, double seconds, uint64_t *cpu_us, uint64_t *commands);
+void bench_limit_close(limit_run *L);
 
 /* Each returns 0, 1 when skipped (with a reason printed), or -1 on failure. */
 int bench_latency(bench_config *cfg);
+/* Measures the servers' limit and keeps it in cfg->limit_cycles_per_s. */
+int bench_limit(bench_config *cfg);
 int bench_throughput(bench_config *cfg);
+int bench_scale(bench_config *cfg);
 int bench_contention(bench_config *cfg);
 int bench_faults(bench_config *cfg);
 int bench_wan(bench_config *cfg);
@@ -64,6 +91,22 @@ void bench_run_until(uv_loop_t *loop, const bool *flag, uint64_t until_us);
  * cycle's time goes to cycle (may be NULL), failed cycles are added to *failures. */
 double bench_chain(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
                    samples *cycle, uint64_t *failures);
+/* One side of a comparison for a scenario that runs its own slices (sc_speed.c): the library
+ * (client), or with client NULL the raw fan-out (raw, raw.h, deciding at the quorum). The slices
+ * run on it add up here. */
+typedef struct bench_side {
+    redlock_client *client;
+    struct raw *raw;
+    samples *acquire, *cycle; /* each cycle's acquire (raw: its SET's decision) and whole time;
+                               * either may be NULL */
+    uint64_t cycles, failures;
+    uint64_t cpu_us; /* the process's CPU time, user + system, over the slices (bench_cpu_us) */
+} bench_side;
+/* One slice on side: width cycles in flight, each on a fresh resource, for seconds; returns the
+ * slice's cycles per second. */
+double bench_side_run(uv_loop_t *loop, bench_side *side, unsigned width, double seconds);
+/* Which of sides sides runs slice k of a balanced alternation (L R, R L, L R, ...). */
+unsigned bench_slice_side(unsigned k, unsigned sides);
 /* One sequential acquire + release on a fresh resource; returns the acquire status, and the
  * times taken. Used for warm-up and for latencies under faults. */
 int bench_cycle_once(uv_loop_t *loop, redlock_client *c, const char *resource, uint64_t *acquire_us,

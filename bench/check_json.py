@@ -20,7 +20,8 @@ def check(rows, tls):
     for r in rows:
         need(r.get("schema") == SCHEMA, f'"schema" is not {SCHEMA}', r)
         by.setdefault(r.get("scenario"), []).append(r)
-    want = {"machine", "latency", "throughput", "contention", "faults", "wan", "memory", "fencing"}
+    want = {"machine", "latency", "limit", "throughput", "scale", "contention", "faults", "wan",
+            "memory", "fencing"}
     if tls:
         want |= {"tls", "tls_handshake"}
     need(not (want - by.keys()), f"missing scenarios: {sorted(want - by.keys())}")
@@ -33,6 +34,21 @@ def check(rows, tls):
     for r in by.get("latency", []):
         need(r.get("raw_wait") == "quorum", 'latency without "raw_wait":"quorum"', r)
         need(r["cycle_us"]["n"] > 0 and r["raw_cycle_us"]["n"] > 0, "latency with no cycles", r)
+    quick = any(m.get("quick") for m in by.get("machine", []))
+    limits = by.get("limit", [])
+    need(len(limits) <= 1, "one limit line per run", limits[1] if len(limits) > 1 else None)
+    for r in limits:
+        for k in ("commands_per_s", "commands_per_cycle", "cycles_per_s_limit", "nodes", "in_flight",
+                  "cpu_us_per_cycle"):
+            need(k in r, f"limit without {k}", r)
+        need(r.get("commands_per_cycle") == 2 * r.get("nodes", 0),
+             "limit: commands_per_cycle is not 2 x nodes (a SET and a release on each)", r)
+        need(r.get("cycles_per_s_limit", 0) > 0, "limit with no commands answered", r)
+        need(abs(r.get("cycles_per_s_limit", 0) * r.get("commands_per_cycle", 0)
+                 - r.get("commands_per_s", 0)) <= 0.01 * r.get("commands_per_s", 1) + 1,
+             "limit: cycles_per_s_limit is not commands_per_s / commands_per_cycle", r)
+        need(len(r.get("slices", [])) >= 3 and all(v > 0 for v in r.get("slices", [])),
+             "limit without 3 or more slices", r)
     tp = by.get("throughput", [])
     need({r.get("concurrency") for r in tp} >= {1, 16, 64, 256, 1024},
          "throughput rows for 1, 16, 64, 256 and 1,024 in flight")
@@ -44,6 +60,30 @@ def check(rows, tls):
         for k in ("slices", "raw_slices"):
             need(len(r.get(k, [])) >= 3 and all(v > 0 for v in r.get(k, [])),
                  f"throughput without 3 or more {k}", r)
+        for k in ("cpu_us_per_cycle", "raw_cpu_us_per_cycle"):
+            need(r.get(k, 0) > 0, f"throughput without {k}", r)
+        # Each row measures the limit beside its own slices (plain nodes: the bench's are).
+        need(r.get("limit_cycles_per_s") is not None and r["limit_cycles_per_s"] > 0,
+             "throughput without limit_cycles_per_s", r)
+        need(len(r.get("limit_slices", [])) >= 3 and all(v > 0 for v in r.get("limit_slices", [])),
+             "throughput without 3 or more limit_slices", r)
+        if r.get("limit_cycles_per_s"):
+            want_of = r["cycles_per_s"] / r["limit_cycles_per_s"]
+            need(isinstance(r.get("of_limit"), (int, float))
+                 and abs(r["of_limit"] - want_of) <= 0.002 + 0.001 * want_of,
+                 "throughput of_limit is not cycles_per_s / its limit_cycles_per_s", r)
+    scale = by.get("scale", [])
+    need({r.get("nodes") for r in scale} >= {1, 3, 5, 7, 9}, "scale rows for 1, 3, 5, 7 and 9 nodes")
+    for r in scale:
+        need(r.get("quorum") == r.get("nodes", 0) // 2 + 1, "scale with a wrong quorum", r)
+        need(r.get("raw_wait") == "quorum", 'scale without "raw_wait":"quorum"', r)
+        for k in ("acquire_us", "raw_acquire_us", "cycle_us", "raw_cycle_us"):
+            need(r.get(k, {}).get("n", 0) > 0 and "p99" in r.get(k, {}), f"scale without {k}", r)
+        for k in ("cycles_per_s", "raw_cycles_per_s", "cpu_us_per_cycle", "raw_cpu_us_per_cycle"):
+            need(r.get(k, 0) > 0, f"scale without {k}", r)
+        for k in ("slices", "raw_slices"):
+            need(len(r.get(k, [])) >= 3, f"scale without 3 or more {k}", r)
+        need(r.get("failures") == 0 and r.get("raw_lost") == 0, "scale with failed cycles", r)
     wan = by.get("wan", [])
     need(any(len(set(r.get("delays_ms", []))) > 1 for r in wan),
          "no wan row with per-node delays that differ")
@@ -82,8 +122,14 @@ def check(rows, tls):
         for k in ("cycles_per_s", "plain_cycles_per_s", "reused_cycles_per_s",
                   "reused_plain_cycles_per_s"):
             need(r.get(k, 0) > 0, f"fencing with no cycles ({k})", r)
-    for r in by.get("memory", []):
+    mem = by.get("memory", [])
+    held = {r.get("held_locks") for r in mem}
+    need(len(held) >= 2, "memory rows for two held-lock counts")
+    if not quick:
+        need(held >= {10000, 100000}, "memory rows for 10,000 and 100,000 held locks")
+    for r in mem:
         need(r.get("live_bytes_per_lock", 0) > 0, "memory without live_bytes_per_lock", r)
+        need(r.get("failures") == 0, "memory with failed acquires", r)
     if tls:
         for r in by.get("tls", []):
             need(r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, "tls with no cycles", r)

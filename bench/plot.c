@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* plot.c - --plot FILE.svg: the latency distribution of the latency scenario (lock cycle next to
- * the raw cycle) and the throughput-vs-concurrency curve, drawn by gnuplot. */
+ * the raw cycle), the throughput-vs-concurrency curve (with the servers' limit of the same run,
+ * when measured) and the cycles-per-second-vs-nodes curve of the scale scenario, drawn by
+ * gnuplot. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -29,9 +31,9 @@ void bench_plot(const bench_config *cfg)
         fprintf(stderr, "redlock-bench: cannot run gnuplot\n");
         return;
     }
-    fprintf(g, "set terminal svg size 1100,450 dynamic background rgb 'white'\nset output '%s'\n",
+    fprintf(g, "set terminal svg size 1650,450 dynamic background rgb 'white'\nset output '%s'\n",
             cfg->plot_path);
-    fprintf(g, "set multiplot layout 1,2\n");
+    fprintf(g, "set multiplot layout 1,3\n");
     fprintf(g, "set title 'latency: one cycle (acquire + release), one at a time'\n"
                "set xlabel 'microseconds'\nset ylabel 'fraction of cycles'\nset logscale x\n"
                "set key bottom right\nset grid\n");
@@ -49,7 +51,11 @@ void bench_plot(const bench_config *cfg)
                "set xlabel 'cycles in flight'\nset ylabel 'cycles per second'\nset key top left\n");
     if (cfg->tp_points > 0) {
         fprintf(g, "plot '-' with linespoints lw 2 title 'libredlock', '-' with linespoints lw 2 "
-                   "dt 2 title 'raw fan-out'\n");
+                   "dt 2 title 'raw fan-out'");
+        if (cfg->limit_cycles_per_s > 0)
+            fprintf(g, ", %.1f with lines lw 1 dt 3 lc rgb 'black' title 'servers'' limit'",
+                    cfg->limit_cycles_per_s);
+        fprintf(g, "\n");
         for (unsigned i = 0; i < cfg->tp_points; i++)
             fprintf(g, "%u %.1f\n", cfg->tp_concurrency[i], cfg->tp_lock[i]);
         fprintf(g, "e\n");
@@ -58,6 +64,23 @@ void bench_plot(const bench_config *cfg)
         fprintf(g, "e\n");
     } else {
         fprintf(g, "set label 'throughput scenario not run' at graph 0.3,0.5\n"
+                   "plot [1:10][0:1] NaN notitle\n"); /* fixed ranges: no data to scale by */
+        fprintf(g, "unset label\n");
+    }
+    fprintf(g, "unset logscale x\nset title 'scale: 64 cycles in flight'\n"
+               "set xlabel 'nodes'\nset ylabel 'cycles per second'\nset key top right\n"
+               "set xtics 1,2\nset yrange [0:*]\n");
+    if (cfg->scale_points > 0) {
+        fprintf(g, "plot '-' with linespoints lw 2 title 'libredlock', '-' with linespoints lw 2 "
+                   "dt 2 title 'raw fan-out'\n");
+        for (unsigned i = 0; i < cfg->scale_points; i++)
+            fprintf(g, "%u %.1f\n", cfg->scale_nodes[i], cfg->scale_lock[i]);
+        fprintf(g, "e\n");
+        for (unsigned i = 0; i < cfg->scale_points; i++)
+            fprintf(g, "%u %.1f\n", cfg->scale_nodes[i], cfg->scale_raw[i]);
+        fprintf(g, "e\n");
+    } else {
+        fprintf(g, "set label 'scale scenario not run' at graph 0.3,0.5\n"
                    "plot [1:10][0:1] NaN notitle\n"); /* fixed ranges: no data to scale by */
     }
     fprintf(g, "unset multiplot\n");

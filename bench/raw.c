@@ -13,8 +13,16 @@
 #include "redlock.h"
 #include "stats.h"
 
+/* The library's release script (lib/scripts.c), byte for byte, so its SHA1 is the library's and
+ * the servers do the same work for both sides (the redlock-bench scenarios check the SHA1:
+ * raw_release_sha1). */
 #define RELEASE_LUA                                                                                \
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+    "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n"                                            \
+    "    redis.call(\"del\", KEYS[1])\n"                                                           \
+    "    redis.pcall(\"publish\", KEYS[1], ARGV[1])\n"                                             \
+    "    return 1\n"                                                                               \
+    "end\n"                                                                                        \
+    "return 0\n"
 #define READ_BYTES (64 * 1024)
 #define TOKEN_CHARS 32 /* the library's tokens: 128 bits as 32 hex digits */
 
@@ -101,6 +109,11 @@ static void fail(raw *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->err, r->err_len, fmt, ap);
     va_end(ap);
+}
+
+const char *raw_release_sha1(const raw *r)
+{
+    return r->sha;
 }
 
 const char *raw_wait_name(raw_wait wait)

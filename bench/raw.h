@@ -3,10 +3,10 @@
  *
  * A cycle writes SET key token NX PX ttl to every node at once and decides exactly as the
  * library does: at the quorum-th (N/2+1) OK, or as soon as a quorum can no longer be reached;
- * then it writes the library's compare-and-delete script (EVALSHA) to every node and waits for
- * every answer, as the library's release does. What it leaves out is everything else the library
- * does: validity arithmetic, per-node deadlines, retries, tokens from a CSPRNG, result objects,
- * handles, callbacks per operation.
+ * then it writes the library's release script (compare-and-delete, EVALSHA) to every node and waits
+ * for every answer, as the library's release does. What it leaves out is everything else the
+ * library does: validity arithmetic, per-node deadlines, retries, tokens from a CSPRNG, result
+ * objects, handles, callbacks per operation.
  *
  * Its IO is what a careful user would write, and the library's own shape: libuv owns the sockets
  * (TCP_NODELAY), hiredis only encodes (redisFormatCommandArgv, the library's encoder too) and
@@ -30,6 +30,9 @@ typedef enum raw_wait {
     RAW_WAIT_QUORUM, /* the SET is decided at N/2+1 OK answers (the library's rule) */
     RAW_WAIT_ALL,    /* ... only when every node has answered */
 } raw_wait;
+
+/* The SHA1 of the release script as the servers loaded it (40 hex digits): the library's. */
+const char *raw_release_sha1(const raw *r);
 
 /* "quorum" or "all", for the rows. */
 const char *raw_wait_name(raw_wait wait);

@@ -5,11 +5,14 @@
  *   redlock-bench --nodes URL,URL,... [--scenario NAME]... [--duration S] [--json FILE]
  *                 [--quick] [--pids PID,PID,...] [--proxy PATH] [--node-timeout MS]
  *                 [--tls-nodes URL,URL,... --tls-ca FILE [--tls-cert FILE --tls-key FILE]]
+ *                 [--scale-nodes URL,URL,...]
  *
- * Scenarios: latency, throughput, contention, faults (needs --pids of the node servers),
- * wan (needs --proxy, the delay proxy program), memory, tls (needs --tls-nodes: the same
- * servers' TLS ports, in the order of --nodes), fencing (plain against fenced locks). Default:
- * all that can run.
+ * Scenarios: latency, limit (the servers' own capacity: the lock cycle's commands pipelined with
+ * no lock logic), throughput (with the fraction of the limit it reaches), scale (1 to 9 nodes:
+ * the first N of --scale-nodes, or of --nodes without it), contention, faults (needs --pids of
+ * the node servers), wan (needs --proxy, the delay proxy program), memory, tls (needs
+ * --tls-nodes: the same servers' TLS ports, in the order of --nodes), fencing (plain against
+ * fenced locks). Default: all that can run.
  * Every scenario prints a table row and, with --json, one JSON object per line. */
 #include <errno.h>
 #include <getopt.h>
@@ -34,8 +37,9 @@ static void usage(FILE *f)
                "                     [--node-timeout MS]\n"
                "                     [--tls-nodes URL,... --tls-ca FILE [--tls-cert FILE\n"
                "                      --tls-key FILE]]\n"
-               "scenarios: latency throughput contention faults wan memory tls fencing (default: "
-               "all)\n");
+               "                     [--scale-nodes URL,... (up to nine, for scale)]\n"
+               "scenarios: latency limit throughput scale contention faults wan memory tls\n"
+               "           fencing (default: all)\n");
 }
 
 static unsigned split_list(char *list, const char **out, unsigned max)
@@ -281,6 +285,11 @@ static int check_input(const bench_config *cfg, unsigned n_pid_args)
         if (rc != 0)
             return rc;
     }
+    for (unsigned i = 0; i < cfg->n_scale; i++) {
+        int rc = probe_node(cfg->scale_urls[i]);
+        if (rc != 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -289,9 +298,13 @@ typedef struct scenario {
     int (*run)(bench_config *cfg);
 } scenario;
 
+/* In the order they run (limit before throughput, which reads its figure), one a line. */
+/* clang-format off */
 static const scenario scenarios[] = {
     {"latency", bench_latency},
+    {"limit", bench_limit},
     {"throughput", bench_throughput},
+    {"scale", bench_scale},
     {"contention", bench_contention},
     {"faults", bench_faults},
     {"wan", bench_wan},
@@ -299,6 +312,7 @@ static const scenario scenarios[] = {
     {"tls", bench_tls},
     {"fencing", bench_fencing},
 };
+/* clang-format on */
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
 int main(int argc, char **argv)
@@ -315,6 +329,7 @@ int main(int argc, char **argv)
     char *nodes = getenv("REDLOCK_NODES");
     char *pids = NULL;
     char *tls_nodes = NULL;
+    char *scale_nodes = NULL;
     const char *json_path = NULL;
     unsigned n_pid_args = 0;
 
@@ -332,6 +347,7 @@ int main(int argc, char **argv)
         {"tls-ca", required_argument, NULL, 'A'},
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
+        {"scale-nodes", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -403,6 +419,9 @@ int main(int argc, char **argv)
         case 'K':
             cfg.tls_key = optarg;
             break;
+        case 'N':
+            scale_nodes = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -443,12 +462,18 @@ int main(int argc, char **argv)
         tls_copy = strdup(tls_nodes);
         cfg.n_tls = split_list(tls_copy, cfg.tls_urls, REDLOCK_MAX_NODES);
     }
+    char *scale_copy = NULL;
+    if (scale_nodes != NULL) {
+        scale_copy = strdup(scale_nodes);
+        cfg.n_scale = split_list(scale_copy, cfg.scale_urls, REDLOCK_MAX_NODES);
+    }
     if (cfg.quick && cfg.duration_s > 1)
         cfg.duration_s = 1;
     int bad = check_input(&cfg, n_pid_args);
     if (bad != 0) {
         free(nodes_copy);
         free(tls_copy);
+        free(scale_copy);
         return bad;
     }
     if (json_path != NULL) {
@@ -476,6 +501,7 @@ int main(int argc, char **argv)
         fclose(cfg.json);
     free(nodes_copy);
     free(tls_copy);
+    free(scale_copy);
     bench_results_free(&cfg);
     return failures == 0 ? 0 : 1;
 }

@@ -4,12 +4,19 @@
  *
  * Each side runs in SLICES slices per figure, in a balanced alternating order (L R R L L R R L),
  * so a machine whose speed drifts during the run favours neither side and no side always goes
- * first; every slice's rate is reported, so the spread shows. */
+ * first; every slice's rate is reported, so the spread shows. Each side's CPU time (getrusage of
+ * the bench process over its slices) divided by its cycles is its cpu_us_per_cycle: what a lock
+ * cycle costs the client, next to what the same commands cost a hand-written one. The throughput
+ * rows also say what fraction of the servers' own capacity the cycles reach (of_limit): the
+ * limit's pipelined commands (sc_limit.c) run as a third side, in slices alternating with the
+ * row's lock and raw slices, so that a load that comes and goes on the machine weighs on the
+ * limit as it weighs on the cycles. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "raw.h"
+#include "scripts.h"
 
 #define SLICES 4 /* per side */
 
@@ -31,6 +38,7 @@ struct chain {
     uint64_t until_us;
     unsigned width, running;
     uint64_t cycles, failures, seq;
+    uint64_t cycles_all, cpu_us;        /* over every run of this chain */
     samples *acquire, *release, *cycle; /* may be NULL */
     bool done;
     worker *workers;
@@ -121,6 +129,7 @@ static double run_chain(uv_loop_t *loop, chain *ch, unsigned width, double secon
     ch->done = false;
     ch->cycles = 0;
     ch->workers = calloc(width, sizeof(worker));
+    uint64_t cpu0 = bench_cpu_us();
     uint64_t start = bench_now_us();
     ch->until_us = start + (uint64_t)(seconds * 1e6);
     for (unsigned i = 0; i < width; i++) {
@@ -130,13 +139,15 @@ static double run_chain(uv_loop_t *loop, chain *ch, unsigned width, double secon
     }
     bench_run_until(loop, &ch->done, ch->until_us + 30000000);
     double elapsed = (double)(bench_now_us() - start) / 1e6;
+    ch->cpu_us += bench_cpu_us() - cpu0;
+    ch->cycles_all += ch->cycles;
     free(ch->workers);
     return (double)ch->cycles / elapsed;
 }
 
 /* Slice k of a balanced alternation of sides sides: the order of round k/sides is reversed on
  * every other round (L R, R L, L R, ...; with three: L R A, A R L, ...). */
-static unsigned slice_side(unsigned k, unsigned sides)
+unsigned bench_slice_side(unsigned k, unsigned sides)
 {
     unsigned round = k / sides, pos = k % sides;
     return round % 2 == 0 ? pos : sides - 1 - pos;
@@ -160,6 +171,8 @@ typedef struct speed_env {
     raw *raw;
 } speed_env;
 
+static void speed_stop(speed_env *e);
+
 static int speed_start(bench_config *cfg, speed_env *e)
 {
     uv_loop_init(&e->loop);
@@ -170,6 +183,12 @@ static int speed_start(bench_config *cfg, speed_env *e)
         fprintf(stderr, "redlock-bench: raw fan-out: %s\n", err);
         bench_close(&e->loop, e->client);
         uv_loop_close(&e->loop);
+        return -1;
+    }
+    /* The baseline must make the servers do what the library makes them do. */
+    if (strcmp(raw_release_sha1(e->raw), redlock__script_release.sha1) != 0) {
+        fprintf(stderr, "redlock-bench: the raw fan-out's release script is not the library's\n");
+        speed_stop(e);
         return -1;
     }
     warm_up(&e->loop, e->client, e->raw);
@@ -193,6 +212,22 @@ double bench_chain(uv_loop_t *loop, redlock_client *client, unsigned width, doub
     ch.cycle = cycle;
     double rate = run_chain(loop, &ch, width, seconds);
     *failures += ch.failures;
+    return rate;
+}
+
+double bench_side_run(uv_loop_t *loop, bench_side *side, unsigned width, double seconds)
+{
+    chain ch;
+    memset(&ch, 0, sizeof(ch));
+    ch.client = side->client;
+    ch.raw = side->raw;
+    ch.raw_wait = RAW_WAIT_QUORUM;
+    ch.acquire = side->acquire;
+    ch.cycle = side->cycle;
+    double rate = run_chain(loop, &ch, width, seconds);
+    side->cycles += ch.cycles;
+    side->failures += ch.failures;
+    side->cpu_us += ch.cpu_us;
     return rate;
 }
 
@@ -228,7 +263,7 @@ int bench_latency(bench_config *cfg)
     ch[SIDE_RAW_ALL].cycle = &all_cyc;
     double slice = cfg->duration_s / (SIDES * SLICES);
     for (unsigned k = 0; k < SIDES * SLICES; k++)
-        run_chain(&e.loop, &ch[slice_side(k, SIDES)], 1, slice);
+        run_chain(&e.loop, &ch[bench_slice_side(k, SIDES)], 1, slice);
     percentiles pa = samples_percentiles(&acq), pr = samples_percentiles(&rel),
                 pc = samples_percentiles(&cyc), prs = samples_percentiles(&raw_set),
                 prr = samples_percentiles(&raw_rel), prc = samples_percentiles(&raw_cyc),
@@ -286,10 +321,18 @@ int bench_latency(bench_config *cfg)
 int bench_throughput(bench_config *cfg)
 {
     static const unsigned levels[BENCH_TP_POINTS] = {1, 16, 64, 256, 1024};
-    speed_env e;
-    if (speed_start(cfg, &e) != 0)
-        return -1;
     int rc = 0;
+    /* The limit's connections, opened before any lock connection exists. NULL (TLS nodes, or an
+     * error, said): the rows have no of_limit. */
+    int limit_rc;
+    limit_run *lim = bench_limit_open(cfg, &limit_rc);
+    if (limit_rc < 0)
+        rc = -1;
+    speed_env e;
+    if (speed_start(cfg, &e) != 0) {
+        bench_limit_close(lim);
+        return -1;
+    }
     cfg->tp_points = 0;
     for (unsigned l = 0; l < BENCH_TP_POINTS; l++) {
         samples cyc = {0}, raw_cyc = {0};
@@ -300,23 +343,43 @@ int bench_throughput(bench_config *cfg)
         ch[1].raw = e.raw;
         ch[1].raw_wait = RAW_WAIT_QUORUM;
         ch[1].cycle = &raw_cyc;
-        double rates[2][SLICES], sorted[2][SLICES];
-        unsigned done[2] = {0, 0};
+        /* Sides: 0 lock, 1 raw, 2 the limit (when measured). */
+        unsigned sides = lim != NULL ? 3 : 2;
+        double rates[3][SLICES] = {{0}}, sorted[3][SLICES];
+        unsigned done[3] = {0, 0, 0};
         double slice = cfg->duration_s / (2 * SLICES);
-        for (unsigned k = 0; k < 2 * SLICES; k++) {
-            unsigned side = slice_side(k, 2);
-            rates[side][done[side]++] = run_chain(&e.loop, &ch[side], levels[l], slice);
+        for (unsigned k = 0; k < sides * SLICES; k++) {
+            unsigned side = bench_slice_side(k, sides);
+            double rate = side < 2 ? run_chain(&e.loop, &ch[side], levels[l], slice)
+                                   : bench_limit_slice(lim, slice, NULL, NULL);
+            if (rate < 0) { /* the limit's connections failed (said): no of_limit from here */
+                bench_limit_close(lim);
+                lim = NULL;
+                rc = -1;
+                break;
+            }
+            rates[side][done[side]++] = rate;
+        }
+        if (done[0] < SLICES || done[1] < SLICES) { /* cut short by the limit's failure */
+            samples_free(&cyc);
+            samples_free(&raw_cyc);
+            break;
         }
         memcpy(sorted, rates, sizeof(sorted));
         double lock_rate = median_of(sorted[0], SLICES), raw_rate = median_of(sorted[1], SLICES);
+        double limit = lim != NULL ? median_of(sorted[2], SLICES) : 0;
         double ratio = ratio_of(lock_rate, raw_rate);
+        double of_limit = ratio_of(lock_rate, limit), raw_of_limit = ratio_of(raw_rate, limit);
+        double cpu = ratio_of((double)ch[0].cpu_us, (double)ch[0].cycles_all);
+        double raw_cpu = ratio_of((double)ch[1].cpu_us, (double)ch[1].cycles_all);
         percentiles pc = samples_percentiles(&cyc), prc = samples_percentiles(&raw_cyc);
         printf("%-11s %4u in flight: %8.0f cycles/s (cycle p50 %6llu us p99 %6llu p999 %6llu)  "
-               "|  raw %8.0f cycles/s (p50 %6llu us p99 %6llu)  |  ratio %.2f  (%llu failed)\n",
+               "|  raw %8.0f cycles/s (p50 %6llu us p99 %6llu)  |  ratio %.2f  |  of limit %.2f "
+               "(raw %.2f; limit %.0f cycles/s)  |  cpu %.1f us/cycle (raw %.1f)  (%llu failed)\n",
                "throughput", levels[l], lock_rate, (unsigned long long)pc.p50,
                (unsigned long long)pc.p99, (unsigned long long)pc.p999, raw_rate,
-               (unsigned long long)prc.p50, (unsigned long long)prc.p99, ratio,
-               (unsigned long long)ch[0].failures);
+               (unsigned long long)prc.p50, (unsigned long long)prc.p99, ratio, of_limit,
+               raw_of_limit, limit, cpu, raw_cpu, (unsigned long long)ch[0].failures);
         if (cfg->json != NULL) {
             FILE *f = cfg->json;
             json_begin(f, "throughput");
@@ -331,8 +394,19 @@ int bench_throughput(bench_config *cfg)
             json_doubles(f, rates[0], SLICES);
             fprintf(f, ",\"raw_slices\":");
             json_doubles(f, rates[1], SLICES);
-            fprintf(f, ",\"failures\":%llu,\"raw_lost\":%llu}\n",
-                    (unsigned long long)ch[0].failures, (unsigned long long)ch[1].failures);
+            /* of_limit is null when the limit could not be measured (TLS nodes, an error). */
+            if (limit > 0) {
+                fprintf(f, ",\"limit_cycles_per_s\":%.1f,\"limit_slices\":", limit);
+                json_doubles(f, rates[2], SLICES);
+                fprintf(f, ",\"of_limit\":%.3f,\"raw_of_limit\":%.3f", of_limit, raw_of_limit);
+            } else {
+                fprintf(f, ",\"limit_cycles_per_s\":null,\"of_limit\":null,\"raw_of_limit\":null");
+            }
+            fprintf(f,
+                    ",\"cpu_us_per_cycle\":%.2f,\"raw_cpu_us_per_cycle\":%.2f,\"failures\":%llu,"
+                    "\"raw_lost\":%llu}\n",
+                    cpu, raw_cpu, (unsigned long long)ch[0].failures,
+                    (unsigned long long)ch[1].failures);
             fflush(f);
         }
         samples_free(&cyc);
@@ -345,5 +419,6 @@ int bench_throughput(bench_config *cfg)
             rc = -1;
     }
     speed_stop(&e);
+    bench_limit_close(lim);
     return rc;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # bench/smoke.sh BENCH_EXE [PROXY_EXE [CERTS_EXE]] - the CI smoke run of the bench: redlock-bench
-# --quick against five servers of its own (with TLS ports too when CERTS_EXE, the
-# redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario
+# --quick against nine servers of its own (five for every scenario, all nine for scale; with TLS
+# ports too when CERTS_EXE, the redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario
 # reported, lost_updates is 0 and no fencing cycle failed. A functional check only: speed is
 # never asserted. Prints TAP.
 set -uo pipefail
@@ -19,20 +19,22 @@ if [ -n "$certs_exe" ]; then
     certs="$(mktemp -d)"
     "$certs_exe" "$certs"
 fi
-if ! servers_start 5 "$certs" 2>"$out.log"; then
-    echo "not ok 1 - five redis-servers started"; sed 's/^/# /' "$out.log"; exit 0
+if ! servers_start 9 "$certs" 2>"$out.log"; then
+    echo "not ok 1 - nine redis-servers started"; sed 's/^/# /' "$out.log"; exit 0
 fi
 # Speed is not measured here, only that nothing fails, so no node may miss its deadline just
 # because the machine is loaded: every node gets 2 s (--node-timeout; wan adds its delay), except
 # nodes 0 and 1, which the faults scenario stops while it expects every round to win on the
 # other three: they keep the bench's 50 ms, in their URLs, so a stopped node costs 50 ms.
+# The scale scenario gets all nine with the 2 s deadline.
 nodes=()
-for i in "${!servers_urls[@]}"; do
+for i in 0 1 2 3 4; do
     if [ "$i" -lt 2 ]; then nodes+=("${servers_urls[$i]}?timeout_ms=50"); else nodes+=("${servers_urls[$i]}"); fi
 done
-args=(--quick --node-timeout 2000 --nodes "$(IFS=,; echo "${nodes[*]}")" --pids "$(IFS=,; echo "${servers_pids[*]}")" --json "$out")
+args=(--quick --node-timeout 2000 --nodes "$(IFS=,; echo "${nodes[*]}")" --pids "$(IFS=,; echo "${servers_pids[*]:0:5}")"
+      --scale-nodes "$(IFS=,; echo "${servers_urls[*]}")" --json "$out")
 [ -n "$proxy" ] && args+=(--proxy "$proxy")
-[ -n "$certs" ] && args+=(--tls-nodes "$(IFS=,; echo "${servers_tls_urls[*]}")" --tls-ca "$certs/ca.crt")
+[ -n "$certs" ] && args+=(--tls-nodes "$(IFS=,; echo "${servers_tls_urls[*]:0:5}")" --tls-ca "$certs/ca.crt")
 if "$bench" "${args[@]}" >"$out.log" 2>&1; then
     echo "ok 1 - redlock-bench --quick ran every scenario without a failure"
 else
@@ -43,7 +45,8 @@ if python3 - "$out" "$certs" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 seen = {r["scenario"] for r in rows}
-need = {"machine", "latency", "throughput", "contention", "faults", "memory", "fencing"}
+need = {"machine", "latency", "limit", "throughput", "scale", "contention", "faults", "memory",
+        "fencing"}
 if sys.argv[2]:
     need |= {"tls", "tls_handshake"}
 missing = need - seen
@@ -95,6 +98,7 @@ check_bad() { # expected-status args...
 check_bad 64 --nodes "${servers_urls[1]}" --scenario no-such-scenario
 check_bad 64 --nodes "${servers_urls[1]}" --proxy "$out.no-such-proxy" --quick
 check_bad 69 --nodes "${servers_urls[1]},redis://127.0.0.1:$free_port" --quick
+check_bad 69 --nodes "${servers_urls[1]}" --scale-nodes "${servers_urls[1]},redis://127.0.0.1:$free_port" --quick
 rm -f "$out.bad" "$out.err"
 if [ -z "$bad" ]; then
     echo "ok 4 - bad input exits 64/69 with a message and no figure; no server outlives the bench"

@@ -48,5 +48,8 @@ void json_string(FILE *f, const char *s);
 
 /* The bench's clock: monotonic microseconds. */
 uint64_t bench_now_us(void);
+/* The CPU time this process has used, user + system (getrusage RUSAGE_SELF), in microseconds:
+ * the difference over a stretch of work is what the bench itself spent on it. */
+uint64_t bench_cpu_us(void);
 
 #endif

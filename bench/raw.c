@@ -174,7 +174,8 @@ static void owe(rnode *n, want what, cycle *c)
     n->fifo[(n->head + n->count++) % n->cap] = (pending){what, c};
 }
 
-/* Encode with hiredis (the library's encoder too), queue, and owe the answer. */
+/* Encode with hiredis (as a user would; the library has its own encoder), queue, and owe the
+ * answer. */
 static void command(rnode *n, want what, cycle *c, int argc, const char **argv,
                     const size_t *argvlen)
 {

@@ -159,8 +159,8 @@ int bench_fencing(bench_config *cfg)
     failures += plain_failures;
     percentiles pf = samples_percentiles(&fenced_acq), pp = samples_percentiles(&plain_acq);
     double acquire_ratio = pp.p50 != 0 ? (double)pf.p50 / (double)pp.p50 : 0;
-    double ratio = plain_rate > 0 ? fenced_rate / plain_rate : 0;
-    double reused_ratio = reused_plain_rate > 0 ? reused_fenced_rate / reused_plain_rate : 0;
+    double ratio = ratio_of(fenced_rate, plain_rate);
+    double reused_ratio = ratio_of(reused_fenced_rate, reused_plain_rate);
     printf("%-11s acquire p50 %5llu us p99 %5llu  |  plain p50 %5llu us p99 %5llu  |  ratio p50 "
            "%.2f\n",
            "fencing", (unsigned long long)pf.p50, (unsigned long long)pf.p99,

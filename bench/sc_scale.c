@@ -21,11 +21,6 @@ static const unsigned node_counts[BENCH_SCALE_POINTS] = {1, 3, 5, 7, 9};
 
 enum { LOCK, RAW };
 
-static double ratio_of(double a, double b)
-{
-    return b > 0 ? a / b : 0;
-}
-
 /* One N: its table row and JSON line; 0, or -1 when a cycle failed or raw could not start. */
 static int scale_one(bench_config *cfg, const char *const *urls, unsigned n, unsigned point)
 {

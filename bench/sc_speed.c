@@ -231,11 +231,6 @@ double bench_side_run(uv_loop_t *loop, bench_side *side, unsigned width, double 
     return rate;
 }
 
-static double ratio_of(double a, double b)
-{
-    return b > 0 ? a / b : 0;
-}
-
 /* ---- latency ------------------------------------------------------------------------------- */
 
 enum { SIDE_LOCK, SIDE_RAW, SIDE_RAW_ALL, SIDES };

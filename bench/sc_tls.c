@@ -213,7 +213,7 @@ int bench_tls(bench_config *cfg)
             tls_rate += bench_chain(&loop, tls, levels[l], slice, &tls_cyc, &failures) / SLICES;
         }
         percentiles pt = samples_percentiles(&tls_cyc), pp = samples_percentiles(&plain_cyc);
-        double ratio = plain_rate > 0 ? tls_rate / plain_rate : 0;
+        double ratio = ratio_of(tls_rate, plain_rate);
         printf("%-11s concurrency %3u: %8.0f cycles/s (p50 %5llu us)  |  plain %8.0f cycles/s "
                "(p50 %5llu us)  |  ratio %.2f\n",
                "tls", levels[l], tls_rate, (unsigned long long)pt.p50, plain_rate,

@@ -85,6 +85,11 @@ double median_of(double *v, size_t n)
     return v[percentile_index(n, 500)];
 }
 
+double ratio_of(double a, double b)
+{
+    return b > 0 ? a / b : 0;
+}
+
 void json_percentiles(FILE *f, const percentiles *p)
 {
     fprintf(f, "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu,\"n\":%zu}",

@@ -34,6 +34,9 @@ percentiles samples_percentiles(samples *s);
  * sorts v in place; 0 when n is 0. */
 double median_of(double *v, size_t n);
 
+/* a / b, or 0 when b is not positive (nothing measured on that side). */
+double ratio_of(double a, double b);
+
 /* {"p50":..,"p90":..,"p99":..,"p999":..,"max":..,"n":..} */
 void json_percentiles(FILE *f, const percentiles *p);
 /* [a,b,...] with one decimal. */

@@ -227,11 +227,11 @@ static void round_send(round *r, bool init_q)
     /* A node that voted already (a commit ack its fenced acquire gave, commit_start) gets
      * nothing, and a round those votes decided gets nothing at all. Counted before sending: a
      * completion may come during the loop. */
+    bool pending = redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING;
     uint64_t to_send = 0;
     r->outstanding = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING &&
-            redlock_round_node_vote(&r->q, i) == REDLOCK_VOTE_NONE) {
+    for (unsigned i = 0; pending && i < n; i++) {
+        if (redlock_round_node_vote(&r->q, i) == REDLOCK_VOTE_NONE) {
             to_send |= UINT64_C(1) << i; /* i < n <= REDLOCK_MAX_NODES = 64 */
             r->outstanding++;
         }

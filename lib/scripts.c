@@ -58,9 +58,9 @@
 
 /* SET NX PX; where it set the key, the counter goes up by one and its value before is the reply.
  * c + 1 is c's digits plus one, carried by hand: no Lua number (a double) holds every counter.
- * When the counters read agree, as they do except under contention, this has already put the
- * fence (1 + the largest counter read) on every yes-voter while its key stands: the commit round
- * has nothing left to do there (docs/algorithm.md, "Fencing"). */
+ * A yes-voter that read the largest counter has thereby written the fence (1 + that counter)
+ * while its key stands: the commit round has nothing left to do there (docs/algorithm.md,
+ * "Fencing tokens"). */
 #define ACQUIRE_FENCED_SOURCE                                                                      \
     COUNTER_CHECK                                                                                  \
     "if not redis.call(\"set\", KEYS[1], ARGV[1], \"nx\", \"px\", ARGV[2]) then\n"                 \

@@ -18,6 +18,7 @@ int main(void)
     printf("REDLOCK_ERROR_TEXT_MAX %d\n", (int)REDLOCK_ERROR_TEXT_MAX);
     printf("REDLOCK_TOKEN_MAX %d\n", (int)REDLOCK_TOKEN_MAX);
     printf("REDLOCK_RESOURCE_MAX %u\n", (unsigned)REDLOCK_RESOURCE_MAX);
+    printf("REDLOCK_RESOURCES_MAX %u\n", (unsigned)REDLOCK_RESOURCES_MAX);
     printf("REDLOCK_EXTEND_RETAKE %u\n", (unsigned)REDLOCK_EXTEND_RETAKE);
     printf("REDLOCK_CLOSE_FAST %u\n", (unsigned)REDLOCK_CLOSE_FAST);
     printf("REDLOCK_ROUND_PLAIN %u\n", (unsigned)REDLOCK_ROUND_PLAIN);

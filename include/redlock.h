@@ -632,6 +632,7 @@ typedef struct redlock_lock_opts {
 
 #define REDLOCK_TOKEN_MAX 256
 #define REDLOCK_RESOURCE_MAX (64u * 1024 * 1024)
+#define REDLOCK_RESOURCES_MAX 1024u /* resources of one redlock_acquire_multi */
 
 /* Fill opts with the defaults above and set opts->size (a macro, as redlock_options_init). */
 REDLOCK_EXTERN void redlock_lock_opts_init_sized(redlock_lock_opts *opts, size_t size);
@@ -647,6 +648,24 @@ REDLOCK_EXTERN void redlock_lock_opts_init_sized(redlock_lock_opts *opts, size_t
 REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const void *resource, size_t len,
                                    uint64_t ttl_ms, const redlock_lock_opts *opts, redlock_cb cb,
                                    void *data);
+
+/* Acquire the lock on count resources at once (resources[i] of lens[i] bytes each, as
+ * redlock_acquire's resource; copied): one token, and on each node one script that sets every
+ * resource's key or none (none when any of them exists). A node votes yes only when it set them
+ * all, so the round is won only with a quorum of nodes that granted the whole set; a lost round
+ * is released everywhere as for one resource. 1..REDLOCK_RESOURCES_MAX resources, at most
+ * REDLOCK_RESOURCE_MAX bytes in all, no two alike (REDLOCK_EINVAL, naming the pair). The lock
+ * handle covers the set: redlock_extend renews all of them (a node votes yes only if every key
+ * still holds the token; with REDLOCK_EXTEND_RETAKE a missing key is set again when the others
+ * hold it), redlock_release deletes every key that still holds the token (a node votes yes only
+ * if all of them did), auto-extension and the lost callback as for one resource. A waiter
+ * (opts->wait_ms) is woken by the release of any resource of the set. Fencing is for one
+ * resource: opts->fencing with count > 1 is REDLOCK_EINVAL. In a Redis Cluster a node's keys
+ * must share one hash slot (a hash tag). count 1 is redlock_acquire. Callback and returns as
+ * redlock_acquire. */
+REDLOCK_EXTERN int redlock_acquire_multi(redlock_client *client, const void *const *resources,
+                                         const size_t *lens, unsigned count, uint64_t ttl_ms,
+                                         const redlock_lock_opts *opts, redlock_cb cb, void *data);
 
 /* Flags of redlock_extend. */
 #define REDLOCK_EXTEND_RETAKE 1u /* on a node where the key is gone, SET it again (NX) */
@@ -692,7 +711,14 @@ REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
 
 /* Accessors. Returned pointers live as long as the handle. A NULL lock is allowed and reads as
  * empty: NULL pointers (with *len = 0), zero numbers, not held; set_data then does nothing. */
+/* The resource (the first one of a lock on several, redlock_acquire_multi). */
 REDLOCK_EXTERN const void *redlock_lock_resource(const redlock_lock *lock, size_t *len);
+/* How many resources the lock covers (1 unless taken by redlock_acquire_multi; 0 for NULL). */
+REDLOCK_EXTERN unsigned redlock_lock_resource_count(const redlock_lock *lock);
+/* Resource i (0..count - 1) of the lock, in the order they were given; NULL with *len = 0 when i
+ * is out of range. */
+REDLOCK_EXTERN const void *redlock_lock_resource_at(const redlock_lock *lock, unsigned i,
+                                                    size_t *len);
 /* The token, NUL-terminated (a caller's token may contain NULs; use len). */
 REDLOCK_EXTERN const char *redlock_lock_token(const redlock_lock *lock, size_t *len);
 /* Validity left at the last won round (acquire or extend), in ms. */
@@ -749,6 +775,15 @@ REDLOCK_EXTERN int redlock_lock_attach(redlock_client *client, const void *resou
  * REDLOCK_ENOMEM. */
 REDLOCK_EXTERN int redlock_inspect(redlock_client *client, const void *resource, size_t len,
                                    redlock_cb cb, void *data);
+/* Inspect a set of resources (checked as by redlock_acquire_multi) in one script per node. A
+ * node where every key holds the same value (one holder has the whole set) votes yes with that
+ * value and the smallest PTTL of the set; where none exists, no; where they differ (the set is
+ * split, which a live lock of this library never leaves behind, or different locks hold its
+ * parts), error, with a text naming the first resource that differs. Status as redlock_inspect
+ * (errors do not count as answers). */
+REDLOCK_EXTERN int redlock_inspect_multi(redlock_client *client, const void *const *resources,
+                                         const size_t *lens, unsigned count, redlock_cb cb,
+                                         void *data);
 
 /* ---------------------------------------------------------------------------------------------
  * 5. The blocking, thread-safe client
@@ -830,6 +865,12 @@ REDLOCK_EXTERN int redlock_sync_cancel(redlock_sync *sync, const redlock_report 
 REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len,
                                         uint64_t ttl_ms, const redlock_lock_opts *opts,
                                         redlock_sync_lock **lock_out, redlock_report *report);
+/* Acquire several resources at once (as redlock_acquire_multi), blocking; the handle covers
+ * the set (extend, release, free as for one resource). */
+REDLOCK_EXTERN int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources,
+                                              const size_t *lens, unsigned count, uint64_t ttl_ms,
+                                              const redlock_lock_opts *opts,
+                                              redlock_sync_lock **lock_out, redlock_report *report);
 /* Extend and release as redlock_extend and redlock_release, blocking, with the same statuses:
  * release returns 0 only when the hold was valid at the call and a quorum deleted our token,
  * REDLOCK_ELOST when the hold had lapsed, REDLOCK_ENOQUORUM when too few nodes answered to tell.
@@ -857,6 +898,11 @@ REDLOCK_EXTERN int redlock_sync_attach(redlock_sync *sync, const void *resource,
  * report may be NULL (then only the status is learnt). */
 REDLOCK_EXTERN int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
                                         redlock_report *report);
+/* Inspect a set of resources (as redlock_inspect_multi), blocking; report as redlock_sync_inspect
+ * (a node whose keys differ has its text in report->errors). */
+REDLOCK_EXTERN int redlock_sync_inspect_multi(redlock_sync *sync, const void *const *resources,
+                                              const size_t *lens, unsigned count,
+                                              redlock_report *report);
 
 /* redlock_client_node_info and redlock_client_stats of the sync client's inner client, from any
  * thread: the call waits for the library's thread to fill the caller's struct (one wake-up, no
@@ -869,6 +915,10 @@ REDLOCK_EXTERN int redlock_sync_stats(redlock_sync *sync, redlock_stats *stats);
 /* Thread-safe reads. The token is NUL-terminated; resource and token live with the handle. A
  * NULL lock reads as empty (NULL pointers with *len = 0, zero numbers). */
 REDLOCK_EXTERN const void *redlock_sync_lock_resource(const redlock_sync_lock *lock, size_t *len);
+/* As redlock_lock_resource_count and redlock_lock_resource_at. */
+REDLOCK_EXTERN unsigned redlock_sync_lock_resource_count(const redlock_sync_lock *lock);
+REDLOCK_EXTERN const void *redlock_sync_lock_resource_at(const redlock_sync_lock *lock, unsigned i,
+                                                         size_t *len);
 REDLOCK_EXTERN const char *redlock_sync_lock_token(const redlock_sync_lock *lock, size_t *len);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_validity_ms(const redlock_sync_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *lock);

@@ -38,6 +38,51 @@ int redlock__check_resource(redlock_client *c, const void *resource, size_t len)
     return 0;
 }
 
+int redlock__check_resources(redlock_client *c, const void *const *resources, const size_t *lens,
+                             unsigned count)
+{
+    if (c->closing)
+        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
+    if (resources == NULL || lens == NULL || count == 0)
+        return redlock__client_error(c, REDLOCK_EINVAL, "no resources");
+    if (count > REDLOCK_RESOURCES_MAX)
+        return redlock__client_error(c, REDLOCK_EINVAL, "%u resources, over %u", count,
+                                     (unsigned)REDLOCK_RESOURCES_MAX);
+    size_t total = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (resources[i] == NULL || lens[i] == 0)
+            return redlock__client_error(c, REDLOCK_EINVAL, "resource %u is empty", i);
+        if (lens[i] > REDLOCK_RESOURCE_MAX - total)
+            return redlock__client_error(c, REDLOCK_EINVAL, "resources are over %u bytes in all",
+                                         (unsigned)REDLOCK_RESOURCE_MAX);
+        total += lens[i];
+    }
+    /* Two alike would make a node's script see one key twice: refused, whatever the order. The
+     * hashes make the pairwise check cheap (at most REDLOCK_RESOURCES_MAX^2 / 2 of them). */
+    uint64_t stack[64];
+    uint64_t *hash = count <= 64 ? stack : redlock__malloc(&c->alloc, count * sizeof(*hash));
+    if (hash == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    int rc = 0;
+    for (unsigned i = 0; i < count; i++)
+        hash[i] = redlock__hash(resources[i], lens[i]);
+    for (unsigned i = 1; rc == 0 && i < count; i++) {
+        for (unsigned j = 0; j < i; j++) {
+            if (hash[i] == hash[j] && lens[i] == lens[j] &&
+                memcmp(resources[i], resources[j], lens[i]) == 0) {
+                rc = redlock__client_error(c, REDLOCK_EINVAL,
+                                           "resources %u and %u are the same (a set names each "
+                                           "resource once)",
+                                           j, i);
+                break;
+            }
+        }
+    }
+    if (hash != stack)
+        redlock__free(&c->alloc, hash);
+    return rc;
+}
+
 const char *redlock_client_last_error(const redlock_client *c)
 {
     return c != NULL ? c->last_error : "";

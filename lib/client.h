@@ -81,6 +81,10 @@ struct redlock_lock {
     size_t key_len;
     size_t prefix_len;
     uint64_t key_hash;
+    /* A lock on several resources (redlock_acquire_multi): the keys after the first (prefix +
+     * resource each), in one allocation with their bytes; NULL and 0 for one resource. */
+    redlock__span *more;
+    unsigned n_more;
     size_t token_len;
     char token[REDLOCK_TOKEN_MAX + 1];
 };
@@ -146,9 +150,19 @@ void redlock__auto_cancel_all(redlock_client *c);
 /* The checks every call that names a resource makes: the client is open, the resource is
  * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). */
 int redlock__check_resource(redlock_client *c, const void *resource, size_t len);
+/* The same for a set of count resources (redlock_acquire_multi, redlock_inspect_multi): 1..
+ * REDLOCK_RESOURCES_MAX of them, each as above, REDLOCK_RESOURCE_MAX bytes in all, no two
+ * alike. */
+int redlock__check_resources(redlock_client *c, const void *const *resources, const size_t *lens,
+                             unsigned count);
 
 /* Lock handles (lock.c). */
 redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len);
+/* A handle for a set of count >= 1 resources (checked by redlock__check_resources). */
+redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resources,
+                                    const size_t *lens, unsigned count);
+/* Whether key is one of the lock's keys. */
+bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len);
 void redlock__lock_ref(redlock_lock *lock);
 void redlock__lock_unref(redlock_lock *lock);
 /* Free every handle still alive; the client is going away. */

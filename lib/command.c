@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* command.c - RESP encoding of the three commands and the meaning of their replies. */
+/* command.c - RESP encoding of the commands and the meaning of their replies. */
 #include "command.h"
 
 #include <inttypes.h>
@@ -27,9 +27,21 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
     return "?";
 }
 
-/* The script cmd runs (cmd is not a plain SET). */
+/* The script cmd runs (redlock__cmd_is_script). */
 static const redlock__script *cmd_script(const redlock__cmd *cmd)
 {
+    if (cmd->n_more > 0) { /* a set: only these four kinds are ever sent for one */
+        switch (cmd->kind) {
+        case REDLOCK__CMD_ACQUIRE:
+            return &redlock__script_acquire_multi;
+        case REDLOCK__CMD_EXTEND:
+            return &redlock__script_extend_multi;
+        case REDLOCK__CMD_INSPECT:
+            return &redlock__script_inspect_multi;
+        default:
+            return &redlock__script_release_multi;
+        }
+    }
     switch (cmd->kind) {
     case REDLOCK__CMD_EXTEND:
         /* Only a retake of a fenced lock touches the counter; every other extend stays the
@@ -101,9 +113,48 @@ int redlock__resp_append(int argc, const char *const *argv, const size_t *argvle
     return rc;
 }
 
+/* A set's command: EVALSHA sha k key... token [ttl [retake]]. Its argv is as long as the set,
+ * so it lives on the heap. */
+static int set_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
+                          const redlock__alloc *alloc)
+{
+    const redlock__script *s = cmd_script(cmd);
+    unsigned n_keys = cmd->n_more + 1;
+    size_t max = (size_t)n_keys + 6;
+    const char **argv = redlock__malloc(alloc, max * sizeof(*argv));
+    size_t *argvlen = redlock__malloc(alloc, max * sizeof(*argvlen));
+    if (argv == NULL || argvlen == NULL) {
+        redlock__free(alloc, argv);
+        redlock__free(alloc, argvlen);
+        return REDLOCK_ENOMEM;
+    }
+    int argc = 0;
+    char ttl[24], numkeys[24];
+#define ARG(p, n) (argv[argc] = (p), argvlen[argc] = (n), argc++)
+    ARG(use_eval ? "EVAL" : "EVALSHA", use_eval ? 4u : 7u);
+    ARG(use_eval ? s->source : s->sha1, use_eval ? s->source_len : 40u);
+    ARG(numkeys, u64_decimal(numkeys, n_keys));
+    ARG(cmd->key, cmd->key_len);
+    for (unsigned i = 0; i < cmd->n_more; i++)
+        ARG(cmd->more[i].ptr, cmd->more[i].len);
+    if (cmd->kind != REDLOCK__CMD_INSPECT)
+        ARG(cmd->token, cmd->token_len);
+    if (cmd->kind == REDLOCK__CMD_ACQUIRE || cmd->kind == REDLOCK__CMD_EXTEND)
+        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
+    if (cmd->kind == REDLOCK__CMD_EXTEND)
+        ARG(cmd->retake ? "1" : "0", 1);
+#undef ARG
+    int rc = redlock__resp_append(argc, argv, argvlen, out, alloc);
+    redlock__free(alloc, argv);
+    redlock__free(alloc, argvlen);
+    return rc;
+}
+
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc)
 {
+    if (cmd->n_more > 0)
+        return set_cmd_append(cmd, use_eval, out, alloc);
     const char *argv[10];
     size_t argvlen[10];
     int argc = 0;
@@ -238,7 +289,7 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
     data->pttl_ms = -2;
     data->counter = 0;
     if (reply->type == REDIS_REPLY_ERROR) {
-        if (cmd->kind != REDLOCK__CMD_ACQUIRE && reply->len >= 8 &&
+        if (redlock__cmd_is_script(cmd) && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
             *kind = REDLOCK__REPLY_NOSCRIPT;
         redlock__fmt(err, err_len, "%.*s", (int)REDLOCK__MIN(reply->len, (size_t)200), reply->str);

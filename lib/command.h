@@ -51,7 +51,17 @@ typedef struct redlock__cmd {
     const char *fence_key;
     size_t fence_key_len;
     uint64_t fence;
+    /* A lock on several resources (redlock_acquire_multi): the keys after key. Then ACQUIRE,
+     * EXTEND, RELEASE and INSPECT run the scripts of a set (scripts.h), all or none per node. */
+    const redlock__span *more;
+    unsigned n_more;
 } redlock__cmd;
+
+/* Whether cmd goes as a script (EVALSHA, or EVAL after a NOSCRIPT). */
+static inline bool redlock__cmd_is_script(const redlock__cmd *cmd)
+{
+    return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0;
+}
 
 /* Whether a reply to this kind of command carries data (redlock__reply_data) for the caller. */
 static inline bool redlock__cmd_has_data(redlock__cmd_kind kind)

@@ -61,6 +61,12 @@ static inline void redlock__list_remove(redlock__list *item)
     item->prev = item->next = item;
 }
 
+/* Bytes somebody else owns: a key of a lock on several resources, say. */
+typedef struct redlock__span {
+    const char *ptr;
+    size_t len;
+} redlock__span;
+
 /* A growable byte buffer. */
 typedef struct redlock__buf {
     char *data;

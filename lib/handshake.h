@@ -20,7 +20,7 @@
 #include "scripts.h"
 #include "url.h"
 
-#define REDLOCK__HS_MAX_STEPS 12
+#define REDLOCK__HS_MAX_STEPS 16
 #define REDLOCK__RUN_ID_LEN 40 /* a Redis server's run_id: 40 hex digits, new at every start */
 
 typedef enum {

@@ -34,10 +34,50 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
     return lock;
 }
 
+redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resources,
+                                    const size_t *lens, unsigned count)
+{
+    redlock_lock *lock = redlock__lock_new(c, resources[0], lens[0]);
+    if (lock == NULL || count == 1)
+        return lock;
+    /* The spans, then the keys' bytes they point at. */
+    size_t n_more = count - 1;
+    size_t size = n_more * sizeof(redlock__span);
+    for (unsigned i = 1; i < count; i++)
+        size += c->key_prefix_len + lens[i];
+    lock->more = redlock__malloc(&c->alloc, size);
+    if (lock->more == NULL) {
+        redlock__lock_unref(lock);
+        return NULL;
+    }
+    char *bytes = (char *)(lock->more + n_more);
+    for (unsigned i = 1; i < count; i++) {
+        memcpy(bytes, c->key_prefix, c->key_prefix_len);
+        memcpy(bytes + c->key_prefix_len, resources[i], lens[i]);
+        lock->more[i - 1].ptr = bytes;
+        lock->more[i - 1].len = c->key_prefix_len + lens[i];
+        bytes += lock->more[i - 1].len;
+    }
+    lock->n_more = count - 1;
+    return lock;
+}
+
+bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len)
+{
+    if (lock->key_len == len && memcmp(lock->key, key, len) == 0)
+        return true;
+    for (unsigned i = 0; i < lock->n_more; i++) {
+        if (lock->more[i].len == len && memcmp(lock->more[i].ptr, key, len) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void lock_destroy(redlock_lock *lock)
 {
     redlock_client *c = lock->client;
     redlock__list_remove(&lock->link);
+    redlock__free(&c->alloc, lock->more);
     redlock__free(&c->alloc, lock->key);
     redlock__free(&c->alloc, lock);
 }
@@ -75,6 +115,25 @@ const void *redlock_lock_resource(const redlock_lock *lock, size_t *len)
     if (len != NULL)
         *len = lock != NULL ? lock->key_len - lock->prefix_len : 0;
     return lock != NULL ? lock->key + lock->prefix_len : NULL;
+}
+
+unsigned redlock_lock_resource_count(const redlock_lock *lock)
+{
+    return lock != NULL ? lock->n_more + 1 : 0;
+}
+
+const void *redlock_lock_resource_at(const redlock_lock *lock, unsigned i, size_t *len)
+{
+    if (lock == NULL || i > lock->n_more) {
+        if (len != NULL)
+            *len = 0;
+        return NULL;
+    }
+    if (i == 0)
+        return redlock_lock_resource(lock, len);
+    if (len != NULL)
+        *len = lock->more[i - 1].len - lock->prefix_len;
+    return lock->more[i - 1].ptr + lock->prefix_len;
 }
 
 const char *redlock_lock_token(const redlock_lock *lock, size_t *len)

@@ -153,6 +153,8 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     r->cmd.key = lock->key;
     r->cmd.key_len = lock->key_len;
     r->cmd.key_hash = lock->key_hash;
+    r->cmd.more = lock->more;
+    r->cmd.n_more = lock->n_more;
     memcpy(r->token, lock->token, lock->token_len);
     r->cmd.token = r->token;
     r->cmd.token_len = lock->token_len;
@@ -303,6 +305,31 @@ static void op_complete(op *o, int status)
     op_deliver(o);
 }
 
+/* Stop watching the first n of the lock's keys. */
+static void lock_unwatch(redlock_client *c, const redlock_lock *lock, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const char *key = i == 0 ? lock->key : lock->more[i - 1].ptr;
+        size_t len = i == 0 ? lock->key_len : lock->more[i - 1].len;
+        c->io->ops->watch(c->io, key, len, false);
+    }
+}
+
+/* Watch every key of the lock (a set's waiter is woken by the release of any of them). Returns
+ * 0, or REDLOCK_ENOMEM with nothing watched. */
+static int lock_watch(redlock_client *c, const redlock_lock *lock)
+{
+    for (unsigned i = 0; i <= lock->n_more; i++) {
+        const char *key = i == 0 ? lock->key : lock->more[i - 1].ptr;
+        size_t len = i == 0 ? lock->key_len : lock->more[i - 1].len;
+        if (c->io->ops->watch(c->io, key, len, true) != 0) {
+            lock_unwatch(c, lock, i);
+            return REDLOCK_ENOMEM;
+        }
+    }
+    return 0;
+}
+
 static void op_deliver(op *o)
 {
     redlock_client *c = o->client;
@@ -351,7 +378,7 @@ static void op_deliver(op *o)
     op_hold_round(o, NULL);
     /* A closing client's io drops every watch itself. */
     if (o->watching && !c->closing)
-        c->io->ops->watch(c->io, lock->key, lock->key_len, false);
+        lock_unwatch(c, lock, lock->n_more + 1);
     redlock__lock_unref(lock);
     redlock__free(&c->alloc, o);
 }
@@ -761,15 +788,14 @@ void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const
      * waiters should rush for: the others' release wakes them. */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         const op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (o->watching && same_bytes(o->lock->key, o->lock->key_len, key, len) &&
+        if (o->watching && redlock__lock_has_key(o->lock, key, len) &&
             (same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||
              same_bytes(o->lock->token, o->lock->token_len, token, token_len)))
             return;
     }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (!o->watching || o->state == OP_DECIDED ||
-            !same_bytes(o->lock->key, o->lock->key_len, key, len))
+        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key(o->lock, key, len))
             continue;
         if (o->state == OP_RUNNING) {
             o->notified = true;
@@ -868,10 +894,34 @@ int redlock__lock_opts_in(redlock_lock_opts *dst, const redlock_lock_opts *src, 
                               "redlock_lock_opts_init", err, err_len);
 }
 
-int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
-                    const redlock_lock_opts *caller_opts, redlock_cb cb, void *data)
+/* The checks of an acquire's or an inspect's resources: one (the messages of the calls for one
+ * resource), or a set. */
+static int check_set_call(redlock_client *c, const void *const *resources, const size_t *lens,
+                          unsigned count, redlock_cb cb)
 {
-    int rc = check_call(c, resource, len, cb);
+    if (count == 1 && resources != NULL && lens != NULL)
+        return check_call(c, resources[0], lens[0], cb);
+    if (c == NULL)
+        return REDLOCK_EINVAL;
+    int rc = redlock__check_resources(c, resources, lens, count);
+    if (rc != 0)
+        return rc;
+    if (cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
+    return 0;
+}
+
+int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
+                    const redlock_lock_opts *opts, redlock_cb cb, void *data)
+{
+    return redlock_acquire_multi(c, &resource, &len, 1, ttl_ms, opts, cb, data);
+}
+
+int redlock_acquire_multi(redlock_client *c, const void *const *resources, const size_t *lens,
+                          unsigned count, uint64_t ttl_ms, const redlock_lock_opts *caller_opts,
+                          redlock_cb cb, void *data)
+{
+    int rc = check_set_call(c, resources, lens, count, cb);
     if (rc != 0)
         return rc;
     if (ttl_ms == 0)
@@ -897,6 +947,11 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
     if (opts->wait_ms > REDLOCK_TTL_MAX_MS)
         return redlock__client_error(c, REDLOCK_EINVAL, "wait_ms is out of range");
     unsigned quorum = c->n_nodes / 2 + 1;
+    if (opts->fencing && count > 1)
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "fencing is for one resource: a lock on %u resources has no "
+                                     "fence (take a fenced lock per resource that needs one)",
+                                     count);
     if (opts->fence_commit != 0 && !opts->fencing)
         return redlock__client_error(c, REDLOCK_EINVAL, "fence_commit is set without fencing");
     if (opts->fence_commit != 0 && (opts->fence_commit < quorum || opts->fence_commit > c->n_nodes))
@@ -910,7 +965,7 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
             return rc;
     }
 
-    redlock_lock *lock = redlock__lock_new(c, resource, len);
+    redlock_lock *lock = redlock__lock_new_set(c, resources, lens, count);
     if (lock == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     lock->ttl_ms = ttl_ms;
@@ -937,8 +992,7 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_
         o->wait_deadline_us = o->call_us + opts->wait_ms * 1000;
         /* Before the first attempt, so a release during it is heard. Without memory for it the
          * waiter only polls. */
-        if (!c->opts.no_notify && c->io->ops->watch != NULL &&
-            c->io->ops->watch(c->io, lock->key, lock->key_len, true) == 0)
+        if (!c->opts.no_notify && c->io->ops->watch != NULL && lock_watch(c, lock) == 0)
             o->watching = true;
     }
     if (opts->auto_extend != NULL) {
@@ -1044,11 +1098,17 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
 
 int redlock_inspect(redlock_client *c, const void *resource, size_t len, redlock_cb cb, void *data)
 {
-    int rc = check_call(c, resource, len, cb);
+    return redlock_inspect_multi(c, &resource, &len, 1, cb, data);
+}
+
+int redlock_inspect_multi(redlock_client *c, const void *const *resources, const size_t *lens,
+                          unsigned count, redlock_cb cb, void *data)
+{
+    int rc = check_set_call(c, resources, lens, count, cb);
     if (rc != 0)
         return rc;
-    /* A handle nobody sees carries the key for the round. */
-    redlock_lock *lock = redlock__lock_new(c, resource, len);
+    /* A handle nobody sees carries the keys for the round. */
+    redlock_lock *lock = redlock__lock_new_set(c, resources, lens, count);
     if (lock == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     lock->ttl_ms = c->opts.ttl_ms;

@@ -19,6 +19,7 @@ redlock__relq_entry *redlock__relq_pop(redlock__relq *q)
 
 void redlock__relq_entry_free(const redlock__alloc *alloc, redlock__relq_entry *e)
 {
+    redlock__free(alloc, e->more);
     redlock__free(alloc, e);
 }
 
@@ -56,6 +57,25 @@ int redlock__relq_keep(redlock__relq *q, const redlock__alloc *alloc, const redl
     e->cmd.ttl_ms = cmd->ttl_ms;
     memcpy(e->bytes, cmd->key, cmd->key_len);
     memcpy(e->bytes + cmd->key_len, cmd->token, cmd->token_len);
+    if (cmd->n_more > 0) { /* a set's release: its other keys, spans then bytes */
+        size_t size = cmd->n_more * sizeof(redlock__span);
+        for (unsigned i = 0; i < cmd->n_more; i++)
+            size += cmd->more[i].len;
+        e->more = redlock__malloc(alloc, size);
+        if (e->more == NULL) {
+            redlock__free(alloc, e);
+            return REDLOCK_ENOMEM;
+        }
+        char *bytes = (char *)(e->more + cmd->n_more);
+        for (unsigned i = 0; i < cmd->n_more; i++) {
+            memcpy(bytes, cmd->more[i].ptr, cmd->more[i].len);
+            e->more[i].ptr = bytes;
+            e->more[i].len = cmd->more[i].len;
+            bytes += cmd->more[i].len;
+        }
+        e->cmd.more = e->more;
+        e->cmd.n_more = cmd->n_more;
+    }
     e->req.cmd = &e->cmd;
     return redlock__relq_put(q, alloc, e);
 }

@@ -25,7 +25,8 @@ struct redlock__relq_entry {
     void *owner;         /* the node that sends it */
     uint64_t expires_us; /* the key is gone by then: sending it later is pointless */
     redlock__cmd cmd;
-    char bytes[]; /* key, then token */
+    redlock__span *more; /* a set's other keys (cmd.more), with their bytes; NULL for one key */
+    char bytes[];        /* key, then token */
 };
 
 typedef struct redlock__relq {

@@ -92,6 +92,75 @@
     "end\n" COUNTER_CHECK                                                                          \
     "redis.call(\"set\", KEYS[1], ARGV[1], \"px\", ARGV[2])\n" COUNTER_RAISE("4") "return 1\n"
 
+/* Several resources at once (redlock_acquire_multi): KEYS are the set's keys, all or none on
+ * this node. Each script checks every key before it changes any, so a node either grants the
+ * whole set or leaves it as it was. */
+#define ACQUIRE_MULTI_SOURCE                                                                       \
+    "for i = 1, #KEYS do\n"                                                                        \
+    "    if redis.call(\"exists\", KEYS[i]) == 1 then\n"                                           \
+    "        return false\n"                                                                       \
+    "    end\n"                                                                                    \
+    "end\n"                                                                                        \
+    "for i = 1, #KEYS do\n"                                                                        \
+    "    redis.call(\"set\", KEYS[i], ARGV[1], \"px\", ARGV[2])\n"                                 \
+    "end\n"                                                                                        \
+    "return redis.status_reply(\"OK\")\n"
+
+#define EXTEND_MULTI_SOURCE                                                                        \
+    "for i = 1, #KEYS do\n"                                                                        \
+    "    local v = redis.call(\"get\", KEYS[i])\n"                                                 \
+    "    if v ~= ARGV[1] and not (v == false and ARGV[3] == \"1\") then\n"                         \
+    "        return 0\n"                                                                           \
+    "    end\n"                                                                                    \
+    "end\n"                                                                                        \
+    "for i = 1, #KEYS do\n"                                                                        \
+    "    redis.call(\"set\", KEYS[i], ARGV[1], \"px\", ARGV[2])\n"                                 \
+    "end\n"                                                                                        \
+    "return 1\n"
+
+/* Deletes every key of the set that still holds the token (a key taken by another holder is left
+ * alone) and tells its subscribers, as the release of one key does; 1 only if all of them held
+ * it. */
+#define RELEASE_MULTI_SOURCE                                                                       \
+    "local n = 0\n"                                                                                \
+    "for i = 1, #KEYS do\n"                                                                        \
+    "    if redis.call(\"get\", KEYS[i]) == ARGV[1] then\n"                                        \
+    "        redis.call(\"del\", KEYS[i])\n"                                                       \
+    "        redis.pcall(\"publish\", KEYS[i], ARGV[1])\n"                                         \
+    "        n = n + 1\n"                                                                          \
+    "    end\n"                                                                                    \
+    "end\n"                                                                                        \
+    "if n == #KEYS then\n"                                                                         \
+    "    return 1\n"                                                                               \
+    "end\n"                                                                                        \
+    "return 0\n"
+
+/* The first key's value and the smallest PTTL of the set when every key holds the same value
+ * (or none exists); an error naming the first key that differs otherwise. */
+#define INSPECT_MULTI_SOURCE                                                                       \
+    "local v = redis.call(\"get\", KEYS[1])\n"                                                     \
+    "local t = redis.call(\"pttl\", KEYS[1])\n"                                                    \
+    "for i = 2, #KEYS do\n"                                                                        \
+    "    local w = redis.call(\"get\", KEYS[i])\n"                                                 \
+    "    if w ~= v then\n"                                                                         \
+    "        local what = \"holds another value\"\n"                                               \
+    "        if w == false then\n"                                                                 \
+    "            what = \"is free\"\n"                                                             \
+    "        elseif v == false then\n"                                                             \
+    "            what = \"is held\"\n"                                                             \
+    "        end\n"                                                                                \
+    "        return redis.error_reply(\"resources disagree: resource \" .. i .. \" of \" ..\n"     \
+    "            #KEYS .. \" \" .. what .. \" (resource 1 \" .. (v and \"is held\" or \"is "       \
+    "free\") ..\n"                                                                                 \
+    "            \")\")\n"                                                                         \
+    "    end\n"                                                                                    \
+    "    local p = redis.call(\"pttl\", KEYS[i])\n"                                                \
+    "    if p < t then\n"                                                                          \
+    "        t = p\n"                                                                              \
+    "    end\n"                                                                                    \
+    "end\n"                                                                                        \
+    "return {v, t, false}\n"
+
 const redlock__script redlock__script_extend = {
     "extend",
     EXTEND_SOURCE,
@@ -132,4 +201,32 @@ const redlock__script redlock__script_extend_fenced = {
     EXTEND_FENCED_SOURCE,
     sizeof(EXTEND_FENCED_SOURCE) - 1,
     "e016b39c8167624957b508816f09d33bea388a12",
+};
+
+const redlock__script redlock__script_acquire_multi = {
+    "acquire_multi",
+    ACQUIRE_MULTI_SOURCE,
+    sizeof(ACQUIRE_MULTI_SOURCE) - 1,
+    "fae383dd57921c37ca4fd97a50b098f4fe2a786f",
+};
+
+const redlock__script redlock__script_extend_multi = {
+    "extend_multi",
+    EXTEND_MULTI_SOURCE,
+    sizeof(EXTEND_MULTI_SOURCE) - 1,
+    "109131c414984217197c55453625f096309590c5",
+};
+
+const redlock__script redlock__script_release_multi = {
+    "release_multi",
+    RELEASE_MULTI_SOURCE,
+    sizeof(RELEASE_MULTI_SOURCE) - 1,
+    "b2e6aef0f0d3c60b762d31ea2f208539289d2997",
+};
+
+const redlock__script redlock__script_inspect_multi = {
+    "inspect_multi",
+    INSPECT_MULTI_SOURCE,
+    sizeof(INSPECT_MULTI_SOURCE) - 1,
+    "9edaae551a8def096309c4ce7aa3ade9ddbf96ca",
 };

@@ -36,4 +36,19 @@ extern const redlock__script redlock__script_commit;
  * (a node that came back empty gets both back). */
 extern const redlock__script redlock__script_extend_fenced;
 
+/* Several resources (redlock_acquire_multi): KEYS[1..k] are the set's keys; each script checks
+ * every key before it changes any, so on one node the set is granted, renewed or left whole. */
+/* ARGV[1] = token, ARGV[2] = ttl in ms. SET every key PX if none exists (+OK), else nil and
+ * nothing written. */
+extern const redlock__script redlock__script_acquire_multi;
+/* ARGV as extend. If every key holds the token (or, with ARGV[3] = "1", holds it or is missing),
+ * every key is set to the token with the new ttl: 1; else nothing changes: 0. */
+extern const redlock__script redlock__script_extend_multi;
+/* ARGV[1] = token. Deletes (and announces) each key that holds the token; 1 if all of them did,
+ * else 0. */
+extern const redlock__script redlock__script_release_multi;
+/* No ARGV. {value or nil, smallest PTTL, nil} when every key holds the same value or none
+ * exists; an error reply naming the first key that differs otherwise. Read-only. */
+extern const redlock__script redlock__script_inspect_multi;
+
 #endif

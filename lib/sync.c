@@ -56,9 +56,11 @@ typedef struct sync_req {
     int status;
     redlock_report *report;  /* the caller's, or NULL */
     redlock_sync_lock *lock; /* the target; for acquire and attach, the new handle on success */
-    /* acquire, attach, inspect: borrowed from the caller until the async call has copied them */
-    const void *resource;
-    size_t resource_len;
+    /* acquire, attach, inspect: borrowed from the caller until the async call has copied them;
+     * count of them (one but for the calls on a set) */
+    const void *const *resources;
+    const size_t *lens;
+    unsigned count;
     const void *token; /* attach */
     size_t token_len;
     redlock_lock_opts opts; /* acquire: the caller's, read by its size (abi.h) */
@@ -111,8 +113,10 @@ struct redlock_sync_lock {
     uint64_t fence;
     size_t token_len;
     char token[REDLOCK_TOKEN_MAX + 1];
-    size_t resource_len;
-    char resource[]; /* resource_len bytes and a NUL */
+    /* The resources (one but for redlock_sync_acquire_multi), in the handle's allocation after
+     * it, each with a NUL after its bytes. */
+    unsigned n_resources;
+    redlock__span *resources;
 };
 
 /* ---- reports --------------------------------------------------------------------------------- */
@@ -303,11 +307,15 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
     sl->lost_cb(lock, reason, sl->lost_data); /* may free sl */
 }
 
-/* A new handle for req's resource, not yet tied to an async lock. */
+/* A new handle for req's resources (checked by the caller), not yet tied to an async lock. */
 static redlock_sync_lock *handle_new(redlock_sync *s, const sync_req *req)
 {
-    size_t len = req->resource_len;
-    redlock_sync_lock *sl = redlock__calloc(&s->alloc, 1, sizeof(*sl) + len + 1);
+    /* The struct, the spans (aligned: the struct's size is a multiple of its 8-byte alignment),
+     * then the bytes. */
+    size_t size = sizeof(redlock_sync_lock) + req->count * sizeof(redlock__span);
+    for (unsigned i = 0; i < req->count; i++)
+        size += req->lens[i] + 1;
+    redlock_sync_lock *sl = redlock__calloc(&s->alloc, 1, size);
     if (sl == NULL)
         return NULL;
     sl->sync = s;
@@ -316,9 +324,16 @@ static redlock_sync_lock *handle_new(redlock_sync *s, const sync_req *req)
     atomic_init(&sl->validity_ms, 0);
     atomic_init(&sl->deadline_us, 0);
     atomic_init(&sl->status, 0);
-    memcpy(sl->resource, req->resource, len);
-    sl->resource[len] = '\0';
-    sl->resource_len = len;
+    sl->resources = (redlock__span *)(void *)(sl + 1);
+    sl->n_resources = req->count;
+    char *bytes = (char *)(sl->resources + req->count);
+    for (unsigned i = 0; i < req->count; i++) {
+        memcpy(bytes, req->resources[i], req->lens[i]);
+        bytes[req->lens[i]] = '\0';
+        sl->resources[i].ptr = bytes;
+        sl->resources[i].len = req->lens[i];
+        bytes += req->lens[i] + 1;
+    }
     return sl;
 }
 
@@ -404,8 +419,8 @@ static int start_acquire(redlock_sync *s, sync_req *req)
         opts.lost_data = s;
     }
     req->lock = sl;
-    int rc = redlock_acquire(s->client, sl->resource, sl->resource_len, req->ttl_ms, &opts,
-                             on_acquired, req);
+    int rc = redlock_acquire_multi(s->client, req->resources, req->lens, req->count, req->ttl_ms,
+                                   &opts, on_acquired, req);
     if (rc != 0) {
         req->lock = NULL;
         redlock__free(&s->alloc, sl);
@@ -420,7 +435,7 @@ static int start_attach(redlock_sync *s, sync_req *req)
     if (sl == NULL)
         return REDLOCK_ENOMEM;
     redlock_lock *lock = NULL;
-    int rc = redlock_lock_attach(s->client, sl->resource, sl->resource_len, req->token,
+    int rc = redlock_lock_attach(s->client, sl->resources[0].ptr, sl->resources[0].len, req->token,
                                  req->token_len, req->ttl_ms, &lock);
     if (rc != 0) {
         redlock__free(&s->alloc, sl);
@@ -528,8 +543,8 @@ static void on_async(uv_async_t *async)
             break;
         case REQ_INSPECT:
             rc = closing ? REDLOCK_ECANCELED
-                         : redlock_inspect(s->client, req->resource, req->resource_len,
-                                           on_inspected, req);
+                         : redlock_inspect_multi(s->client, req->resources, req->lens, req->count,
+                                                 on_inspected, req);
             break;
         default:
             rc = closing ? REDLOCK_ECANCELED : start_call(s, req);
@@ -755,6 +770,28 @@ int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, u
                          const redlock_lock_opts *opts, redlock_sync_lock **lock_out,
                          redlock_report *report)
 {
+    return redlock_sync_acquire_multi(sync, &resource, &len, 1, ttl_ms, opts, lock_out, report);
+}
+
+/* What the blocking calls check of their resources before the loop thread sees them (the async
+ * call checks them again, with its messages): the handle copies them first. */
+static bool resources_ok(const void *const *resources, const size_t *lens, unsigned count)
+{
+    if (resources == NULL || lens == NULL || count == 0 || count > REDLOCK_RESOURCES_MAX)
+        return false;
+    size_t total = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (resources[i] == NULL || lens[i] == 0 || lens[i] > REDLOCK_RESOURCE_MAX - total)
+            return false;
+        total += lens[i];
+    }
+    return true;
+}
+
+int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources, const size_t *lens,
+                               unsigned count, uint64_t ttl_ms, const redlock_lock_opts *opts,
+                               redlock_sync_lock **lock_out, redlock_report *report)
+{
     if (lock_out != NULL)
         *lock_out = NULL;
     if (report != NULL && !redlock__report_ok(report))
@@ -762,15 +799,15 @@ int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, u
     sync_req req = {
         .kind = REQ_ACQUIRE,
         .report = report,
-        .resource = resource,
-        .resource_len = len,
+        .resources = resources,
+        .lens = lens,
+        .count = count,
         .ttl_ms = ttl_ms,
     };
-    if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
-        len > REDLOCK_RESOURCE_MAX) {
+    if (sync == NULL || lock_out == NULL || !resources_ok(resources, lens, count)) {
         report_status(report, REDLOCK_EINVAL,
-                      "sync or lock_out is NULL, or the resource is NULL, empty or over "
-                      "REDLOCK_RESOURCE_MAX");
+                      "sync or lock_out is NULL, or a resource is NULL or empty, or there are "
+                      "none, over REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
         return REDLOCK_EINVAL;
     }
     char why[256];
@@ -796,8 +833,9 @@ int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len, co
         return REDLOCK_EINVAL;
     sync_req req = {
         .kind = REQ_ATTACH,
-        .resource = resource,
-        .resource_len = len,
+        .resources = &resource,
+        .lens = &len,
+        .count = 1,
         .token = token,
         .token_len = token_len,
         .ttl_ms = ttl_ms,
@@ -811,18 +849,26 @@ int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len, co
 int redlock_sync_inspect(redlock_sync *sync, const void *resource, size_t len,
                          redlock_report *report)
 {
+    return redlock_sync_inspect_multi(sync, &resource, &len, 1, report);
+}
+
+int redlock_sync_inspect_multi(redlock_sync *sync, const void *const *resources, const size_t *lens,
+                               unsigned count, redlock_report *report)
+{
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
-    if (sync == NULL || resource == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX) {
+    if (sync == NULL || !resources_ok(resources, lens, count)) {
         report_status(report, REDLOCK_EINVAL,
-                      "sync is NULL, or the resource is NULL, empty or over REDLOCK_RESOURCE_MAX");
+                      "sync is NULL, or a resource is NULL or empty, or there are none, over "
+                      "REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
         return REDLOCK_EINVAL;
     }
     sync_req req = {
         .kind = REQ_INSPECT,
         .report = report,
-        .resource = resource,
-        .resource_len = len,
+        .resources = resources,
+        .lens = lens,
+        .count = count,
     };
     return submit(sync, &req);
 }
@@ -897,9 +943,20 @@ void redlock_sync_lock_free(redlock_sync_lock *lock)
 
 const void *redlock_sync_lock_resource(const redlock_sync_lock *lock, size_t *len)
 {
+    return redlock_sync_lock_resource_at(lock, 0, len);
+}
+
+unsigned redlock_sync_lock_resource_count(const redlock_sync_lock *lock)
+{
+    return lock != NULL ? lock->n_resources : 0;
+}
+
+const void *redlock_sync_lock_resource_at(const redlock_sync_lock *lock, unsigned i, size_t *len)
+{
+    bool in = lock != NULL && i < lock->n_resources;
     if (len != NULL)
-        *len = lock != NULL ? lock->resource_len : 0;
-    return lock != NULL ? lock->resource : NULL;
+        *len = in ? lock->resources[i].len : 0;
+    return in ? lock->resources[i].ptr : NULL;
 }
 
 const char *redlock_sync_lock_token(const redlock_sync_lock *lock, size_t *len)

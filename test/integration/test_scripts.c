@@ -12,8 +12,10 @@
 #define N 5
 
 static const redlock__script *const all_scripts[] = {
-    &redlock__script_extend,         &redlock__script_release, &redlock__script_inspect,
-    &redlock__script_acquire_fenced, &redlock__script_commit,  &redlock__script_extend_fenced};
+    &redlock__script_extend,         &redlock__script_release,      &redlock__script_inspect,
+    &redlock__script_acquire_fenced, &redlock__script_commit,       &redlock__script_extend_fenced,
+    &redlock__script_acquire_multi,  &redlock__script_extend_multi, &redlock__script_release_multi,
+    &redlock__script_inspect_multi};
 
 /* 1 if server i has the script cached, 0 if not, -1 on error. */
 static int script_exists(h_env *env, unsigned i, const char *sha1)

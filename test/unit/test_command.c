@@ -18,7 +18,14 @@ static redlock__alloc alloc;
 
 static redlock__cmd make(redlock__cmd_kind kind, const char *key, size_t key_len)
 {
-    redlock__cmd c = {kind, false, key, key_len, "tok", 3, 1500, 0, "k:fence", 7, 0};
+    redlock__cmd c = {.kind = kind,
+                      .key = key,
+                      .key_len = key_len,
+                      .token = "tok",
+                      .token_len = 3,
+                      .ttl_ms = 1500,
+                      .fence_key = "k:fence",
+                      .fence_key_len = 7};
     return c;
 }
 
@@ -389,6 +396,76 @@ static void long_error_text_is_truncated_safely(void **state)
     freeReplyObject(r);
 }
 
+/* A set's commands: one script per node naming every key, the set's script for each kind, and a
+ * NOSCRIPT to its EVALSHA is told apart from an acquire's error (it is a script too). */
+static void encodes_a_set(void **state)
+{
+    (void)state;
+    const redlock__span more[2] = {{"k2", 2}, {"key-3", 5}};
+    const struct {
+        redlock__cmd_kind kind;
+        const redlock__script *script;
+        size_t argc;
+    } cases[] = {
+        {REDLOCK__CMD_ACQUIRE, &redlock__script_acquire_multi, 8},
+        {REDLOCK__CMD_EXTEND, &redlock__script_extend_multi, 9},
+        {REDLOCK__CMD_RELEASE, &redlock__script_release_multi, 7},
+        {REDLOCK__CMD_INSPECT, &redlock__script_inspect_multi, 6},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        redlock__cmd c = make(cases[i].kind, "k", 1);
+        c.more = more;
+        c.n_more = 2;
+        assert_true(redlock__cmd_is_script(&c));
+        for (int eval = 0; eval < 2; eval++) {
+            redlock__buf b = {0};
+            assert_int_equal(redlock__cmd_append(&c, eval, &b, &alloc), 0);
+            redisReply *a = decode(&b);
+            assert_int_equal(a->elements, cases[i].argc);
+            if (eval) {
+                assert_arg(a, 0, "EVAL", 4);
+                assert_arg(a, 1, cases[i].script->source, cases[i].script->source_len);
+            } else {
+                assert_arg(a, 0, "EVALSHA", 7);
+                assert_arg(a, 1, cases[i].script->sha1, 40);
+            }
+            assert_arg(a, 2, "3", 1);
+            assert_arg(a, 3, "k", 1);
+            assert_arg(a, 4, "k2", 2);
+            assert_arg(a, 5, "key-3", 5);
+            if (cases[i].kind != REDLOCK__CMD_INSPECT)
+                assert_arg(a, 6, "tok", 3);
+            if (cases[i].kind == REDLOCK__CMD_ACQUIRE || cases[i].kind == REDLOCK__CMD_EXTEND)
+                assert_arg(a, 7, "1500", 4);
+            if (cases[i].kind == REDLOCK__CMD_EXTEND)
+                assert_arg(a, 8, "0", 1);
+            freeReplyObject(a);
+            redlock__buf_free(&b, &alloc);
+        }
+    }
+    /* The set's acquire answers as a SET does: +OK yes, nil no; NOSCRIPT asks for EVAL. */
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
+    c.more = more;
+    c.n_more = 2;
+    redisReply ok = {.type = REDIS_REPLY_STATUS, .str = "OK", .len = 2};
+    redisReply nil = {.type = REDIS_REPLY_NIL};
+    redisReply noscript = {
+        .type = REDIS_REPLY_ERROR, .str = "NOSCRIPT No matching script.", .len = 28};
+    char err[64];
+    redlock__reply_kind kind;
+    redlock__reply_data data;
+    assert_int_equal(redlock__cmd_vote(&c, &ok, err, sizeof(err), &kind, &data), REDLOCK_VOTE_YES);
+    assert_int_equal(redlock__cmd_vote(&c, &nil, err, sizeof(err), &kind, &data), REDLOCK_VOTE_NO);
+    assert_int_equal(redlock__cmd_vote(&c, &noscript, err, sizeof(err), &kind, &data),
+                     REDLOCK_VOTE_ERROR);
+    assert_int_equal(kind, REDLOCK__REPLY_NOSCRIPT);
+    c.n_more = 0; /* a plain SET never gets NOSCRIPT: an error like any other */
+    assert_false(redlock__cmd_is_script(&c));
+    assert_int_equal(redlock__cmd_vote(&c, &noscript, err, sizeof(err), &kind, &data),
+                     REDLOCK_VOTE_ERROR);
+    assert_int_equal(kind, REDLOCK__REPLY_ANSWER);
+}
+
 int main(void)
 {
     redlock__alloc_init(&alloc, NULL, NULL);
@@ -402,6 +479,7 @@ int main(void)
         cmocka_unit_test(inspect_reply_carries_value_and_pttl),
         cmocka_unit_test(encodes_fenced_commands),
         cmocka_unit_test(fenced_acquire_reply_carries_the_counter),
+        cmocka_unit_test(encodes_a_set),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

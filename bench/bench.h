@@ -77,6 +77,7 @@ int bench_wan(bench_config *cfg);
 int bench_memory(bench_config *cfg);
 int bench_tls(bench_config *cfg);
 int bench_fencing(bench_config *cfg);
+int bench_multi(bench_config *cfg);
 void bench_plot(const bench_config *cfg);
 void bench_results_free(bench_config *cfg);
 

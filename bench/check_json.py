@@ -21,7 +21,7 @@ def check(rows, tls):
         need(r.get("schema") == SCHEMA, f'"schema" is not {SCHEMA}', r)
         by.setdefault(r.get("scenario"), []).append(r)
     want = {"machine", "latency", "limit", "throughput", "scale", "contention", "faults", "wan",
-            "memory", "fencing"}
+            "memory", "fencing", "multi"}
     if tls:
         want |= {"tls", "tls_handshake"}
     need(not (want - by.keys()), f"missing scenarios: {sorted(want - by.keys())}")
@@ -122,6 +122,13 @@ def check(rows, tls):
         for k in ("cycles_per_s", "plain_cycles_per_s", "reused_cycles_per_s",
                   "reused_plain_cycles_per_s"):
             need(r.get(k, 0) > 0, f"fencing with no cycles ({k})", r)
+    multi = by.get("multi", [])
+    need({r.get("resources") for r in multi} >= {1, 2, 4, 8}, "multi rows for 1, 2, 4 and 8 resources")
+    for r in multi:
+        for k in ("acquire_us", "concurrency", "cycles_per_s", "resources_per_s", "of_single"):
+            need(k in r, f"multi without {k}", r)
+        need(r.get("failures") == 0, "multi with failed cycles", r)
+        need(r.get("cycles_per_s", 0) > 0, "multi with no cycles", r)
     mem = by.get("memory", [])
     held = {r.get("held_locks") for r in mem}
     need(len(held) >= 2, "memory rows for two held-lock counts")

@@ -12,7 +12,7 @@
  * the first N of --scale-nodes, or of --nodes without it), contention, faults (needs --pids of
  * the node servers), wan (needs --proxy, the delay proxy program), memory, tls (needs
  * --tls-nodes: the same servers' TLS ports, in the order of --nodes), fencing (plain against
- * fenced locks). Default: all that can run.
+ * fenced locks), multi (locks on 1, 2, 4 and 8 resources at once). Default: all that can run.
  * Every scenario prints a table row and, with --json, one JSON object per line. */
 #include <errno.h>
 #include <getopt.h>
@@ -39,7 +39,7 @@ static void usage(FILE *f)
                "                      --tls-key FILE]]\n"
                "                     [--scale-nodes URL,... (up to nine, for scale)]\n"
                "scenarios: latency limit throughput scale contention faults wan memory tls\n"
-               "           fencing (default: all)\n");
+               "           fencing multi (default: all)\n");
 }
 
 static unsigned split_list(char *list, const char **out, unsigned max)
@@ -311,6 +311,7 @@ static const scenario scenarios[] = {
     {"memory", bench_memory},
     {"tls", bench_tls},
     {"fencing", bench_fencing},
+    {"multi", bench_multi},
 };
 /* clang-format on */
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

@@ -46,7 +46,7 @@ import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 seen = {r["scenario"] for r in rows}
 need = {"machine", "latency", "limit", "throughput", "scale", "contention", "faults", "memory",
-        "fencing"}
+        "fencing", "multi"}
 if sys.argv[2]:
     need |= {"tls", "tls_handshake"}
 missing = need - seen
@@ -64,6 +64,9 @@ for r in rows:
     if r["scenario"] == "fencing":
         assert r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, r
         assert r["acquire_us"]["n"] > 0 and r["plain_acquire_us"]["n"] > 0, r
+        assert r["failures"] == 0, r
+    if r["scenario"] == "multi":
+        assert r["cycles_per_s"] > 0 and r["acquire_us"]["n"] > 0, r
         assert r["failures"] == 0, r
     if r["scenario"] == "tls_handshake":
         assert r["full_us"]["n"] > 0 and r["resumed_us"]["n"] > 0, r

@@ -611,7 +611,10 @@ typedef struct redlock_lock_opts {
     size_t token_len;  /* 1..REDLOCK_TOKEN_MAX bytes when token is set */
     int retry_count;   /* -1: the client's retry_count; used when wait_ms is 0 */
     uint64_t wait_ms;  /* > 0: keep retrying until this long after the call (retry_count is
-                          then not consulted) */
+                          then not consulted). Unless the client's no_notify, a release wakes the
+                          waiter, and a waiter of one resource (not fenced) waits in the
+                          resource's queue on every node: turns go in the order the waiters
+                          began to wait, across clients (docs/operations.md) */
     /* Non-NULL: auto-extend the lock once taken (copied), as redlock_auto_extend would, started
      * before the acquire callback runs. */
     const redlock_auto_opts *auto_extend;

@@ -15,6 +15,7 @@
 #include "tls.h"
 
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
+#define REDLOCK__WAITER_BYTES 8 /* a waiter's id in a resource's queue: 64 random bits, in hex */
 
 struct redlock_client {
     uv_loop_t *loop;
@@ -85,6 +86,14 @@ struct redlock_lock {
      * resource each), in one allocation with their bytes; NULL and 0 for one resource. */
     redlock__span *more;
     unsigned n_more;
+    /* Fair turns (ops.c, "queue"): set while an acquire with a wait (and notifications) takes it
+     * through the resource's queue, and kept for the lock's release. queue_keys holds the queue's
+     * name and the deadlines' name, each NUL-terminated (REDLOCK__QUEUE_SUFFIX, _DUE_SUFFIX). */
+    bool queued;
+    char *queue_keys;
+    uint64_t place_us;
+    size_t waiter_len;
+    char waiter[2 * REDLOCK__WAITER_BYTES + 1];
     size_t token_len;
     char token[REDLOCK_TOKEN_MAX + 1];
 };
@@ -124,9 +133,11 @@ void redlock__ops_cancel_all(redlock_client *c);
  * Each release round counts in close_rounds and calls redlock__client_close_step when its last
  * node has answered or timed out. */
 void redlock__ops_release_all(redlock_client *c);
-/* A node said key was released: retry the longest-waiting acquire of that key at once (ops.c). */
-void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *token,
-                           size_t token_len);
+/* A node said key was released (message: the releasing token, then "\n" and the queue's head
+ * when there is one): retry the head if it is this client's, or without a head the
+ * longest-waiting acquire of that key, at once (ops.c). */
+void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *message,
+                           size_t message_len);
 /* One of the close's releases is done (or their start is): the last one closes the io. */
 void redlock__client_close_step(redlock_client *c);
 /* redlock_extend; the auto-extension's own extends are not cancelable by redlock_cancel. */

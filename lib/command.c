@@ -30,6 +30,9 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
 /* The script cmd runs (redlock__cmd_is_script). */
 static const redlock__script *cmd_script(const redlock__cmd *cmd)
 {
+    if (cmd->queue_key != NULL) /* a waiter's: only these two kinds are ever sent with a queue */
+        return cmd->kind == REDLOCK__CMD_ACQUIRE ? &redlock__script_acquire_queued
+                                                 : &redlock__script_release_queued;
     if (cmd->n_more > 0) { /* a set: only these four kinds are ever sent for one */
         switch (cmd->kind) {
         case REDLOCK__CMD_ACQUIRE:
@@ -150,9 +153,40 @@ static int set_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *
     return rc;
 }
 
+/* A waiter's command: EVALSHA sha 3 key queue due token (ttl waiter place place_ttl | leaving). */
+static int queued_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
+                             const redlock__alloc *alloc)
+{
+    const redlock__script *s = cmd_script(cmd);
+    const char *argv[11];
+    size_t argvlen[11];
+    int argc = 0;
+    char ttl[24], place[24], place_ttl[24];
+#define ARG(p, n) (argv[argc] = (p), argvlen[argc] = (n), argc++)
+    ARG(use_eval ? "EVAL" : "EVALSHA", use_eval ? 4u : 7u);
+    ARG(use_eval ? s->source : s->sha1, use_eval ? s->source_len : 40u);
+    ARG("3", 1);
+    ARG(cmd->key, cmd->key_len);
+    ARG(cmd->queue_key, cmd->queue_key_len);
+    ARG(cmd->due_key, cmd->due_key_len);
+    ARG(cmd->token, cmd->token_len);
+    if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
+        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
+        ARG(cmd->waiter, cmd->waiter_len);
+        ARG(place, u64_decimal(place, cmd->place_us));
+        ARG(place_ttl, u64_decimal(place_ttl, cmd->place_ttl_ms));
+    } else {
+        ARG(cmd->waiter_len > 0 ? cmd->waiter : "", cmd->waiter_len);
+    }
+#undef ARG
+    return redlock__resp_append(argc, argv, argvlen, out, alloc);
+}
+
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc)
 {
+    if (cmd->queue_key != NULL)
+        return queued_cmd_append(cmd, use_eval, out, alloc);
     if (cmd->n_more > 0)
         return set_cmd_append(cmd, use_eval, out, alloc);
     const char *argv[10];

@@ -27,6 +27,12 @@ typedef enum {
  * key's prefix (ACL key patterns, SCAN) and its Redis Cluster hash tag, if any. */
 #define REDLOCK__FENCE_SUFFIX ":fence"
 #define REDLOCK__FENCE_SUFFIX_LEN 6
+/* The names of a resource's queue of waiters and of their deadlines: the lock key with these
+ * appended (the same prefix and hash tag, as the counter's). */
+#define REDLOCK__QUEUE_SUFFIX ":queue"
+#define REDLOCK__QUEUE_SUFFIX_LEN 6
+#define REDLOCK__DUE_SUFFIX ":queue-due"
+#define REDLOCK__DUE_SUFFIX_LEN 10
 
 /* What a reply carried beyond its vote: INSPECT's value, PTTL and counter, ACQUIRE_FENCED's
  * counter (on a yes). value points into the reply (valid while it lives). */
@@ -55,12 +61,24 @@ typedef struct redlock__cmd {
      * EXTEND, RELEASE and INSPECT run the scripts of a set (scripts.h), all or none per node. */
     const redlock__span *more;
     unsigned n_more;
+    /* Fair turns (ops.c): a waiter's ACQUIRE, and the RELEASEs of its attempts and its lock, run
+     * the queued scripts (scripts.h) on the resource's queue (queue_key) and its waiters'
+     * deadlines (due_key). waiter: the waiter's id (ACQUIRE), or the id that leaves the queue
+     * (RELEASE; waiter_len 0: none). queue_key NULL: a command without a queue. */
+    const char *queue_key;
+    size_t queue_key_len;
+    const char *due_key;
+    size_t due_key_len;
+    const char *waiter;
+    size_t waiter_len;
+    uint64_t place_us;     /* ACQUIRE: the waiter's place, when it began to wait (wall clock) */
+    uint64_t place_ttl_ms; /* ACQUIRE: how long a node keeps the place after an attempt */
 } redlock__cmd;
 
 /* Whether cmd goes as a script (EVALSHA, or EVAL after a NOSCRIPT). */
 static inline bool redlock__cmd_is_script(const redlock__cmd *cmd)
 {
-    return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0;
+    return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0 || cmd->queue_key != NULL;
 }
 
 /* Whether a reply to this kind of command carries data (redlock__reply_data) for the caller. */

@@ -78,6 +78,7 @@ static void lock_destroy(redlock_lock *lock)
     redlock_client *c = lock->client;
     redlock__list_remove(&lock->link);
     redlock__free(&c->alloc, lock->more);
+    redlock__free(&c->alloc, lock->queue_keys);
     redlock__free(&c->alloc, lock->key);
     redlock__free(&c->alloc, lock);
 }

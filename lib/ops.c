@@ -130,6 +130,25 @@ static void round_settle(round *r, bool done)
     round_maybe_free(r);
 }
 
+/* How long a node keeps a waiter's place in a resource's queue after each attempt: long enough
+ * that a live waiter asks again before it runs out (its fallback retry delay at most, plus a
+ * round at the slowest node's deadline), twice over, but at most PLACE_TTL_MAX_MS: a waiter that
+ * vanished (a crashed process) stalls the queue for that long at worst. A waiter that asks less
+ * often than that loses its place between attempts and gets it back (the same place) with the
+ * next one: others may go first meanwhile, nothing worse. */
+#define PLACE_TTL_MAX_MS 10000
+
+static uint64_t place_ttl_ms(const redlock_client *c)
+{
+    uint64_t slowest = c->opts.node_timeout_ms;
+    for (unsigned i = 0; i < c->n_nodes; i++) {
+        if (c->urls[i].timeout_ms > 0 && (uint64_t)c->urls[i].timeout_ms > slowest)
+            slowest = (uint64_t)c->urls[i].timeout_ms;
+    }
+    uint64_t ttl = 2 * (c->opts.retry_delay_ms + c->opts.retry_jitter_ms + slowest) + 100;
+    return REDLOCK__MIN(ttl, (uint64_t)PLACE_TTL_MAX_MS);
+}
+
 static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
                         uint64_t ttl_ms, bool retake)
 {
@@ -162,6 +181,19 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     r->cmd.fence_key = lock->key;
     r->cmd.fence_key_len = lock->key_len + REDLOCK__FENCE_SUFFIX_LEN;
     r->cmd.fence = lock->fence; /* what a retake restores; a commit round sets its own */
+    /* A waiter's attempts and releases go through the resource's queue; a release leaves it
+     * only when its caller says so (round_leave_queue). */
+    if (lock->queued && (kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_RELEASE)) {
+        size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
+        r->cmd.queue_key = lock->queue_keys;
+        r->cmd.queue_key_len = queue_len;
+        r->cmd.due_key = lock->queue_keys + queue_len + 1;
+        r->cmd.due_key_len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
+        r->cmd.waiter = lock->waiter;
+        r->cmd.waiter_len = kind == REDLOCK__CMD_ACQUIRE ? lock->waiter_len : 0;
+        r->cmd.place_us = lock->place_us;
+        r->cmd.place_ttl_ms = place_ttl_ms(c);
+    }
     for (unsigned i = 0; i < n; i++) {
         r->results[i].url = c->urls[i].redacted;
         r->results[i].pttl_ms = -2;
@@ -251,14 +283,24 @@ static void round_send(round *r, bool init_q)
     round_settle(r, round_check(r));
 }
 
+/* A release round of a waiter's lock also takes the waiter out of the resource's queue. */
+static void round_leave_queue(round *r)
+{
+    if (r->cmd.queue_key != NULL)
+        r->cmd.waiter_len = r->lock->waiter_len;
+}
+
 /* Release the lock's key on every node; nobody waits for the answers. Written after the
  * acquire on each ordered connection, so it runs after it even where the SET's reply is still
- * on its way. */
-static void release_everywhere(redlock_client *c, redlock_lock *lock)
+ * on its way. leave: the waiter is done (it holds nothing and waits no more), so it leaves the
+ * resource's queue too. */
+static void release_everywhere(redlock_client *c, redlock_lock *lock, bool leave)
 {
     round *r = round_new(c, NULL, lock, REDLOCK__CMD_RELEASE, lock->ttl_ms, false);
     if (r == NULL)
-        return; /* out of memory: the keys expire with their ttl */
+        return; /* out of memory: the keys expire with their ttl, a queue place with its own */
+    if (leave)
+        round_leave_queue(r);
     if (c->closing) {
         r->close_release = true; /* the close waits for it */
         c->close_rounds++;
@@ -521,7 +563,9 @@ static void lock_attempt_lost(op *o, int status)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
-    release_everywhere(c, lock);
+    uint64_t now = redlock__client_now(c);
+    bool retry = !c->closing && op_may_retry(o, now);
+    release_everywhere(c, lock, !retry);
     if (o->watching) { /* its release's notification is not for this client (ops_notified) */
         memcpy(o->lost_token, lock->token, lock->token_len);
         o->lost_token_len = lock->token_len;
@@ -532,12 +576,13 @@ static void lock_attempt_lost(op *o, int status)
     if (!lock->caller_token && status != REDLOCK_ENOMEM) {
         int rc = new_token(c, lock);
         if (rc != 0) {
+            if (retry) /* it waits no more: out of the queue too (nothing to delete) */
+                release_everywhere(c, lock, true);
             op_complete(o, rc);
             return;
         }
     }
-    uint64_t now = redlock__client_now(c);
-    if (!c->closing && op_may_retry(o, now)) {
+    if (retry) {
         /* Released while this attempt was out: the key may be free now. */
         if (o->watching && o->round != NULL && o->round->q.votes_yes > 0)
             o->collisions++;
@@ -670,6 +715,8 @@ static int op_start_round(op *o)
     round *r = round_new(c, o, o->lock, kind, o->ttl_ms, (o->flags & REDLOCK_EXTEND_RETAKE) != 0);
     if (r == NULL)
         return REDLOCK_ENOMEM;
+    if (o->kind == OP_UNLOCK)
+        round_leave_queue(r); /* the holder is done with the resource */
     o->attempts++;
     o->state = OP_RUNNING;
     op_hold_round(o, r);
@@ -725,12 +772,14 @@ static void op_cancel(op *o)
     case OP_DECIDED: /* its delivery is due already */
         if (o->kind == OP_LOCK && o->status == 0) {
             redlock__auto_stop(lock);
-            release_everywhere(c, lock);
+            release_everywhere(c, lock, true);
         }
         o->status = REDLOCK_ECANCELED;
         return;
     case OP_RETRYING: /* the last attempt was released when it was lost */
         redlock__client_timer_stop(c, &o->timer);
+        if (lock->queued) /* its place in the queue is all it has left there */
+            release_everywhere(c, lock, true);
         break;
     case OP_RUNNING: {
         round *r = o->round;
@@ -738,7 +787,7 @@ static void op_cancel(op *o)
         if (r->state == ROUND_OPEN)
             r->state = ROUND_DONE;
         if (o->kind == OP_LOCK)
-            release_everywhere(c, lock);
+            release_everywhere(c, lock, true);
         break;
     }
     }
@@ -775,14 +824,56 @@ static bool same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
     return a_len == b_len && memcmp(a, b, a_len) == 0;
 }
 
-/* Fairness among one client's waiters: a release wakes the one that has waited longest (the
- * oldest operation: c->ops is in start order); the others sleep on until the next release or
- * their fallback retry. If that one's attempt is in flight, it retries at once if it loses. */
-void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *token,
-                           size_t token_len)
+/* The waiter of this client that key's queue names as its head (waiter_len bytes), or NULL. */
+static op *queue_head_op(redlock_client *c, const char *key, size_t len, const char *waiter,
+                         size_t waiter_len)
+{
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (o->watching && o->state != OP_DECIDED && o->lock->queued &&
+            same_bytes(o->lock->waiter, o->lock->waiter_len, waiter, waiter_len) &&
+            redlock__lock_has_key(o->lock, key, len))
+            return o;
+    }
+    return NULL;
+}
+
+/* Wake o for a notification: at once if it sleeps (after jitter unless it is the queue's
+ * designated head), or, if its attempt is in flight, retry at once should that attempt lose. */
+static void op_wake(redlock_client *c, op *o, bool head)
+{
+    if (o->state == OP_RUNNING) {
+        o->notified = true;
+    } else if (!o->woken) { /* each node sends one: the first wakes it */
+        o->woken = true;
+        uint64_t due = redlock__client_now(c) + (head ? 0 : notify_jitter_us(c, o));
+        if (due > o->wait_deadline_us)
+            due = o->wait_deadline_us;
+        redlock__client_timer_start(c, &o->timer, due, on_retry_timer);
+    }
+}
+
+/* A node says key was released. The message is the releasing token, and after a newline the
+ * waiter id at the head of the resource's queue when there is one (scripts.c): then only that
+ * waiter is woken, wherever it is (in this client or another); the others sleep on, since the
+ * key is the head's turn. Without a head (nobody queued, or a release outside the queue), the
+ * waiter of this client that has waited longest is woken (c->ops is in start order); the others
+ * sleep on until the next release or their fallback retry. */
+void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *message,
+                           size_t message_len)
 {
     if (c->closing)
         return;
+    const char *token = message;
+    size_t token_len = message_len;
+    const char *head = NULL;
+    size_t head_len = 0;
+    const char *nl = memchr(message, '\n', message_len);
+    if (nl != NULL) {
+        token_len = (size_t)(nl - message);
+        head = nl + 1;
+        head_len = message_len - token_len - 1;
+    }
     /* The release of one of this client's own lost attempts (its keys on the nodes that said
      * yes, in a split vote or while the holder's keys expire) frees nothing this client's
      * waiters should rush for: the others' release wakes them. */
@@ -793,19 +884,17 @@ void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const
              same_bytes(o->lock->token, o->lock->token_len, token, token_len)))
             return;
     }
+    if (head != NULL) {
+        op *o = queue_head_op(c, key, len, head, head_len);
+        if (o != NULL)
+            op_wake(c, o, true);
+        return;
+    }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
         if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key(o->lock, key, len))
             continue;
-        if (o->state == OP_RUNNING) {
-            o->notified = true;
-        } else if (!o->woken) { /* each node sends one: the first wakes it */
-            o->woken = true;
-            uint64_t due = redlock__client_now(c) + notify_jitter_us(c, o);
-            if (due > o->wait_deadline_us)
-                due = o->wait_deadline_us;
-            redlock__client_timer_start(c, &o->timer, due, on_retry_timer);
-        }
+        op_wake(c, o, false);
         return;
     }
 }
@@ -825,7 +914,7 @@ void redlock__ops_release_all(redlock_client *c)
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
         redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
         if (lock->user_owned && !lock->released && !lock->attached)
-            release_everywhere(c, lock);
+            release_everywhere(c, lock, true);
     }
 }
 
@@ -892,6 +981,31 @@ int redlock__lock_opts_in(redlock_lock_opts *dst, const redlock_lock_opts *src, 
         return 0;
     return redlock__struct_in(dst, sizeof(*dst), src, REDLOCK__LOCK_OPTS_MIN, "opts",
                               "redlock_lock_opts_init", err, err_len);
+}
+
+/* Make lock a waiter in its resource's queue: a random id, its place (now, on the wall clock: the
+ * same number for every node, comparable between clients on machines whose clocks agree), the
+ * queue's names. Without memory or randomness it waits outside the queue, as before. */
+static void queue_join(redlock_client *c, redlock_lock *lock)
+{
+    unsigned char raw[REDLOCK__WAITER_BYTES];
+    uv_timeval64_t tv;
+    if (c->io->ops->random(c->io, raw, sizeof(raw)) != 0 || uv_gettimeofday(&tv) != 0)
+        return;
+    size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
+    size_t due_len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
+    char *names = redlock__malloc(&c->alloc, queue_len + 1 + due_len + 1);
+    if (names == NULL)
+        return;
+    memcpy(names, lock->key, lock->key_len);
+    memcpy(names + lock->key_len, REDLOCK__QUEUE_SUFFIX, REDLOCK__QUEUE_SUFFIX_LEN + 1);
+    memcpy(names + queue_len + 1, lock->key, lock->key_len);
+    memcpy(names + queue_len + 1 + lock->key_len, REDLOCK__DUE_SUFFIX, REDLOCK__DUE_SUFFIX_LEN + 1);
+    lock->queue_keys = names;
+    hex(lock->waiter, raw, sizeof(raw));
+    lock->waiter_len = 2 * sizeof(raw);
+    lock->place_us = (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
+    lock->queued = true;
 }
 
 /* The checks of an acquire's or an inspect's resources: one (the messages of the calls for one
@@ -994,6 +1108,10 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
          * waiter only polls. */
         if (!c->opts.no_notify && c->io->ops->watch != NULL && lock_watch(c, lock) == 0)
             o->watching = true;
+        /* Fair turns for a waiter of one resource (a set, or a fenced acquire's script, waits as
+         * before: woken by the releases, in no queue). */
+        if (o->watching && count == 1 && !opts->fencing)
+            queue_join(c, lock);
     }
     if (opts->auto_extend != NULL) {
         o->has_auto = true;

@@ -161,6 +161,69 @@
     "end\n"                                                                                        \
     "return {v, t, false}\n"
 
+/* Fair turns among waiters (docs/operations.md, "Waiting for a lock"): KEYS[2] is the resource's
+ * queue, a sorted set of waiter ids by the time each began to wait (a wall clock in us, the same
+ * number on every node, so every node orders the same waiters the same way), and KEYS[3] each
+ * waiter's deadline there (the server's clock, ms): a waiter that stops asking (gone, crashed)
+ * leaves the queue when it passes. The free key goes to the queue's head, or to anyone when the
+ * queue is empty; the head keeps its place while it holds the key, until its release. */
+/* head = the queue's first waiter whose deadline has not passed (or me, the caller's own id, even
+ * if it has), after dropping those whose deadline has; nil when nobody waits. */
+#define QUEUE_HEAD(me)                                                                             \
+    "local t = redis.call(\"time\")\n"                                                             \
+    "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"                                          \
+    "local head\n"                                                                                 \
+    "while true do\n"                                                                              \
+    "    head = redis.call(\"zrange\", KEYS[2], 0, 0)[1]\n"                                        \
+    "    if not head or head == " me " then\n"                                                     \
+    "        break\n"                                                                              \
+    "    end\n"                                                                                    \
+    "    local due = tonumber(redis.call(\"hget\", KEYS[3], head))\n"                              \
+    "    if due and due > now then\n"                                                              \
+    "        break\n"                                                                              \
+    "    end\n"                                                                                    \
+    "    redis.call(\"zrem\", KEYS[2], head)\n"                                                    \
+    "    redis.call(\"hdel\", KEYS[3], head)\n"                                                    \
+    "end\n"
+
+/* KEYS[1] = key, KEYS[2] = queue, KEYS[3] = deadlines; ARGV[1] = token, ARGV[2] = ttl ms,
+ * ARGV[3] = waiter id, ARGV[4] = its place (us), ARGV[5] = how long its place is kept (ms). SET NX
+ * PX for the head (or anyone, when nobody waits): +OK; else nil, and the waiter is in the queue
+ * (at its place: a later attempt never moves it back) with a fresh deadline. The queue's own keys
+ * live at least as long as the longest deadline set in them (a queue nobody asks in expires). */
+#define ACQUIRE_QUEUED_SOURCE                                                                      \
+    QUEUE_HEAD("ARGV[3]")                                                                          \
+    "if (not head or head == ARGV[3]) and\n"                                                       \
+    "    redis.call(\"set\", KEYS[1], ARGV[1], \"nx\", \"px\", ARGV[2]) then\n"                    \
+    "    return redis.status_reply(\"OK\")\n"                                                      \
+    "end\n"                                                                                        \
+    "redis.call(\"zadd\", KEYS[2], \"nx\", ARGV[4], ARGV[3])\n"                                    \
+    "redis.call(\"hset\", KEYS[3], ARGV[3], now + tonumber(ARGV[5]))\n"                            \
+    "if redis.call(\"pttl\", KEYS[2]) < tonumber(ARGV[5]) then\n"                                  \
+    "    redis.call(\"pexpire\", KEYS[2], ARGV[5])\n"                                              \
+    "    redis.call(\"pexpire\", KEYS[3], ARGV[5])\n"                                              \
+    "end\n"                                                                                        \
+    "return false\n"
+
+/* KEYS as above; ARGV[1] = token, ARGV[2] = the waiter id that leaves the queue ("": none, the
+ * waiter goes on waiting). Compare-and-delete as the plain release; the notification carries the
+ * queue's head after it ("token\nhead"), so only that waiter's client rushes for the key. */
+#define RELEASE_QUEUED_SOURCE                                                                      \
+    "if ARGV[2] ~= \"\" then\n"                                                                    \
+    "    redis.call(\"zrem\", KEYS[2], ARGV[2])\n"                                                 \
+    "    redis.call(\"hdel\", KEYS[3], ARGV[2])\n"                                                 \
+    "end\n"                                                                                        \
+    "if redis.call(\"get\", KEYS[1]) ~= ARGV[1] then\n"                                            \
+    "    return 0\n"                                                                               \
+    "end\n"                                                                                        \
+    "redis.call(\"del\", KEYS[1])\n" QUEUE_HEAD(                                                   \
+        "nil") "if head then\n"                                                                    \
+               "    redis.pcall(\"publish\", KEYS[1], ARGV[1] .. \"\\n\" .. head)\n"               \
+               "else\n"                                                                            \
+               "    redis.pcall(\"publish\", KEYS[1], ARGV[1])\n"                                  \
+               "end\n"                                                                             \
+               "return 1\n"
+
 const redlock__script redlock__script_extend = {
     "extend",
     EXTEND_SOURCE,
@@ -229,4 +292,18 @@ const redlock__script redlock__script_inspect_multi = {
     INSPECT_MULTI_SOURCE,
     sizeof(INSPECT_MULTI_SOURCE) - 1,
     "9edaae551a8def096309c4ce7aa3ade9ddbf96ca",
+};
+
+const redlock__script redlock__script_acquire_queued = {
+    "acquire_queued",
+    ACQUIRE_QUEUED_SOURCE,
+    sizeof(ACQUIRE_QUEUED_SOURCE) - 1,
+    "430c56966de5bc3809e375772594afa4f42ec2a5",
+};
+
+const redlock__script redlock__script_release_queued = {
+    "release_queued",
+    RELEASE_QUEUED_SOURCE,
+    sizeof(RELEASE_QUEUED_SOURCE) - 1,
+    "837cce2153f4058692f90fff2d472db54f108186",
 };

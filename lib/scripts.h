@@ -51,4 +51,13 @@ extern const redlock__script redlock__script_release_multi;
  * exists; an error reply naming the first key that differs otherwise. Read-only. */
 extern const redlock__script redlock__script_inspect_multi;
 
+/* Fair turns (scripts.c): KEYS[2] = the resource's queue, KEYS[3] = its waiters' deadlines. */
+/* ARGV[1] = token, ARGV[2] = ttl ms, ARGV[3] = waiter id, ARGV[4] = its place, ARGV[5] = how long
+ * the place is kept (ms). +OK when the key was set for the queue's head (or anyone when nobody
+ * waits); nil, with the waiter queued, otherwise. */
+extern const redlock__script redlock__script_acquire_queued;
+/* ARGV[1] = token, ARGV[2] = the waiter id leaving the queue, or "". 1 if the key held the token
+ * and was deleted (the notification names the queue's next head), else 0. */
+extern const redlock__script redlock__script_release_queued;
+
 #endif

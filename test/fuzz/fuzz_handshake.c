@@ -149,9 +149,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     redlock__handshake hs;
     redlock__buf out = {0};
     CHECK(redlock__handshake_start(&hs, &u, &out, &alloc) == 0);
-    /* AUTH, SELECT, SCRIPT LOAD of the ten scripts (three plain, three fenced, four of a set),
-     * INFO */
-    CHECK(hs.n_steps == 11 + (u.password != NULL) + (u.db > 0));
+    /* AUTH, SELECT, SCRIPT LOAD of the twelve scripts (three plain, three fenced, four of a set,
+     * two of a waiter), INFO */
+    CHECK(hs.n_steps == 13 + (u.password != NULL) + (u.db > 0));
     check_commands(&hs, &out, &u);
 
     redisReader *r = redisReaderCreate();

@@ -212,6 +212,105 @@ static void own_releases_do_not_wake(void **state)
     h_env_stop(&env);
 }
 
+/* The client's counters of lost acquire rounds (busy + broken). */
+static uint64_t lost_rounds(redlock_client *c)
+{
+    redlock_stats st;
+    redlock_stats_init(&st);
+    assert_int_equal(redlock_client_stats(c, &st), 0);
+    return st.rounds_busy + st.rounds_broken;
+}
+
+/* 5. Fair turns across clients: three waiters of three clients, started in order, form the
+ * resource's queue on every node. Each release of a lock taken through the queue (with a wait)
+ * names the queue's head, so only that waiter's client retries (the other clients' waiters stay
+ * asleep: no attempt of theirs follows), and the lock goes to the waiters in the order they began
+ * to wait. */
+static void turns_across_clients_follow_the_queue(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *holder = h_client(&env, NULL);
+    redlock_lock_opts wait;
+    redlock_lock_opts_init(&wait);
+    wait.wait_ms = 10000;
+    h_record held;
+    assert_int_equal(h_acquire(&env, holder, "notify:queue", 30000, &wait, &held), 0);
+    redlock_client *w[3];
+    h_record rec[3];
+    memset(rec, 0, sizeof(rec));
+    for (int i = 0; i < 3; i++) {
+        w[i] = sleepy_client(&env, false);
+        start_waiter(w[i], "notify:queue", &rec[i]);
+        wait_busy_rounds(&env, w[i], 1); /* queued on every node before the next one starts */
+        h_drain(&env, w[i]);
+    }
+    wait_subscribed(&env, "notify:queue", 3);
+    redisReply *r = fixture_command(&env.cluster, 0, "ZCARD notify:queue:queue");
+    assert_non_null(r);
+    assert_int_equal(r->integer, 3);
+    freeReplyObject(r);
+
+    redlock_lock *current = held.lock;
+    for (int turn = 0; turn < 3; turn++) {
+        uint64_t before[3];
+        for (int i = 0; i < 3; i++)
+            before[i] = lost_rounds(w[i]);
+        h_release_ok(&env, current, NULL);
+        assert_true(h_run_until(&env.loop, &rec[turn].calls, 1, H_WAIT_MS));
+        if (rec[turn].status != 0)
+            h_dump_record("the head of the queue", &rec[turn]);
+        assert_int_equal(rec[turn].status, 0);
+        h_run_for(&env.loop, 200); /* room for a wrong wake-up to show */
+        for (int later = turn + 1; later < 3; later++) {
+            assert_int_equal(rec[later].calls, 0);
+            assert_int_equal(lost_rounds(w[later]), before[later]);
+        }
+        current = rec[turn].lock;
+    }
+    h_release_ok(&env, current, NULL);
+    for (unsigned i = 0; i < N; i++) /* the queue is empty, and gone */
+        assert_int_equal(h_dbsize(&env, i), 0);
+    for (int i = 0; i < 3; i++)
+        h_close_client(&env, w[i]);
+    h_env_stop(&env);
+}
+
+/* 6. A waiter that gives up (its wait ran out) leaves the queue: the next one is the head, and
+ * the next release wakes it at once. Were its place kept, every release would name a waiter that
+ * no longer exists, and the next one would sleep out its 60 s retry delay. */
+static void waiter_that_gives_up_leaves_the_queue(void **state)
+{
+    (void)state;
+    h_env env;
+    h_record held;
+    h_start_holding(&env, N, "notify:leave", 30000, &held);
+    redlock_client *quitter = sleepy_client(&env, false);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.wait_ms = 500;
+    h_record gave_up = {0};
+    assert_int_equal(
+        redlock_acquire(quitter, "notify:leave", 12, 30000, &lo, h_record_cb, &gave_up), 0);
+    wait_busy_rounds(&env, quitter, 1);
+    h_drain(&env, quitter);
+    redlock_client *w = sleepy_client(&env, false);
+    h_record rec = {0};
+    start_waiter(w, "notify:leave", &rec);
+    wait_busy_rounds(&env, w, 1);
+    assert_true(h_run_until(&env.loop, &gave_up.calls, 1, H_WAIT_MS));
+    assert_int_equal(gave_up.status, REDLOCK_EBUSY);
+    h_drain(&env, quitter); /* its leaving has reached every node */
+    h_release_ok(&env, held.lock, NULL);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    assert_int_equal(rec.status, 0);
+    h_release_ok(&env, rec.lock, NULL);
+    h_close_client(&env, quitter);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -220,6 +319,8 @@ int main(void)
         H_TEST(no_notify_polls),
         H_TEST(longest_waiting_first),
         H_TEST(own_releases_do_not_wake),
+        H_TEST(turns_across_clients_follow_the_queue),
+        H_TEST(waiter_that_gives_up_leaves_the_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

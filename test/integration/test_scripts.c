@@ -12,10 +12,12 @@
 #define N 5
 
 static const redlock__script *const all_scripts[] = {
-    &redlock__script_extend,         &redlock__script_release,      &redlock__script_inspect,
-    &redlock__script_acquire_fenced, &redlock__script_commit,       &redlock__script_extend_fenced,
-    &redlock__script_acquire_multi,  &redlock__script_extend_multi, &redlock__script_release_multi,
-    &redlock__script_inspect_multi};
+    &redlock__script_extend,         &redlock__script_release,
+    &redlock__script_inspect,        &redlock__script_acquire_fenced,
+    &redlock__script_commit,         &redlock__script_extend_fenced,
+    &redlock__script_acquire_multi,  &redlock__script_extend_multi,
+    &redlock__script_release_multi,  &redlock__script_inspect_multi,
+    &redlock__script_acquire_queued, &redlock__script_release_queued};
 
 /* 1 if server i has the script cached, 0 if not, -1 on error. */
 static int script_exists(h_env *env, unsigned i, const char *sha1)
@@ -221,6 +223,76 @@ static void release_then_reacquire_on_cold_script_cache(void **state)
     h_env_stop(&env);
 }
 
+/* Run a waiter's acquire on server 0 (EVAL): "OK" when granted, "nil" when not. */
+static const char *queued_acquire(h_env *env, const char *token, const char *waiter,
+                                  const char *place, const char *place_ttl)
+{
+    const redlock__script *sc = &redlock__script_acquire_queued;
+    const char *argv[] = {"EVAL", sc->source, "3",    "q:k", "q:k:queue", "q:k:queue-due",
+                          token,  "10000",    waiter, place, place_ttl};
+    size_t argvlen[11];
+    for (int i = 0; i < 11; i++)
+        argvlen[i] = strlen(argv[i]);
+    redisReply *r = fixture_command_argv(&env->cluster, 0, 11, argv, argvlen);
+    assert_non_null(r);
+    const char *what = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0 ? "OK"
+                       : r->type == REDIS_REPLY_NIL                               ? "nil"
+                                                                                  : "other";
+    if (strcmp(what, "other") == 0)
+        fprintf(stderr, "acquire_queued: type %d %s\n", r->type, r->str != NULL ? r->str : "");
+    freeReplyObject(r);
+    return what;
+}
+
+static long long queued_release(h_env *env, const char *token, const char *leaving)
+{
+    const redlock__script *sc = &redlock__script_release_queued;
+    const char *argv[] = {"EVAL",      sc->source,      "3",   "q:k",
+                          "q:k:queue", "q:k:queue-due", token, leaving};
+    size_t argvlen[8];
+    for (int i = 0; i < 8; i++)
+        argvlen[i] = strlen(argv[i]);
+    redisReply *r = fixture_command_argv(&env->cluster, 0, 8, argv, argvlen);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* The waiter's scripts on one server: a free key goes to the queue's head, in the order of the
+ * waiters' places whatever the order they asked in; the head keeps its place while it holds the
+ * key and leaves with its release; a waiter whose deadline passed is dropped from the head. */
+static void queued_scripts_grant_the_head_only(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL);
+    h_set(&env, 0, "q:k", 3, "someone-else");
+    assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "nil");
+    assert_string_equal(queued_acquire(&env, "t1", "w1", "100", "60000"), "nil");
+    assert_int_equal(h_del(&env, 0, "q:k", 3), 1);
+    assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "nil"); /* not its turn */
+    assert_string_equal(queued_acquire(&env, "t1", "w1", "100", "60000"), "OK");
+    assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "nil"); /* held */
+    assert_int_equal(queued_release(&env, "t1", "w1"), 1);
+    assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "OK");
+    assert_int_equal(queued_release(&env, "t2", "w2"), 1);
+    assert_int_equal(h_dbsize(&env, 0), 0); /* no queue left behind */
+
+    /* w3 waits with a 1 ms deadline and stops asking: once it has passed, w4 is the head. */
+    h_set(&env, 0, "q:k", 3, "someone-else");
+    assert_string_equal(queued_acquire(&env, "t3", "w3", "300", "1"), "nil");
+    assert_string_equal(queued_acquire(&env, "t4", "w4", "400", "60000"), "nil");
+    assert_int_equal(h_del(&env, 0, "q:k", 3), 1);
+    uv_sleep(20);
+    assert_string_equal(queued_acquire(&env, "t4", "w4", "400", "60000"), "OK");
+    /* A release that leaves nothing (another token) deletes nothing. */
+    assert_int_equal(queued_release(&env, "t3", "w3"), 0);
+    assert_int_equal(h_pttl(&env, 0, "q:k", 3) > 0, 1);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -230,6 +302,7 @@ int main(void)
         H_TEST(script_flush_on_some_nodes),
         H_TEST(script_flush_then_extend_and_release_back_to_back),
         H_TEST(release_then_reacquire_on_cold_script_cache),
+        H_TEST(queued_scripts_grant_the_head_only),
     };
     return cmocka_run_group_tests_name("scripts", tests, NULL, NULL);
 }

@@ -113,7 +113,7 @@ MUTANTS = [
         "name": "no-release-everywhere",
         "what": "a lost acquire round leaves its keys where it got them",
         "edits": [("lib/ops.c",
-                   "    release_everywhere(c, lock);\n    if (o->watching) {",
+                   "    release_everywhere(c, lock, !retry);\n    if (o->watching) {",
                    "    if (o->watching) {")],
         "killers": [integration("faults", "lost_round_leaves_no_key"),
                     integration("faults", "three_nodes_down_fails_fast*"), sim("safety_holds")],
@@ -284,8 +284,9 @@ MUTANTS = [
         "name": "commit-without-compare",
         "what": "the commit raises the counter whatever token the key holds",
         "edits": [("lib/scripts.c",
-                   '    "if redis.call(\\"get\\", KEYS[1]) ~= ARGV[1] then\\n"',
-                   '    "if false then\\n"'),
+                   macro("#define COMMIT_SOURCE",
+                         '    "if redis.call(\\"get\\", KEYS[1]) ~= ARGV[1] then\\n"'),
+                   macro("#define COMMIT_SOURCE", '    "if false then\\n"')),
                   # The commit's source is made of macros, which @SHA1:name@ cannot read: the
                   # SHA1 of the broken source, so the handshake still loads it.
                   ("lib/scripts.c",
@@ -324,7 +325,7 @@ MUTANTS = [
         "name": "cancel-keeps-attempt",
         "what": "a canceled acquire with a round in flight leaves its attempt's keys on the nodes",
         "edits": [("lib/ops.c",
-                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock);\n"
+                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock, true);\n"
                    "        break;",
                    "        break;")],
         "killers": [integration("cancel", "cancel_acquire_in_flight")],
@@ -357,8 +358,9 @@ MUTANTS = [
         "name": "release-without-publish",
         "what": "a release does not tell the node's subscribers: waiters sleep their retry delay",
         "edits": [("lib/scripts.c",
-                   '    "    redis.pcall(\\"publish\\", KEYS[1], ARGV[1])\\n"',
-                   '    ""'),
+                   macro('    "    redis.call(\\"del\\", KEYS[1])\\n"',
+                         '    "    redis.pcall(\\"publish\\", KEYS[1], ARGV[1])\\n"'),
+                   macro('    "    redis.call(\\"del\\", KEYS[1])\\n"', '    ""')),
                   ("lib/scripts.c",
                    '"3e1a5debaa508c3ed0e7cf368dc9456c2a9ae080"',
                    '"@SHA1:release@"')],
@@ -380,8 +382,8 @@ MUTANTS = [
         "name": "wakes-on-own-release",
         "what": "a client is woken by the release of its own lost attempt, and spins",
         "edits": [("lib/ops.c",
-                   "            return;\n    }\n    for (redlock__list *it = c->ops.next;",
-                   "            break;\n    }\n    for (redlock__list *it = c->ops.next;")],
+                   "            return;\n    }\n    if (head != NULL) {",
+                   "            break;\n    }\n    if (head != NULL) {")],
         "killers": [integration("notify", "own_releases_do_not_wake")],
     },
     {
@@ -469,5 +471,44 @@ MUTANTS = [
                    "        e->cmd.n_more = cmd->n_more;",
                    "        e->cmd.n_more = 0;")],
         "killers": [integration("multi", "release_of_a_set_kept_until_node_returns")],
+    },
+    {
+        "name": "queue-head-ignored",
+        "what": "a waiter's acquire script grants the free key to any waiter, not the queue's "
+                "head: turns no longer follow the order the waiters began to wait in",
+        "edits": [("lib/scripts.c",
+                   '    "if (not head or head == ARGV[3]) and\\n"',
+                   '    "if true and\\n"'),
+                  ("lib/scripts.c",
+                   '"430c56966de5bc3809e375772594afa4f42ec2a5"',
+                   '"e39aece39f55d14dd5809d95fb6f83dc9788bbbe"')],
+        "killers": [integration("scripts", "queued_scripts_grant_the_head_only")],
+    },
+    {
+        "name": "queue-kept-by-a-waiter-that-gave-up",
+        "what": "a waiter whose wait ran out keeps its place in the queue: every release names it, "
+                "and the waiters behind it sleep out their retry delay",
+        "edits": [("lib/ops.c",
+                   "    release_everywhere(c, lock, !retry);",
+                   "    release_everywhere(c, lock, false);")],
+        "killers": [integration("notify", "waiter_that_gives_up_leaves_the_queue")],
+    },
+    {
+        "name": "queue-kept-by-the-releasing-holder",
+        "what": "a holder's release does not take it out of the queue: it stays the head, and the "
+                "next waiter is never named",
+        "edits": [("lib/ops.c",
+                   "        round_leave_queue(r); /* the holder is done with the resource */",
+                   "        (void)0;")],
+        "killers": [integration("notify", "turns_across_clients_follow_the_queue")],
+    },
+    {
+        "name": "notification-wakes-besides-the-head",
+        "what": "a release that names the queue's head wakes a waiter of every client, as before "
+                "the queue: all of them retry, and all but one lose",
+        "edits": [("lib/ops.c",
+                   "    if (head != NULL) {\n        op *o = queue_head_op(",
+                   "    if (false) {\n        op *o = queue_head_op(")],
+        "killers": [integration("notify", "turns_across_clients_follow_the_queue")],
     },
 ]

@@ -102,8 +102,7 @@ void redlock__cluster_map_init(redlock__cluster_map *map, const redlock__alloc *
     map->alloc = *a;
     map->masters = NULL;
     map->masters_len = map->masters_cap = 0;
-    for (size_t s = 0; s < REDLOCK__CLUSTER_SLOTS; s++)
-        map->owner[s] = REDLOCK__CLUSTER_NO_MASTER;
+    memset(map->owner, 0xff, sizeof(map->owner)); /* every slot REDLOCK__CLUSTER_NO_MASTER */
 }
 
 void redlock__cluster_map_free(redlock__cluster_map *map)

@@ -33,9 +33,9 @@
 #include "slot.h"
 
 #define REDLOCK__CLUSTER_MASTERS_MAX 1024
-#define REDLOCK__CLUSTER_HOST_MAX 255 /* bytes of a host name or address, NUL excluded */
-#define REDLOCK__CLUSTER_ID_MAX 64    /* bytes of a node id (Redis's are 40 hex digits) */
-#define REDLOCK__CLUSTER_NO_MASTER UINT16_MAX
+#define REDLOCK__CLUSTER_HOST_MAX 255         /* bytes of a host name or address, NUL excluded */
+#define REDLOCK__CLUSTER_ID_MAX 64            /* bytes of a node id (Redis's are 40 hex digits) */
+#define REDLOCK__CLUSTER_NO_MASTER UINT16_MAX /* all bits set: init fills owner with 0xff */
 
 typedef struct redlock__cluster_master {
     char *host;     /* where to connect, NUL-terminated; owned by the map */

@@ -388,18 +388,6 @@ static int load_shard(loader *l, size_t shard, const redisReply *r)
     return 0;
 }
 
-static int load_shards(loader *l, const redisReply *reply)
-{
-    if (!is_array(reply))
-        return fail(l, "the reply is not a list of shards (type %d)", reply->type);
-    for (size_t i = 0; i < reply->elements; i++) {
-        int rc = load_shard(l, i, reply->element[i]);
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
-}
-
 /* One CLUSTER SLOTS entry: start, end, master [host, port, id, ...], replicas... */
 static int load_slot_range(loader *l, size_t e, const redisReply *r)
 {
@@ -436,12 +424,14 @@ static int load_slot_range(loader *l, size_t e, const redisReply *r)
     return i < 0 ? i : own(l, start, end, i);
 }
 
-static int load_slots(loader *l, const redisReply *reply)
+/* Both replies are a list whose elements are read one by one. */
+static int load_each(loader *l, const redisReply *reply, const char *what,
+                     int (*one)(loader *, size_t, const redisReply *))
 {
     if (!is_array(reply))
-        return fail(l, "the reply is not a list of slot ranges (type %d)", reply->type);
+        return fail(l, "the reply is not a list of %s (type %d)", what, reply->type);
     for (size_t i = 0; i < reply->elements; i++) {
-        int rc = load_slot_range(l, i, reply->element[i]);
+        int rc = one(l, i, reply->element[i]);
         if (rc != 0)
             return rc;
     }
@@ -468,7 +458,8 @@ static int load(redlock__cluster_map *map, const redisReply *reply, const char *
         return REDLOCK_ENOMEM;
     }
     redlock__cluster_map_init(l.map, &map->alloc);
-    int rc = shards ? load_shards(&l, reply) : load_slots(&l, reply);
+    int rc = shards ? load_each(&l, reply, "shards", load_shard)
+                    : load_each(&l, reply, "slot ranges", load_slot_range);
     if (rc == 0) {
         redlock__cluster_map_free(map);
         memcpy(map, l.map, sizeof(*map));

@@ -21,6 +21,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "fuzz_resp.h"
 #include "handshake.h"
 
 #define CHECK(cond)                                                                                \
@@ -114,19 +115,16 @@ static bool answer(redlock__handshake *hs, const redisReply *reply, size_t why_l
     return ok;
 }
 
-/* An aggregate or bulk header ('*' or '$' then digits) over a million (see fuzz_reply.c). */
-static int huge_header(const uint8_t *data, size_t size)
+/* What answer needs besides the reply. */
+typedef struct answer_run {
+    redlock__handshake *hs;
+    size_t why_len;
+} answer_run;
+
+static int on_reply(const redisReply *reply, void *ud)
 {
-    for (size_t i = 0; i < size; i++) {
-        if (data[i] != '*' && data[i] != '$')
-            continue;
-        size_t digits = 0;
-        while (i + 1 + digits < size && data[i + 1 + digits] >= '0' && data[i + 1 + digits] <= '9')
-            digits++;
-        if (digits > 6)
-            return 1;
-    }
-    return 0;
+    answer_run *run = ud;
+    return answer(run->hs, reply, run->why_len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -139,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t why_len = (data[0] & 0x80) ? (size_t)(data[1] % REDLOCK_ERROR_TEXT_MAX) : 160;
     data += 2;
     size -= 2;
-    if (huge_header(data, size) || memmem(data, size, PASSWORD, sizeof(PASSWORD) - 1) != NULL)
+    if (fuzz_huge_header(data, size) || memmem(data, size, PASSWORD, sizeof(PASSWORD) - 1) != NULL)
         return 0; /* a server that echoes the password back is not what is checked here */
 
     redlock_url u;
@@ -154,29 +152,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(hs.n_steps == 13 + (u.password != NULL) + (u.db > 0));
     check_commands(&hs, &out, &u);
 
-    redisReader *r = redisReaderCreate();
-    CHECK(r != NULL);
-    bool alive = true;
-    size_t pos = 0;
-    while (alive && pos < size) {
-        size_t chunk = 1 + data[pos] % 64;
-        pos++;
-        if (chunk > size - pos)
-            chunk = size - pos;
-        if (redisReaderFeed(r, (const char *)data + pos, chunk) != REDIS_OK)
-            break;
-        pos += chunk;
-        void *reply = NULL;
-        int rc = REDIS_OK;
-        while (alive && (rc = redisReaderGetReply(r, &reply)) == REDIS_OK && reply != NULL) {
-            alive = answer(&hs, reply, why_len);
-            freeReplyObject(reply);
-            reply = NULL;
-        }
-        if (rc != REDIS_OK)
-            break;
-    }
-    redisReaderFree(r);
+    answer_run run = {.hs = &hs, .why_len = why_len};
+    fuzz_replies(data, size, on_reply, &run);
     redlock__buf_free(&out, &alloc);
     redlock_url_free(&u);
     return 0;

@@ -88,8 +88,10 @@ struct redlock_lock {
     unsigned n_more;
     /* Fair turns (ops.c, "queue"): set while an acquire with a wait (and notifications) takes it
      * through the resource's queue, and kept for the lock's release. queue_keys holds the queue's
-     * name and the deadlines' name, each NUL-terminated (REDLOCK__QUEUE_SUFFIX, _DUE_SUFFIX). */
+     * name, the deadlines' name and the waiter's own channel, each NUL-terminated
+     * (REDLOCK__QUEUE_SUFFIX, _DUE_SUFFIX, ops.c). */
     bool queued;
+    bool channel_watched; /* its own channel (queue name + ":" + waiter id) is subscribed */
     char *queue_keys;
     uint64_t place_us;
     size_t waiter_len;

@@ -347,6 +347,15 @@ static void op_complete(op *o, int status)
     op_deliver(o);
 }
 
+/* The waiter's own channel: the queue's name, ":" and the waiter's id (scripts.c). */
+static const char *waiter_channel(const redlock_lock *lock, size_t *len)
+{
+    size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
+    size_t due_len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
+    *len = queue_len + 1 + lock->waiter_len;
+    return lock->queue_keys + queue_len + 1 + due_len + 1;
+}
+
 /* Stop watching the first n of the lock's keys. */
 static void lock_unwatch(redlock_client *c, const redlock_lock *lock, unsigned n)
 {
@@ -419,8 +428,15 @@ static void op_deliver(op *o)
 
     op_hold_round(o, NULL);
     /* A closing client's io drops every watch itself. */
-    if (o->watching && !c->closing)
+    if (o->watching && !c->closing) {
         lock_unwatch(c, lock, lock->n_more + 1);
+        if (lock->channel_watched) {
+            size_t len;
+            const char *channel = waiter_channel(lock, &len);
+            c->io->ops->watch(c->io, channel, len, false);
+        }
+    }
+    lock->channel_watched = false;
     redlock__lock_unref(lock);
     redlock__free(&c->alloc, o);
 }
@@ -824,6 +840,14 @@ static bool same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
     return a_len == b_len && memcmp(a, b, a_len) == 0;
 }
 
+/* Whether a release with this token was one of o's own attempts (its last lost one, or the one in
+ * flight): such a release frees nothing o, or the client's other waiters, should rush for. */
+static bool own_release(const op *o, const char *token, size_t token_len)
+{
+    return same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||
+           same_bytes(o->lock->token, o->lock->token_len, token, token_len);
+}
+
 /* The waiter of this client that key's queue names as its head (waiter_len bytes), or NULL. */
 static op *queue_head_op(redlock_client *c, const char *key, size_t len, const char *waiter,
                          size_t waiter_len)
@@ -874,14 +898,27 @@ void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const
         head = nl + 1;
         head_len = message_len - token_len - 1;
     }
+    /* A waiter's own channel: a release named it as the queue's next head (unless the release
+     * is of its own lost attempt, which frees nothing it should rush for). */
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (!o->watching || !o->lock->channel_watched || o->state == OP_DECIDED)
+            continue;
+        size_t channel_len;
+        const char *channel = waiter_channel(o->lock, &channel_len);
+        if (!same_bytes(channel, channel_len, key, len))
+            continue;
+        if (!own_release(o, token, token_len))
+            op_wake(c, o, true);
+        return;
+    }
     /* The release of one of this client's own lost attempts (its keys on the nodes that said
      * yes, in a split vote or while the holder's keys expire) frees nothing this client's
      * waiters should rush for: the others' release wakes them. */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         const op *o = REDLOCK__CONTAINER_OF(it, op, link);
         if (o->watching && redlock__lock_has_key(o->lock, key, len) &&
-            (same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||
-             same_bytes(o->lock->token, o->lock->token_len, token, token_len)))
+            own_release(o, token, token_len))
             return;
     }
     if (head != NULL) {
@@ -985,7 +1022,9 @@ int redlock__lock_opts_in(redlock_lock_opts *dst, const redlock_lock_opts *src, 
 
 /* Make lock a waiter in its resource's queue: a random id, its place (now, on the wall clock: the
  * same number for every node, comparable between clients on machines whose clocks agree), the
- * queue's names. Without memory or randomness it waits outside the queue, as before. */
+ * queue's names, and its own channel, on which a release that names it as the next head tells it
+ * alone. Without memory or randomness it waits outside the queue, as before; without its own
+ * channel it is told on the key's, as a release of a head that was not subscribed yet does. */
 static void queue_join(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__WAITER_BYTES];
@@ -994,18 +1033,24 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
         return;
     size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
     size_t due_len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
-    char *names = redlock__malloc(&c->alloc, queue_len + 1 + due_len + 1);
+    size_t channel_len = queue_len + 1 + 2 * sizeof(raw);
+    char *names = redlock__malloc(&c->alloc, queue_len + 1 + due_len + 1 + channel_len + 1);
     if (names == NULL)
         return;
-    memcpy(names, lock->key, lock->key_len);
-    memcpy(names + lock->key_len, REDLOCK__QUEUE_SUFFIX, REDLOCK__QUEUE_SUFFIX_LEN + 1);
-    memcpy(names + queue_len + 1, lock->key, lock->key_len);
-    memcpy(names + queue_len + 1 + lock->key_len, REDLOCK__DUE_SUFFIX, REDLOCK__DUE_SUFFIX_LEN + 1);
-    lock->queue_keys = names;
+    char *queue = names, *due = names + queue_len + 1, *channel = due + due_len + 1;
+    memcpy(queue, lock->key, lock->key_len);
+    memcpy(queue + lock->key_len, REDLOCK__QUEUE_SUFFIX, REDLOCK__QUEUE_SUFFIX_LEN + 1);
+    memcpy(due, lock->key, lock->key_len);
+    memcpy(due + lock->key_len, REDLOCK__DUE_SUFFIX, REDLOCK__DUE_SUFFIX_LEN + 1);
     hex(lock->waiter, raw, sizeof(raw));
     lock->waiter_len = 2 * sizeof(raw);
+    memcpy(channel, queue, queue_len);
+    channel[queue_len] = ':';
+    memcpy(channel + queue_len + 1, lock->waiter, lock->waiter_len + 1);
+    lock->queue_keys = names;
     lock->place_us = (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
     lock->queued = true;
+    lock->channel_watched = c->io->ops->watch(c->io, channel, channel_len, true) == 0;
 }
 
 /* The checks of an acquire's or an inspect's resources: one (the messages of the calls for one

@@ -206,9 +206,13 @@
     "return false\n"
 
 /* KEYS as above; ARGV[1] = token, ARGV[2] = the waiter id that leaves the queue ("": none, the
- * waiter goes on waiting). Compare-and-delete as the plain release; the notification carries the
- * queue's head after it ("token\nhead"), so only that waiter's client rushes for the key. */
-#define RELEASE_QUEUED_SOURCE                                                                      \
+ * waiter goes on waiting). Compare-and-delete as the plain release; the notification goes to the
+ * queue's next head alone, on its own channel (the queue's name, ":" and its id), so only that
+ * waiter's client hears it. When nobody listens there (the head has not subscribed yet, or the
+ * channel is refused) it goes on the key's channel, naming the head ("token\nhead"), where every
+ * waiter of the key hears it and only the head acts on it; with nobody queued, as the plain
+ * release does. */
+#define RELEASE_QUEUED_DELETE                                                                      \
     "if ARGV[2] ~= \"\" then\n"                                                                    \
     "    redis.call(\"zrem\", KEYS[2], ARGV[2])\n"                                                 \
     "    redis.call(\"hdel\", KEYS[3], ARGV[2])\n"                                                 \
@@ -216,13 +220,21 @@
     "if redis.call(\"get\", KEYS[1]) ~= ARGV[1] then\n"                                            \
     "    return 0\n"                                                                               \
     "end\n"                                                                                        \
-    "redis.call(\"del\", KEYS[1])\n" QUEUE_HEAD(                                                   \
-        "nil") "if head then\n"                                                                    \
-               "    redis.pcall(\"publish\", KEYS[1], ARGV[1] .. \"\\n\" .. head)\n"               \
-               "else\n"                                                                            \
-               "    redis.pcall(\"publish\", KEYS[1], ARGV[1])\n"                                  \
-               "end\n"                                                                             \
-               "return 1\n"
+    "redis.call(\"del\", KEYS[1])\n"
+#define RELEASE_QUEUED_TELL                                                                        \
+    "local told = 0\n"                                                                             \
+    "if head then\n"                                                                               \
+    "    told = redis.pcall(\"publish\", KEYS[2] .. \":\" .. head, ARGV[1])\n"                     \
+    "end\n"                                                                                        \
+    "if type(told) ~= \"number\" or told == 0 then\n"                                              \
+    "    if head then\n"                                                                           \
+    "        redis.pcall(\"publish\", KEYS[1], ARGV[1] .. \"\\n\" .. head)\n"                      \
+    "    else\n"                                                                                   \
+    "        redis.pcall(\"publish\", KEYS[1], ARGV[1])\n"                                         \
+    "    end\n"                                                                                    \
+    "end\n"                                                                                        \
+    "return 1\n"
+#define RELEASE_QUEUED_SOURCE RELEASE_QUEUED_DELETE QUEUE_HEAD("nil") RELEASE_QUEUED_TELL
 
 const redlock__script redlock__script_extend = {
     "extend",
@@ -305,5 +317,5 @@ const redlock__script redlock__script_release_queued = {
     "release_queued",
     RELEASE_QUEUED_SOURCE,
     sizeof(RELEASE_QUEUED_SOURCE) - 1,
-    "837cce2153f4058692f90fff2d472db54f108186",
+    "30e50250c9400836c7c9681a958f97edad3c7571",
 };

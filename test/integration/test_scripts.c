@@ -260,6 +260,20 @@ static long long queued_release(h_env *env, const char *token, const char *leavi
     return v;
 }
 
+/* The next message on a subscribed connection is channel / text. */
+static void expect_message(redisContext *sub, const char *channel, const char *text)
+{
+    redisReply *r = NULL;
+    assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 3);
+    assert_string_equal(r->element[0]->str, "message");
+    assert_string_equal(r->element[1]->str, channel);
+    assert_string_equal(r->element[2]->str, text);
+    freeReplyObject(r);
+}
+
 /* The waiter's scripts on one server: a free key goes to the queue's head, in the order of the
  * waiters' places whatever the order they asked in; the head keeps its place while it holds the
  * key and leaves with its release; a waiter whose deadline passed is dropped from the head. */
@@ -275,9 +289,26 @@ static void queued_scripts_grant_the_head_only(void **state)
     assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "nil"); /* not its turn */
     assert_string_equal(queued_acquire(&env, "t1", "w1", "100", "60000"), "OK");
     assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "nil"); /* held */
+    /* The releases' notifications: to the next head on its own channel when it listens there,
+     * else on the key's channel naming it, and with nobody queued the token alone. */
+    redisContext *sub = fixture_connect(&env.cluster, 0);
+    assert_non_null(sub);
+    assert_int_equal(sub->err, 0);
+    redisReply *r = redisCommand(sub, "SUBSCRIBE q:k q:k:queue:w2");
+    assert_non_null(r);
+    freeReplyObject(r);
+    assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK); /* the second confirmation */
+    freeReplyObject(r);
     assert_int_equal(queued_release(&env, "t1", "w1"), 1);
+    expect_message(sub, "q:k:queue:w2", "t1");
     assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "OK");
+    assert_string_equal(queued_acquire(&env, "t5", "w5", "500", "60000"), "nil"); /* queued */
     assert_int_equal(queued_release(&env, "t2", "w2"), 1);
+    expect_message(sub, "q:k", "t2\nw5"); /* w5 does not listen on its channel */
+    assert_string_equal(queued_acquire(&env, "t5", "w5", "500", "60000"), "OK");
+    assert_int_equal(queued_release(&env, "t5", "w5"), 1);
+    expect_message(sub, "q:k", "t5");
+    redisFree(sub);
     assert_int_equal(h_dbsize(&env, 0), 0); /* no queue left behind */
 
     /* w3 waits with a 1 ms deadline and stops asking: once it has passed, w4 is the head. */

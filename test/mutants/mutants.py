@@ -382,8 +382,8 @@ MUTANTS = [
         "name": "wakes-on-own-release",
         "what": "a client is woken by the release of its own lost attempt, and spins",
         "edits": [("lib/ops.c",
-                   "            return;\n    }\n    if (head != NULL) {",
-                   "            break;\n    }\n    if (head != NULL) {")],
+                   "    return same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||",
+                   "    return false && same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||")],
         "killers": [integration("notify", "own_releases_do_not_wake")],
     },
     {
@@ -504,9 +504,16 @@ MUTANTS = [
     },
     {
         "name": "notification-wakes-besides-the-head",
-        "what": "a release that names the queue's head wakes a waiter of every client, as before "
-                "the queue: all of them retry, and all but one lose",
-        "edits": [("lib/ops.c",
+        "what": "a release that has a next head wakes a waiter of every client, as before the "
+                "queue (it tells the key's channel, and clients ignore the head it names): all "
+                "of them retry, and all but one lose",
+        "edits": [("lib/scripts.c",
+                   '    "if type(told) ~= \\"number\\" or told == 0 then\\n"',
+                   '    "if true then\\n"'),
+                  ("lib/scripts.c",
+                   '"30e50250c9400836c7c9681a958f97edad3c7571"',
+                   '"090cffbe8b9ac32d5f023c00f1ce248635e1089f"'),
+                  ("lib/ops.c",
                    "    if (head != NULL) {\n        op *o = queue_head_op(",
                    "    if (false) {\n        op *o = queue_head_op(")],
         "killers": [integration("notify", "turns_across_clients_follow_the_queue")],

@@ -91,7 +91,8 @@ struct redlock_lock {
      * name, the deadlines' name and the waiter's own channel, each NUL-terminated
      * (REDLOCK__QUEUE_SUFFIX, _DUE_SUFFIX, ops.c). */
     bool queued;
-    bool channel_watched; /* its own channel (queue name + ":" + waiter id) is subscribed */
+    bool channel_watched;       /* its own channel (queue name + ":" + waiter id) is subscribed */
+    bool queue_channel_watched; /* and the queue's (the queue's name) */
     char *queue_keys;
     uint64_t place_us;
     size_t waiter_len;

@@ -435,8 +435,12 @@ static void op_deliver(op *o)
             const char *channel = waiter_channel(lock, &len);
             c->io->ops->watch(c->io, channel, len, false);
         }
+        if (lock->queue_channel_watched)
+            c->io->ops->watch(c->io, lock->queue_keys, lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN,
+                              false);
     }
     lock->channel_watched = false;
+    lock->queue_channel_watched = false;
     redlock__lock_unref(lock);
     redlock__free(&c->alloc, o);
 }
@@ -877,59 +881,79 @@ static void op_wake(redlock_client *c, op *o, bool head)
     }
 }
 
-/* A node says key was released. The message is the releasing token, and after a newline the
- * waiter id at the head of the resource's queue when there is one (scripts.c): then only that
- * waiter is woken, wherever it is (in this client or another); the others sleep on, since the
- * key is the head's turn. Without a head (nobody queued, or a release outside the queue), the
- * waiter of this client that has waited longest is woken (c->ops is in start order); the others
- * sleep on until the next release or their fallback retry. */
-void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *message,
+/* Whether channel is o's own (the queue's name, ":" and its id), or its resource's queue's. */
+static bool is_own_channel(const op *o, const char *channel, size_t len)
+{
+    size_t own_len;
+    const char *own = waiter_channel(o->lock, &own_len);
+    return o->lock->channel_watched && same_bytes(own, own_len, channel, len);
+}
+
+static bool is_queue_channel(const op *o, const char *channel, size_t len)
+{
+    return o->lock->queue_channel_watched &&
+           same_bytes(o->lock->queue_keys, o->lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN, channel,
+                      len);
+}
+
+/* A node says a key was released, on one of three channels (scripts.c):
+ *   - a waiter's own: the release names it as the queue's next head; the message is the token;
+ *   - the resource's queue's: the same, for a head that did not listen on its own channel yet;
+ *     the message is "head:token" (a waiter id has no ':');
+ *   - the key's: a release with nobody queued, or of a lock taken outside the queue; the message
+ *     is the token. It wakes the waiter of this client that has waited longest (c->ops is in
+ *     start order); the others sleep on until the next release or their fallback retry.
+ * A release of one of this client's own attempts (its lost attempt's keys on the nodes that said
+ * yes, in a split vote or while the holder's keys expire) frees nothing its waiters should rush
+ * for: the others' release wakes them. */
+void redlock__ops_notified(redlock_client *c, const char *channel, size_t len, const char *message,
                            size_t message_len)
 {
     if (c->closing)
         return;
     const char *token = message;
     size_t token_len = message_len;
-    const char *head = NULL;
-    size_t head_len = 0;
-    const char *nl = memchr(message, '\n', message_len);
-    if (nl != NULL) {
-        token_len = (size_t)(nl - message);
-        head = nl + 1;
-        head_len = message_len - token_len - 1;
-    }
-    /* A waiter's own channel: a release named it as the queue's next head (unless the release
-     * is of its own lost attempt, which frees nothing it should rush for). */
+    op *head = NULL;
+    const char *key = channel;
+    size_t key_len = len;
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (!o->watching || !o->lock->channel_watched || o->state == OP_DECIDED)
+        if (!o->watching || o->state == OP_DECIDED || !o->lock->queued)
             continue;
-        size_t channel_len;
-        const char *channel = waiter_channel(o->lock, &channel_len);
-        if (!same_bytes(channel, channel_len, key, len))
-            continue;
-        if (!own_release(o, token, token_len))
-            op_wake(c, o, true);
-        return;
+        if (is_own_channel(o, channel, len)) {
+            head = o;
+            key = o->lock->key;
+            key_len = o->lock->key_len;
+            break;
+        }
+        if (is_queue_channel(o, channel, len)) {
+            const char *colon = memchr(message, ':', message_len);
+            if (colon == NULL)
+                return; /* not from this library's script */
+            token = colon + 1;
+            token_len = message_len - (size_t)(token - message);
+            head = queue_head_op(c, o->lock->key, o->lock->key_len, message,
+                                 (size_t)(colon - message));
+            if (head == NULL)
+                return; /* another client's waiter is next */
+            key = o->lock->key;
+            key_len = o->lock->key_len;
+            break;
+        }
     }
-    /* The release of one of this client's own lost attempts (its keys on the nodes that said
-     * yes, in a split vote or while the holder's keys expire) frees nothing this client's
-     * waiters should rush for: the others' release wakes them. */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         const op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (o->watching && redlock__lock_has_key(o->lock, key, len) &&
+        if (o->watching && redlock__lock_has_key(o->lock, key, key_len) &&
             own_release(o, token, token_len))
             return;
     }
     if (head != NULL) {
-        op *o = queue_head_op(c, key, len, head, head_len);
-        if (o != NULL)
-            op_wake(c, o, true);
+        op_wake(c, head, true);
         return;
     }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key(o->lock, key, len))
+        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key(o->lock, key, key_len))
             continue;
         op_wake(c, o, false);
         return;
@@ -1022,9 +1046,9 @@ int redlock__lock_opts_in(redlock_lock_opts *dst, const redlock_lock_opts *src, 
 
 /* Make lock a waiter in its resource's queue: a random id, its place (now, on the wall clock: the
  * same number for every node, comparable between clients on machines whose clocks agree), the
- * queue's names, and its own channel, on which a release that names it as the next head tells it
- * alone. Without memory or randomness it waits outside the queue, as before; without its own
- * channel it is told on the key's, as a release of a head that was not subscribed yet does. */
+ * queue's names, and its channels: its own, on which a release that names it as the next head
+ * tells it alone, and the queue's, where such a release names it when it did not listen on its
+ * own yet. Without memory or randomness it waits outside the queue, as before. */
 static void queue_join(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__WAITER_BYTES];
@@ -1050,6 +1074,7 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
     lock->queue_keys = names;
     lock->place_us = (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
     lock->queued = true;
+    lock->queue_channel_watched = c->io->ops->watch(c->io, queue, queue_len, true) == 0;
     lock->channel_watched = c->io->ops->watch(c->io, channel, channel_len, true) == 0;
 }
 

@@ -209,9 +209,9 @@
  * waiter goes on waiting). Compare-and-delete as the plain release; the notification goes to the
  * queue's next head alone, on its own channel (the queue's name, ":" and its id), so only that
  * waiter's client hears it. When nobody listens there (the head has not subscribed yet, or the
- * channel is refused) it goes on the key's channel, naming the head ("token\nhead"), where every
- * waiter of the key hears it and only the head acts on it; with nobody queued, as the plain
- * release does. */
+ * channel is refused) it goes on the queue's channel (the queue's name), naming the head
+ * ("head:token"), where every waiter of the resource hears it and only the head acts on it;
+ * with nobody queued, on the key's channel, as the plain release does. */
 #define RELEASE_QUEUED_DELETE                                                                      \
     "if ARGV[2] ~= \"\" then\n"                                                                    \
     "    redis.call(\"zrem\", KEYS[2], ARGV[2])\n"                                                 \
@@ -228,7 +228,7 @@
     "end\n"                                                                                        \
     "if type(told) ~= \"number\" or told == 0 then\n"                                              \
     "    if head then\n"                                                                           \
-    "        redis.pcall(\"publish\", KEYS[1], ARGV[1] .. \"\\n\" .. head)\n"                      \
+    "        redis.pcall(\"publish\", KEYS[2], head .. \":\" .. ARGV[1])\n"                        \
     "    else\n"                                                                                   \
     "        redis.pcall(\"publish\", KEYS[1], ARGV[1])\n"                                         \
     "    end\n"                                                                                    \
@@ -317,5 +317,5 @@ const redlock__script redlock__script_release_queued = {
     "release_queued",
     RELEASE_QUEUED_SOURCE,
     sizeof(RELEASE_QUEUED_SOURCE) - 1,
-    "30e50250c9400836c7c9681a958f97edad3c7571",
+    "90a12a40d62e3daa1ffd3c7076f3ba8f6440254e",
 };

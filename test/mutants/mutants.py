@@ -372,10 +372,10 @@ MUTANTS = [
         "edits": [("lib/ops.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
-                   "        if (!o->watching",
+                   "        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key",
                    "    for (redlock__list *it = c->ops.prev; it != &c->ops; it = it->prev) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
-                   "        if (!o->watching")],
+                   "        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key")],
         "killers": [integration("notify", "longest_waiting_first")],
     },
     {
@@ -505,17 +505,18 @@ MUTANTS = [
     {
         "name": "notification-wakes-besides-the-head",
         "what": "a release that has a next head wakes a waiter of every client, as before the "
-                "queue (it tells the key's channel, and clients ignore the head it names): all "
+                "queue (it tells the queue's channel, and clients ignore the head it names): all "
                 "of them retry, and all but one lose",
         "edits": [("lib/scripts.c",
                    '    "if type(told) ~= \\"number\\" or told == 0 then\\n"',
                    '    "if true then\\n"'),
                   ("lib/scripts.c",
-                   '"30e50250c9400836c7c9681a958f97edad3c7571"',
-                   '"090cffbe8b9ac32d5f023c00f1ce248635e1089f"'),
+                   '"90a12a40d62e3daa1ffd3c7076f3ba8f6440254e"',
+                   '"8a30064e31408f89ec875e2621ebffa34c0116f5"'),
                   ("lib/ops.c",
-                   "    if (head != NULL) {\n        op *o = queue_head_op(",
-                   "    if (false) {\n        op *o = queue_head_op(")],
+                   "            if (head == NULL)\n"
+                   "                return; /* another client's waiter is next */\n",
+                   "            head = NULL;\n")],
         "killers": [integration("notify", "turns_across_clients_follow_the_queue")],
     },
 ]

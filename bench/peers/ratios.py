@@ -23,13 +23,13 @@ def main():
         return 1
     machine = next((r for r in lib if r.get("scenario") == "machine"), {})
     v = peer[0].get("versions", {})
-    print(f"\nlibredlock / {PEER} ({PEER} {v.get('redlock', '?')} on ioredis "
-          f"{v.get('ioredis', '?')}, node {v.get('node', '?')}), the same servers in one run:")
-    print(f"  {PEER} is single-threaded JavaScript in one node process; like libredlock's bench"
-          f" it shares the machine's {machine.get('cores', '?')} cores with the five servers, and")
-    print("  it ran right after each library scenario, never at the same time. Latency: below 1"
-          " means libredlock is faster;")
-    print("  cycles/s and acquisitions/s: above 1 means libredlock does more.")
+    print(f"\nlibredlock / {PEER} {v.get('redlock', '?')} (ioredis {v.get('ioredis', '?')}, node "
+          f"{v.get('node', '?')}): the same servers, the same run.")
+    print(f"{PEER} runs as single-threaded JavaScript in one node process and shares the "
+          f"{machine.get('cores', '?')} cores\nwith the five servers, as the library's bench does;"
+          " it runs right after each library scenario,\nnever beside it. Latency: below 1, "
+          "libredlock is faster; cycles/s, acquisitions/s, updates/s:\nabove 1, libredlock does "
+          "more.")
 
     def find(rs, scenario, **match):
         for r in rs:
@@ -52,19 +52,23 @@ def main():
             print(f"  throughput, {r['concurrency']:>4} in flight: {a:>9,.0f} / {b:>9,.0f} "
                   f"cycles/s = {ratio(a, b):.2f}  (CPU per cycle {mine['cpu_us_per_cycle']:.1f} "
                   f"/ {r['cpu_us_per_cycle']:.1f} us)")
+    # Updates/s: the acquisitions whose hold was still valid at the write (writes), per second.
+    def updates_per_s(r):
+        return r["acquisitions_per_s"] * r["writes"] / r["acquisitions"] if r["acquisitions"] else 0
+
     for r in sorted((r for r in peer if r.get("scenario") == "contention"),
                     key=lambda r: r["workers"]):
-        b = r["acquisitions_per_s"]
-        parts = []
         for notify, label in ((False, "polling (notify off)"), (True, "notify on")):
             mine = find(lib, "contention", workers=r["workers"], notify=notify)
-            if mine:
-                a = mine["acquisitions_per_s"]
-                parts.append(f"{label} {a:,.0f} / {b:,.0f} = {ratio(a, b):.2f}")
-        if parts:
-            print(f"  contention, {r['workers']:>2} workers, acquisitions/s: " + ";  ".join(parts)
-                  + f"  ({PEER}: {r['skipped_writes']} of {r['acquisitions']} holds expired at"
-                  f" the write, {r['expired_holds']} on purpose; lost_updates {r['lost_updates']})")
+            if not mine:
+                continue
+            a, b = mine["acquisitions_per_s"], r["acquisitions_per_s"]
+            ua, ub = updates_per_s(mine), updates_per_s(r)
+            print(f"  contention, {r['workers']:>2} workers, libredlock {label:<20}: acquisitions/s "
+                  f"{a:>6,.0f} / {b:>6,.0f} = {ratio(a, b):.2f}, updates/s {ua:>6,.0f} / "
+                  f"{ub:>6,.0f} = {ratio(ua, ub):.2f}")
+        print(f"      {PEER}: {r['skipped_writes']} of {r['acquisitions']} holds had expired at"
+              f" the write ({r['expired_holds']} on purpose), lost_updates {r['lost_updates']}")
     return 0
 
 

@@ -1,25 +1,79 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench/check_json.py JSONL [--tls] - what docs/performance.md promises of redlock-bench's JSON
-lines, checked on a run's output (bench/smoke.sh runs it on a --quick run). Prints what is wrong
-and exits 1, or exits 0. A functional check: no speed is judged here."""
+"""bench/check_json.py JSONL [--tls] [--peers] - what docs/performance.md promises of
+redlock-bench's JSON lines, checked on a run's output (bench/smoke.sh runs it on a --quick run).
+Lines of another implementation (bench/run --peers: "impl":"node-redlock") are checked apart from
+the library's, whenever present; --peers wants them for latency, throughput and contention.
+Prints what is wrong and exits 1, or exits 0. A functional check: no speed is judged here."""
 import json
 import sys
 
 SCHEMA = 2
+PEERS = {"node-redlock"}
 
 
-def check(rows, tls):
+def check_peers(peer_rows, lib_by, peers, need):
+    """bench/peers/node-redlock.mjs's lines: the workloads of the library's rows they are compared
+    with (docs/performance.md, "Peers")."""
+    by = {}
+    for r in peer_rows:
+        need(r.get("impl") in PEERS, f"unknown impl (known: {sorted(PEERS)})", r)
+        need(all(r.get("versions", {}).get(k) for k in ("node", "redlock", "ioredis")),
+             "peer line without versions of node, redlock and ioredis", r)
+        need(len(r.get("loadavg_start", [])) == 3 and len(r.get("loadavg_end", [])) == 3,
+             "peer line without its load averages", r)
+        need(r.get("scenario") in lib_by, "peer line with no library line of its scenario", r)
+        by.setdefault(r.get("scenario"), []).append(r)
+    if peers:
+        for s in ("latency", "throughput", "contention"):
+            need(s in by, f"--peers: no node-redlock {s} line")
+    for r in by.get("latency", []):
+        need(r.get("in_flight") == 1 and r.get("ttl_ms") == 10000, "peer latency: not the "
+             "library's workload (one at a time, ttl 10,000 ms)", r)
+        for k in ("acquire_us", "release_us", "cycle_us"):
+            need(r.get(k, {}).get("n", 0) > 0 and "p99" in r.get(k, {}),
+                 f"peer latency without {k}", r)
+    tp = by.get("throughput", [])
+    if tp:
+        need({r.get("concurrency") for r in tp} >= {1, 16, 64, 256},
+             "peer throughput rows for 1, 16, 64 and 256 in flight")
+    for r in tp:
+        need(r.get("ttl_ms") == 10000, "peer throughput with a ttl other than the library's", r)
+        need(r.get("cycles_per_s", 0) > 0 and r.get("cpu_us_per_cycle", 0) > 0,
+             "peer throughput with no cycles or no cpu_us_per_cycle", r)
+        need(len(r.get("slices", [])) >= 3 and all(v > 0 for v in r.get("slices", [])),
+             "peer throughput without 3 or more slices", r)
+        for k in ("p50", "p99", "p999"):
+            need(k in r.get("cycle_us", {}), f"peer throughput without cycle_us.{k}", r)
+    cont = by.get("contention", [])
+    if cont:
+        need({r.get("workers") for r in cont} >= {2, 8, 32}, "peer contention for 2, 8, 32 workers")
+    for r in cont:
+        need(r.get("clients") == r.get("workers"), "peer contention clients != workers", r)
+        need(r.get("notify") is False and r.get("ttl_ms") == 100 and r.get("think_us") == 1000,
+             "peer contention: not the library's polling workload (ttl 100 ms, think 1 ms)", r)
+        need(r.get("lost_updates") == r.get("writes", 0) - r.get("final_counter", 0),
+             "peer contention: lost_updates is not writes - final_counter", r)
+        need(0 < r.get("jain_index", 0) <= 1.0001, "peer contention without a jain_index", r)
+        need(r.get("expired_holds", 0) > 0, "peer contention with no expired hold", r)
+        need(r.get("acquisitions_per_s", 0) > 0, "peer contention with no acquisition", r)
+
+
+def check(rows, tls, peers=False):
     errors = []
 
     def need(cond, what, row=None):
         if not cond:
             errors.append(what + (f": {json.dumps(row)[:300]}" if row is not None else ""))
 
-    by = {}
     for r in rows:
         need(r.get("schema") == SCHEMA, f'"schema" is not {SCHEMA}', r)
+    peer_rows = [r for r in rows if "impl" in r]
+    rows = [r for r in rows if "impl" not in r]
+    by = {}
+    for r in rows:
         by.setdefault(r.get("scenario"), []).append(r)
+    check_peers(peer_rows, by, peers, need)
     want = {"machine", "latency", "limit", "throughput", "scale", "contention", "faults", "wan",
             "memory", "fencing", "multi"}
     if tls:
@@ -147,7 +201,7 @@ def check(rows, tls):
 
 def main():
     rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-    errors = check(rows, "--tls" in sys.argv[2:])
+    errors = check(rows, "--tls" in sys.argv[2:], "--peers" in sys.argv[2:])
     for e in errors:
         print(e)
     sys.exit(1 if errors else 0)

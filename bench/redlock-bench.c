@@ -5,7 +5,7 @@
  *   redlock-bench --nodes URL,URL,... [--scenario NAME]... [--duration S] [--json FILE]
  *                 [--quick] [--pids PID,PID,...] [--proxy PATH] [--node-timeout MS]
  *                 [--tls-nodes URL,URL,... --tls-ca FILE [--tls-cert FILE --tls-key FILE]]
- *                 [--scale-nodes URL,URL,...]
+ *                 [--scale-nodes URL,URL,...] [--then CMD]
  *
  * Scenarios: latency, limit (the servers' own capacity: the lock cycle's commands pipelined with
  * no lock logic), throughput (with the fraction of the limit it reaches), scale (1 to 9 nodes:
@@ -13,14 +13,18 @@
  * the node servers), wan (needs --proxy, the delay proxy program), memory, tls (needs
  * --tls-nodes: the same servers' TLS ports, in the order of --nodes), fencing (plain against
  * fenced locks), multi (locks on 1, 2, 4 and 8 resources at once). Default: all that can run.
- * Every scenario prints a table row and, with --json, one JSON object per line. */
+ * Every scenario prints a table row and, with --json, one JSON object per line. With --then, a
+ * command runs after each scenario (bench/run --peers runs another implementation's workload
+ * that way, right after the library's, on the same servers). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +42,7 @@ static void usage(FILE *f)
                "                     [--tls-nodes URL,... --tls-ca FILE [--tls-cert FILE\n"
                "                      --tls-key FILE]]\n"
                "                     [--scale-nodes URL,... (up to nine, for scale)]\n"
+               "                     [--then CMD (run after each scenario)]\n"
                "scenarios: latency limit throughput scale contention faults wan memory tls\n"
                "           fencing multi (default: all)\n");
 }
@@ -293,6 +298,53 @@ static int check_input(const bench_config *cfg, unsigned n_pid_args)
     return 0;
 }
 
+extern char **environ;
+
+/* --then: after a scenario, cmd runs through /bin/sh with the scenario's settings as its
+ * arguments (--scenario NAME --nodes URL,... --duration S, and --quick in a quick run), and the
+ * bench waits for it. Output already printed is flushed first, so the two stay in order. Returns
+ * 0, or -1 (said) when it could not run or exited non-zero. */
+static int run_then(const char *cmd, const char *scenario, const char *nodes,
+                    const bench_config *cfg)
+{
+    fflush(stdout);
+    if (cfg->json != NULL)
+        fflush(cfg->json);
+    size_t len = strlen(cmd) + sizeof(" \"$@\"");
+    char *script = malloc(len);
+    if (script == NULL) {
+        fprintf(stderr, "redlock-bench: --then: out of memory\n");
+        return -1;
+    }
+    snprintf(script, len, "%s \"$@\"", cmd);
+    char duration_s[32];
+    snprintf(duration_s, sizeof(duration_s), "%g", cfg->duration_s);
+    char *quick = cfg->quick ? "--quick" : NULL; /* the end of the list when not quick */
+    char *argv[] = {
+        "sh",      "-c",          script,       "sh",       "--scenario", (char *)scenario,
+        "--nodes", (char *)nodes, "--duration", duration_s, quick,        NULL};
+    pid_t pid;
+    int err = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
+    free(script);
+    if (err != 0) {
+        fprintf(stderr, "redlock-bench: --then: cannot run /bin/sh: %s\n", strerror(err));
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "redlock-bench: --then: %s\n", strerror(errno));
+            return -1;
+        }
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    fprintf(stderr, "redlock-bench: --then after %s: %s %d\n", scenario,
+            WIFEXITED(status) ? "exit status" : "killed by signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return -1;
+}
+
 typedef struct scenario {
     const char *name;
     int (*run)(bench_config *cfg);
@@ -332,6 +384,7 @@ int main(int argc, char **argv)
     char *tls_nodes = NULL;
     char *scale_nodes = NULL;
     const char *json_path = NULL;
+    const char *then_cmd = NULL;
     unsigned n_pid_args = 0;
 
     static const struct option longopts[] = {
@@ -349,6 +402,7 @@ int main(int argc, char **argv)
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
         {"scale-nodes", required_argument, NULL, 'N'},
+        {"then", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -423,6 +477,9 @@ int main(int argc, char **argv)
         case 'N':
             scale_nodes = optarg;
             break;
+        case 'W':
+            then_cmd = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -493,6 +550,8 @@ int main(int argc, char **argv)
             continue;
         int rc = scenarios[i].run(&cfg);
         if (rc < 0)
+            failures++;
+        if (then_cmd != NULL && run_then(then_cmd, scenarios[i].name, nodes, &cfg) != 0)
             failures++;
     }
     json_machine(&cfg, &m);

@@ -92,6 +92,19 @@ void bench_run_until(uv_loop_t *loop, const bool *flag, uint64_t until_us);
  * cycle's time goes to cycle (may be NULL), failed cycles are added to *failures. */
 double bench_chain(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
                    samples *cycle, uint64_t *failures);
+/* What the cycles of bench_chain_spec_run lock. Zero: one fresh resource, default options. */
+#define BENCH_CHAIN_RESOURCES_MAX 8
+typedef struct bench_chain_spec {
+    const redlock_lock_opts *opts; /* NULL: defaults; with fencing, a lock without a fence fails */
+    unsigned resources; /* per lock (redlock_acquire_multi), 1..BENCH_CHAIN_RESOURCES_MAX (0: 1) */
+    unsigned reuse;     /* 0: fresh names for every cycle; n: each worker's n names in turn */
+    const char *tag;    /* in the names (NULL: none), so that two workloads never share one */
+} bench_chain_spec;
+/* bench_chain with spec (NULL: as bench_chain); each acquire's time goes to acquire (may be
+ * NULL). */
+double bench_chain_spec_run(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
+                            const bench_chain_spec *spec, samples *acquire, samples *cycle,
+                            uint64_t *failures);
 /* One side of a comparison for a scenario that runs its own slices (sc_speed.c): the library
  * (client), or with client NULL the raw fan-out (raw, raw.h, deciding at the quorum). The slices
  * run on it add up here. */

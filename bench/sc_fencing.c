@@ -17,115 +17,23 @@
 
 #define SLICES 4
 #define WIDTH 64
-
-typedef struct fchain fchain;
-
-typedef struct fworker {
-    fchain *ch;
-    unsigned id;
-    uint64_t t0;
-    char name[64];
-} fworker;
-
-struct fchain {
-    redlock_client *client;
-    redlock_lock_opts opts;
-    uint64_t until_us;
-    unsigned running;
-    uint64_t cycles, failures, seq;
-    samples *acquire; /* may be NULL */
-    bool reuse;       /* each worker cycles over REUSED resources of its own */
-    bool done;
-};
-
 #define REUSED 64
 
-static void fworker_next(fworker *w);
-
-static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
-{
-    (void)result;
-    fworker *w = data;
-    if (status != 0)
-        w->ch->failures++;
-    w->ch->cycles++;
-    redlock_lock_free(lock);
-    fworker_next(w);
-}
-
-static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
-{
-    fworker *w = data;
-    fchain *ch = w->ch;
-    if (status != 0 || (ch->opts.fencing && result->fence == 0)) {
-        ch->failures++;
-        if (lock != NULL)
-            redlock_lock_free(lock); /* a lock without its fence: count it as failed */
-        fworker_next(w);
-        return;
-    }
-    if (ch->acquire != NULL)
-        samples_add(ch->acquire, bench_now_us() - w->t0);
-    if (redlock_release(lock, on_released, w) != 0) {
-        ch->failures++;
-        redlock_lock_free(lock);
-        fworker_next(w);
-    }
-}
-
-static void fworker_next(fworker *w)
-{
-    fchain *ch = w->ch;
-    if (bench_now_us() >= ch->until_us) {
-        if (--ch->running == 0)
-            ch->done = true;
-        return;
-    }
-    int len = ch->reuse
-                  ? snprintf(w->name, sizeof(w->name), "bench:fencing:%s:reused:%u:%llu",
-                             ch->opts.fencing ? "f" : "p", w->id,
-                             (unsigned long long)(ch->seq++ % REUSED))
-                  : snprintf(w->name, sizeof(w->name), "bench:fencing:%s:%u:%llu",
-                             ch->opts.fencing ? "f" : "p", w->id, (unsigned long long)ch->seq++);
-    w->t0 = bench_now_us();
-    if (redlock_acquire(ch->client, w->name, (size_t)len, 0, &ch->opts, on_acquired, w) != 0) {
-        ch->failures++;
-        if (--ch->running == 0)
-            ch->done = true;
-    }
-}
-
-/* width workers, fenced or not, for seconds: cycles per second; acquire latencies to acquire. */
+/* width workers, fenced or not, for seconds (reuse: each worker's REUSED resources in turn):
+ * cycles per second; acquire latencies to acquire. */
 static double run_fchain(uv_loop_t *loop, redlock_client *c, bool fencing, bool reuse,
                          unsigned width, double seconds, samples *acquire, uint64_t *failures)
 {
-    fchain ch;
-    memset(&ch, 0, sizeof(ch));
-    ch.client = c;
-    redlock_lock_opts_init(&ch.opts);
-    ch.opts.fencing = fencing;
-    ch.acquire = acquire;
-    ch.reuse = reuse;
-    ch.running = width;
-    static uint64_t next_seq; /* fresh names are never reused, slice after slice */
-    ch.seq = reuse ? 0 : next_seq;
-    fworker *ws = calloc(width, sizeof(*ws));
-    if (ws == NULL)
-        exit(1);
-    uint64_t start = bench_now_us();
-    ch.until_us = start + (uint64_t)(seconds * 1e6);
-    for (unsigned i = 0; i < width; i++) {
-        ws[i].ch = &ch;
-        ws[i].id = i;
-        fworker_next(&ws[i]);
-    }
-    bench_run_until(loop, &ch.done, ch.until_us + 30000000);
-    if (!reuse)
-        next_seq = ch.seq;
-    double elapsed = (double)(bench_now_us() - start) / 1e6;
-    free(ws);
-    *failures += ch.failures;
-    return (double)ch.cycles / elapsed;
+    redlock_lock_opts opts;
+    redlock_lock_opts_init(&opts);
+    opts.fencing = fencing;
+    bench_chain_spec spec = {
+        .opts = &opts,
+        .reuse = reuse ? REUSED : 0,
+        .tag = fencing ? (reuse ? "fencing:f:reused" : "fencing:f")
+                       : (reuse ? "fencing:p:reused" : "fencing:p"),
+    };
+    return bench_chain_spec_run(loop, c, width, seconds, &spec, acquire, NULL, failures);
 }
 
 int bench_fencing(bench_config *cfg)

@@ -15,115 +15,16 @@
 #define SLICES 4
 #define WIDTH 64
 #define K_POINTS 4
-#define K_MAX 8
 
 static const unsigned k_values[K_POINTS] = {1, 2, 4, 8};
-
-typedef struct mchain mchain;
-
-typedef struct mworker {
-    mchain *ch;
-    unsigned id;
-    uint64_t t0;
-    char names[K_MAX][64];
-    const void *res[K_MAX];
-    size_t lens[K_MAX];
-} mworker;
-
-struct mchain {
-    redlock_client *client;
-    unsigned k;
-    uint64_t until_us;
-    unsigned running;
-    uint64_t cycles, failures, seq;
-    samples *acquire; /* may be NULL */
-    bool done;
-};
-
-static void mworker_next(mworker *w);
-
-static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
-{
-    (void)result;
-    mworker *w = data;
-    if (status != 0)
-        w->ch->failures++;
-    w->ch->cycles++;
-    redlock_lock_free(lock);
-    mworker_next(w);
-}
-
-static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
-{
-    (void)result;
-    mworker *w = data;
-    mchain *ch = w->ch;
-    if (status != 0) {
-        ch->failures++;
-        mworker_next(w);
-        return;
-    }
-    if (ch->acquire != NULL)
-        samples_add(ch->acquire, bench_now_us() - w->t0);
-    if (redlock_release(lock, on_released, w) != 0) {
-        ch->failures++;
-        redlock_lock_free(lock);
-        mworker_next(w);
-    }
-}
-
-static void mworker_next(mworker *w)
-{
-    mchain *ch = w->ch;
-    if (bench_now_us() >= ch->until_us) {
-        if (--ch->running == 0)
-            ch->done = true;
-        return;
-    }
-    unsigned long long seq = (unsigned long long)ch->seq++;
-    for (unsigned j = 0; j < ch->k; j++) {
-        int len = snprintf(w->names[j], sizeof(w->names[j]), "bench:multi:%u:%u:%llu:%u", ch->k,
-                           w->id, seq, j);
-        w->res[j] = w->names[j];
-        w->lens[j] = (size_t)len;
-    }
-    w->t0 = bench_now_us();
-    if (redlock_acquire_multi(ch->client, w->res, w->lens, ch->k, 0, NULL, on_acquired, w) != 0) {
-        ch->failures++;
-        if (--ch->running == 0)
-            ch->done = true;
-    }
-}
 
 /* width workers on sets of k fresh resources for seconds: cycles per second; acquire latencies
  * to acquire. */
 static double run_mchain(uv_loop_t *loop, redlock_client *c, unsigned k, unsigned width,
                          double seconds, samples *acquire, uint64_t *failures)
 {
-    mchain ch;
-    memset(&ch, 0, sizeof(ch));
-    ch.client = c;
-    ch.k = k;
-    ch.acquire = acquire;
-    ch.running = width;
-    static uint64_t next_seq; /* names are never reused, slice after slice */
-    ch.seq = next_seq;
-    mworker *ws = calloc(width, sizeof(*ws));
-    if (ws == NULL)
-        exit(1);
-    uint64_t start = bench_now_us();
-    ch.until_us = start + (uint64_t)(seconds * 1e6);
-    for (unsigned i = 0; i < width; i++) {
-        ws[i].ch = &ch;
-        ws[i].id = i;
-        mworker_next(&ws[i]);
-    }
-    bench_run_until(loop, &ch.done, ch.until_us + 30000000);
-    next_seq = ch.seq;
-    double elapsed = (double)(bench_now_us() - start) / 1e6;
-    free(ws);
-    *failures += ch.failures;
-    return (double)ch.cycles / elapsed;
+    bench_chain_spec spec = {.resources = k, .tag = "multi"};
+    return bench_chain_spec_run(loop, c, width, seconds, &spec, acquire, NULL, failures);
 }
 
 int bench_multi(bench_config *cfg)

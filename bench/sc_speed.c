@@ -28,7 +28,9 @@ typedef struct worker {
     chain *ch;
     unsigned id;
     uint64_t t0, t1;
-    char name[64];
+    char names[BENCH_CHAIN_RESOURCES_MAX][64]; /* the resources of its current cycle */
+    const void *res[BENCH_CHAIN_RESOURCES_MAX];
+    size_t lens[BENCH_CHAIN_RESOURCES_MAX];
 } worker;
 
 struct chain {
@@ -42,6 +44,7 @@ struct chain {
     samples *acquire, *release, *cycle; /* may be NULL */
     bool done;
     worker *workers;
+    bench_chain_spec spec; /* what the library's cycles lock (zero: one fresh resource, no opts) */
 };
 
 static void worker_next(worker *w);
@@ -81,12 +84,15 @@ static void on_released(redlock_lock *lock, int status, const redlock_result *re
 
 static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
-    (void)result;
     worker *w = data;
     chain *ch = w->ch;
     w->t1 = bench_now_us();
-    if (status != 0) {
+    bool fence_missing =
+        ch->spec.opts != NULL && ch->spec.opts->fencing && status == 0 && result->fence == 0;
+    if (status != 0 || fence_missing) { /* a lock without its fence counts as failed */
         ch->failures++;
+        if (lock != NULL)
+            redlock_lock_free(lock);
         worker_next(w);
         return;
     }
@@ -107,14 +113,25 @@ static void worker_next(worker *w)
             ch->done = true;
         return;
     }
-    int len =
-        snprintf(w->name, sizeof(w->name), "bench:%u:%llu", w->id, (unsigned long long)ch->seq++);
+    /* Fresh names, or with spec.reuse each worker's own ones in turn. */
+    const bench_chain_spec *sp = &ch->spec;
+    unsigned long long seq = (unsigned long long)ch->seq++;
+    if (sp->reuse > 0)
+        seq %= sp->reuse;
+    unsigned k = sp->resources > 0 ? sp->resources : 1;
+    for (unsigned j = 0; j < k; j++) {
+        int len =
+            snprintf(w->names[j], sizeof(w->names[j]), "bench:%s%s%u:%llu:%u",
+                     sp->tag != NULL ? sp->tag : "", sp->tag != NULL ? ":" : "", w->id, seq, j);
+        w->res[j] = w->names[j];
+        w->lens[j] = (size_t)len;
+    }
     w->t0 = bench_now_us();
     if (ch->client == NULL) {
-        raw_cycle(ch->raw, w->name, (size_t)len, 10000, ch->raw_wait, on_raw_done, w);
+        raw_cycle(ch->raw, w->names[0], w->lens[0], 10000, ch->raw_wait, on_raw_done, w);
         return;
     }
-    if (redlock_acquire(ch->client, w->name, (size_t)len, 0, NULL, on_acquired, w) != 0) {
+    if (redlock_acquire_multi(ch->client, w->res, w->lens, k, 0, sp->opts, on_acquired, w) != 0) {
         ch->failures++;
         if (--ch->running == 0)
             ch->done = true;
@@ -206,11 +223,27 @@ static void speed_stop(speed_env *e)
 double bench_chain(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
                    samples *cycle, uint64_t *failures)
 {
+    return bench_chain_spec_run(loop, client, width, seconds, NULL, NULL, cycle, failures);
+}
+
+double bench_chain_spec_run(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
+                            const bench_chain_spec *spec, samples *acquire, samples *cycle,
+                            uint64_t *failures)
+{
     chain ch;
     memset(&ch, 0, sizeof(ch));
     ch.client = client;
+    ch.acquire = acquire;
     ch.cycle = cycle;
+    if (spec != NULL)
+        ch.spec = *spec;
+    /* Fresh names are never reused, run after run (reused ones come back by design). */
+    static uint64_t next_seq;
+    if (ch.spec.reuse == 0)
+        ch.seq = next_seq;
     double rate = run_chain(loop, &ch, width, seconds);
+    if (ch.spec.reuse == 0)
+        next_seq = ch.seq;
     *failures += ch.failures;
     return rate;
 }

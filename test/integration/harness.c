@@ -563,3 +563,17 @@ void h_urls_with_timeout(h_env *env, unsigned short_mask, uint64_t short_timeout
         urls[i] = buf[i];
     }
 }
+
+void h_wait_busy_rounds(h_env *env, redlock_client *c, uint64_t n)
+{
+    uint64_t t0 = redlock_now_us();
+    for (;;) {
+        redlock_stats st;
+        redlock_stats_init(&st);
+        assert_int_equal(redlock_client_stats(c, &st), 0);
+        if (st.rounds_busy >= n)
+            return;
+        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
+        h_run_for(&env->loop, 10);
+    }
+}

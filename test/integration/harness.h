@@ -174,6 +174,9 @@ void h_test_main_init(void);
  * connected and working: a probe acquire/release on each of them confirmed by all. Probes that
  * fail on the way are printed on stderr (so a flaky start leaves a trace in the test log). */
 void h_wait_ready(h_env *env, redlock_client *c);
+/* Run the loop until c has lost n acquire rounds to a holder (redlock_stats.rounds_busy), at
+ * most H_WAIT_MS, else fail the test: its waiters then sleep on their retry timers. */
+void h_wait_busy_rounds(h_env *env, redlock_client *c, uint64_t n);
 /* Microseconds since t0_us on the redlock_now_us() clock. */
 uint64_t h_since_us(uint64_t t0_us);
 /* Wait until every command client c has written so far has been executed by every running

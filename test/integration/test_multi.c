@@ -423,15 +423,7 @@ static void waiter_wakes_on_release_of_one(void **state)
     h_record rec = {0};
     assert_int_equal(redlock_acquire_multi(w, res, lens, K, 30000, &lo, h_record_cb, &rec), 0);
     /* Its first attempt is lost (b is held), and its release runs everywhere. */
-    for (uint64_t t0 = redlock_now_us();;) {
-        redlock_stats st;
-        redlock_stats_init(&st);
-        assert_int_equal(redlock_client_stats(w, &st), 0);
-        if (st.rounds_busy >= 1)
-            break;
-        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
-        h_run_for(&env.loop, 10);
-    }
+    h_wait_busy_rounds(&env, w, 1);
     h_drain(&env, w);
     assert_int_equal(rec.calls, 0);
     h_release_ok(&env, held.lock, NULL);

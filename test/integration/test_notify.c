@@ -65,22 +65,6 @@ static void wait_subscribed(h_env *env, const char *key, long long want)
     }
 }
 
-/* c's waiters have lost n acquire rounds to the holder between them: each sleeps on its retry
- * timer after its first. */
-static void wait_busy_rounds(h_env *env, redlock_client *c, uint64_t n)
-{
-    uint64_t t0 = redlock_now_us();
-    for (;;) {
-        redlock_stats st;
-        redlock_stats_init(&st);
-        assert_int_equal(redlock_client_stats(c, &st), 0);
-        if (st.rounds_busy >= n)
-            return;
-        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
-        h_run_for(&env->loop, 10);
-    }
-}
-
 /* 1. A waiter whose attempt lost wakes on the holder's release and takes the lock, on its second
  * attempt, long before its 60 s retry delay; once it has it, its subscription is gone. */
 static void waiter_wakes_on_release(void **state)
@@ -94,7 +78,7 @@ static void waiter_wakes_on_release(void **state)
     h_record rec = {0};
     start_waiter(w, "notify:one", &rec);
     wait_subscribed(&env, "notify:one", 1);
-    wait_busy_rounds(&env, w, 1);
+    h_wait_busy_rounds(&env, w, 1);
     assert_int_equal(rec.calls, 0);
 
     h_release_ok(&env, held.lock, NULL);
@@ -121,7 +105,7 @@ static void no_notify_polls(void **state)
     redlock_client *w = sleepy_client(&env, true);
     h_record rec = {0};
     start_waiter(w, "notify:off", &rec);
-    wait_busy_rounds(&env, w, 1);
+    h_wait_busy_rounds(&env, w, 1);
     for (unsigned i = 0; i < N; i++)
         assert_int_equal(numsub(&env, i, "notify:off"), 0);
     h_release_ok(&env, held.lock, NULL);
@@ -154,7 +138,7 @@ static void longest_waiting_first(void **state)
         h_run_for(&env.loop, 50); /* they start, and lose, in this order */
     }
     wait_subscribed(&env, "notify:turns", 1); /* one subscription for the client */
-    wait_busy_rounds(&env, w, 3);
+    h_wait_busy_rounds(&env, w, 3);
 
     redlock_lock *current = held.lock;
     for (int turn = 0; turn < 3; turn++) {
@@ -187,7 +171,7 @@ static void own_releases_do_not_wake(void **state)
     h_record rec = {0};
     start_waiter(w, "notify:self", &rec);
     wait_subscribed(&env, "notify:self", 1);
-    wait_busy_rounds(&env, w, 1);
+    h_wait_busy_rounds(&env, w, 1);
     h_del(&env, 3, "notify:self", 11);
     h_del(&env, 4, "notify:self", 11);
     redisReply *r = fixture_command(&env.cluster, 0, "PUBLISH notify:self elsewhere");
@@ -195,7 +179,7 @@ static void own_releases_do_not_wake(void **state)
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     assert_int_equal(r->integer, 1);
     freeReplyObject(r);
-    wait_busy_rounds(&env, w, 2);
+    h_wait_busy_rounds(&env, w, 2);
     h_run_for(&env.loop, 2000);
     redlock_stats st;
     redlock_stats_init(&st);
@@ -243,7 +227,7 @@ static void turns_across_clients_follow_the_queue(void **state)
     for (int i = 0; i < 3; i++) {
         w[i] = sleepy_client(&env, false);
         start_waiter(w[i], "notify:queue", &rec[i]);
-        wait_busy_rounds(&env, w[i], 1); /* queued on every node before the next one starts */
+        h_wait_busy_rounds(&env, w[i], 1); /* queued on every node before the next one starts */
         h_drain(&env, w[i]);
     }
     wait_subscribed(&env, "notify:queue", 3);
@@ -293,12 +277,12 @@ static void waiter_that_gives_up_leaves_the_queue(void **state)
     h_record gave_up = {0};
     assert_int_equal(
         redlock_acquire(quitter, "notify:leave", 12, 30000, &lo, h_record_cb, &gave_up), 0);
-    wait_busy_rounds(&env, quitter, 1);
+    h_wait_busy_rounds(&env, quitter, 1);
     h_drain(&env, quitter);
     redlock_client *w = sleepy_client(&env, false);
     h_record rec = {0};
     start_waiter(w, "notify:leave", &rec);
-    wait_busy_rounds(&env, w, 1);
+    h_wait_busy_rounds(&env, w, 1);
     assert_true(h_run_until(&env.loop, &gave_up.calls, 1, H_WAIT_MS));
     assert_int_equal(gave_up.status, REDLOCK_EBUSY);
     h_drain(&env, quitter); /* its leaving has reached every node */

@@ -446,7 +446,7 @@ static int start_node(fixture_redis_cluster *rc, unsigned i, const char *extra_c
                            "%s",
                            bus_port, extra_conf ? extra_conf : "");
     if (written < 0 || (size_t)written >= sizeof(conf)) {
-        fprintf(stderr, "fixture: fixture_cluster_form: extra_conf too long\n");
+        fprintf(stderr, "fixture: fixture_cluster_start: extra_conf too long\n");
         return -1;
     }
     if (fixture_start(&rc->nodes[i], 1, conf) != 0)
@@ -484,7 +484,23 @@ static int replicate(fixture_redis_cluster *rc, unsigned replica, unsigned maste
     }
 }
 
-static int form(fixture_redis_cluster *rc, const char *extra_conf, cluster_view *layout)
+/* The view fixture_cluster_start's layout ends in: master m owns the m-th of `masters` even
+ * slot ranges, and its replicas are nodes masters + m * replicas_per_master + r. */
+static void layout_view(const fixture_redis_cluster *rc, cluster_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    memset(v->master_of, -1, sizeof(v->master_of));
+    for (unsigned m = 0; m < rc->masters; m++) {
+        unsigned from = m * FIXTURE_CLUSTER_SLOTS / rc->masters;
+        unsigned to = (m + 1) * FIXTURE_CLUSTER_SLOTS / rc->masters - 1;
+        memset(&v->slot_owner[from], (int)m, to - from + 1);
+        v->master_of[m] = (signed char)m;
+    }
+    for (unsigned i = rc->masters; i < rc->n; i++)
+        v->master_of[i] = (signed char)((i - rc->masters) / rc->replicas_per_master);
+}
+
+static int start_cluster(fixture_redis_cluster *rc, const char *extra_conf)
 {
     for (unsigned i = 0; i < rc->n; i++) {
         if (start_node(rc, i, extra_conf) != 0)
@@ -495,28 +511,32 @@ static int form(fixture_redis_cluster *rc, const char *extra_conf, cluster_view 
         unsigned to = (m + 1) * FIXTURE_CLUSTER_SLOTS / rc->masters - 1;
         if (command_ok(rc, m, "CLUSTER ADDSLOTSRANGE %u %u", from, to) != 0)
             return -1;
-        memset(&layout->slot_owner[from], (int)m, to - from + 1);
-        layout->master_of[m] = (signed char)m;
     }
     for (unsigned i = 1; i < rc->n; i++) {
         if (command_ok(rc, 0, "CLUSTER MEET 127.0.0.1 %d %d", rc->nodes[i].servers[0].port,
                        rc->bus_ports[i]) != 0)
             return -1;
     }
+    // A replica would hear of its master through gossip from node 0 in a second or so; meeting
+    // it directly takes one handshake.
     for (unsigned i = rc->masters; i < rc->n; i++) {
         unsigned master = (i - rc->masters) / rc->replicas_per_master;
-        layout->master_of[i] = (signed char)master;
-        if (replicate(rc, i, master) != 0)
+        if (master != 0 && command_ok(rc, i, "CLUSTER MEET 127.0.0.1 %d %d",
+                                      rc->nodes[master].servers[0].port, rc->bus_ports[master]))
             return -1;
     }
-    return wait_for(rc, layout, FIXTURE_CLUSTER_WAIT_MS, "fixture_cluster_form");
+    for (unsigned i = rc->masters; i < rc->n; i++) {
+        if (replicate(rc, i, (i - rc->masters) / rc->replicas_per_master) != 0)
+            return -1;
+    }
+    return 0;
 }
 
-int fixture_cluster_form(fixture_redis_cluster *rc, unsigned masters, unsigned replicas_per_master,
-                         const char *extra_conf)
+int fixture_cluster_start(fixture_redis_cluster *rc, unsigned masters, unsigned replicas_per_master,
+                          const char *extra_conf)
 {
     if (!rc) {
-        fprintf(stderr, "fixture: fixture_cluster_form: NULL cluster\n");
+        fprintf(stderr, "fixture: fixture_cluster_start: NULL cluster\n");
         return -1;
     }
     for (unsigned i = 0; i < FIXTURE_CLUSTER_MAX_NODES; i++)
@@ -526,7 +546,7 @@ int fixture_cluster_form(fixture_redis_cluster *rc, unsigned masters, unsigned r
     if (masters == 0 || replicas_per_master >= FIXTURE_CLUSTER_MAX_NODES ||
         n > FIXTURE_CLUSTER_MAX_NODES) {
         fprintf(stderr,
-                "fixture: fixture_cluster_form: %u masters with %u replicas each is not "
+                "fixture: fixture_cluster_start: %u masters with %u replicas each is not "
                 "1..%d nodes\n",
                 masters, replicas_per_master, FIXTURE_CLUSTER_MAX_NODES);
         return -1;
@@ -534,18 +554,36 @@ int fixture_cluster_form(fixture_redis_cluster *rc, unsigned masters, unsigned r
     rc->n = n;
     rc->masters = masters;
     rc->replicas_per_master = replicas_per_master;
-    cluster_view *layout = malloc(sizeof(*layout));
-    if (!layout) {
-        fprintf(stderr, "fixture: fixture_cluster_form: out of memory\n");
+    if (start_cluster(rc, extra_conf) != 0) {
+        fixture_cluster_stop(rc);
         return -1;
     }
-    memset(layout, 0, sizeof(*layout));
-    memset(layout->master_of, -1, sizeof(layout->master_of));
-    int result = form(rc, extra_conf, layout);
+    return 0;
+}
+
+int fixture_cluster_wait_formed(fixture_redis_cluster *rc)
+{
+    cluster_view *layout = rc && rc->n > 0 ? malloc(sizeof(*layout)) : NULL;
+    if (!layout) {
+        fprintf(stderr, "fixture: fixture_cluster_wait_formed: no cluster, or out of memory\n");
+        return -1;
+    }
+    layout_view(rc, layout);
+    int result = wait_for(rc, layout, FIXTURE_CLUSTER_WAIT_MS, "fixture_cluster_wait_formed");
     free(layout);
-    if (result != 0)
-        fixture_cluster_stop(rc);
     return result;
+}
+
+int fixture_cluster_form(fixture_redis_cluster *rc, unsigned masters, unsigned replicas_per_master,
+                         const char *extra_conf)
+{
+    if (fixture_cluster_start(rc, masters, replicas_per_master, extra_conf) != 0)
+        return -1;
+    if (fixture_cluster_wait_formed(rc) != 0) {
+        fixture_cluster_stop(rc);
+        return -1;
+    }
+    return 0;
 }
 
 void fixture_cluster_stop(fixture_redis_cluster *rc)

@@ -72,7 +72,7 @@ typedef enum fixture_migrate_mode {
 /* Start masters * (1 + replicas_per_master) redis-server processes (1..FIXTURE_CLUSTER_MAX_NODES
  * in all) with cluster-enabled yes, assign the slots evenly to the masters (CLUSTER
  * ADDSLOTSRANGE), introduce every node (CLUSTER MEET), make the replicas replicate their masters
- * (CLUSTER REPLICATE) and wait until the cluster has converged (see above).
+ * (CLUSTER REPLICATE) and wait until the cluster has converged on that layout (see above).
  *
  * rc is caller-owned (about 150 KB: static storage or the heap suit it better than a stack),
  * overwritten entirely, and must stay at the same address until fixture_cluster_stop(). A
@@ -83,6 +83,16 @@ typedef enum fixture_migrate_mode {
  * Returns 0, or -1 with a message on stderr; on failure nothing of rc is left running. */
 int fixture_cluster_form(fixture_redis_cluster *rc, unsigned masters, unsigned replicas_per_master,
                          const char *extra_conf);
+
+/* fixture_cluster_form() in two halves, so several clusters form at once: start each with
+ * fixture_cluster_start() (everything up to CLUSTER REPLICATE; on failure nothing of rc is left
+ * running), then wait for each with fixture_cluster_wait_formed() (which leaves rc running on
+ * failure, for the caller's fixture_cluster_stop() or teardown). A node waits about 2 s after
+ * it starts before it calls its cluster ok, so clusters formed one after the other pay that
+ * once each. Both return 0 or -1. */
+int fixture_cluster_start(fixture_redis_cluster *rc, unsigned masters, unsigned replicas_per_master,
+                          const char *extra_conf);
+int fixture_cluster_wait_formed(fixture_redis_cluster *rc);
 
 /* Stop every node of rc (as fixture_stop() does) and give back its bus ports. Safe to call twice,
  * on a failed form, or on a cluster fixture_stop_all() already stopped. */

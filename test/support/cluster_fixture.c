@@ -21,7 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#define POLL_MS 20
+/* Each poll asks every node a few commands over fresh connections: not too often. */
+#define POLL_MS 50
 /* A manual failover the servers gave up on (loaded machine, lost vote) is asked for again. */
 #define FAILOVER_ATTEMPT_MS 10000
 #define FAILOVER_ATTEMPTS 3
@@ -247,30 +248,57 @@ out:
     return rc_parse;
 }
 
-/* The value of "field:" in an INFO-style reply of node i, copied into buf; -1 if absent. */
-static int info_field(fixture_redis_cluster *rc, unsigned i, const char *command, const char *field,
-                      char *buf, size_t size)
+/* The value of "field:" in an INFO-style reply, copied into buf; -1 if absent. */
+static int reply_field(const redisReply *reply, const char *field, char *buf, size_t size)
 {
-    redisReply *reply = fixture_cluster_command(rc, i, command);
-    int found = -1;
-    if (reply && (reply->type == REDIS_REPLY_STRING)) {
-        size_t field_len = strlen(field);
-        for (const char *line = reply->str; line && *line; line = strchr(line, '\n')) {
-            if (*line == '\n')
-                line++;
-            if (strncmp(line, field, field_len) == 0 && line[field_len] == ':') {
-                const char *value = line + field_len + 1;
-                snprintf(buf, size, "%.*s", (int)strcspn(value, "\r\n"), value);
-                found = 0;
-                break;
-            }
+    if (!reply || reply->type != REDIS_REPLY_STRING)
+        return -1;
+    size_t field_len = strlen(field);
+    for (const char *line = reply->str; line && *line; line = strchr(line, '\n')) {
+        if (*line == '\n')
+            line++;
+        if (strncmp(line, field, field_len) == 0 && line[field_len] == ':') {
+            const char *value = line + field_len + 1;
+            snprintf(buf, size, "%.*s", (int)strcspn(value, "\r\n"), value);
+            return 0;
         }
     }
+    return -1;
+}
+
+/* Whether field of node i's answer to command (INFO-style) is value. */
+static bool field_is(fixture_redis_cluster *rc, unsigned i, const char *command, const char *field,
+                     const char *value)
+{
+    redisReply *reply = fixture_cluster_command(rc, i, command);
+    char buf[64];
+    bool is = reply_field(reply, field, buf, sizeof(buf)) == 0 && strcmp(buf, value) == 0;
     freeReplyObject(reply);
-    return found;
+    return is;
 }
 
 /* ---- waiting for convergence ---------------------------------------------------------------- */
+
+/* Node i's CLUSTER INFO says cluster_state:ok and (first >= 0) the same epoch as node first's;
+ * its epoch goes into epoch. */
+static bool info_agrees(const redisReply *info, unsigned i, int first, const char *first_epoch,
+                        char *epoch, size_t epoch_size, char *why, size_t why_len)
+{
+    char state[16];
+    if (reply_field(info, "cluster_state", state, sizeof(state)) != 0 || strcmp(state, "ok")) {
+        snprintf(why, why_len, "node %u: cluster_state is not ok", i);
+        return false;
+    }
+    if (reply_field(info, "cluster_current_epoch", epoch, epoch_size) != 0) {
+        snprintf(why, why_len, "node %u: no cluster_current_epoch", i);
+        return false;
+    }
+    if (first >= 0 && strcmp(epoch, first_epoch) != 0) {
+        snprintf(why, why_len, "node %u: epoch %s, node %d: %s", i, epoch, first, first_epoch);
+        return false;
+    }
+    return true;
+}
 
 /* Every running node's own answers: cluster_state:ok, one epoch, one view (into ref). */
 static bool nodes_agree(fixture_redis_cluster *rc, cluster_view *ref, cluster_view *cur, char *why,
@@ -287,19 +315,11 @@ static bool nodes_agree(fixture_redis_cluster *rc, cluster_view *ref, cluster_vi
             snprintf(why, why_len, "node %u's CLUSTER SHARDS differs from node %d's", i, first);
             return false;
         }
-        if (info_field(rc, i, "CLUSTER INFO", "cluster_state", value, sizeof(value)) != 0 ||
-            strcmp(value, "ok") != 0) {
-            snprintf(why, why_len, "node %u: cluster_state is not ok", i);
+        redisReply *info = fixture_cluster_command(rc, i, "CLUSTER INFO");
+        bool ok = info_agrees(info, i, first, first_epoch, value, sizeof(value), why, why_len);
+        freeReplyObject(info);
+        if (!ok)
             return false;
-        }
-        if (info_field(rc, i, "CLUSTER INFO", "cluster_current_epoch", value, sizeof(value))) {
-            snprintf(why, why_len, "node %u: no cluster_current_epoch", i);
-            return false;
-        }
-        if (first >= 0 && strcmp(value, first_epoch) != 0) {
-            snprintf(why, why_len, "node %u: epoch %s, node %d: %s", i, value, first, first_epoch);
-            return false;
-        }
         if (first < 0) {
             first = (int)i;
             snprintf(first_epoch, sizeof(first_epoch), "%s", value);
@@ -323,20 +343,19 @@ static bool view_complete(fixture_redis_cluster *rc, const cluster_view *v, char
         }
     }
     for (unsigned j = 0; j < rc->n; j++) {
-        bool running = rc->nodes[j].servers[0].pid > 0;
+        const fixture_server *node = &rc->nodes[j].servers[0];
+        bool running = node->pid > 0;
         if (!v->listed[j] || v->master_of[j] < 0) {
             snprintf(why, why_len, "node %u is not in the cluster (yet)", j);
             return false;
         }
-        if (running == v->failed[j]) {
+        if (!node->paused && running == v->failed[j]) { // a paused node may be either
             snprintf(why, why_len, "node %u is %s but seen %s", j, running ? "running" : "stopped",
                      v->failed[j] ? "failed" : "online");
             return false;
         }
-        char link[16];
         if (node_up(rc, j) && v->master_of[j] != (signed char)j &&
-            (info_field(rc, j, "INFO replication", "master_link_status", link, sizeof(link)) ||
-             strcmp(link, "up") != 0)) {
+            !field_is(rc, j, "INFO replication", "master_link_status", "up")) {
             snprintf(why, why_len, "replica %u: master link not up", j);
             return false;
         }
@@ -690,9 +709,7 @@ int fixture_cluster_master_of(fixture_redis_cluster *rc, unsigned i)
 
 static bool says_master(fixture_redis_cluster *rc, unsigned i)
 {
-    char role[16];
-    return info_field(rc, i, "INFO replication", "role", role, sizeof(role)) == 0 &&
-           strcmp(role, "master") == 0;
+    return field_is(rc, i, "INFO replication", "role", "master");
 }
 
 /* The view a failover of replica (now following old) must end in. */

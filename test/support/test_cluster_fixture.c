@@ -191,6 +191,28 @@ static void key_owned_by(fixture_redis_cluster *rc, unsigned owner, char *buf, s
     fail_msg("no key of node %u in 1000 tries", owner);
 }
 
+/* A write reaches a replica a moment after its master answered: wait until replica serves key
+ * with value (READONLY), bounded and generously. */
+static void wait_on_replica(fixture_redis_cluster *rc, unsigned replica, const char *key,
+                            const char *value)
+{
+    redisContext *ctx = fixture_cluster_connect(rc, replica);
+    assert_non_null(ctx);
+    assert_int_equal(ctx->err, 0);
+    freeReplyObject(redisCommand(ctx, "READONLY"));
+    bool seen = false;
+    for (long long deadline = now_ms() + H_WAIT_MS; !seen && now_ms() < deadline;) {
+        redisReply *r = redisCommand(ctx, "GET %s", key);
+        assert_non_null(r);
+        seen = r->type == REDIS_REPLY_STRING && strcmp(r->str, value) == 0;
+        freeReplyObject(r);
+        if (!seen)
+            sleep_ms(20);
+    }
+    redisFree(ctx);
+    assert_true(seen);
+}
+
 /* ---- tests ---------------------------------------------------------------------------------- */
 
 /* Three clusters, each its own processes and ports, each complete in every node's view and
@@ -275,22 +297,7 @@ static void replicas_follow(void **state)
         char key[64];
         key_owned_by(rc, m, key, sizeof(key));
         assert_set(rc, m, key, "replicated");
-        // The write reaches the replica a moment later: wait for it, bounded and generously.
-        redisContext *ctx = fixture_cluster_connect(rc, (unsigned)replica);
-        assert_non_null(ctx);
-        assert_int_equal(ctx->err, 0);
-        freeReplyObject(redisCommand(ctx, "READONLY"));
-        bool seen = false;
-        for (long long deadline = now_ms() + H_WAIT_MS; !seen && now_ms() < deadline;) {
-            redisReply *r = redisCommand(ctx, "GET %s", key);
-            assert_non_null(r);
-            seen = r->type == REDIS_REPLY_STRING && strcmp(r->str, "replicated") == 0;
-            freeReplyObject(r);
-            if (!seen)
-                sleep_ms(20);
-        }
-        redisFree(ctx);
-        assert_true(seen);
+        wait_on_replica(rc, (unsigned)replica, key, "replicated");
     }
 }
 
@@ -324,6 +331,40 @@ static void failover_promotes_replica(void **state)
     assert_redirect(fixture_cluster_command(rc, (unsigned)old, "GET %s", key), "MOVED", slot, rc,
                     (unsigned)replica);
     assert_info_field(rc, (unsigned)old, "INFO replication", "master_link_status:up");
+}
+
+/* A master stopped: CLUSTER FAILOVER FORCE on its replica makes the replica serve its slots, with
+ * the data it had; restarted, the old master comes back as the new master's replica. */
+static void forced_failover_after_stop(void **state)
+{
+    world *w = *state;
+    fixture_redis_cluster *rc = &w->clusters[A];
+    // An original master failover_promotes_replica left alone (it demoted one of them).
+    unsigned master = 0;
+    while (master < MASTERS && fixture_cluster_master_of(rc, master) != (int)master)
+        master++;
+    assert_true(master < MASTERS);
+    int replica = fixture_cluster_replica_of(rc, master);
+    assert_true(replica >= 0);
+    char key[64];
+    key_owned_by(rc, master, key, sizeof(key));
+    int slot = fixture_cluster_keyslot(rc, key, strlen(key));
+    assert_set(rc, master, key, "survives");
+    wait_on_replica(rc, (unsigned)replica, key, "survives");
+
+    assert_int_equal(fixture_cluster_kill(rc, master), 0);
+    assert_int_equal(fixture_cluster_failover(rc, (unsigned)replica, "FORCE"), 0);
+    assert_slot_owner_everywhere(rc, (unsigned)slot, replica);
+    assert_get(rc, (unsigned)replica, key, "survives");
+    assert_set(rc, (unsigned)replica, key, "new");
+
+    assert_int_equal(fixture_cluster_restart(rc, master), 0);
+    assert_int_equal(fixture_cluster_master_of(rc, master), replica);
+    assert_info_field(rc, master, "INFO replication", "role:slave\r\n");
+    assert_info_field(rc, master, "INFO replication", "master_link_status:up");
+    assert_redirect(fixture_cluster_command(rc, master, "GET %s", key), "MOVED", slot, rc,
+                    (unsigned)replica);
+    wait_on_replica(rc, master, key, "new");
 }
 
 /* Half way, the source answers ASK for a key it handed over and the target MOVED unless ASKING;
@@ -427,9 +468,13 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(forms_side_by_side),        cmocka_unit_test(routes_by_slot),
-        cmocka_unit_test(replicas_follow),           cmocka_unit_test(failover_promotes_replica),
-        cmocka_unit_test(migration_asks_then_moves), cmocka_unit_test(stopped_master_refuses),
+        cmocka_unit_test(forms_side_by_side),
+        cmocka_unit_test(routes_by_slot),
+        cmocka_unit_test(replicas_follow),
+        cmocka_unit_test(failover_promotes_replica),
+        cmocka_unit_test(forced_failover_after_stop),
+        cmocka_unit_test(migration_asks_then_moves),
+        cmocka_unit_test(stopped_master_refuses),
     };
     return cmocka_run_group_tests_name("cluster_fixture", tests, group_setup, group_teardown);
 }

@@ -464,6 +464,20 @@ static void stopped_master_refuses(void **state)
     assert_get(rc, stopped, keys[stopped], "again");
 }
 
+/* Layouts the fixture cannot make are refused before anything starts. */
+static void refuses_impossible_layouts(void **state)
+{
+    (void)state;
+    fixture_redis_cluster *rc = calloc(1, sizeof(*rc));
+    assert_non_null(rc);
+    assert_int_equal(fixture_cluster_form(rc, 0, 0, NULL), -1);
+    assert_int_equal(fixture_cluster_form(rc, FIXTURE_CLUSTER_MAX_NODES / 2 + 1, 1, NULL), -1);
+    assert_int_equal(rc->n, 0);
+    assert_null(fixture_cluster_url(rc, 0));
+    fixture_cluster_stop(rc);
+    free(rc);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -475,6 +489,7 @@ int main(void)
         cmocka_unit_test(forced_failover_after_stop),
         cmocka_unit_test(migration_asks_then_moves),
         cmocka_unit_test(stopped_master_refuses),
+        cmocka_unit_test(refuses_impossible_layouts),
     };
     return cmocka_run_group_tests_name("cluster_fixture", tests, group_setup, group_teardown);
 }

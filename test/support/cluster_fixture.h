@@ -20,9 +20,11 @@
  * Every wait is a bounded poll (FIXTURE_CLUSTER_WAIT_MS): only a failing cluster ever waits that
  * long. "Converged" means: every running node says cluster_state:ok; every running node's
  * CLUSTER SHARDS gives the same shards (each slot owned by the same master, each node the same
- * role and master), with every slot owned; every running node is online and every stopped node
- * failed in every running node's view; every running replica has master_link_status:up; and all
- * running nodes agree on cluster_current_epoch.
+ * role and master), with every slot owned; every running node is online and every killed node
+ * failed in every running node's view (a paused one may be either); every running replica has
+ * master_link_status:up; and all running nodes agree on cluster_current_epoch. A node is marked
+ * failed only by a majority of the masters, so a cluster with half its masters or more stopped
+ * never converges.
  *
  * Same threading rules as fixture.h (one thread, the one that keeps the servers alive).
  * Functions that fail print a line starting with "fixture:" on stderr.
@@ -94,7 +96,8 @@ int fixture_cluster_start(fixture_redis_cluster *rc, unsigned masters, unsigned 
                           const char *extra_conf);
 int fixture_cluster_wait_formed(fixture_redis_cluster *rc);
 
-/* Stop every node of rc (as fixture_stop() does) and give back its bus ports. Safe to call twice,
+/* Stop every node of rc (as fixture_stop() does) and give back its bus ports (after
+ * fixture_stop_all() alone, they stay claimed until the process exits). Safe to call twice,
  * on a failed form, or on a cluster fixture_stop_all() already stopped. */
 void fixture_cluster_stop(fixture_redis_cluster *rc);
 

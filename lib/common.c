@@ -79,6 +79,12 @@ int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *sr
     return 0;
 }
 
+void redlock__buf_trim(redlock__buf *b, const redlock__alloc *a)
+{
+    if (b->len == 0 && b->cap > REDLOCK__BUF_KEEP)
+        redlock__buf_free(b, a);
+}
+
 void redlock__buf_free(redlock__buf *b, const redlock__alloc *a)
 {
     redlock__free(a, b->data);

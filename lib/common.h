@@ -76,6 +76,12 @@ typedef struct redlock__buf {
 /* Append n bytes; returns 0 or REDLOCK_ENOMEM (buffer unchanged). */
 int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n);
 void redlock__buf_free(redlock__buf *b, const redlock__alloc *a);
+/* An empty buffer whose capacity a burst raised above this is freed (redlock__buf_trim): an idle
+ * client does not keep its largest write's worth of memory per node. Steady traffic of up to
+ * this much per write keeps its buffer. */
+#define REDLOCK__BUF_KEEP (64u * 1024)
+/* Free b's memory if it is empty and holds more than REDLOCK__BUF_KEEP bytes. */
+void redlock__buf_trim(redlock__buf *b, const redlock__alloc *a);
 
 /* snprintf into a fixed buffer that never fails (truncates). */
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)

@@ -271,6 +271,7 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
                  "connection attempt failed (%u in a row): %s (next attempt in %llu ms)",
                  n->connect_failures, n->last_error, next_ms);
     n->held.len = 0;
+    redlock__buf_trim(&n->held, n->cfg.alloc);
     n->skip_replies = 0;
     redlock__handshake_reset(&n->handshake);
     uv_timer_stop(&n->deadline_timer);
@@ -385,6 +386,7 @@ static void set_ready(redlock__node *n)
             return;
         }
         n->held.len = 0;
+        redlock__buf_trim(&n->held, n->cfg.alloc);
     }
     redlock__stream_flush(&n->stream);
     send_kept(n);

@@ -172,6 +172,7 @@ static void on_write(uv_write_t *req, int status)
     if (c->detached)
         return;
     redlock__stream *s = c->stream;
+    redlock__buf_trim(&c->inflight, s->cfg.alloc); /* a burst's buffer goes, a steady one stays */
     if (status < 0) {
         fail_io_uv(s, "write", status);
         return;

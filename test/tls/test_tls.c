@@ -172,11 +172,21 @@ static void missing_client_certificate(void **state)
     t_expect_error(&rel, 1, "tls: server requires a client certificate");
     h_close_client(&env.h, c);
 
+    /* With a certificate from an unrelated CA the server sends an alert and closes. In TLS 1.3
+     * the client has finished its side of the handshake and written its first commands by then;
+     * the server closes with them unread, so its TCP stack sends a reset, and a client that had
+     * not read the alert before the reset came (a slow one: under valgrind, every time) loses it
+     * with the reset. The library then says what it can still tell, the other message; either
+     * names the client certificate. */
     o.tls_cert_file = t_path("other-client.crt");
     o.tls_key_file = t_path("other-client.key");
     c = t_client(&env, env.tls->urls, 5, &o);
     char last[160];
-    if (!t_wait_node_error(&env, c, 0, "tls: server rejected the client certificate", 30000, last))
+    if (!t_wait_node_error(&env, c, 0, "client certificate", 30000, last))
+        fail_msg("node 0 error \"%s\"", last);
+    /* ("tls: server rejected the client certificate (...)" or "tls: server closed the connection
+     * after the handshake (did it reject the client certificate?)"), never "requires". */
+    if (strstr(last, "requires a client certificate") != NULL)
         fail_msg("node 0 error \"%s\"", last);
     t_stop(&env);
 }

@@ -349,10 +349,15 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
     const char *key = ck->probe_key, *token = ck->probe_token;
     char ttl[32];
     snprintf(ttl, sizeof(ttl), "%d", PROBE_TTL_MS);
-    /* Every script the handshake loads (lib/handshake.c), the fenced ones too. */
+    /* Every script the handshake loads (lib/handshake.c): the fenced ones, those of a set and
+     * a waiter's too. */
     const redlock__script *scripts[] = {
-        &redlock__script_extend,         &redlock__script_release, &redlock__script_inspect,
-        &redlock__script_acquire_fenced, &redlock__script_commit,  &redlock__script_extend_fenced,
+        &redlock__script_extend,         &redlock__script_release,
+        &redlock__script_inspect,        &redlock__script_acquire_fenced,
+        &redlock__script_commit,         &redlock__script_extend_fenced,
+        &redlock__script_acquire_multi,  &redlock__script_extend_multi,
+        &redlock__script_release_multi,  &redlock__script_inspect_multi,
+        &redlock__script_acquire_queued, &redlock__script_release_queued,
     };
     char fence_key[sizeof(ck->probe_key) + REDLOCK__FENCE_SUFFIX_LEN];
     snprintf(fence_key, sizeof(fence_key), "%s" REDLOCK__FENCE_SUFFIX, key);
@@ -433,6 +438,36 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
              "PUBLISH on the lock keys' channels is not allowed for this user: releases do not "
              "wake waiting clients, which poll every retry_delay_ms instead (allow +publish "
              "+subscribe and the channels, e.g. &locks:*)");
+
+    /* What the scripts of a set (EXISTS) and of a waiter's queue (KEY:queue, KEY:queue-due:
+     * TIME and the sorted set's and the hash's commands) call, tried directly so that a refusal
+     * names its command. Without them an acquire of several resources, or one that waits,
+     * gets an error vote from this node. The probe's entries are removed again. */
+    char queue_key[sizeof(ck->probe_key) + REDLOCK__QUEUE_SUFFIX_LEN];
+    char due_key[sizeof(ck->probe_key) + REDLOCK__DUE_SUFFIX_LEN];
+    snprintf(queue_key, sizeof(queue_key), "%s" REDLOCK__QUEUE_SUFFIX, key);
+    snprintf(due_key, sizeof(due_key), "%s" REDLOCK__DUE_SUFFIX, key);
+    const char *exists[] = {"EXISTS", key};
+    const char *time_now[] = {"TIME"};
+    const char *zadd[] = {"ZADD", queue_key, "NX", "1", token};
+    const char *zrange[] = {"ZRANGE", queue_key, "0", "0"};
+    const char *zrem[] = {"ZREM", queue_key, token};
+    const char *hset[] = {"HSET", due_key, token, "1"};
+    const char *hget[] = {"HGET", due_key, token};
+    const char *hdel[] = {"HDEL", due_key, token};
+    struct {
+        const char *what;
+        const char **argv;
+        int argc;
+    } queued[] = {{"exists", exists, 2}, {"time", time_now, 1}, {"zadd", zadd, 5},
+                  {"zrange", zrange, 4}, {"zrem", zrem, 3},    {"hset", hset, 4},
+                  {"hget", hget, 3},     {"hdel", hdel, 3}};
+    for (size_t i = 0; i < sizeof(queued) / sizeof(queued[0]); i++) {
+        if ((r = probe(ck, nc, ctx, queued[i].what, true, queued[i].argc, queued[i].argv, ok)) ==
+            NULL)
+            return;
+        freeReplyObject(r);
+    }
 }
 
 /* ---- one node ------------------------------------------------------------------------------ */

@@ -193,6 +193,38 @@ static void recipe_runs_whole_api(void **state)
     rc = h_release(&env, lock, &rec);
     assert_int_equal(rc, 0);
     redlock_lock_free(lock);
+
+    /* A waiter (the queue's scripts) behind a holder, woken by its release; then a set. */
+    rc = h_acquire(&env, c, "queued", 10000, NULL, &rec);
+    expect_won_cleanly("acquire before a waiter", rc, &rec);
+    lock = rec.lock;
+    redlock_lock_opts wait;
+    redlock_lock_opts_init(&wait);
+    wait.wait_ms = H_WAIT_MS;
+    h_record waiter;
+    memset(&waiter, 0, sizeof(waiter));
+    assert_int_equal(redlock_acquire(c, "queued", 6, 10000, &wait, h_record_cb, &waiter), 0);
+    h_wait_busy_rounds(&env, c, 1);
+    if (waiter.votes_error != 0)
+        h_dump_record("the waiter's first attempt", &waiter);
+    h_release_ok(&env, lock, NULL);
+    assert_true(h_run_until(&env.loop, &waiter.calls, 1, H_WAIT_MS));
+    expect_won_cleanly("a waiter's acquire", waiter.status, &waiter);
+    rc = h_release(&env, waiter.lock, &rec);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rec.votes_error, 0);
+    redlock_lock_free(waiter.lock);
+    const void *set[2] = {"set:a", "set:b"};
+    size_t set_lens[2] = {5, 5};
+    memset(&rec, 0, sizeof(rec));
+    assert_int_equal(redlock_acquire_multi(c, set, set_lens, 2, 10000, NULL, h_record_cb, &rec), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    expect_won_cleanly("acquire of a set", rec.status, &rec);
+    lock = rec.lock;
+    rc = h_release(&env, lock, &rec);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rec.votes_error, 0);
+    redlock_lock_free(lock);
     h_close_client(&env, c);
     expect_nothing_refused();
 

@@ -460,7 +460,7 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
         const char **argv;
         int argc;
     } queued[] = {{"exists", exists, 2}, {"time", time_now, 1}, {"zadd", zadd, 5},
-                  {"zrange", zrange, 4}, {"zrem", zrem, 3},    {"hset", hset, 4},
+                  {"zrange", zrange, 4}, {"zrem", zrem, 3},     {"hset", hset, 4},
                   {"hget", hget, 3},     {"hdel", hdel, 3}};
     for (size_t i = 0; i < sizeof(queued) / sizeof(queued[0]); i++) {
         if ((r = probe(ck, nc, ctx, queued[i].what, true, queued[i].argc, queued[i].argv, ok)) ==

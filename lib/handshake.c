@@ -53,19 +53,11 @@ int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlo
     /* Every script, the fenced ones, those of a set and a waiter's too: a client that takes
      * such a lock on a connection made before finds them cached (one round trip per script saved
      * on its first use). */
-    const redlock__script *scripts[] = {
-        &redlock__script_extend,         &redlock__script_release,
-        &redlock__script_inspect,        &redlock__script_acquire_fenced,
-        &redlock__script_commit,         &redlock__script_extend_fenced,
-        &redlock__script_acquire_multi,  &redlock__script_extend_multi,
-        &redlock__script_release_multi,  &redlock__script_inspect_multi,
-        &redlock__script_acquire_queued, &redlock__script_release_queued,
-    };
-    for (size_t i = 0; rc == 0 && i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+    for (size_t i = 0; rc == 0 && i < REDLOCK__SCRIPTS; i++) {
         argv[0] = "SCRIPT", argvlen[0] = 6;
         argv[1] = "LOAD", argvlen[1] = 4;
-        argv[2] = scripts[i]->source, argvlen[2] = scripts[i]->source_len;
-        rc = append_step(hs, out, alloc, 3, argv, argvlen, REDLOCK__HS_SCRIPT, scripts[i]);
+        argv[2] = redlock__scripts[i]->source, argvlen[2] = redlock__scripts[i]->source_len;
+        rc = append_step(hs, out, alloc, 3, argv, argvlen, REDLOCK__HS_SCRIPT, redlock__scripts[i]);
     }
     if (rc == 0) {
         argv[0] = "INFO", argvlen[0] = 4;

@@ -319,3 +319,12 @@ const redlock__script redlock__script_release_queued = {
     sizeof(RELEASE_QUEUED_SOURCE) - 1,
     "90a12a40d62e3daa1ffd3c7076f3ba8f6440254e",
 };
+
+const redlock__script *const redlock__scripts[REDLOCK__SCRIPTS] = {
+    &redlock__script_extend,         &redlock__script_release,
+    &redlock__script_inspect,        &redlock__script_acquire_fenced,
+    &redlock__script_commit,         &redlock__script_extend_fenced,
+    &redlock__script_acquire_multi,  &redlock__script_extend_multi,
+    &redlock__script_release_multi,  &redlock__script_inspect_multi,
+    &redlock__script_acquire_queued, &redlock__script_release_queued,
+};

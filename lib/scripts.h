@@ -60,4 +60,8 @@ extern const redlock__script redlock__script_acquire_queued;
  * and was deleted (the notification names the queue's next head), else 0. */
 extern const redlock__script redlock__script_release_queued;
 
+/* Every script above, in the order the handshake loads them (handshake.c, and the tool's check). */
+#define REDLOCK__SCRIPTS 12
+extern const redlock__script *const redlock__scripts[REDLOCK__SCRIPTS];
+
 #endif

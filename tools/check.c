@@ -349,16 +349,6 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
     const char *key = ck->probe_key, *token = ck->probe_token;
     char ttl[32];
     snprintf(ttl, sizeof(ttl), "%d", PROBE_TTL_MS);
-    /* Every script the handshake loads (lib/handshake.c): the fenced ones, those of a set and
-     * a waiter's too. */
-    const redlock__script *scripts[] = {
-        &redlock__script_extend,         &redlock__script_release,
-        &redlock__script_inspect,        &redlock__script_acquire_fenced,
-        &redlock__script_commit,         &redlock__script_extend_fenced,
-        &redlock__script_acquire_multi,  &redlock__script_extend_multi,
-        &redlock__script_release_multi,  &redlock__script_inspect_multi,
-        &redlock__script_acquire_queued, &redlock__script_release_queued,
-    };
     char fence_key[sizeof(ck->probe_key) + REDLOCK__FENCE_SUFFIX_LEN];
     snprintf(fence_key, sizeof(fence_key), "%s" REDLOCK__FENCE_SUFFIX, key);
     redisReply *r;
@@ -389,8 +379,8 @@ static void try_commands(checker *ck, node_check *nc, redisContext *ctx, bool *o
     }
 
     bool loaded = true;
-    for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
-        const char *load[] = {"SCRIPT", "LOAD", scripts[i]->source};
+    for (size_t i = 0; i < REDLOCK__SCRIPTS; i++) { /* every script the handshake loads */
+        const char *load[] = {"SCRIPT", "LOAD", redlock__scripts[i]->source};
         if ((r = probe(ck, nc, ctx, "script|load", false, 3, load, ok)) == NULL)
             return;
         if (r->type != REDIS_REPLY_STRING)

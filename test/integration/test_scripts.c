@@ -11,14 +11,6 @@
 
 #define N 5
 
-static const redlock__script *const all_scripts[] = {
-    &redlock__script_extend,         &redlock__script_release,
-    &redlock__script_inspect,        &redlock__script_acquire_fenced,
-    &redlock__script_commit,         &redlock__script_extend_fenced,
-    &redlock__script_acquire_multi,  &redlock__script_extend_multi,
-    &redlock__script_release_multi,  &redlock__script_inspect_multi,
-    &redlock__script_acquire_queued, &redlock__script_release_queued};
-
 /* 1 if server i has the script cached, 0 if not, -1 on error. */
 static int script_exists(h_env *env, unsigned i, const char *sha1)
 {
@@ -39,8 +31,8 @@ static void flush_scripts(h_env *env)
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_STATUS);
         freeReplyObject(r);
-        for (size_t k = 0; k < sizeof(all_scripts) / sizeof(all_scripts[0]); k++)
-            assert_int_equal(script_exists(env, i, all_scripts[k]->sha1), 0);
+        for (size_t k = 0; k < REDLOCK__SCRIPTS; k++)
+            assert_int_equal(script_exists(env, i, redlock__scripts[k]->sha1), 0);
     }
 }
 
@@ -50,8 +42,8 @@ static void script_sha1s_match_the_server(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, 1, NULL);
-    for (size_t k = 0; k < sizeof(all_scripts) / sizeof(all_scripts[0]); k++) {
-        const redlock__script *s = all_scripts[k];
+    for (size_t k = 0; k < REDLOCK__SCRIPTS; k++) {
+        const redlock__script *s = redlock__scripts[k];
         assert_int_equal(strlen(s->source), s->source_len);
         assert_int_equal(strlen(s->sha1), 40);
         const char *argv[3] = {"SCRIPT", "LOAD", s->source};

@@ -28,20 +28,6 @@
 #define FAILOVER_ATTEMPTS 3
 #define MIGRATE_BATCH 100
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 static bool in_range(const fixture_redis_cluster *rc, unsigned i, const char *what)
 {
     if (rc && i < rc->n)
@@ -143,21 +129,21 @@ static int start_node(fixture_redis_cluster *rc, unsigned i, const char *extra_c
 /* Retry CLUSTER REPLICATE until the replica has heard of its master through gossip. */
 static int replicate(fixture_redis_cluster *rc, unsigned replica, unsigned master)
 {
-    long long deadline_ms = now_ms() + FIXTURE_CLUSTER_WAIT_MS;
+    long long deadline_ms = fixture_now_ms() + FIXTURE_CLUSTER_WAIT_MS;
     for (;;) {
         redisReply *r =
             fixture_cluster_command(rc, replica, "CLUSTER REPLICATE %s", rc->ids[master]);
         bool ok = r && r->type == REDIS_REPLY_STATUS;
         bool unknown = r && r->type == REDIS_REPLY_ERROR && strstr(r->str, "Unknown node");
-        if (!ok && (!unknown || now_ms() >= deadline_ms))
+        if (!ok && (!unknown || fixture_now_ms() >= deadline_ms))
             fprintf(stderr, "fixture: CLUSTER REPLICATE on node %u: %s\n", replica,
                     r && r->str ? r->str : "no reply");
         freeReplyObject(r);
         if (ok)
             return 0;
-        if (!unknown || now_ms() >= deadline_ms)
+        if (!unknown || fixture_now_ms() >= deadline_ms)
             return -1;
-        sleep_ms(POLL_MS);
+        fixture_sleep_ms(POLL_MS);
     }
 }
 
@@ -409,9 +395,9 @@ int fixture_cluster_failover(fixture_redis_cluster *rc, unsigned replica, const 
         if (asked != 0 && !says_master(rc, replica))
             goto out;
         // The servers give up a manual failover after a few seconds: ask again if so.
-        long long deadline_ms = now_ms() + FAILOVER_ATTEMPT_MS;
-        while (!says_master(rc, replica) && now_ms() < deadline_ms)
-            sleep_ms(POLL_MS);
+        long long deadline_ms = fixture_now_ms() + FAILOVER_ATTEMPT_MS;
+        while (!says_master(rc, replica) && fixture_now_ms() < deadline_ms)
+            fixture_sleep_ms(POLL_MS);
         if (says_master(rc, replica))
             result = 0;
     }

@@ -15,20 +15,6 @@
 /* Each poll asks every node a few commands over fresh connections: not too often. */
 #define POLL_MS 50
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 /* Running and answering: started, not killed, not paused. */
 bool cluster_view_node_up(const fixture_redis_cluster *rc, unsigned i)
 {
@@ -317,7 +303,7 @@ int cluster_view_wait(fixture_redis_cluster *rc, const cluster_view *expect, lon
         fprintf(stderr, "fixture: %s: out of memory\n", what);
         return -1;
     }
-    long long deadline_ms = now_ms() + timeout_ms;
+    long long deadline_ms = fixture_now_ms() + timeout_ms;
     char why[256] = "";
     int result = -1;
     for (;;) {
@@ -327,12 +313,12 @@ int cluster_view_wait(fixture_redis_cluster *rc, const cluster_view *expect, lon
             result = 0;
             break;
         }
-        if (now_ms() >= deadline_ms) {
+        if (fixture_now_ms() >= deadline_ms) {
             fprintf(stderr, "fixture: %s: not converged after %lld ms: %s\n", what, timeout_ms,
                     why);
             break;
         }
-        sleep_ms(POLL_MS);
+        fixture_sleep_ms(POLL_MS);
     }
     free(ref);
     free(cur);

@@ -58,14 +58,14 @@ static bool atexit_registered;
 
 enum { SERVER_READY, SERVER_EXITED, SERVER_TIMED_OUT };
 
-static long long now_ms(void)
+long long fixture_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(int ms)
+void fixture_sleep_ms(int ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -412,7 +412,7 @@ static bool ping_answered(redisContext *ctx)
 static int wait_ready(fixture_cluster *c, live_cluster *e, unsigned i)
 {
     fixture_server *s = &c->servers[i];
-    long long deadline_ms = now_ms() + READY_TIMEOUT_MS;
+    long long deadline_ms = fixture_now_ms() + READY_TIMEOUT_MS;
     for (;;) {
         pid_t r = wait_child(s->pid, NULL, WNOHANG);
         if (r == s->pid || (r < 0 && errno == ECHILD)) {
@@ -424,9 +424,9 @@ static int wait_ready(fixture_cluster *c, live_cluster *e, unsigned i)
         if (ping_answered(redisConnectUnixWithTimeout(s->unix_path, tv)) &&
             ping_answered(redisConnectWithTimeout("127.0.0.1", s->port, tv)))
             return SERVER_READY;
-        if (now_ms() >= deadline_ms)
+        if (fixture_now_ms() >= deadline_ms)
             return SERVER_TIMED_OUT;
-        sleep_ms(READY_POLL_MS);
+        fixture_sleep_ms(READY_POLL_MS);
     }
 }
 
@@ -469,7 +469,7 @@ static int ensure_ready(fixture_cluster *c, live_cluster *e, unsigned i, bool ke
             return -1;
         }
         if (keep_port) {
-            sleep_ms(RESTART_RETRY_DELAY_MS);
+            fixture_sleep_ms(RESTART_RETRY_DELAY_MS);
         } else {
             int port = pick_port();
             if (port < 0)

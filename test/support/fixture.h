@@ -119,4 +119,9 @@ redisReply *fixture_command_argv(fixture_cluster *c, unsigned i, int argc, const
  * (which another process may then take). Nothing listens on it until the caller binds it. */
 int fixture_free_port(void);
 
+/* The monotonic clock in ms, and a sleep that EINTR does not cut short (for the fixtures' bounded
+ * waits). */
+long long fixture_now_ms(void);
+void fixture_sleep_ms(int ms);
+
 #endif /* REDLOCK_TEST_FIXTURE_H */

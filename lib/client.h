@@ -95,6 +95,7 @@ struct redlock_lock {
     bool queue_channel_watched; /* and the queue's (the queue's name) */
     char *queue_keys;
     uint64_t place_us;
+    uint64_t place_ttl_ms; /* how long a node keeps its place after an attempt (ops.c) */
     size_t waiter_len;
     char waiter[2 * REDLOCK__WAITER_BYTES + 1];
     size_t token_len;
@@ -175,6 +176,8 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
 /* A handle for a set of count >= 1 resources (checked by redlock__check_resources). */
 redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resources,
                                     const size_t *lens, unsigned count);
+/* Key i (0..n_more) of the lock, prefix included. */
+const char *redlock__lock_key(const redlock_lock *lock, unsigned i, size_t *len);
 /* Whether key is one of the lock's keys. */
 bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len);
 void redlock__lock_ref(redlock_lock *lock);

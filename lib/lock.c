@@ -62,12 +62,18 @@ redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resour
     return lock;
 }
 
+const char *redlock__lock_key(const redlock_lock *lock, unsigned i, size_t *len)
+{
+    *len = i == 0 ? lock->key_len : lock->more[i - 1].len;
+    return i == 0 ? lock->key : lock->more[i - 1].ptr;
+}
+
 bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len)
 {
-    if (lock->key_len == len && memcmp(lock->key, key, len) == 0)
-        return true;
-    for (unsigned i = 0; i < lock->n_more; i++) {
-        if (lock->more[i].len == len && memcmp(lock->more[i].ptr, key, len) == 0)
+    for (unsigned i = 0; i <= lock->n_more; i++) {
+        size_t key_len;
+        const char *k = redlock__lock_key(lock, i, &key_len);
+        if (key_len == len && memcmp(k, key, len) == 0)
             return true;
     }
     return false;
@@ -130,11 +136,11 @@ const void *redlock_lock_resource_at(const redlock_lock *lock, unsigned i, size_
             *len = 0;
         return NULL;
     }
-    if (i == 0)
-        return redlock_lock_resource(lock, len);
+    size_t key_len;
+    const char *key = redlock__lock_key(lock, i, &key_len);
     if (len != NULL)
-        *len = lock->more[i - 1].len - lock->prefix_len;
-    return lock->more[i - 1].ptr + lock->prefix_len;
+        *len = key_len - lock->prefix_len;
+    return key + lock->prefix_len;
 }
 
 const char *redlock_lock_token(const redlock_lock *lock, size_t *len)

@@ -149,6 +149,31 @@ static uint64_t place_ttl_ms(const redlock_client *c)
     return REDLOCK__MIN(ttl, (uint64_t)PLACE_TTL_MAX_MS);
 }
 
+/* A waiter's names in lock->queue_keys (queue_join): the resource's queue, its waiters'
+ * deadlines, and the waiter's own channel (the queue's name, ":" and the waiter's id), each
+ * NUL-terminated, in that order. */
+static const char *queue_name(const redlock_lock *lock, size_t *len)
+{
+    *len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
+    return lock->queue_keys;
+}
+
+static const char *due_name(const redlock_lock *lock, size_t *len)
+{
+    size_t queue_len;
+    const char *queue = queue_name(lock, &queue_len);
+    *len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
+    return queue + queue_len + 1;
+}
+
+static const char *waiter_channel(const redlock_lock *lock, size_t *len)
+{
+    size_t due_len;
+    const char *due = due_name(lock, &due_len);
+    *len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN + 1 + lock->waiter_len;
+    return due + due_len + 1;
+}
+
 static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
                         uint64_t ttl_ms, bool retake)
 {
@@ -184,15 +209,12 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     /* A waiter's attempts and releases go through the resource's queue; a release leaves it
      * only when its caller says so (round_leave_queue). */
     if (lock->queued && (kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_RELEASE)) {
-        size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
-        r->cmd.queue_key = lock->queue_keys;
-        r->cmd.queue_key_len = queue_len;
-        r->cmd.due_key = lock->queue_keys + queue_len + 1;
-        r->cmd.due_key_len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
+        r->cmd.queue_key = queue_name(lock, &r->cmd.queue_key_len);
+        r->cmd.due_key = due_name(lock, &r->cmd.due_key_len);
         r->cmd.waiter = lock->waiter;
         r->cmd.waiter_len = kind == REDLOCK__CMD_ACQUIRE ? lock->waiter_len : 0;
         r->cmd.place_us = lock->place_us;
-        r->cmd.place_ttl_ms = place_ttl_ms(c);
+        r->cmd.place_ttl_ms = lock->place_ttl_ms;
     }
     for (unsigned i = 0; i < n; i++) {
         r->results[i].url = c->urls[i].redacted;
@@ -347,21 +369,12 @@ static void op_complete(op *o, int status)
     op_deliver(o);
 }
 
-/* The waiter's own channel: the queue's name, ":" and the waiter's id (scripts.c). */
-static const char *waiter_channel(const redlock_lock *lock, size_t *len)
-{
-    size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
-    size_t due_len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
-    *len = queue_len + 1 + lock->waiter_len;
-    return lock->queue_keys + queue_len + 1 + due_len + 1;
-}
-
 /* Stop watching the first n of the lock's keys. */
 static void lock_unwatch(redlock_client *c, const redlock_lock *lock, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
-        const char *key = i == 0 ? lock->key : lock->more[i - 1].ptr;
-        size_t len = i == 0 ? lock->key_len : lock->more[i - 1].len;
+        size_t len;
+        const char *key = redlock__lock_key(lock, i, &len);
         c->io->ops->watch(c->io, key, len, false);
     }
 }
@@ -371,8 +384,8 @@ static void lock_unwatch(redlock_client *c, const redlock_lock *lock, unsigned n
 static int lock_watch(redlock_client *c, const redlock_lock *lock)
 {
     for (unsigned i = 0; i <= lock->n_more; i++) {
-        const char *key = i == 0 ? lock->key : lock->more[i - 1].ptr;
-        size_t len = i == 0 ? lock->key_len : lock->more[i - 1].len;
+        size_t len;
+        const char *key = redlock__lock_key(lock, i, &len);
         if (c->io->ops->watch(c->io, key, len, true) != 0) {
             lock_unwatch(c, lock, i);
             return REDLOCK_ENOMEM;
@@ -430,14 +443,16 @@ static void op_deliver(op *o)
     /* A closing client's io drops every watch itself. */
     if (o->watching && !c->closing) {
         lock_unwatch(c, lock, lock->n_more + 1);
+        size_t len;
+        const char *channel;
         if (lock->channel_watched) {
-            size_t len;
-            const char *channel = waiter_channel(lock, &len);
+            channel = waiter_channel(lock, &len);
             c->io->ops->watch(c->io, channel, len, false);
         }
-        if (lock->queue_channel_watched)
-            c->io->ops->watch(c->io, lock->queue_keys, lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN,
-                              false);
+        if (lock->queue_channel_watched) {
+            channel = queue_name(lock, &len);
+            c->io->ops->watch(c->io, channel, len, false);
+        }
     }
     lock->channel_watched = false;
     lock->queue_channel_watched = false;
@@ -891,9 +906,9 @@ static bool is_own_channel(const op *o, const char *channel, size_t len)
 
 static bool is_queue_channel(const op *o, const char *channel, size_t len)
 {
-    return o->lock->queue_channel_watched &&
-           same_bytes(o->lock->queue_keys, o->lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN, channel,
-                      len);
+    size_t queue_len;
+    const char *queue = queue_name(o->lock, &queue_len);
+    return o->lock->queue_channel_watched && same_bytes(queue, queue_len, channel, len);
 }
 
 /* A node says a key was released, on one of three channels (scripts.c):
@@ -1073,6 +1088,7 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
     memcpy(channel + queue_len + 1, lock->waiter, lock->waiter_len + 1);
     lock->queue_keys = names;
     lock->place_us = (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
+    lock->place_ttl_ms = place_ttl_ms(c);
     lock->queued = true;
     lock->queue_channel_watched = c->io->ops->watch(c->io, queue, queue_len, true) == 0;
     lock->channel_watched = c->io->ops->watch(c->io, channel, channel_len, true) == 0;

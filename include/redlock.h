@@ -253,6 +253,8 @@ REDLOCK_EXTERN int redlock_round_commit_init(redlock_round *commit, const redloc
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
  *   rediss://[[user]:password@]host[:port][/db][?timeout_ms=N]     (TLS)
  *   unix://[[user]:password@]/path/to.sock[?db=N&timeout_ms=N]
+ *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N]
+ *   clusters://...                                                      (the same over TLS)
  *
  * host is an IPv4 address, an IPv6 address in brackets ([::1]) or a host name (resolved at
  * connect time). port defaults to 6379; without a db the connection stays on the server's
@@ -260,7 +262,18 @@ REDLOCK_EXTERN int redlock_round_commit_init(redlock_round *commit, const redloc
  * password may be percent-encoded ('@' must be, as %40); "user@" without a password is an
  * error. rediss:// parses in every build; a client refuses it when the library was built
  * without TLS (see redlock_tls_backend).
+ *
+ * A cluster:// node is a whole Redis Cluster that counts as one vote: host:port and every seed=
+ * (repeat the parameter for more; a seed is host:port or [v6]:port, port 6379 by default) are
+ * asked for the topology, and each key goes to the master owning its hash slot (docs/cluster.md).
+ * A cluster has no db: a path is an error.
  * ------------------------------------------------------------------------------------------- */
+
+/* A cluster's seed, besides the URL's own host and port. */
+typedef struct redlock_url_seed {
+    char *host; /* brackets removed; NULL ends the list */
+    int port;
+} redlock_url_seed;
 
 typedef struct redlock_url {
     bool is_unix;
@@ -272,10 +285,18 @@ typedef struct redlock_url {
     int db;         /* -1 when not given */
     int timeout_ms; /* -1 when not given */
     char *redacted; /* the URL with the password replaced by "***", for logs and errors */
-    bool tls;       /* rediss:// (TLS over TCP); in place of the first reserved slot */
+    bool tls;     /* rediss:// or clusters:// (TLS over TCP); in place of the first reserved slot */
+    bool cluster; /* cluster:// or clusters://; in the padding after tls */
+    /* cluster: the seed= parameters in order, ended by an entry whose host is NULL; NULL when
+     * there are none (and for every other scheme). In place of the second reserved slot. */
+    redlock_url_seed *seeds;
+    /* cluster: wait_replicas=N, how many replicas a write (acquire, extend, fence commit) must
+     * reach (WAIT, within the node's deadline) before the master's yes counts; 0 when not given.
+     * In place of the third reserved slot (an int in a pointer-sized slot). */
+    int wait_replicas;
     /* Zeroed by redlock_url_parse. Room for members a minor release adds without changing the
      * struct's size, each in place of one slot. */
-    uintptr_t reserved[3];
+    uintptr_t reserved[1];
 } redlock_url;
 
 /* Parse text into url (all strings malloc'ed; release with redlock_url_free, also after a
@@ -404,10 +425,13 @@ typedef struct redlock_node_result {
     /* Zeroed by the library. Callers index arrays of this struct (result->nodes[i]), so its size
      * never changes within a soversion: the per-node members of coming releases take these
      * slots, each planned in docs/api.md ("ABI policy"): reserved_u64[0] TLS flags (session
-     * resumed), reserved_ptr[0] the address that answered (Redis Cluster redirects),
-     * reserved_ptr[1] and [2] the TLS version and cipher. */
+     * resumed), reserved_ptr[0] and [1] the TLS version and cipher. */
     uint64_t reserved_u64[3];
-    const void *reserved_ptr[4];
+    /* A node that is a Redis Cluster (cluster://): "host:port" of the master that gave this
+     * vote, after any redirect (NULL when no master answered, and for any other node). In place
+     * of the first reserved pointer. */
+    const char *answered_by;
+    const void *reserved_ptr[3];
 } redlock_node_result;
 
 #define REDLOCK_ERROR_TEXT_MAX 160 /* per-node error texts are at most this long, NUL included */

@@ -373,6 +373,8 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
     c->key_prefix_len = strlen(c->key_prefix);
     c->opts.key_prefix = c->key_prefix;
     rc = parse_nodes(c, node_urls, err, err_len);
+    for (unsigned i = 0; rc == 0 && i < n_nodes; i++)
+        c->has_cluster |= c->urls[i].cluster;
     if (rc == 0)
         rc = redlock__client_tls_setup(c, err, err_len);
     if (rc != 0) {

@@ -35,6 +35,8 @@ struct redlock_client {
     redlock__list locks; /* every live lock handle */
     unsigned api_depth;  /* > 0 while inside a public call: completions are deferred */
     bool closing;
+    /* A node is a Redis Cluster (cluster:// URL): every key of one request must share a slot. */
+    bool has_cluster;
     unsigned close_rounds; /* while closing: releases still out, + 1 while they are started */
     redlock_close_cb close_cb;
     void *close_data;

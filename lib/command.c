@@ -23,6 +23,12 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
         return "fenced acquire";
     case REDLOCK__CMD_COMMIT:
         return "fence commit";
+    case REDLOCK__CMD_CLUSTER_SHARDS:
+        return "CLUSTER SHARDS";
+    case REDLOCK__CMD_CLUSTER_SLOTS:
+        return "CLUSTER SLOTS";
+    case REDLOCK__CMD_WAIT:
+        return "WAIT";
     }
     return "?";
 }
@@ -182,6 +188,14 @@ static int queued_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__bu
     return redlock__resp_append(argc, argv, argvlen, out, alloc);
 }
 
+bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd)
+{
+    if (!redlock__cmd_is_script(cmd) || cmd->queue_key != NULL || cmd->n_more > 0)
+        return false;
+    const redlock__script *s = cmd_script(cmd);
+    return s != &redlock__script_extend && s != &redlock__script_release;
+}
+
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc)
 {
@@ -196,7 +210,15 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
     size_t ttl_len = u64_decimal(ttl, cmd->ttl_ms);
 
 #define ARG(s, n) (argv[argc] = (s), argvlen[argc] = (n), argc++)
-    if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
+    if (cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS || cmd->kind == REDLOCK__CMD_CLUSTER_SLOTS) {
+        ARG("CLUSTER", 7);
+        ARG(cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS ? "SHARDS" : "SLOTS",
+            cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS ? 6 : 5);
+    } else if (cmd->kind == REDLOCK__CMD_WAIT) {
+        ARG("WAIT", 4);
+        ARG(fence, u64_decimal(fence, cmd->fence));
+        ARG(ttl, ttl_len);
+    } else if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
         ARG("SET", 3);
         ARG(cmd->key, cmd->key_len);
         ARG(cmd->token, cmd->token_len);
@@ -205,7 +227,7 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
         ARG(ttl, ttl_len);
     } else {
         const redlock__script *s = cmd_script(cmd);
-        bool two_keys = s != &redlock__script_extend && s != &redlock__script_release;
+        bool two_keys = redlock__cmd_uses_fence_key(cmd);
         if (use_eval) {
             ARG("EVAL", 4);
             ARG(s->source, s->source_len);
@@ -322,6 +344,8 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
     data->value_len = 0;
     data->pttl_ms = -2;
     data->counter = 0;
+    data->raw = NULL;
+    data->answered_by = NULL;
     if (reply->type == REDIS_REPLY_ERROR) {
         if (redlock__cmd_is_script(cmd) && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
@@ -329,7 +353,17 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
         redlock__fmt(err, err_len, "%.*s", (int)REDLOCK__MIN(reply->len, (size_t)200), reply->str);
         return REDLOCK_VOTE_ERROR;
     }
-    if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
+    if (cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS || cmd->kind == REDLOCK__CMD_CLUSTER_SLOTS) {
+        if (reply->type == REDIS_REPLY_ARRAY) { /* what it holds is cluster_map.c's to judge */
+            data->raw = reply;
+            return REDLOCK_VOTE_YES;
+        }
+    } else if (cmd->kind == REDLOCK__CMD_WAIT) {
+        if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0) {
+            data->counter = (uint64_t)reply->integer;
+            return REDLOCK_VOTE_YES;
+        }
+    } else if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
         if (reply->type == REDIS_REPLY_STATUS && reply->len == 2 &&
             memcmp(reply->str, "OK", 2) == 0)
             return REDLOCK_VOTE_YES;

@@ -20,7 +20,14 @@ typedef enum {
     REDLOCK__CMD_RELEASE,        /* compare-and-delete script */
     REDLOCK__CMD_INSPECT,        /* read value, PTTL and fence counter (script) */
     REDLOCK__CMD_ACQUIRE_FENCED, /* SET NX PX and read the counter, atomically (script) */
-    REDLOCK__CMD_COMMIT          /* counter = max(counter, fence) where the token stands */
+    REDLOCK__CMD_COMMIT,         /* counter = max(counter, fence) where the token stands */
+    /* A Redis Cluster's topology (cluster.c): CLUSTER SHARDS, or CLUSTER SLOTS on servers older
+     * than 7. YES with the array in data->raw; no key. */
+    REDLOCK__CMD_CLUSTER_SHARDS,
+    REDLOCK__CMD_CLUSTER_SLOTS,
+    /* WAIT <fence> <ttl_ms>: how many replicas have the writes so far (cluster.c, the replica
+     * wait); YES with the count in data->counter. No key. */
+    REDLOCK__CMD_WAIT
 } redlock__cmd_kind;
 
 /* The name of a lock key's fencing counter: the lock key with this appended. It keeps the lock
@@ -40,7 +47,11 @@ typedef struct redlock__reply_data {
     const char *value; /* NULL: no key */
     size_t value_len;
     int64_t pttl_ms;
-    uint64_t counter; /* the fence counter; 0 when the node has none */
+    uint64_t counter;      /* the fence counter; 0 when the node has none (WAIT: replicas) */
+    const redisReply *raw; /* the reply itself, for the CLUSTER kinds (NULL otherwise) */
+    /* A cluster node's: "host:port" of the master that answered (cluster.c); NULL otherwise.
+     * Valid while the client lives. */
+    const char *answered_by;
 } redlock__reply_data;
 
 typedef struct redlock__cmd {
@@ -78,14 +89,22 @@ typedef struct redlock__cmd {
 /* Whether cmd goes as a script (EVALSHA, or EVAL after a NOSCRIPT). */
 static inline bool redlock__cmd_is_script(const redlock__cmd *cmd)
 {
+    if (cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS)
+        return false;
     return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0 || cmd->queue_key != NULL;
 }
 
 /* Whether a reply to this kind of command carries data (redlock__reply_data) for the caller. */
 static inline bool redlock__cmd_has_data(redlock__cmd_kind kind)
 {
-    return kind == REDLOCK__CMD_INSPECT || kind == REDLOCK__CMD_ACQUIRE_FENCED;
+    return kind == REDLOCK__CMD_INSPECT || kind == REDLOCK__CMD_ACQUIRE_FENCED ||
+           kind >= REDLOCK__CMD_CLUSTER_SHARDS;
 }
+
+/* Whether cmd's script names the fence counter (fence_key) as its second key: INSPECT, the fenced
+ * acquire, the commit and a fenced retake. Keys a command names: key; fence_key when this says
+ * so; more[] (a set); queue_key and due_key (a waiter's). */
+bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd);
 
 /* Append the RESP encoding of cmd to out. Scripts go as EVALSHA, or as EVAL when use_eval (the
  * NOSCRIPT fallback). Returns 0 or REDLOCK_ENOMEM (out unchanged). */

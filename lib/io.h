@@ -33,6 +33,9 @@ struct redlock__req {
     redlock__req_cb cb;
     uint64_t sent_us;     /* set by the IO layer when queued */
     uint64_t deadline_us; /* set by the IO layer */
+    /* A Redis Cluster's ASK redirect (cluster.c): the command goes preceded by ASKING, whose
+     * reply the node reads and drops (it clears the flag then). Only a node of node.c reads it. */
+    bool asking;
 };
 
 typedef struct redlock__io_ops {

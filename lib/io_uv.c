@@ -2,6 +2,7 @@
 /* io_uv.c - io.h on libuv. */
 #include "io_uv.h"
 
+#include "cluster.h"
 #include "notify.h"
 
 #include <stdint.h>
@@ -20,9 +21,10 @@ typedef struct io_uv {
      * path without weakening the randomness. */
     unsigned char pool[RANDOM_POOL];
     size_t pool_left;
-    redlock__chanset chans; /* keys waiters wait for, shared by the subscribers */
-    redlock__sub **subs;    /* one per node: connects only while chans is not empty */
-    redlock__node *nodes[];
+    redlock__chanset chans;      /* keys waiters wait for, shared by the subscribers */
+    redlock__sub **subs;         /* one per node: connects only while chans is not empty */
+    redlock__cluster **clusters; /* per node: the cluster, for a cluster:// node; else NULL */
+    redlock__node *nodes[];      /* per node: the node, for any other; else NULL */
 } io_uv;
 
 static uint64_t io_now_us(redlock__io *io)
@@ -34,7 +36,10 @@ static uint64_t io_now_us(redlock__io *io)
 static void io_send(redlock__io *base, unsigned node, redlock__req *req)
 {
     io_uv *io = (io_uv *)base;
-    redlock__node_send(io->nodes[node], req);
+    if (io->clusters[node] != NULL)
+        redlock__cluster_send(io->clusters[node], req);
+    else
+        redlock__node_send(io->nodes[node], req);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -88,6 +93,7 @@ static void maybe_closed(io_uv *io)
     redlock__alloc alloc = io->alloc;
     redlock__chanset_free(&io->chans, &alloc);
     redlock__free(&alloc, io->subs);
+    redlock__free(&alloc, io->clusters);
     redlock__free(&alloc, io);
 }
 
@@ -109,8 +115,12 @@ static void io_close(redlock__io *base)
     uv_close((uv_handle_t *)&io->timer, on_timer_closed);
     for (unsigned i = 0; i < io->n_nodes; i++)
         redlock__sub_close(io->subs[i], on_node_closed, io);
-    for (unsigned i = 0; i < io->n_nodes; i++)
-        redlock__node_close(io->nodes[i], on_node_closed, io);
+    for (unsigned i = 0; i < io->n_nodes; i++) {
+        if (io->clusters[i] != NULL)
+            redlock__cluster_close(io->clusters[i], on_node_closed, io);
+        else
+            redlock__node_close(io->nodes[i], on_node_closed, io);
+    }
 }
 
 static int io_watch(redlock__io *base, const char *key, size_t len, bool on)
@@ -135,11 +145,18 @@ static void on_sub_message(void *ctx, const char *channel, size_t len, const cha
         io->base.on_notify(&io->base, channel, len, message, message_len);
 }
 
-/* node_config.twin_of: another node connected to the server with this run_id. */
+/* node_config.twin_of: another node connected to the server with this run_id (for a cluster,
+ * a connection of another cluster: a cluster's own servers are one vote together). */
 static const char *io_twin_of(void *ctx, const redlock__node *node, const char *run_id)
 {
     io_uv *io = ctx;
     for (unsigned i = 0; i < io->n_nodes; i++) {
+        if (io->clusters[i] != NULL) {
+            const char *twin = redlock__cluster_twin(io->clusters[i], node, run_id);
+            if (twin != NULL)
+                return twin;
+            continue;
+        }
         const char *other = io->nodes[i] != node ? redlock__node_run_id(io->nodes[i]) : NULL;
         if (other != NULL && strcmp(other, run_id) == 0)
             return redlock__node_name(io->nodes[i]);
@@ -159,6 +176,27 @@ redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
     return i < io->n_nodes ? io->nodes[i] : NULL;
 }
 
+redlock__cluster *redlock__io_uv_cluster(redlock__io *base, unsigned i)
+{
+    if (base == NULL || base->ops != &io_uv_ops)
+        return NULL;
+    io_uv *io = (io_uv *)base;
+    return i < io->n_nodes ? io->clusters[i] : NULL;
+}
+
+bool redlock__io_uv_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
+{
+    redlock__cluster *cl = redlock__io_uv_cluster(base, i);
+    if (cl != NULL) {
+        redlock__cluster_info(cl, out);
+        return true;
+    }
+    const redlock__node *node = redlock__io_uv_node(base, i);
+    if (node != NULL)
+        redlock__node_info(node, out);
+    return node != NULL;
+}
+
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,
                        const redlock__alloc *alloc, redlock__io **out)
 {
@@ -170,7 +208,10 @@ int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsign
     io->alloc = *alloc;
     io->n_nodes = n;
     io->subs = redlock__calloc(alloc, n, sizeof(io->subs[0]));
-    if (io->subs == NULL) {
+    io->clusters = redlock__calloc(alloc, n, sizeof(io->clusters[0]));
+    if (io->subs == NULL || io->clusters == NULL) {
+        redlock__free(alloc, io->subs);
+        redlock__free(alloc, io->clusters);
         redlock__free(alloc, io);
         return REDLOCK_ENOMEM;
     }
@@ -178,22 +219,30 @@ int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsign
         redlock__node_config cfg = cfgs[i];
         cfg.twin_of = io_twin_of;
         cfg.twin_ctx = io;
-        if (redlock__node_new(loop, &cfg, &io->nodes[i]) != 0 ||
+        int rc = cfg.url->cluster ? redlock__cluster_new(loop, &cfg, &io->clusters[i])
+                                  : redlock__node_new(loop, &cfg, &io->nodes[i]);
+        if (rc != 0 ||
             redlock__sub_new(loop, &cfgs[i], &io->chans, on_sub_message, io, &io->subs[i]) != 0) {
-            if (io->nodes[i] != NULL)
-                redlock__node_free_unstarted(io->nodes[i]);
-            while (i-- > 0) {
-                redlock__node_free_unstarted(io->nodes[i]);
-                redlock__sub_free_unstarted(io->subs[i]);
+            for (unsigned j = i + 1; j-- > 0;) { /* i itself, then those before */
+                if (io->nodes[j] != NULL)
+                    redlock__node_free_unstarted(io->nodes[j]);
+                if (io->clusters[j] != NULL)
+                    redlock__cluster_free_unstarted(io->clusters[j]);
+                if (io->subs[j] != NULL)
+                    redlock__sub_free_unstarted(io->subs[j]);
             }
             redlock__free(alloc, io->subs);
+            redlock__free(alloc, io->clusters);
             redlock__free(alloc, io);
             return REDLOCK_ENOMEM;
         }
     }
     uv_timer_init(loop, &io->timer);
     for (unsigned i = 0; i < n; i++) {
-        redlock__node_start(io->nodes[i]);
+        if (io->clusters[i] != NULL)
+            redlock__cluster_start(io->clusters[i]);
+        else
+            redlock__node_start(io->nodes[i]);
         redlock__sub_start(io->subs[i]);
     }
     *out = &io->base;

@@ -215,7 +215,8 @@ static void on_deadline(uv_timer_t *t)
                  (unsigned long long)(n->cfg.timeout_us / 1000));
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
         redlock__req *req = fifo_pop(n);
-        n->skip_replies++; /* its reply, if it ever comes, is read and dropped */
+        n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, are dropped */
+        req->asking = false;
         complete(n, req, REDLOCK_VOTE_TIMEOUT, why, NULL, now);
     }
     if (n->state == NODE_CLOSING)
@@ -466,6 +467,10 @@ static void handle_reply(redlock__node *n, const redisReply *r)
         n->skip_replies--;
         return;
     }
+    if (n->head != NULL && n->head->asking) { /* the reply to ASKING: the command's follows */
+        n->head->asking = false;
+        return;
+    }
     redlock__req *req = fifo_pop(n);
     if (req == NULL) {
         node_fail(n, REDLOCK_LOG_ERROR, "protocol error: reply without a request");
@@ -625,7 +630,12 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     }
     bool ready = n->state == NODE_READY;
     redlock__buf *out = ready ? redlock__stream_out(&n->stream) : &n->held;
-    if (redlock__cmd_append(req->cmd, false, out, n->cfg.alloc) != 0) {
+    size_t before = out->len;
+    static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+    if ((req->asking && redlock__buf_append(out, n->cfg.alloc, asking, sizeof(asking) - 1) != 0) ||
+        redlock__cmd_append(req->cmd, false, out, n->cfg.alloc) != 0) {
+        out->len = before;
+        req->asking = false;
         complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }

@@ -37,6 +37,7 @@
 
 #include "abi.h"
 #include "quorum.h"
+#include "slot.h"
 
 typedef enum { OP_LOCK, OP_EXTEND, OP_UNLOCK, OP_INSPECT } op_kind;
 
@@ -237,6 +238,8 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         redlock__fmt(slot, REDLOCK_ERROR_TEXT_MAX, "%s", error);
         res->error = slot;
     }
+    if (data != NULL) /* a cluster node's: which master answered */
+        res->answered_by = data->answered_by;
     /* The counter a fenced acquire's yes read, or the one inspect saw (0 otherwise). */
     if (data != NULL && (vote == REDLOCK_VOTE_YES || r->cmd.kind == REDLOCK__CMD_INSPECT))
         res->fence = data->counter;
@@ -1094,6 +1097,44 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
     lock->channel_watched = c->io->ops->watch(c->io, channel, channel_len, true) == 0;
 }
 
+/* On a client with a cluster node, every key of one script must lie in one hash slot (the
+ * cluster refuses it otherwise): the keys of a set, and a fenced lock's key and counter. The
+ * library never renames keys (plain nodes keep theirs), so the caller gives the resources a hash
+ * tag. Returns 0 or REDLOCK_EINVAL with a message. */
+static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool fencing)
+{
+    size_t len = 0;
+    const char *key = redlock__lock_key(lock, 0, &len);
+    unsigned slot = redlock__key_slot(key, len);
+    for (unsigned i = 1; i < redlock_lock_resource_count(lock); i++) {
+        size_t other_len = 0;
+        const char *other = redlock__lock_key(lock, i, &other_len);
+        if (redlock__key_slot(other, other_len) != slot)
+            return redlock__client_error(
+                c, REDLOCK_EINVAL,
+                "resources 0 and %u lie in different hash slots of a cluster node: give them one "
+                "hash tag, as in {orders}:a and {orders}:b (docs/cluster.md)",
+                i);
+    }
+    size_t tag_start = 0, tag_len = 0;
+    if (fencing && !redlock__key_hash_tag(key, len, &tag_start, &tag_len)) /* the counter's slot
+                                                                                is the tag's */
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "a fenced lock on a cluster node needs a resource with a hash tag, as in "
+            "{orders}, so that its counter (<resource>%s) lies in the same slot "
+            "(docs/cluster.md)",
+            REDLOCK__FENCE_SUFFIX);
+    return 0;
+}
+
+/* Whether a waiter's queue and deadlines lie in its key's slot (always, without a cluster). */
+static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
+{
+    size_t start = 0, tag_len = 0;
+    return !c->has_cluster || redlock__key_hash_tag(lock->key, lock->key_len, &start, &tag_len);
+}
+
 /* The checks of an acquire's or an inspect's resources: one (the messages of the calls for one
  * resource), or a set. */
 static int check_set_call(redlock_client *c, const void *const *resources, const size_t *lens,
@@ -1168,6 +1209,10 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
     redlock_lock *lock = redlock__lock_new_set(c, resources, lens, count);
     if (lock == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    if (c->has_cluster && (rc = check_cluster_slots(c, lock, opts->fencing)) != 0) {
+        redlock__lock_unref(lock);
+        return rc;
+    }
     lock->ttl_ms = ttl_ms;
     lock->fencing = opts->fencing;
     lock->fence_commit = opts->fence_commit;
@@ -1196,7 +1241,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
             o->watching = true;
         /* Fair turns for a waiter of one resource (a set, or a fenced acquire's script, waits as
          * before: woken by the releases, in no queue). */
-        if (o->watching && count == 1 && !opts->fencing)
+        if (o->watching && count == 1 && !opts->fencing && queue_fits(c, lock))
             queue_join(c, lock);
     }
     if (opts->auto_extend != NULL) {

@@ -86,8 +86,9 @@ static const char *kind_name(redlock__cmd_kind kind)
         return "release";
     case REDLOCK__CMD_INSPECT:
         return "inspect";
+    default: /* a node's own commands (cluster.c), never a round */
+        return redlock__cmd_name(kind);
     }
-    return "?";
 }
 
 static void log_slow_round(redlock_client *c, redlock__cmd_kind kind, uint64_t took_us,
@@ -138,6 +139,7 @@ void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
             st->releases_unknown++;
         break;
     case REDLOCK__CMD_INSPECT:
+    default:
         break;
     }
     /* A release waits for every node: its time runs to now; the others end at their decision. */
@@ -249,9 +251,8 @@ int redlock_client_node_info(const redlock_client *c, unsigned i, redlock_node_i
     info.state = c->closing ? REDLOCK_NODE_CLOSED : REDLOCK_NODE_CONNECTING;
     /* The io is made last in redlock_client_new (a log line from a connect that failed at once
      * may ask before it exists); the simulator's io has no node state to tell. */
-    const redlock__node *node = c->io != NULL ? redlock__io_uv_node(c->io, i) : NULL;
-    if (node != NULL)
-        redlock__node_info(node, &info);
+    if (c->io != NULL)
+        redlock__io_uv_node_info(c->io, i, &info);
     copy_out(out, &info, sizeof(info));
     return 0;
 }

@@ -4,6 +4,8 @@
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
  *   rediss://[[user]:password@]host[:port][/db][?timeout_ms=N]    (TLS)
  *   unix://[[user]:password@]/absolute/path.sock[?db=N&timeout_ms=N]
+ *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N]
+ *   clusters://...                                                (a Redis Cluster over TLS)
  *
  * The one rule that matters most: a password never leaves this file except in url->password.
  * Every message quotes the input through redlock_url_redact(), and the pieces of the input that
@@ -319,12 +321,15 @@ static int check_ipv6(const parser *p, span inner)
     return 0;
 }
 
-/* "?k=v&k=v": timeout_ms everywhere, db only for unix (redis:// gives the db in the path). */
+static int add_seed(const parser *p, redlock_url *url, span value);
+
+/* "?k=v&k=v": timeout_ms everywhere, db only for unix (redis:// gives the db in the path), seed
+ * (repeated) only for a cluster. */
 static int parse_query(const parser *p, redlock_url *url, span query)
 {
     if (query.n == 0)
         return fail(p, "empty query after '?'");
-    int seen_db = 0, seen_timeout = 0;
+    int seen_db = 0, seen_timeout = 0, seen_replicas = 0;
     const char *end = query.s + query.n;
     for (const char *cur = query.s; cur <= end;) {
         const char *amp = memchr(cur, '&', (size_t)(end - cur));
@@ -349,8 +354,20 @@ static int parse_query(const parser *p, redlock_url *url, span query)
             if (parse_decimal(value, 0, INT_MAX, &url->db) != 0)
                 return fail(p, "invalid db \"%.*s\" (expected 0..%d)", (int)value.n, value.s,
                             INT_MAX);
+        } else if (span_is(key, "db") && url->cluster) {
+            return fail(p, "a cluster has no db (db 0 is its only one)");
         } else if (span_is(key, "db")) {
             return fail(p, "unknown query parameter \"db\" (give it as a path: redis://host/db)");
+        } else if (span_is(key, "wait_replicas") && url->cluster) {
+            if (seen_replicas++)
+                return fail(p, "duplicate query parameter \"wait_replicas\"");
+            if (parse_decimal(value, 0, REDLOCK__URL_REPLICAS_MAX, &url->wait_replicas) != 0)
+                return fail(p, "invalid wait_replicas \"%.*s\" (expected 0..%d)", (int)value.n,
+                            value.s, REDLOCK__URL_REPLICAS_MAX);
+        } else if (span_is(key, "seed") && url->cluster) {
+            int rc = add_seed(p, url, value);
+            if (rc != 0)
+                return rc;
         } else {
             return fail(p, "unknown query parameter \"%.*s\"", (int)key.n, key.s);
         }
@@ -358,8 +375,10 @@ static int parse_query(const parser *p, redlock_url *url, span query)
     return 0;
 }
 
-/* After the userinfo: host[:port][/db][?query]. */
-static int parse_tcp_rest(const parser *p, redlock_url *url, const char *rest)
+/* host[:port] at the start of rest, up to the first byte of stop (or the end): the host into
+ * *host, the port (6379 when not given) into *port, what follows into *after. */
+static int parse_host_port(const parser *p, const char *rest, const char *stop, span *host_out,
+                           int *port, const char **after_out)
 {
     span host;
     const char *after;
@@ -372,10 +391,12 @@ static int parse_tcp_rest(const parser *p, redlock_url *url, const char *rest)
         int rc = check_ipv6(p, host);
         if (rc != 0)
             return rc;
-        if (*after != '\0' && *after != ':' && *after != '/' && *after != '?')
+        if (*after != '\0' && *after != ':' && strchr(stop, *after) == NULL)
             return fail(p, "unexpected \"%s\" after IPv6 address", after);
     } else {
-        host = (span){rest, strcspn(rest, ":/?")};
+        char reject[8] = ":";
+        strcat(reject, stop);
+        host = (span){rest, strcspn(rest, reject)};
         after = rest + host.n;
         if (host.n == 0 && *after == ':')
             return fail(p, "empty host (IPv6 addresses go in brackets: redis://[::1]:6379)");
@@ -386,15 +407,58 @@ static int parse_tcp_rest(const parser *p, redlock_url *url, const char *rest)
             return rc;
     }
 
-    url->port = REDLOCK__URL_DEFAULT_PORT;
+    *port = REDLOCK__URL_DEFAULT_PORT;
     if (*after == ':') {
-        span port = {after + 1, strcspn(after + 1, "/?")};
-        after = port.s + port.n;
-        if (port.n == 0)
+        span digits = {after + 1, strcspn(after + 1, stop)};
+        after = digits.s + digits.n;
+        if (digits.n == 0)
             return fail(p, "empty port after ':'");
-        if (parse_decimal(port, 1, 65535, &url->port) != 0)
-            return fail(p, "invalid port \"%.*s\" (expected 1..65535)", (int)port.n, port.s);
+        if (parse_decimal(digits, 1, 65535, port) != 0)
+            return fail(p, "invalid port \"%.*s\" (expected 1..65535)", (int)digits.n, digits.s);
     }
+    *host_out = host;
+    *after_out = after;
+    return 0;
+}
+
+/* A cluster's seed=host:port (the value of one parameter), appended to url->seeds. */
+static int add_seed(const parser *p, redlock_url *url, span value)
+{
+    if (value.n == 0)
+        return fail(p, "empty seed (expected seed=host:port)");
+    char text[REDLOCK__URL_MAX_LEN + 1];
+    memcpy(text, value.s, value.n); /* value lies inside the URL, so it fits */
+    text[value.n] = '\0';
+    span host;
+    int port;
+    const char *after;
+    int rc = parse_host_port(p, text, "", &host, &port, &after);
+    if (rc != 0)
+        return rc;
+    if (*after != '\0')
+        return fail(p, "unexpected \"%s\" in seed \"%s\"", after, text);
+    size_t n = 0;
+    while (url->seeds != NULL && url->seeds[n].host != NULL)
+        n++;
+    redlock_url_seed *seeds = realloc(url->seeds, (n + 2) * sizeof(seeds[0]));
+    if (seeds == NULL)
+        return REDLOCK_ENOMEM;
+    url->seeds = seeds;
+    seeds[n + 1] = (redlock_url_seed){NULL, 0};
+    seeds[n] = (redlock_url_seed){dup_span(host), port};
+    return seeds[n].host == NULL ? REDLOCK_ENOMEM : 0;
+}
+
+/* After the userinfo: host[:port][/db][?query]. */
+static int parse_tcp_rest(const parser *p, redlock_url *url, const char *rest)
+{
+    span host;
+    const char *after;
+    int rc = parse_host_port(p, rest, "/?", &host, &url->port, &after);
+    if (rc != 0)
+        return rc;
+    if (*after == '/' && url->cluster && after[1] != '\0' && after[1] != '?')
+        return fail(p, "a cluster has no db (db 0 is its only one): no path after the port");
     if (*after == '/') {
         span db = {after + 1, strcspn(after + 1, "?")};
         after = db.s + db.n;
@@ -402,7 +466,7 @@ static int parse_tcp_rest(const parser *p, redlock_url *url, const char *rest)
             return fail(p, "invalid db \"%.*s\" (expected 0..%d)", (int)db.n, db.s, INT_MAX);
     }
     if (*after == '?') {
-        int rc = parse_query(p, url, (span){after + 1, strlen(after + 1)});
+        rc = parse_query(p, url, (span){after + 1, strlen(after + 1)});
         if (rc != 0)
             return rc;
     }
@@ -453,8 +517,14 @@ static int parse_url(parser *p, redlock_url *url)
         url->is_unix = true;
     else if (equal_nocase(scheme.s, scheme.n, "rediss"))
         url->tls = true;
+    else if (equal_nocase(scheme.s, scheme.n, "cluster"))
+        url->cluster = true;
+    else if (equal_nocase(scheme.s, scheme.n, "clusters"))
+        url->cluster = url->tls = true;
     else if (!equal_nocase(scheme.s, scheme.n, "redis"))
-        return fail(p, "unsupported scheme \"%.*s\" (expected redis://, rediss:// or unix://)",
+        return fail(p,
+                    "unsupported scheme \"%.*s\" (expected redis://, rediss://, unix://, "
+                    "cluster:// or clusters://)",
                     (int)scheme.n, scheme.s);
 
     /* Split the userinfo off where redact_span() ends it. */
@@ -539,6 +609,9 @@ void redlock_url_free(redlock_url *url)
     }
     free(url->password);
     free(url->redacted);
+    for (size_t i = 0; url->seeds != NULL && url->seeds[i].host != NULL; i++)
+        free(url->seeds[i].host);
+    free(url->seeds);
     memset(url, 0, sizeof(*url));
 }
 

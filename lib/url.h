@@ -23,6 +23,7 @@
 #define REDLOCK__URL_MAX_LEN 1024
 #define REDLOCK__URL_DEFAULT_PORT 6379
 #define REDLOCK__URL_TIMEOUT_MAX_MS 3600000
+#define REDLOCK__URL_REPLICAS_MAX 64 /* a cluster's wait_replicas */
 /* sizeof(((struct sockaddr_un *)0)->sun_path) - 1 on Linux: the longest path that fits. */
 #define REDLOCK__URL_UNIX_PATH_MAX 107
 

@@ -801,6 +801,13 @@ static int parse_urls(checker *ck, unsigned n)
         }
         nc->timeout_ms =
             nc->url.timeout_ms > 0 ? (uint64_t)nc->url.timeout_ms : ck->args->node_timeout_ms;
+        if (nc->url.cluster) {
+            fprintf(stderr,
+                    "redlock: node %u (%s): check does not support cluster:// nodes yet; check "
+                    "each master of the cluster as a redis:// node\n",
+                    i, nc->url.redacted);
+            return EXIT_USAGE;
+        }
         if (nc->url.tls) {
             fprintf(stderr,
                     "redlock: node %u (%s): check does not support rediss:// (TLS) nodes yet; "

@@ -132,6 +132,10 @@ static void json_nodes(jw *w, const redlock_result *result)
         jw_u64(w, n->latency_us);
         jw_key(w, "error");
         jw_cstring(w, n->error);
+        if (n->answered_by != NULL) { /* a cluster node: the master that voted */
+            jw_key(w, "answered_by");
+            jw_cstring(w, n->answered_by);
+        }
         jw_object_end(w);
     }
     jw_array_end(w);
@@ -306,6 +310,10 @@ void report_status(tool *t, int status, const redlock_result *result)
             jw_null(&w);
         else
             jw_cstring(&w, n->error != NULL ? n->error : "no answer");
+        if (n->answered_by != NULL) { /* a cluster node: the master that answered */
+            jw_key(&w, "answered_by");
+            jw_cstring(&w, n->answered_by);
+        }
         jw_object_end(&w);
     }
     jw_array_end(&w);

@@ -169,7 +169,8 @@ MUTANTS = [
         "name": "late-reply-matched",
         "what": "after a timeout, the late reply is matched to the next request",
         "edits": [("lib/node.c",
-                   "        n->skip_replies++; /* its reply, if it ever comes, is read and dropped */\n",
+                   "        n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, "
+                   "are dropped */\n",
                    "")],
         "killers": [integration("node"), integration("faults"), torture()],
     },
@@ -518,5 +519,35 @@ MUTANTS = [
                    "                return; /* another client's waiter is next */\n",
                    "            head = NULL;\n")],
         "killers": [integration("notify", "turns_across_clients_follow_the_queue")],
+    },
+    {
+        "name": "cluster-ask-without-asking",
+        "what": "a cluster node follows ASK without ASKING first: the importing master answers "
+                "MOVED back to the source, which answers ASK again, until the request gives up",
+        "edits": [("lib/cluster.c",
+                   "cr->inner = (redlock__req){.cmd = &cr->cmd, .cb = on_inner, .asking = asking};",
+                   "cr->inner = (redlock__req){.cmd = &cr->cmd, .cb = on_inner, .asking = false};")],
+        "killers": [integration("cluster", "slot_migrating_under_a_lock_loop")],
+    },
+    {
+        "name": "cluster-moved-not-followed",
+        "what": "a cluster node takes MOVED as a plain error: neither the slot map nor a refresh "
+                "learns the new owner, so a migrated slot's keys are never reached",
+        "edits": [("lib/cluster.c",
+                   "int m = redlock__cluster_map_moved(&cl->map, rd.slot, host, rd.port);",
+                   "int m = -1;"),
+                  ("lib/cluster.c",
+                   "                    cl->conn_of_master[m] = -1; /* looked up again: it may "
+                   "have a new port */\n                want_refresh(cl);\n",
+                   "                    cl->conn_of_master[m] = -1;\n")],
+        "killers": [integration("cluster", "slot_migrating_under_a_lock_loop")],
+    },
+    {
+        "name": "cluster-replica-wait-ignored",
+        "what": "wait_replicas counts a master's yes whatever WAIT answered",
+        "edits": [("lib/cluster.c",
+                   "data->counter >= cl->replica_wait) {",
+                   "true) {")],
+        "killers": [integration("cluster", "failover_under_traffic")],
     },
 ]

@@ -217,6 +217,9 @@ static void node_apply(sim_world *w, sim_node *n, sim_msg *m)
             m->vote = REDLOCK_VOTE_YES;
         }
         break;
+    default: /* a cluster node's own commands: the simulator has no clusters */
+        sim_contract(w, "simulated node got a cluster command");
+        break;
     }
 }
 
@@ -489,8 +492,12 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     c->last_reply_local = sim_proc_now(p);
     sim_trace(w, "p%u <- n%u req %llu: %s", ev->proc, ev->node, (unsigned long long)m->req_id,
               redlock_vote_name(m->vote));
-    redlock__reply_data data = {m->has_value ? m->token : NULL, m->has_value ? m->token_len : 0,
-                                m->pttl_ms, m->fence};
+    redlock__reply_data data = {m->has_value ? m->token : NULL,
+                                m->has_value ? m->token_len : 0,
+                                m->pttl_ms,
+                                m->fence,
+                                NULL,
+                                NULL};
     complete(p, req, m->vote, NULL, redlock__cmd_has_data(m->kind) ? &data : NULL);
     free(m);
 }

@@ -182,8 +182,21 @@ static const invalid_case invalid_cases[] = {
     {"rediss://:pw1@", "empty host", "pw1"},
     {"rediss:///tmp/r.sock", "empty host", NULL},
     {"rediss://:pw8@h:0", "invalid port \"0\"", "pw8"},
-    {"redisss://h", "unsupported scheme \"redisss\" (expected redis://, rediss:// or unix://)",
+    {"redisss://h",
+     "unsupported scheme \"redisss\" (expected redis://, rediss://, unix://, cluster:// or "
+     "clusters://)",
      NULL},
+    {"cluster://h/1", "a cluster has no db", NULL},
+    {"cluster://h?db=1", "a cluster has no db", NULL},
+    {"cluster://h?seed=", "empty seed", NULL},
+    {"cluster://h?seed=h2:0", "invalid port \"0\"", NULL},
+    {"cluster://h?seed=h2:1/x", "invalid port \"1/x\"", NULL},
+    {"cluster://h?seed=[::1", "unclosed '['", NULL},
+    {"cluster://:pw9@h?seed=bad_host-", "invalid host name", "pw9"},
+    {"cluster://h?wait_replicas=65", "invalid wait_replicas \"65\"", NULL},
+    {"cluster://h?wait_replicas=1&wait_replicas=1", "duplicate query parameter", NULL},
+    {"redis://h?seed=h2", "unknown query parameter \"seed\"", NULL},
+    {"redis://h?wait_replicas=1", "unknown query parameter \"wait_replicas\"", NULL},
     {"redis://", "empty host", NULL},
     {"redis://:pw2@", "empty host", "pw2"},
     {"redis://:6379", "empty host", NULL},
@@ -507,6 +520,53 @@ static void test_endpoint(void **state)
     redlock_url_free(&u);
 }
 
+/* cluster:// and clusters://: the first seed is host:port, the others come in order from
+ * repeated seed= parameters (IPv6 in brackets, 6379 by default), each a string of its own. */
+static void test_cluster(void **state)
+{
+    (void)state;
+    redlock_url u;
+    char err[ERR_LEN];
+    assert_int_equal(redlock_url_parse(&u,
+                                       "cluster://:pw@10.0.0.1:7000?timeout_ms=50&seed=10.0.0.2:"
+                                       "7001&seed=[::1]:7002&seed=redis-3.example&wait_replicas=1",
+                                       err, sizeof(err)),
+                     0);
+    assert_true(u.cluster);
+    assert_false(u.tls);
+    assert_string_equal(u.host, "10.0.0.1");
+    assert_int_equal(u.port, 7000);
+    assert_int_equal(u.timeout_ms, 50);
+    assert_int_equal(u.db, -1);
+    assert_int_equal(u.wait_replicas, 1);
+    assert_string_equal(u.password, "pw");
+    assert_non_null(u.seeds);
+    assert_string_equal(u.seeds[0].host, "10.0.0.2");
+    assert_int_equal(u.seeds[0].port, 7001);
+    assert_string_equal(u.seeds[1].host, "::1");
+    assert_int_equal(u.seeds[1].port, 7002);
+    assert_string_equal(u.seeds[2].host, "redis-3.example");
+    assert_int_equal(u.seeds[2].port, 6379);
+    assert_null(u.seeds[3].host);
+    assert_non_null(strstr(u.redacted, ":***@"));
+    redlock_url_free(&u);
+    expect_zeroed("cluster after free", &u);
+
+    assert_int_equal(redlock_url_parse(&u, "CLUSTERS://h", err, sizeof(err)), 0);
+    assert_true(u.cluster);
+    assert_true(u.tls);
+    assert_null(u.seeds);
+    assert_int_equal(u.wait_replicas, 0);
+    assert_int_equal(u.port, 6379);
+    redlock_url_free(&u);
+    assert_int_equal(redlock_url_parse(&u, "cluster://h/", err, sizeof(err)), 0); /* no db */
+    redlock_url_free(&u);
+    assert_int_equal(redlock_url_parse(&u, "redis://h:1", err, sizeof(err)), 0);
+    assert_false(u.cluster);
+    assert_null(u.seeds);
+    redlock_url_free(&u);
+}
+
 static void test_url_free(void **state)
 {
     (void)state;
@@ -535,7 +595,7 @@ int main(void)
         cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_redact),
         cmocka_unit_test(test_redact_tables), cmocka_unit_test(test_redact_truncation),
         cmocka_unit_test(test_same_node),     cmocka_unit_test(test_endpoint),
-        cmocka_unit_test(test_url_free),
+        cmocka_unit_test(test_url_free),      cmocka_unit_test(test_cluster),
     };
     return cmocka_run_group_tests_name("url", tests, NULL, NULL);
 }

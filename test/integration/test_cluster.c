@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/* test_cluster.c - a node that is a whole Redis Cluster (cluster:// URLs, lib/cluster.c) against
+ * real clusters: five nodes, three of them clusters of three masters (a with a replica for each
+ * master) and two plain servers. Keys go to their slot's master; locks are taken, extended,
+ * auto-extended and released over all five; a slot migrates under a loop of locks; a replica is
+ * promoted under traffic; a stopped master makes its cluster vote timeout; keys of one request
+ * in two slots are refused.
+ *
+ * The clusters are formed once for the group (forming is what costs time); a test that changes
+ * one (migration, failover, a paused master) uses its own: b for the migration, a for the
+ * failover, c for the paused master, which runs last. Every check reads the servers with plain
+ * commands of its own (GET on the master that CLUSTER KEYSLOT and CLUSTER SHARDS name). */
+#include "cluster_fixture.h"
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_CLUSTERS 3
+#define MASTERS 3
+#define N_PLAIN 2
+#define N (N_CLUSTERS + N_PLAIN)
+
+enum { A, B, C };
+
+static fixture_redis_cluster *clusters; /* a, b, c: formed by the group setup */
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    for (unsigned k = 0; clusters != NULL && k < N_CLUSTERS; k++)
+        fixture_cluster_stop(&clusters[k]);
+    free(clusters);
+    clusters = NULL;
+    fixture_stop_all();
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    clusters = calloc(N_CLUSTERS, sizeof(*clusters));
+    if (clusters == NULL)
+        return -1;
+    bool formed = true;
+    for (unsigned k = 0; formed && k < N_CLUSTERS; k++)
+        formed = fixture_cluster_start(&clusters[k], MASTERS, k == A ? 1 : 0, NULL) == 0;
+    for (unsigned k = 0; formed && k < N_CLUSTERS; k++)
+        formed = fixture_cluster_wait_formed(&clusters[k]) == 0;
+    if (!formed) {
+        group_teardown(state);
+        return -1;
+    }
+    return 0;
+}
+
+/* "cluster://127.0.0.1:P0?seed=127.0.0.1:P1&seed=..." over rc's first `masters` nodes, with
+ * extra ("&k=v", may be "") appended. */
+static void cluster_url(const fixture_redis_cluster *rc, const char *extra, char *out, size_t len)
+{
+    int n = snprintf(out, len, "cluster://127.0.0.1:%d?timeout_ms=%d", fixture_cluster_port(rc, 0),
+                     H_NODE_TIMEOUT_MS);
+    for (unsigned i = 1; i < rc->masters && n > 0 && (size_t)n < len; i++)
+        n += snprintf(out + n, len - (size_t)n, "&seed=127.0.0.1:%d", fixture_cluster_port(rc, i));
+    if (n > 0 && (size_t)n < len)
+        snprintf(out + n, len - (size_t)n, "%s", extra);
+}
+
+/* The env's two plain servers and the three clusters, in the order c's nodes are: a, b, c,
+ * plain 0, plain 1. extra[k] (NULL: none) goes at the end of cluster k's URL. */
+static redlock_client *client_over_all(h_env *env, const redlock_options *opts,
+                                       const char *const extra[N_CLUSTERS])
+{
+    static char urls[N][512];
+    const char *list[N];
+    for (unsigned k = 0; k < N_CLUSTERS; k++) {
+        cluster_url(&clusters[k], extra != NULL && extra[k] != NULL ? extra[k] : "", urls[k],
+                    sizeof(urls[k]));
+        list[k] = urls[k];
+    }
+    for (unsigned i = 0; i < N_PLAIN; i++) {
+        snprintf(urls[N_CLUSTERS + i], sizeof(urls[0]), "redis://127.0.0.1:%d",
+                 env->cluster.servers[i].port);
+        list[N_CLUSTERS + i] = urls[N_CLUSTERS + i];
+    }
+    redlock_options o;
+    if (opts == NULL) {
+        h_test_options(&o);
+        opts = &o;
+    }
+    redlock_client *c = NULL;
+    char err[256] = "";
+    int rc = h_client_urls(env, list, N, opts, &c, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "client: %s\n", err);
+    assert_int_equal(rc, 0);
+    return c;
+}
+
+/* Whether the master of key's slot in cluster k holds key with token. */
+static bool cluster_holds(unsigned k, const char *key, const char *token, size_t token_len)
+{
+    int owner = fixture_cluster_key_owner(&clusters[k], key, strlen(key));
+    assert_true(owner >= 0);
+    redisReply *r = fixture_cluster_command(&clusters[k], (unsigned)owner, "GET %s", key);
+    assert_non_null(r);
+    bool yes = r->type == REDIS_REPLY_STRING && r->len == token_len &&
+               memcmp(r->str, token, token_len) == 0;
+    freeReplyObject(r);
+    return yes;
+}
+
+/* How many of the five nodes hold key with lock's token now. */
+static unsigned holders(h_env *env, const char *key, const redlock_lock *lock)
+{
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(lock, &token_len);
+    unsigned n = h_count_holding(env, key, strlen(key), token, token_len);
+    for (unsigned k = 0; k < N_CLUSTERS; k++)
+        n += cluster_holds(k, key, token, token_len) ? 1 : 0;
+    return n;
+}
+
+/* Run the loop until all five nodes hold key with lock's token (the round decided at three). */
+static void wait_all_hold(h_env *env, const char *key, const redlock_lock *lock)
+{
+    uint64_t t0 = redlock_now_us();
+    while (holders(env, key, lock) < N && h_since_us(t0) < H_WAIT_MS * 1000ULL)
+        h_run_for(&env->loop, 10);
+    assert_int_equal(holders(env, key, lock), N);
+}
+
+static void wait_none_hold(h_env *env, const char *key, const redlock_lock *lock)
+{
+    uint64_t t0 = redlock_now_us();
+    while (holders(env, key, lock) > 0 && h_since_us(t0) < H_WAIT_MS * 1000ULL)
+        h_run_for(&env->loop, 10);
+    assert_int_equal(holders(env, key, lock), 0);
+}
+
+/* Resources whose slots fall on each of the three masters of a cluster (the fixture's layout
+ * splits the slots evenly; these names were picked for it, and the test checks the spread). */
+static const char *const spread[] = {"cl:alpha", "cl:bravo",   "cl:charlie", "cl:delta",
+                                     "cl:echo",  "cl:foxtrot", "cl:golf",    "cl:hotel"};
+#define N_SPREAD (sizeof(spread) / sizeof(spread[0]))
+
+/* 1. Locks over three clusters and two servers: every cluster's vote is its slot master's; the
+ * key lands on that master only, the extend renews it there, the release deletes it there. */
+static void locks_over_clusters_and_servers(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    redlock_client *c = client_over_all(&env, NULL, NULL);
+    bool master_used[MASTERS] = {false};
+    for (unsigned r = 0; r < N_SPREAD; r++) {
+        const char *key = spread[r];
+        int owner = fixture_cluster_key_owner(&clusters[B], key, strlen(key));
+        assert_true(owner >= 0 && owner < MASTERS);
+        master_used[owner] = true;
+        h_record rec, ext, rel;
+        assert_int_equal(h_acquire(&env, c, key, 10000, NULL, &rec), 0);
+        wait_all_hold(&env, key, rec.lock);
+        assert_int_equal(h_extend(&env, rec.lock, 20000, 0, &ext), 0);
+        assert_int_equal(ext.votes_yes + ext.votes_no + ext.votes_error + ext.votes_timeout >= 3,
+                         1);
+        for (unsigned k = 0; k < N_CLUSTERS; k++) {
+            int o = fixture_cluster_key_owner(&clusters[k], key, strlen(key));
+            redisReply *pt = fixture_cluster_command(&clusters[k], (unsigned)o, "PTTL %s", key);
+            assert_non_null(pt);
+            if (pt->integer <= 10000) /* the extend may still be on its way there */
+                h_run_for(&env.loop, 50);
+            freeReplyObject(pt);
+        }
+        h_release_ok(&env, rec.lock, &rel);
+        assert_int_equal(rel.votes_yes, N);
+        wait_none_hold(&env, key, rec.lock);
+        redlock_lock_free(rec.lock);
+    }
+    for (unsigned m = 0; m < MASTERS; m++)
+        assert_true(master_used[m]); /* the names do reach every master */
+    /* Each cluster counts as one node, up, whatever its number of masters. */
+    for (unsigned k = 0; k < N; k++) {
+        redlock_node_info info;
+        redlock_node_info_init(&info);
+        assert_int_equal(redlock_client_node_info(c, k, &info), 0);
+        assert_int_equal(info.state, REDLOCK_NODE_UP);
+        if (k < N_CLUSTERS)
+            assert_non_null(strstr(info.url, "cluster://"));
+    }
+    h_env_stop(&env);
+}
+
+static int lost_calls;
+static void on_lost(redlock_lock *lock, int reason, void *data)
+{
+    (void)lock;
+    (void)reason;
+    (void)data;
+    lost_calls++;
+}
+
+/* 2. Auto-extension renews the key on every cluster's master past several ttls. */
+static void auto_extension_over_clusters(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    redlock_client *c = client_over_all(&env, NULL, NULL);
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = on_lost;
+    lost_calls = 0;
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "cl:auto", 600, &lo, &rec), 0);
+    h_run_for(&env.loop, 2000); /* more than three ttls */
+    assert_int_equal(lost_calls, 0);
+    wait_all_hold(&env, "cl:auto", rec.lock);
+    assert_true(redlock_lock_validity_ms(rec.lock) > 0);
+    h_release_ok(&env, rec.lock, NULL);
+    redlock_lock_free(rec.lock);
+    assert_int_equal(lost_calls, 0);
+    h_env_stop(&env);
+}
+
+/* 3. Keys of one request must share a slot on a cluster node: a fenced lock on a resource whose
+ * counter lies in another slot, or a set over several slots, is refused at once with a message
+ * that names the hash tag; with a tag, both work and the counter lives beside the key. */
+static void keys_of_one_request_share_a_slot(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    redlock_client *c = client_over_all(&env, NULL, NULL);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.fencing = true;
+    h_record rec;
+    assert_int_equal(redlock_acquire(c, "resource", 8, 5000, &lo, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_client_last_error(c), "hash tag"));
+    assert_int_equal(h_acquire(&env, c, "{cl:fenced}", 5000, &lo, &rec), 0);
+    assert_true(redlock_lock_fence(rec.lock) >= 1);
+    unsigned slot = (unsigned)fixture_cluster_keyslot(&clusters[C], "{cl:fenced}", 11);
+    assert_int_equal(fixture_cluster_keyslot(&clusters[C], "{cl:fenced}:fence", 17), (int)slot);
+    h_release_ok(&env, rec.lock, NULL);
+    redlock_lock_free(rec.lock);
+
+    const void *set[2] = {"cl:one", "cl:two"};
+    size_t lens[2] = {6, 6};
+    assert_int_equal(redlock_acquire_multi(c, set, lens, 2, 5000, NULL, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_client_last_error(c), "hash tag"));
+    const void *tagged[2] = {"{cl:set}one", "{cl:set}two"};
+    size_t tlens[2] = {11, 11};
+    memset(&rec, 0, sizeof(rec));
+    assert_int_equal(redlock_acquire_multi(c, tagged, tlens, 2, 5000, NULL, h_record_cb, &rec), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, 30000));
+    assert_int_equal(rec.status, 0);
+    h_release_ok(&env, rec.lock, NULL);
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+/* 4. A slot migrates (half way: the source answers ASK for keys it no longer has; then
+ * finished: MOVED) while a loop takes and releases a lock on a key of that slot and bumps a
+ * counter on a plain server under it: every round is won, no update is lost. */
+static void slot_migrating_under_a_lock_loop(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    redlock_client *c = client_over_all(&env, NULL, NULL);
+    const char *key = "cl:migrating";
+    unsigned slot = (unsigned)fixture_cluster_keyslot(&clusters[B], key, strlen(key));
+    int from = fixture_cluster_slot_owner(&clusters[B], slot);
+    assert_true(from >= 0);
+    unsigned to = ((unsigned)from + 1) % MASTERS;
+    int done = 0;
+    for (unsigned phase = 0; phase < 3; phase++) {
+        if (phase == 1) {
+            assert_int_equal(fixture_cluster_migrate_slot(&clusters[B], slot, (unsigned)from, to,
+                                                          FIXTURE_MIGRATE_HALF),
+                             0);
+            /* The source owns the slot still, and answers ASK for the key it lacks. */
+            redisReply *r = fixture_cluster_command(&clusters[B], (unsigned)from, "GET %s", key);
+            assert_non_null(r);
+            assert_int_equal(r->type, REDIS_REPLY_ERROR);
+            assert_memory_equal(r->str, "ASK ", 4);
+            freeReplyObject(r);
+        }
+        if (phase == 2)
+            assert_int_equal(fixture_cluster_migrate_slot(&clusters[B], slot, (unsigned)from, to,
+                                                          FIXTURE_MIGRATE_FINISH),
+                             0);
+        for (unsigned i = 0; i < 20; i++) {
+            h_record rec;
+            int rc = h_acquire(&env, c, key, 10000, NULL, &rec);
+            if (rc != 0)
+                h_dump_record("acquire during migration", &rec);
+            assert_int_equal(rc, 0);
+            /* the critical section: a read-modify-write on plain server 0 */
+            size_t len = 0;
+            char *v = h_get(&env, 0, "cl:counter", 10, &len);
+            char next[32];
+            snprintf(next, sizeof(next), "%ld", (v != NULL ? strtol(v, NULL, 10) : 0) + 1);
+            free(v);
+            h_set(&env, 0, "cl:counter", 10, next);
+            done++;
+            /* A release waits for every node: cluster b found the key where the SET put it
+             * (half way: on the target, through ASK; after: through MOVED). */
+            h_record rel;
+            assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+            if (rel.votes_yes != N)
+                h_dump_record("release during migration", &rel);
+            assert_int_equal(rel.votes_yes, N);
+            redlock_lock_free(rec.lock);
+        }
+    }
+    size_t len = 0;
+    char *v = h_get(&env, 0, "cl:counter", 10, &len);
+    assert_non_null(v);
+    assert_int_equal(strtol(v, NULL, 10), done);
+    free(v);
+    assert_int_equal(fixture_cluster_slot_owner(&clusters[B], slot), (int)to);
+    /* The client followed: a lock now lands on the new owner. */
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, key, 10000, NULL, &rec), 0);
+    wait_all_hold(&env, key, rec.lock);
+    h_release_ok(&env, rec.lock, NULL);
+    redlock_lock_free(rec.lock);
+    redlock_stats st;
+    redlock_stats_init(&st);
+    assert_int_equal(redlock_client_stats(c, &st), 0);
+    h_env_stop(&env);
+}
+
+/* 5. A replica is promoted (CLUSTER FAILOVER) while locks are taken: rounds keep deciding, and
+ * with wait_replicas=1 a lock held across the failover is still on the new master. */
+static void failover_under_traffic(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    const char *extra[N_CLUSTERS] = {"&wait_replicas=1", NULL, NULL};
+    redlock_client *c = client_over_all(&env, NULL, extra);
+    const char *held_key = "cl:held";
+    h_record held;
+    assert_int_equal(h_acquire(&env, c, held_key, 60000, NULL, &held), 0);
+    wait_all_hold(&env, held_key, held.lock);
+    int master = fixture_cluster_key_owner(&clusters[A], held_key, strlen(held_key));
+    int replica = fixture_cluster_replica_of(&clusters[A], (unsigned)master);
+    assert_true(replica >= 0);
+    assert_int_equal(fixture_cluster_failover(&clusters[A], (unsigned)replica, NULL), 0);
+    assert_int_equal(fixture_cluster_key_owner(&clusters[A], held_key, strlen(held_key)), replica);
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(held.lock, &token_len);
+    assert_true(cluster_holds(A, held_key, token, token_len));
+    /* Rounds keep deciding on every node after the failover. */
+    for (unsigned i = 0; i < 10; i++) {
+        h_record rec;
+        assert_int_equal(h_acquire(&env, c, "cl:after-failover", 10000, NULL, &rec), 0);
+        h_release_ok(&env, rec.lock, NULL);
+        redlock_lock_free(rec.lock);
+    }
+    h_record ext;
+    assert_int_equal(h_extend(&env, held.lock, 60000, 0, &ext), 0);
+    h_release_ok(&env, held.lock, NULL);
+    redlock_lock_free(held.lock);
+
+    /* The replica wait can fail: cluster a has one replica per master, so waiting for two makes
+     * every write vote error (the key was written, the yes does not count). */
+    char url[512];
+    cluster_url(&clusters[A], "&wait_replicas=2", url, sizeof(url));
+    const char *one[1] = {url};
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *strict = NULL;
+    assert_int_equal(h_client_urls(&env, one, 1, &o, &strict, NULL, 0), 0);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, strict, "cl:two-replicas", 10000, NULL, &rec),
+                     REDLOCK_ENOQUORUM);
+    assert_int_equal(rec.node_vote[0], REDLOCK_VOTE_ERROR);
+    if (strstr(rec.node_error[0], "1 of 2 replicas") == NULL)
+        h_dump_record("wait_replicas=2", &rec);
+    assert_non_null(strstr(rec.node_error[0], "1 of 2 replicas"));
+    h_close_client(&env, strict);
+    h_env_stop(&env);
+}
+
+/* 6. The master of the key's slot is stopped (SIGSTOP): that cluster votes timeout at its
+ * deadline, as a plain node would, and the quorum of the other four decides. Runs last: the
+ * cluster is left as it was by resuming the master. */
+static void stopped_master_votes_timeout(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    const char *extra[N_CLUSTERS] = {NULL, NULL, NULL};
+    char urls[N][512];
+    const char *list[N];
+    for (unsigned k = 0; k < N_CLUSTERS; k++) {
+        cluster_url(&clusters[k], extra[k] != NULL ? extra[k] : "", urls[k], sizeof(urls[k]));
+        list[k] = urls[k];
+    }
+    /* cluster c gets a short deadline of its own */
+    snprintf(urls[C], sizeof(urls[C]), "cluster://127.0.0.1:%d?timeout_ms=300&seed=127.0.0.1:%d",
+             fixture_cluster_port(&clusters[C], 0), fixture_cluster_port(&clusters[C], 1));
+    for (unsigned i = 0; i < N_PLAIN; i++) {
+        snprintf(urls[N_CLUSTERS + i], sizeof(urls[0]), "redis://127.0.0.1:%d",
+                 env.cluster.servers[i].port);
+        list[N_CLUSTERS + i] = urls[N_CLUSTERS + i];
+    }
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    assert_int_equal(h_client_urls(&env, list, N, &o, &c, NULL, 0), 0);
+    const char *key = "cl:paused";
+    h_record warm;
+    assert_int_equal(h_acquire(&env, c, "cl:warm", 5000, NULL, &warm), 0); /* map known */
+    h_release_ok(&env, warm.lock, NULL);
+    redlock_lock_free(warm.lock);
+    int owner = fixture_cluster_key_owner(&clusters[C], key, strlen(key));
+    assert_true(owner >= 0);
+    assert_int_equal(fixture_cluster_pause(&clusters[C], (unsigned)owner), 0);
+    h_record rec, rel;
+    int rc = h_acquire(&env, c, key, 10000, NULL, &rec);
+    /* A release waits for every node's vote: the paused cluster's is a timeout. */
+    int rel_rc = rc == 0 ? h_release(&env, rec.lock, &rel) : -1;
+    assert_int_equal(fixture_cluster_resume(&clusters[C], (unsigned)owner), 0);
+    assert_int_equal(rc, 0);
+    assert_true(rec.node_vote[C] == REDLOCK_VOTE_TIMEOUT || rec.node_vote[C] == REDLOCK_VOTE_NONE);
+    assert_int_equal(rel_rc, 0);
+    assert_int_equal(rel.votes_yes, 4);
+    assert_int_equal(rel.node_vote[C], REDLOCK_VOTE_TIMEOUT);
+    assert_non_null(strstr(rel.node_error[C], "no answer within 300 ms"));
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
+int main(void)
+{
+    h_test_main_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(locks_over_clusters_and_servers),
+        cmocka_unit_test(auto_extension_over_clusters),
+        cmocka_unit_test(keys_of_one_request_share_a_slot),
+        cmocka_unit_test(slot_migrating_under_a_lock_loop),
+        cmocka_unit_test(failover_under_traffic),
+        cmocka_unit_test(stopped_master_votes_timeout),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -203,16 +203,20 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool seed,
     return (int)cl->n_conns - 1;
 }
 
-/* The port of master m for this cluster's kind of connection, or 0. */
+/* The port of master m for this cluster's kind of connection, or 0. CLUSTER SHARDS names a
+ * master's TLS port "tls-port" (Redis 7 does so only with tls-cluster yes); CLUSTER SLOTS and
+ * MOVED give the port for a connection like the one that asked, which is TLS here. */
 static int master_port(const redlock__cluster *cl, const redlock__cluster_master *m)
 {
-    if (cl->cfg.url->tls)
-        return m->tls_port != 0 ? m->tls_port : m->port;
-    return m->port;
+    if (!cl->cfg.url->tls)
+        return m->port;
+    if (m->tls_port != 0)
+        return m->tls_port;
+    return cl->use_slots || m->id == NULL ? m->port : 0;
 }
 
-/* The conn of the master owning slot: its index, -1 when no master owns it, -2 out of memory or
- * no port. */
+/* The conn of the master owning slot: its index, -1 when no master owns it, -2 out of memory,
+ * -3 when the map has no port for this kind of connection (see master_port). */
 static int conn_of_slot(redlock__cluster *cl, unsigned slot)
 {
     int m = redlock__cluster_map_master(&cl->map, slot);
@@ -232,7 +236,7 @@ static int conn_of_slot(redlock__cluster *cl, unsigned slot)
         const redlock__cluster_master *master = &cl->map.masters[m];
         int port = master_port(cl, master);
         if (port == 0)
-            return -2;
+            return -3;
         cl->conn_of_master[m] = conn_get(cl, master->host, port, false, true);
     }
     return cl->conn_of_master[m] >= 0 ? cl->conn_of_master[m] : -2;
@@ -574,8 +578,19 @@ static void dispatch(creq *cr, uint64_t now)
             retry_later(cr, why, now);
             return;
         }
+        if (k == -3) {
+            char why[ERR_LEN];
+            const redlock__cluster_master *m =
+                &cl->map.masters[redlock__cluster_map_master(&cl->map, cr->slot)];
+            redlock__fmt(why, sizeof(why),
+                         "the cluster names no TLS port for master %s:%d (its servers need "
+                         "tls-cluster yes)",
+                         m->host, m->port);
+            finish(cr, REDLOCK_VOTE_ERROR, why, NULL, now);
+            return;
+        }
         if (k < 0) {
-            finish(cr, REDLOCK_VOTE_ERROR, "out of memory (or a master without a port)", NULL, now);
+            finish(cr, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
             return;
         }
     }

@@ -89,12 +89,25 @@ static int command_ok(fixture_redis_cluster *rc, unsigned i, const char *fmt, ..
 /* ---- forming -------------------------------------------------------------------------------- */
 
 /* Start node i: its own fixture cluster, with a claimed bus port. */
-static int start_node(fixture_redis_cluster *rc, unsigned i, const char *extra_conf)
+static int start_node(fixture_redis_cluster *rc, unsigned i, const char *extra_conf,
+                      const char *tls_files)
 {
     int bus_port = fixture_free_port();
     if (bus_port < 0)
         return -1;
     rc->bus_ports[i] = bus_port;
+    char tls[768] = "";
+    if (tls_files != NULL) {
+        int tls_port = fixture_free_port();
+        if (tls_port < 0)
+            return -1;
+        rc->tls_ports[i] = tls_port;
+        if ((size_t)snprintf(tls, sizeof(tls), "tls-port %d\n%s", tls_port, tls_files) >=
+            sizeof(tls)) {
+            fprintf(stderr, "fixture: fixture_cluster_start_tls: tls_files too long\n");
+            return -1;
+        }
+    }
     char conf[1024];
     // The config file name is relative to the node's dir: redis chdirs there at "dir".
     int written = snprintf(conf, sizeof(conf),
@@ -106,8 +119,8 @@ static int start_node(fixture_redis_cluster *rc, unsigned i, const char *extra_c
                            "cluster-replica-validity-factor 0\n"
                            "cluster-allow-replica-migration no\n"
                            "repl-diskless-sync-delay 0\n"
-                           "%s",
-                           bus_port, extra_conf ? extra_conf : "");
+                           "%s%s",
+                           bus_port, tls, extra_conf ? extra_conf : "");
     if (written < 0 || (size_t)written >= sizeof(conf)) {
         fprintf(stderr, "fixture: fixture_cluster_start: extra_conf too long\n");
         return -1;
@@ -163,10 +176,10 @@ static void layout_view(const fixture_redis_cluster *rc, cluster_view *v)
         v->master_of[i] = (signed char)((i - rc->masters) / rc->replicas_per_master);
 }
 
-static int start_cluster(fixture_redis_cluster *rc, const char *extra_conf)
+static int start_cluster(fixture_redis_cluster *rc, const char *extra_conf, const char *tls_files)
 {
     for (unsigned i = 0; i < rc->n; i++) {
-        if (start_node(rc, i, extra_conf) != 0)
+        if (start_node(rc, i, extra_conf, tls_files) != 0)
             return -1;
     }
     for (unsigned m = 0; m < rc->masters; m++) {
@@ -198,6 +211,13 @@ static int start_cluster(fixture_redis_cluster *rc, const char *extra_conf)
 int fixture_cluster_start(fixture_redis_cluster *rc, unsigned masters, unsigned replicas_per_master,
                           const char *extra_conf)
 {
+    return fixture_cluster_start_tls(rc, masters, replicas_per_master, extra_conf, NULL);
+}
+
+int fixture_cluster_start_tls(fixture_redis_cluster *rc, unsigned masters,
+                              unsigned replicas_per_master, const char *extra_conf,
+                              const char *tls_files)
+{
     if (!rc) {
         fprintf(stderr, "fixture: fixture_cluster_start: NULL cluster\n");
         return -1;
@@ -217,7 +237,7 @@ int fixture_cluster_start(fixture_redis_cluster *rc, unsigned masters, unsigned 
     rc->n = n;
     rc->masters = masters;
     rc->replicas_per_master = replicas_per_master;
-    if (start_cluster(rc, extra_conf) != 0) {
+    if (start_cluster(rc, extra_conf, tls_files) != 0) {
         fixture_cluster_stop(rc);
         return -1;
     }
@@ -259,6 +279,9 @@ void fixture_cluster_stop(fixture_redis_cluster *rc)
         if (rc->bus_ports[i] > 0)
             fixture_port_release(rc->bus_ports[i]);
         rc->bus_ports[i] = 0;
+        if (rc->tls_ports[i] > 0)
+            fixture_port_release(rc->tls_ports[i]);
+        rc->tls_ports[i] = 0;
     }
 }
 

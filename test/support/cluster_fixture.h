@@ -53,7 +53,9 @@ typedef struct fixture_redis_cluster {
     unsigned replicas_per_master;
     fixture_cluster nodes[FIXTURE_CLUSTER_MAX_NODES]; /* node i is nodes[i].servers[0] */
     int bus_ports[FIXTURE_CLUSTER_MAX_NODES];         /* each node's cluster-port */
-    char ids[FIXTURE_CLUSTER_MAX_NODES][41];          /* CLUSTER MYID, 40 hex digits */
+    int tls_ports[FIXTURE_CLUSTER_MAX_NODES]; /* each node's tls-port (fixture_cluster_start_tls),
+                                                 else 0 */
+    char ids[FIXTURE_CLUSTER_MAX_NODES][41];  /* CLUSTER MYID, 40 hex digits */
 } fixture_redis_cluster;
 
 /* How far fixture_cluster_migrate_slot goes. */
@@ -95,6 +97,13 @@ int fixture_cluster_form(fixture_redis_cluster *rc, unsigned masters, unsigned r
 int fixture_cluster_start(fixture_redis_cluster *rc, unsigned masters, unsigned replicas_per_master,
                           const char *extra_conf);
 int fixture_cluster_wait_formed(fixture_redis_cluster *rc);
+/* fixture_cluster_start() with TLS: every node also listens for TLS on a claimed port of its own
+ * (rc->tls_ports[i]), with tls_files's redis.conf lines (tls-cert-file, tls-key-file,
+ * tls-ca-cert-file, tls-auth-clients; under 400 bytes). The cluster bus and the fixture's own
+ * commands stay plain, so CLUSTER SHARDS names both ports ("port" and "tls-port"). */
+int fixture_cluster_start_tls(fixture_redis_cluster *rc, unsigned masters,
+                              unsigned replicas_per_master, const char *extra_conf,
+                              const char *tls_files);
 
 /* Stop every node of rc (as fixture_stop() does) and give back its bus ports (after
  * fixture_stop_all() alone, they stay claimed until the process exits). Safe to call twice,

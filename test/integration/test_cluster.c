@@ -353,8 +353,54 @@ static void failover_under_traffic(void **state)
     int master = fixture_cluster_key_owner(&clusters[A], held_key, strlen(held_key));
     int replica = fixture_cluster_replica_of(&clusters[A], (unsigned)master);
     assert_true(replica >= 0);
-    assert_int_equal(fixture_cluster_failover(&clusters[A], (unsigned)replica, NULL), 0);
+    /* A client on cluster a alone (quorum 1): its rounds are cluster a's votes. */
+    char solo_url[512];
+    cluster_url(&clusters[A], "&wait_replicas=1", solo_url, sizeof(solo_url));
+    const char *solo_urls[1] = {solo_url};
+    redlock_options so;
+    h_test_options(&so);
+    redlock_client *solo = NULL;
+    assert_int_equal(h_client_urls(&env, solo_urls, 1, &so, &solo, NULL, 0), 0);
+    /* The failover starts (CLUSTER FAILOVER answers at once) while rounds run on keys of the
+     * same slot ({cl:held}...): every round decides (won, or lost while the slot changes hands),
+     * none hangs past its deadline. */
+    redisReply *r = fixture_cluster_command(&clusters[A], (unsigned)replica, "CLUSTER FAILOVER");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    unsigned won = 0, rounds = 0;
+    uint64_t t0 = redlock_now_us();
+    while (fixture_cluster_key_owner(&clusters[A], held_key, strlen(held_key)) != replica &&
+           h_since_us(t0) < H_WAIT_MS * 1000ULL) {
+        for (unsigned k = 0; k < 5; k++) { /* five rounds per look at the owner */
+            char key[32];
+            snprintf(key, sizeof(key), "{cl:held}:%u", rounds++);
+            h_record rec;
+            int rc = h_acquire(&env, solo, key, 10000, NULL, &rec);
+            assert_int_equal(rec.calls, 1);
+            if (rc == 0) {
+                won++;
+                h_record rel;
+                assert_int_equal(h_release(&env, rec.lock, &rel), 0);
+                redlock_lock_free(rec.lock);
+            }
+        }
+    }
+    assert_int_equal(fixture_cluster_wait_converged(&clusters[A]), 0);
     assert_int_equal(fixture_cluster_key_owner(&clusters[A], held_key, strlen(held_key)), replica);
+    printf("# %u of %u rounds won while the failover ran\n", won, rounds);
+    /* Once it is done, the solo client follows the new master: every round is won there. */
+    for (unsigned i = 0; i < 10; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "{cl:held}:after%u", i);
+        h_record rec;
+        int rc = h_acquire(&env, solo, key, 10000, NULL, &rec);
+        if (rc != 0)
+            h_dump_record("after the failover", &rec);
+        assert_int_equal(rc, 0);
+        h_release_ok(&env, rec.lock, NULL);
+    }
+    h_close_client(&env, solo);
     size_t token_len = 0;
     const char *token = redlock_lock_token(held.lock, &token_len);
     assert_true(cluster_holds(A, held_key, token, token_len));

@@ -3,7 +3,6 @@
  * the replica wait. See cluster.h for the model. */
 #include "cluster.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -109,21 +108,7 @@ static void set_state(redlock__cluster *cl, cl_state state)
     cl->state = state;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void
-cl_log(redlock__cluster *cl, redlock_log_level level, const char *fmt, ...)
-{
-    if (cl->cfg.log == NULL)
-        return;
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    cl->cfg.log(cl->cfg.log_ctx, level, cl->cfg.name, msg);
-}
+#define cl_log(cl, ...) redlock__node_cfg_log(&(cl)->cfg, __VA_ARGS__)
 
 /* ---- connections --------------------------------------------------------------------------- */
 

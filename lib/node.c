@@ -76,19 +76,20 @@ static uint64_t now_us(void)
 
 /* ---- what it tells ------------------------------------------------------------------------- */
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void
-node_log(redlock__node *n, redlock_log_level level, const char *fmt, ...)
+void redlock__node_cfg_log(const redlock__node_config *cfg, redlock_log_level level,
+                           const char *fmt, ...)
 {
+    if (cfg->log == NULL)
+        return;
     char msg[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    n->cfg.log(n->cfg.log_ctx, level, n->cfg.name, msg);
+    cfg->log(cfg->log_ctx, level, cfg->name, msg);
 }
+
+#define node_log(n, ...) redlock__node_cfg_log(&(n)->cfg, __VA_ARGS__)
 
 /* Nothing is formatted unless someone listens. */
 #define NODE_LOG(n, level, ...)                                                                    \

@@ -53,6 +53,14 @@ typedef struct redlock__node_config {
     void *log_ctx;
 } redlock__node_config;
 
+/* Format one line and hand it to cfg->log as about cfg->name (nothing is formatted when log is
+ * NULL). For the node and for a cluster (cluster.c), which share this config. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void redlock__node_cfg_log(const redlock__node_config *cfg, redlock_log_level level,
+                           const char *fmt, ...);
+
 /* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
 int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock__node **out);
 /* Free a node that was never started. */

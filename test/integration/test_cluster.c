@@ -97,6 +97,13 @@ static redlock_client *client_over_all(h_env *env, const redlock_options *opts,
     return c;
 }
 
+/* The env's two plain servers and a client over them and the three clusters. */
+static redlock_client *start(h_env *env)
+{
+    h_env_start(env, N_PLAIN, NULL);
+    return client_over_all(env, NULL, NULL);
+}
+
 /* Whether the master of key's slot in cluster k holds key with token. */
 static bool cluster_holds(unsigned k, const char *key, const char *token, size_t token_len)
 {
@@ -152,8 +159,7 @@ static void locks_over_clusters_and_servers(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N_PLAIN, NULL);
-    redlock_client *c = client_over_all(&env, NULL, NULL);
+    redlock_client *c = start(&env);
     bool master_used[MASTERS] = {false};
     for (unsigned r = 0; r < N_SPREAD; r++) {
         const char *key = spread[r];
@@ -208,8 +214,7 @@ static void auto_extension_over_clusters(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N_PLAIN, NULL);
-    redlock_client *c = client_over_all(&env, NULL, NULL);
+    redlock_client *c = start(&env);
     redlock_auto_opts ao;
     redlock_auto_opts_init(&ao);
     redlock_lock_opts lo;
@@ -235,8 +240,7 @@ static void keys_of_one_request_share_a_slot(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N_PLAIN, NULL);
-    redlock_client *c = client_over_all(&env, NULL, NULL);
+    redlock_client *c = start(&env);
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.fencing = true;
@@ -262,6 +266,38 @@ static void keys_of_one_request_share_a_slot(void **state)
     assert_true(h_run_until(&env.loop, &rec.calls, 1, 30000));
     assert_int_equal(rec.status, 0);
     h_release_ok(&env, rec.lock, NULL);
+
+    /* Waiters: with a hash tag in the resource's queue (its keys share the slot), without one
+     * outside it; either way the release hands the lock over. */
+    redlock_client *other = client_over_all(&env, NULL, NULL);
+    static const char *const waited[2] = {"{cl:queued}", "cl:unqueued"};
+    for (unsigned w = 0; w < 2; w++) {
+        h_record held, waiter;
+        assert_int_equal(h_acquire(&env, c, waited[w], 10000, NULL, &held), 0);
+        redlock_lock_opts wo;
+        redlock_lock_opts_init(&wo);
+        wo.wait_ms = 10000;
+        memset(&waiter, 0, sizeof(waiter));
+        assert_int_equal(
+            redlock_acquire(other, waited[w], strlen(waited[w]), 10000, &wo, h_record_cb, &waiter),
+            0);
+        h_wait_busy_rounds(&env, other, w + 1); /* it waits now */
+        char queue[64];
+        snprintf(queue, sizeof(queue), "%s:queue", waited[w]);
+        int owner = fixture_cluster_key_owner(&clusters[A], queue, strlen(queue));
+        redisReply *r = fixture_cluster_command(&clusters[A], (unsigned)owner, "EXISTS %s", queue);
+        assert_non_null(r);
+        assert_int_equal(r->integer, w == 0 ? 1 : 0); /* a place in the queue only with a tag */
+        freeReplyObject(r);
+        assert_int_equal(h_pttl(&env, 0, queue, strlen(queue)) != -2, w == 0);
+        h_release_ok(&env, held.lock, NULL);
+        assert_true(h_run_until(&env.loop, &waiter.calls, 1, H_WAIT_MS));
+        if (waiter.status != 0)
+            h_dump_record("waiter", &waiter);
+        assert_int_equal(waiter.status, 0);
+        h_release_ok(&env, waiter.lock, NULL);
+    }
+    h_close_client(&env, other);
     h_env_stop(&env);
 }
 
@@ -272,8 +308,7 @@ static void slot_migrating_under_a_lock_loop(void **state)
 {
     (void)state;
     h_env env;
-    h_env_start(&env, N_PLAIN, NULL);
-    redlock_client *c = client_over_all(&env, NULL, NULL);
+    redlock_client *c = start(&env);
     const char *key = "cl:migrating";
     unsigned slot = (unsigned)fixture_cluster_keyslot(&clusters[B], key, strlen(key));
     int from = fixture_cluster_slot_owner(&clusters[B], slot);

@@ -47,22 +47,29 @@ static void tls_lines(char *out, size_t len, const fixture_tls_conf *conf, bool 
     }
 }
 
+/* The TLS cluster (tls_cluster: with its bus on TLS), a rediss:// server and a client over the
+ * two, given the cluster's first master's TLS port alone. */
+static redlock_client *start(t_env *env, bool tls_cluster)
+{
+    fixture_tls_conf conf = t_conf("server", false);
+    char files[4096];
+    tls_lines(files, sizeof(files), &conf, tls_cluster);
+    assert_int_equal(fixture_cluster_start_tls(&rc, MASTERS, 0, NULL, files), 0);
+    assert_int_equal(fixture_cluster_wait_formed(&rc), 0);
+    t_start(env, 1, &conf, true);
+    static char url[128];
+    snprintf(url, sizeof(url), "clusters://127.0.0.1:%d", rc.tls_ports[0]);
+    const char *urls[2] = {url, env->tls->servers[0].url};
+    redlock_options o;
+    t_options(&o);
+    return t_client(env, urls, 2, &o);
+}
+
 static void cluster_over_tls(void **state)
 {
     (void)state;
-    fixture_tls_conf conf = t_conf("server", false);
-    char files[4096];
-    tls_lines(files, sizeof(files), &conf, true);
-    assert_int_equal(fixture_cluster_start_tls(&rc, MASTERS, 0, NULL, files), 0);
-    assert_int_equal(fixture_cluster_wait_formed(&rc), 0);
     t_env env;
-    t_start(&env, 1, &conf, true);
-    char url[128];
-    snprintf(url, sizeof(url), "clusters://127.0.0.1:%d", rc.tls_ports[0]);
-    const char *urls[2] = {url, env.tls->servers[0].url};
-    redlock_options o;
-    t_options(&o);
-    redlock_client *c = t_client(&env, urls, 2, &o);
+    redlock_client *c = start(&env, true);
 
     bool used[MASTERS] = {false};
     static const char *const keys[] = {"tls:alpha", "tls:bravo",   "tls:charlie", "tls:delta",
@@ -98,19 +105,8 @@ static void cluster_over_tls(void **state)
 static void tls_ports_unknown_is_a_clear_error(void **state)
 {
     (void)state;
-    fixture_tls_conf conf = t_conf("server", false);
-    char files[4096];
-    tls_lines(files, sizeof(files), &conf, false);
-    assert_int_equal(fixture_cluster_start_tls(&rc, MASTERS, 0, NULL, files), 0);
-    assert_int_equal(fixture_cluster_wait_formed(&rc), 0);
     t_env env;
-    t_start(&env, 1, &conf, true);
-    char url[128];
-    snprintf(url, sizeof(url), "clusters://127.0.0.1:%d", rc.tls_ports[0]);
-    const char *urls[2] = {url, env.tls->servers[0].url};
-    redlock_options o;
-    t_options(&o);
-    redlock_client *c = t_client(&env, urls, 2, &o);
+    redlock_client *c = start(&env, false);
     h_record rec;
     assert_int_equal(h_acquire(&env.h, c, "tls:no-port", 10000, NULL, &rec), REDLOCK_ENOQUORUM);
     t_expect_error(&rec, 0, "tls-cluster yes");

@@ -2,13 +2,17 @@
 /* test_cli_check.c - `redlock check` against real redis-server processes: a healthy deployment,
  * one without persistence, one with an evicting policy, a replica among the masters, a user with
  * exactly the ACL that docs/operations.md recommends (and one short of it), two URLs of one
- * server, a node that is down or stopped, and what the check refuses before it sends anything.
- * Every run checks the JSON shape and that the probe key is gone afterwards. */
+ * server, a node that is down or stopped, cluster:// nodes on real clusters the cluster fixture
+ * forms (each master checked, an evicting master, wait_replicas against the replicas there are,
+ * uncovered slots, a cluster master given again as a plain node), and what the check refuses
+ * before it sends anything. Every run checks the JSON shape and that the probe key is gone
+ * afterwards. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 
 #include "cli_harness.h"
+#include "cluster_fixture.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -18,6 +22,47 @@
 #include <unistd.h>
 
 #define ACL_PASS "Ch3ck-Pw"
+
+/* What every server's entry has: a plain node's, or a cluster master's. */
+static void check_server_shape(const jv *server)
+{
+    assert_int_equal(jv_get(server, "ok")->type, JV_BOOL);
+    assert_int_equal(jv_get(server, "warnings")->type, JV_ARRAY);
+    assert_int_equal(jv_get(server, "errors")->type, JV_ARRAY);
+    assert_int_equal(jv_get(server, "denied")->type, JV_ARRAY);
+    /* ok is "no errors" */
+    assert_int_equal(jv_get(server, "ok")->boolean, jv_get(server, "errors")->n == 0);
+    static const char *const maybe[] = {"version",          "role",        "run_id",
+                                        "maxmemory_policy", "appendfsync", "rtt_us",
+                                        "clock_offset_ms",  "aof"};
+    for (size_t k = 0; k < sizeof(maybe) / sizeof(maybe[0]); k++)
+        assert_non_null(jv_get(server, maybe[k]));
+}
+
+/* A cluster node's entry: its own notes, and masters[], each a server's entry with an address;
+ * the node is ok when it and every master have no errors. */
+static void check_cluster_shape(const jv *node)
+{
+    assert_int_equal(jv_get(node, "ok")->type, JV_BOOL);
+    assert_int_equal(jv_get(node, "warnings")->type, JV_ARRAY);
+    assert_int_equal(jv_get(node, "errors")->type, JV_ARRAY);
+    assert_non_null(jv_get(node, "cluster_state"));
+    assert_int_equal(jv_get(node, "slots_covered")->type, JV_INT);
+    assert_int_equal(jv_get(node, "wait_replicas")->type, JV_INT);
+    const jv *masters = jv_get(node, "masters");
+    assert_int_equal(masters->type, JV_ARRAY);
+    bool ok = jv_get(node, "errors")->n == 0;
+    for (size_t k = 0; k < masters->n; k++) {
+        const jv *m = jv_at(masters, k);
+        check_server_shape(m);
+        assert_int_equal(jv_get(m, "address")->type, JV_STRING);
+        assert_int_equal(jv_get(m, "slots")->type, JV_INT);
+        assert_non_null(jv_get(m, "probe_key"));
+        assert_non_null(jv_get(m, "connected_replicas"));
+        ok = ok && jv_get(m, "ok")->boolean;
+    }
+    assert_int_equal(jv_get(node, "ok")->boolean, ok);
+}
 
 /* The JSON line's shape, for n nodes; returns it parsed. */
 static jv *check_result(const proc *p, unsigned n, const char *status)
@@ -33,17 +78,10 @@ static jv *check_result(const proc *p, unsigned n, const char *status)
     assert_int_equal(nodes->n, n);
     for (unsigned i = 0; i < n; i++) {
         const jv *node = jv_at(nodes, i);
-        assert_int_equal(jv_get(node, "ok")->type, JV_BOOL);
-        assert_int_equal(jv_get(node, "warnings")->type, JV_ARRAY);
-        assert_int_equal(jv_get(node, "errors")->type, JV_ARRAY);
-        assert_int_equal(jv_get(node, "denied")->type, JV_ARRAY);
-        /* ok is "no errors" */
-        assert_int_equal(jv_get(node, "ok")->boolean, jv_get(node, "errors")->n == 0);
-        static const char *const maybe[] = {"version",          "role",        "run_id",
-                                            "maxmemory_policy", "appendfsync", "rtt_us",
-                                            "clock_offset_ms",  "aof"};
-        for (size_t k = 0; k < sizeof(maybe) / sizeof(maybe[0]); k++)
-            assert_non_null(jv_get(node, maybe[k]));
+        if (jv_get(node, "masters") != NULL)
+            check_cluster_shape(node);
+        else
+            check_server_shape(node);
     }
     return v;
 }
@@ -433,6 +471,267 @@ static void unreachable_and_twin_nodes(void **state)
     fixture_stop(&extra);
 }
 
+/* ---- cluster:// nodes ---------------------------------------------------------------------- */
+
+/* The cluster of the test that runs (fixture_cluster_form stops one still running there). */
+static fixture_redis_cluster rc;
+
+/* "cluster://127.0.0.1:P0?seed=127.0.0.1:P1" + params ("&k=v" or ""), then two servers of
+ * shared: three nodes, so that the deployment itself draws no warning. */
+static void cluster_nodes(const char *params, char *out, size_t len)
+{
+    int w = snprintf(out, len, "cluster://127.0.0.1:%d?seed=127.0.0.1:%d%s,%s,%s",
+                     fixture_cluster_port(&rc, 0), fixture_cluster_port(&rc, 1), params,
+                     shared.servers[0].url, shared.servers[1].url);
+    assert_true(w > 0 && (size_t)w < len);
+}
+
+static const jv *master_at(const jv *v, unsigned node, unsigned k)
+{
+    return jv_at(jv_get(node_at(v, node), "masters"), k);
+}
+
+static bool list_says(const jv *list, const char *text)
+{
+    for (size_t k = 0; list != NULL && k < list->n; k++)
+        if (strstr(jv_at(list, k)->str, text) != NULL)
+            return true;
+    return false;
+}
+
+/* Every master of node 0 says text in its list `which` (or, with only >= 0, that master alone). */
+static void expect_masters_say(const jv *v, int only, const char *which, const char *text)
+{
+    const jv *masters = jv_get(node_at(v, 0), "masters");
+    for (unsigned k = 0; k < masters->n; k++) {
+        bool says = list_says(jv_get(jv_at(masters, k), which), text);
+        if (says != (only < 0 || (unsigned)only == k))
+            fail_msg("master %u's %s %s \"%s\"", k, which, says ? "mention" : "do not mention",
+                     text);
+    }
+}
+
+/* Node 0 lists the masters of rc, in slot order (the fixture's master m owns the m-th range),
+ * each a distinct server, together owning every slot; each one's probe key lay in its own slots
+ * (so no probe was answered MOVED) and is gone, with its queue's keys; the table names each. */
+static void expect_masters(const proc *p, const jv *v, unsigned masters)
+{
+    const jv *list = jv_get(node_at(v, 0), "masters");
+    assert_int_equal(list->n, masters);
+    int64_t slots = 0;
+    for (unsigned m = 0; m < masters; m++) {
+        const jv *e = jv_at(list, m);
+        char address[64], line[80];
+        snprintf(address, sizeof(address), "127.0.0.1:%d", fixture_cluster_port(&rc, m));
+        assert_string_equal(jstr(e, "address"), address);
+        snprintf(line, sizeof(line), "    master %s ", address);
+        if (strstr(p->err, line) == NULL)
+            fail_msg("the table has no line for master %s:\n%s", address, p->err);
+        assert_string_equal(jstr(e, "role"), "master");
+        assert_int_equal(strlen(jstr(e, "run_id")), 40);
+        for (unsigned j = 0; j < m; j++)
+            assert_string_not_equal(jstr(e, "run_id"), jstr(jv_at(list, j), "run_id"));
+        slots += jint(e, "slots");
+        const char *key = jstr(e, "probe_key");
+        assert_non_null(strstr(key, "redlock-check-{"));
+        assert_int_equal(fixture_cluster_key_owner(&rc, key, strlen(key)), (int)m);
+        char queue[400];
+        snprintf(queue, sizeof(queue), "%s:queue", key);
+        redisReply *r = fixture_cluster_command(&rc, m, "EXISTS %s %s", key, queue);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+        if (r->integer != 0)
+            fail_msg("the probe key %s (or its queue) is still on master %u", key, m);
+        freeReplyObject(r);
+    }
+    assert_int_equal(slots, FIXTURE_CLUSTER_SLOTS);
+}
+
+/* A command (words separated by single spaces) on cluster node i, answered +OK. */
+static void cluster_command_ok(unsigned i, const char *command)
+{
+    char words[200];
+    snprintf(words, sizeof(words), "%s", command);
+    const char *argv[8];
+    int argc = 0;
+    for (char *w = strtok(words, " "); w != NULL && argc < 8; w = strtok(NULL, " "))
+        argv[argc++] = w;
+    redisReply *r = fixture_command_argv(&rc.nodes[i], 0, argc, argv, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        fail_msg("%s on cluster node %u: %s", command, i,
+                 r != NULL && r->str != NULL ? r->str : "no answer");
+    freeReplyObject(r);
+}
+
+static void cluster_masters_checked(void **state)
+{
+    (void)state;
+    assert_int_equal(fixture_cluster_form(&rc, 3, 0, NULL), 0);
+    char nodes[1024];
+    cluster_nodes("", nodes, sizeof(nodes));
+    proc p;
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart", "locks:");
+    expect_status(&p, 0);
+    jv *v = check_result(&p, 3, "ok");
+    const jv *node = node_at(v, 0);
+    assert_true(jv_get(node, "ok")->boolean);
+    assert_int_equal(jv_get(node, "warnings")->n, 0);
+    assert_string_equal(jstr(node, "cluster_state"), "ok");
+    assert_int_equal(jint(node, "slots_covered"), FIXTURE_CLUSTER_SLOTS);
+    expect_masters(&p, v, 3);
+    for (unsigned m = 0; m < 3; m++) {
+        const jv *e = master_at(v, 0, m);
+        assert_true(jv_get(e, "ok")->boolean);
+        assert_int_equal(jv_get(e, "warnings")->n, 0);
+        assert_int_equal(jv_get(e, "denied")->n, 0);
+        assert_string_equal(jstr(e, "maxmemory_policy"), "noeviction");
+        assert_int_equal(jint(e, "connected_replicas"), 0);
+        assert_non_null(strstr(jstr(e, "probe_key"), "locks:redlock-check-{"));
+    }
+    assert_non_null(strstr(p.err, "every node can serve locks"));
+    jv_free(v);
+    proc_free(&p);
+
+    /* One master that evicts: its warning, and its alone. */
+    cluster_command_ok(1, "CONFIG SET maxmemory-policy allkeys-lru");
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    cluster_command_ok(1, "CONFIG SET maxmemory-policy noeviction");
+    expect_status(&p, 1);
+    v = check_result(&p, 3, "warn");
+    expect_masters_say(v, 1, "warnings", "maxmemory-policy allkeys-lru may evict");
+    assert_string_equal(jstr(master_at(v, 0, 1), "maxmemory_policy"), "allkeys-lru");
+    char line[80];
+    snprintf(line, sizeof(line), "master 127.0.0.1:%d ", fixture_cluster_port(&rc, 1));
+    const char *at = strstr(p.err, line);
+    assert_non_null(at);
+    at = strchr(at, '\n');
+    assert_non_null(at);
+    assert_int_equal(strncmp(at + 1, "        warning: maxmemory-policy allkeys-lru", 45), 0);
+    jv_free(v);
+    proc_free(&p);
+
+    /* wait_replicas=1 and no replica: no write could ever count. */
+    cluster_nodes("&wait_replicas=1", nodes, sizeof(nodes));
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    expect_status(&p, 69);
+    v = check_result(&p, 3, "error");
+    assert_false(jv_get(node_at(v, 0), "ok")->boolean);
+    assert_int_equal(jint(node_at(v, 0), "wait_replicas"), 1);
+    expect_masters_say(v, -1, "errors", "has 0 connected replica(s), fewer than wait_replicas=1");
+    assert_true(jv_get(node_at(v, 1), "ok")->boolean);
+    assert_non_null(strstr(p.err, "1 of 3 nodes cannot serve locks"));
+    jv_free(v);
+    proc_free(&p);
+
+    /* The URL's host is down: the seed gives the map, and the dead host is a warning. */
+    int dead = fixture_free_port();
+    assert_true(dead > 0);
+    snprintf(nodes, sizeof(nodes), "cluster://127.0.0.1:%d?seed=127.0.0.1:%d,%s,%s", dead,
+             fixture_cluster_port(&rc, 0), shared.servers[0].url, shared.servers[1].url);
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    expect_status(&p, 1);
+    v = check_result(&p, 3, "warn");
+    expect_says(v, 0, "warnings", "no slot map from 127.0.0.1:");
+    char seed[64];
+    snprintf(seed, sizeof(seed), "127.0.0.1:%d", fixture_cluster_port(&rc, 0));
+    assert_string_equal(jstr(node_at(v, 0), "asked"), seed);
+    expect_masters(&p, v, 3);
+    jv_free(v);
+    proc_free(&p);
+
+    /* A slot no master owns, in the view of the server asked: a warning naming it. */
+    cluster_command_ok(0, "CLUSTER DELSLOTS 100");
+    cluster_nodes("", nodes, sizeof(nodes));
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    cluster_command_ok(0, "CLUSTER ADDSLOTS 100");
+    expect_status(&p, 1);
+    v = check_result(&p, 3, "warn");
+    expect_says(v, 0, "warnings", "1 of 16384 slots have no master (the first: 100-100)");
+    assert_int_equal(jint(node_at(v, 0), "slots_covered"), FIXTURE_CLUSTER_SLOTS - 1);
+    assert_true(jv_get(node_at(v, 0), "ok")->boolean);
+    jv_free(v);
+    proc_free(&p);
+
+    /* A server that requires full coverage calls the cluster down then: an error. */
+    cluster_command_ok(0, "CONFIG SET cluster-require-full-coverage yes");
+    cluster_command_ok(0, "CLUSTER DELSLOTS 100");
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    cluster_command_ok(0, "CLUSTER ADDSLOTS 100");
+    cluster_command_ok(0, "CONFIG SET cluster-require-full-coverage no");
+    expect_status(&p, 69);
+    v = check_result(&p, 3, "error");
+    assert_string_equal(jstr(node_at(v, 0), "cluster_state"), "fail");
+    expect_says(v, 0, "errors", "cluster_state is fail");
+    jv_free(v);
+    proc_free(&p);
+    assert_int_equal(fixture_cluster_wait_converged(&rc), 0);
+
+    /* A master given again as a plain node would count twice: the later URL is an error. */
+    snprintf(nodes, sizeof(nodes), "cluster://127.0.0.1:%d,redis://127.0.0.1:%d,%s",
+             fixture_cluster_port(&rc, 0), fixture_cluster_port(&rc, 2), shared.servers[0].url);
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    expect_status(&p, 69);
+    v = check_result(&p, 3, "error");
+    char twin[80];
+    snprintf(twin, sizeof(twin), "same server as master 127.0.0.1:%d of node 0",
+             fixture_cluster_port(&rc, 2));
+    expect_says(v, 1, "errors", twin);
+    assert_true(jv_get(node_at(v, 0), "ok")->boolean);
+    jv_free(v);
+    proc_free(&p);
+    /* The other way round: the plain node first, and the cluster's master is the twin. */
+    snprintf(nodes, sizeof(nodes), "redis://127.0.0.1:%d,cluster://127.0.0.1:%d,%s",
+             fixture_cluster_port(&rc, 2), fixture_cluster_port(&rc, 0), shared.servers[0].url);
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    expect_status(&p, 69);
+    v = check_result(&p, 3, "error");
+    const jv *twin_master = jv_at(jv_get(node_at(v, 1), "masters"), 2);
+    assert_false(jv_get(twin_master, "ok")->boolean);
+    assert_true(list_says(jv_get(twin_master, "errors"), "same server as node 0 (redis://"));
+    assert_false(jv_get(node_at(v, 1), "ok")->boolean);
+    assert_true(jv_get(jv_at(jv_get(node_at(v, 1), "masters"), 0), "ok")->boolean);
+    jv_free(v);
+    proc_free(&p);
+    fixture_cluster_stop(&rc);
+}
+
+/* wait_replicas against the replicas a cluster has: one each passes wait_replicas=1 and fails
+ * wait_replicas=2; without it, each replica is the usual warning. Replicas are not listed. */
+static void cluster_replicas_counted(void **state)
+{
+    (void)state;
+    assert_int_equal(fixture_cluster_form(&rc, 3, 1, NULL), 0);
+    char nodes[1024];
+    cluster_nodes("", nodes, sizeof(nodes));
+    proc p;
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    expect_status(&p, 1);
+    jv *v = check_result(&p, 3, "warn");
+    expect_masters(&p, v, 3);
+    for (unsigned m = 0; m < 3; m++)
+        assert_int_equal(jint(master_at(v, 0, m), "connected_replicas"), 1);
+    expect_masters_say(v, -1, "warnings", "has 1 replica(s)");
+    jv_free(v);
+    proc_free(&p);
+
+    cluster_nodes("&wait_replicas=1", nodes, sizeof(nodes));
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    expect_status(&p, 0);
+    v = check_result(&p, 3, "ok");
+    expect_masters(&p, v, 3);
+    jv_free(v);
+    proc_free(&p);
+
+    cluster_nodes("&wait_replicas=2", nodes, sizeof(nodes));
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+    expect_status(&p, 69);
+    v = check_result(&p, 3, "error");
+    expect_masters_say(v, -1, "errors", "has 1 connected replica(s), fewer than wait_replicas=2");
+    jv_free(v);
+    proc_free(&p);
+    fixture_cluster_stop(&rc);
+}
+
 static void refused_before_sending(void **state)
 {
     (void)state;
@@ -441,6 +740,12 @@ static void refused_before_sending(void **state)
     TOOL(&p, NULL, "-n", "rediss://:pw@127.0.0.1:1", "check");
     expect_status(&p, 64);
     assert_non_null(strstr(p.err, "does not support rediss://"));
+    assert_null(strstr(p.err, ":pw@"));
+    assert_int_equal(p.out_len, 0);
+    proc_free(&p);
+    TOOL(&p, NULL, "-n", "clusters://:pw@127.0.0.1:1", "check");
+    expect_status(&p, 64);
+    assert_non_null(strstr(p.err, "does not support clusters://"));
     assert_null(strstr(p.err, ":pw@"));
     assert_int_equal(p.out_len, 0);
     proc_free(&p);
@@ -458,9 +763,10 @@ static void refused_before_sending(void **state)
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
-        cmocka_unit_test(healthy_nodes_pass),     cmocka_unit_test(persistence_always_passes),
-        cmocka_unit_test(evicting_policy_warns),  cmocka_unit_test(replica_is_an_error),
-        cmocka_unit_test(recommended_acl_passes), cmocka_unit_test(unreachable_and_twin_nodes),
+        cmocka_unit_test(healthy_nodes_pass),      cmocka_unit_test(persistence_always_passes),
+        cmocka_unit_test(evicting_policy_warns),   cmocka_unit_test(replica_is_an_error),
+        cmocka_unit_test(recommended_acl_passes),  cmocka_unit_test(unreachable_and_twin_nodes),
+        cmocka_unit_test(cluster_masters_checked), cmocka_unit_test(cluster_replicas_counted),
         cmocka_unit_test(refused_before_sending),
     };
     return cli_main("cli-check", tests, sizeof(tests) / sizeof(tests[0]), NULL);

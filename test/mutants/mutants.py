@@ -217,13 +217,31 @@ MUTANTS = [
         "name": "check-accepts-replica",
         "what": "redlock check passes a read-only replica as a node fit to hold locks",
         "edits": [("tools/check.c",
-                   "        note(&nc->errors, \"is a read-only replica (%s answered READONLY): locks "
-                   "need masters\",\n             argv[0]);",
+                   "        check_note(&sc->errors, \"is a read-only replica (%s answered READONLY): "
+                   "locks need masters\",\n                   argv[0]);",
                    "        (void)0;"),
                   ("tools/check.c",
-                   "        if (!said)\n            note(&nc->errors, \"is a replica (role %s): "
-                   "locks need masters\", nc->role);",
+                   "        if (!said)\n            check_note(&sc->errors, \"is a replica (role %s): "
+                   "locks need masters\", sc->role);",
                    "        (void)said;")],
+        "killers": [cli("cli-check")],
+    },
+    {
+        "name": "check-cluster-probe-anywhere",
+        "what": "redlock check probes a cluster's masters on keys of any slot (answered MOVED)",
+        "edits": [("tools/check_cluster.c",
+                   "        int m = redlock__cluster_map_master(map, slot);\n        if (m < 0 || "
+                   "index[m] < 0 ||",
+                   "        int m = (int)(i % map->masters_len);\n        if (m < 0 || "
+                   "index[m] < 0 ||")],
+        "killers": [cli("cli-check")],
+    },
+    {
+        "name": "check-cluster-ignores-wait-replicas",
+        "what": "redlock check passes a cluster whose masters have fewer replicas than "
+                "wait_replicas, so that no write there could count",
+        "edits": [("tools/check.c", "    if (want > 0 && have >= 0 && have < want)",
+                   "    if (want > 0 && have >= 0 && have < 0)")],
         "killers": [cli("cli-check")],
     },
     {

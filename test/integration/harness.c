@@ -215,6 +215,17 @@ int h_acquire(h_env *env, redlock_client *c, const char *resource, uint64_t ttl_
     return rec->status;
 }
 
+uint64_t h_wait_ms(void)
+{
+    static uint64_t ms;
+    if (ms == 0) {
+        const char *env = getenv("H_WAIT_MS");
+        unsigned long long v = env != NULL ? strtoull(env, NULL, 10) : 0;
+        ms = v >= 1000 && v <= 600000 ? v : 10000;
+    }
+    return ms;
+}
+
 int h_release(h_env *env, redlock_lock *lock, h_record *rec)
 {
     memset(rec, 0, sizeof(*rec));

@@ -760,6 +760,47 @@ static void refused_before_sending(void **state)
     proc_free(&p);
 }
 
+/* acquire, status and release on a cluster node say which master answered ("answered_by", the
+ * master of the key's slot); a plain node's entry has no such member. Two nodes, so the quorum
+ * is both and every round waits for the cluster's vote. */
+static void cluster_answers_named(void **state)
+{
+    (void)state;
+    assert_int_equal(fixture_cluster_form(&rc, 3, 0, NULL), 0);
+    char nodes[1024];
+    int w = snprintf(nodes, sizeof(nodes), "%s,cluster://127.0.0.1:%d", shared.servers[0].url,
+                     fixture_cluster_port(&rc, 0));
+    assert_true(w > 0 && (size_t)w < sizeof(nodes));
+    const char *key = "cli:answered";
+    int owner = fixture_cluster_key_owner(&rc, key, strlen(key));
+    assert_true(owner >= 0);
+    char want[64];
+    snprintf(want, sizeof(want), "127.0.0.1:%d", fixture_cluster_port(&rc, (unsigned)owner));
+    char token[300] = "";
+    for (unsigned k = 0; k < 3; k++) {
+        proc p;
+        if (k == 0)
+            TOOL(&p, NULL, "-n", nodes, "acquire", key);
+        else if (k == 1)
+            TOOL(&p, NULL, "-n", nodes, "status", key);
+        else
+            TOOL(&p, NULL, "-n", nodes, "release", key, token);
+        expect_status(&p, 0);
+        jv *v = json_line(&p);
+        if (k == 0)
+            snprintf(token, sizeof(token), "%s", jstr(v, "token"));
+        const jv *list = jv_get(v, "nodes");
+        assert_int_equal(list->n, 2);
+        assert_string_equal(jstr(jv_at(list, 1), "answered_by"), want);
+        assert_null(jv_get(jv_at(list, 0), "answered_by"));
+        if (k == 1)
+            assert_true(jv_is_str(jv_get(jv_at(list, 1), "holder"), token));
+        jv_free(v);
+        proc_free(&p);
+    }
+    fixture_cluster_stop(&rc);
+}
+
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
@@ -767,7 +808,7 @@ int main(void)
         cmocka_unit_test(evicting_policy_warns),   cmocka_unit_test(replica_is_an_error),
         cmocka_unit_test(recommended_acl_passes),  cmocka_unit_test(unreachable_and_twin_nodes),
         cmocka_unit_test(cluster_masters_checked), cmocka_unit_test(cluster_replicas_counted),
-        cmocka_unit_test(refused_before_sending),
+        cmocka_unit_test(refused_before_sending),  cmocka_unit_test(cluster_answers_named),
     };
     return cli_main("cli-check", tests, sizeof(tests) / sizeof(tests[0]), NULL);
 }

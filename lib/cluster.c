@@ -412,10 +412,14 @@ static void release_waiting(redlock__cluster *cl, const char *why)
     }
 }
 
-static bool unknown_command(const char *error)
+/* Whether error is a server's error reply ("ERR unknown subcommand ...", "NOPERM ..."): its first
+ * word is upper case, where the node layer's own texts ("node down: ...") are not. */
+static bool server_refused(const char *error)
 {
-    return error != NULL &&
-           (strstr(error, "nknown subcommand") != NULL || strstr(error, "nknown command") != NULL);
+    size_t n = 0;
+    while (error != NULL && error[n] >= 'A' && error[n] <= 'Z')
+        n++;
+    return n >= 2 && (error[n] == ' ' || error[n] == '\0');
 }
 
 /* The topology request was answered (or failed). */
@@ -447,8 +451,12 @@ static void on_topology(redlock__req *req, redlock_vote vote, const char *error,
                 fetch(cl);
             return;
         }
-    } else if (!cl->use_slots && unknown_command(error)) {
-        cl->use_slots = true; /* a server older than 7: ask the same one again, the old way */
+    } else if (!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error)) {
+        /* A server older than 7 (unknown subcommand), or a user not allowed cluster|shards: ask
+         * the same one again, the old way, from now on. */
+        cl_log(cl, REDLOCK_LOG_INFO, "CLUSTER SHARDS refused by %s (%s): asking CLUSTER SLOTS",
+               asked->endpoint, error);
+        cl->use_slots = true;
         fetch_send(cl);
         return;
     } else {

@@ -301,6 +301,44 @@ static void keys_of_one_request_share_a_slot(void **state)
     h_env_stop(&env);
 }
 
+/* 3b. A user that may not run CLUSTER SHARDS (as on a server older than 7, which does not know
+ * it) gets the map from CLUSTER SLOTS: a client on cluster b alone (quorum 1) takes and releases
+ * locks on keys of every master with it. */
+static void slots_when_shards_refused(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL); /* its loop; the server stays unused */
+    fixture_redis_cluster *rc = &clusters[B];
+    for (unsigned i = 0; i < rc->n; i++) {
+        redisReply *r = fixture_cluster_command(
+            rc, i, "ACL SETUSER slotsonly on >pw ~* &* +@all -cluster|shards");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    char url[256];
+    snprintf(url, sizeof(url), "cluster://slotsonly:pw@127.0.0.1:%d", fixture_cluster_port(rc, 0));
+    const char *urls[1] = {url};
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    assert_int_equal(h_client_urls(&env, urls, 1, &o, &c, NULL, 0), 0);
+    bool used[MASTERS] = {false};
+    for (unsigned r = 0; r < N_SPREAD; r++) {
+        h_record rec;
+        int rc_acq = h_acquire(&env, c, spread[r], 10000, NULL, &rec);
+        if (rc_acq != 0)
+            h_dump_record("acquire with CLUSTER SLOTS", &rec);
+        assert_int_equal(rc_acq, 0);
+        used[fixture_cluster_key_owner(rc, spread[r], strlen(spread[r]))] = true;
+        h_release_ok(&env, rec.lock, NULL);
+    }
+    for (unsigned m = 0; m < MASTERS; m++)
+        assert_true(used[m]);
+    h_env_stop(&env);
+}
+
 /* 4. A slot migrates (half way: the source answers ASK for keys it no longer has; then
  * finished: MOVED) while a loop takes and releases a lock on a key of that slot and bumps a
  * counter on a plain server under it: every round is won, no update is lost. */
@@ -525,6 +563,7 @@ int main(void)
         cmocka_unit_test(locks_over_clusters_and_servers),
         cmocka_unit_test(auto_extension_over_clusters),
         cmocka_unit_test(keys_of_one_request_share_a_slot),
+        cmocka_unit_test(slots_when_shards_refused),
         cmocka_unit_test(slot_migrating_under_a_lock_loop),
         cmocka_unit_test(failover_under_traffic),
         cmocka_unit_test(stopped_master_votes_timeout),

@@ -568,4 +568,13 @@ MUTANTS = [
                    "true) {")],
         "killers": [integration("cluster", "failover_under_traffic")],
     },
+    {
+        "name": "cluster-no-slots-fallback",
+        "what": "a cluster node whose servers refuse CLUSTER SHARDS (older than 7, or an ACL) never "
+                "asks CLUSTER SLOTS: it has no slot map and votes error",
+        "edits": [("lib/cluster.c",
+                   "!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error)",
+                   "!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error) && false")],
+        "killers": [integration("cluster", "slots_when_shards_refused")],
+    },
 ]

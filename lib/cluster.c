@@ -12,7 +12,8 @@
 #include "slot.h"
 
 #define ERR_LEN REDLOCK_ERROR_TEXT_MAX
-/* Redirects and retries one request may take before it votes what it got. */
+/* Redirects one request follows in a row: past them (servers that disagree about a slot) it
+ * pauses as for TRYAGAIN, and starts counting again. */
 #define HOPS_MAX 16
 /* The pause before a request answered TRYAGAIN or CLUSTERDOWN (or routed to no master) goes
  * again. */
@@ -527,15 +528,17 @@ static bool is_write(redlock__cmd_kind kind)
            kind == REDLOCK__CMD_EXTEND || kind == REDLOCK__CMD_COMMIT;
 }
 
+/* Send cr again after a pause, unless the pause would end past its deadline: then the vote is
+ * the error that asked for it (TRYAGAIN, CLUSTERDOWN, a redirect too many). */
 static void retry_later(creq *cr, const char *why, uint64_t now)
 {
     redlock__cluster *cl = cr->cl;
     uint64_t at = now + RETRY_PAUSE_US;
-    if (cr->hops >= HOPS_MAX || at >= cr->outer->deadline_us) {
+    if (at >= cr->outer->deadline_us) {
         finish(cr, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
     }
-    cr->hops++;
+    cr->hops = 0;
     park(cl, cr, at);
 }
 
@@ -636,9 +639,11 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
     }
     if (vote == REDLOCK_VOTE_ERROR && error != NULL) {
         redlock__redirect rd;
-        if (redlock__cluster_parse_redirect(error, strlen(error), &rd) == 1 &&
-            cr->hops < HOPS_MAX) {
-            cr->hops++;
+        if (redlock__cluster_parse_redirect(error, strlen(error), &rd) == 1) {
+            if (++cr->hops > HOPS_MAX) {
+                again(cr, true, error, now);
+                return;
+            }
             cl->redirects++;
             const char *host = rd.host;
             for (unsigned i = 0; host[0] == '\0' && i < cl->n_conns; i++)

@@ -410,6 +410,69 @@ static void slot_migrating_under_a_lock_loop(void **state)
     h_env_stop(&env);
 }
 
+/* 4b. TRYAGAIN: half way through a migration, a fenced lock's counter has moved to the
+ * importing master but its key does not exist anywhere, so the importing master answers the
+ * script (two keys, one missing) TRYAGAIN. The request is sent again every few ms within its
+ * deadline; once the migration is finished it goes to the new owner (MOVED) and is won, with the
+ * fence after the one the counter held before it moved. */
+static void tryagain_while_a_slot_is_split(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL); /* its loop; the server stays unused */
+    fixture_redis_cluster *rc = &clusters[B];
+    char url[256];
+    snprintf(url, sizeof(url), "cluster://127.0.0.1:%d?timeout_ms=%d", fixture_cluster_port(rc, 0),
+             4 * H_NODE_TIMEOUT_MS);
+    const char *urls[1] = {url};
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    assert_int_equal(h_client_urls(&env, urls, 1, &o, &c, NULL, 0), 0);
+    const char *key = "{cl:split}";
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.fencing = true;
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, key, 10000, &lo, &rec), 0);
+    uint64_t first = redlock_lock_fence(rec.lock);
+    h_release_ok(&env, rec.lock, NULL); /* the counter stays, the key goes */
+
+    unsigned slot = (unsigned)fixture_cluster_keyslot(rc, key, strlen(key));
+    int from = fixture_cluster_slot_owner(rc, slot);
+    assert_true(from >= 0);
+    unsigned to = ((unsigned)from + 1) % MASTERS;
+    assert_int_equal(
+        fixture_cluster_migrate_slot(rc, slot, (unsigned)from, to, FIXTURE_MIGRATE_HALF), 0);
+    /* The importing master itself says TRYAGAIN to the script after ASKING. */
+    redisContext *ctx = fixture_cluster_connect(rc, to);
+    assert_non_null(ctx);
+    redisReply *r = redisCommand(ctx, "ASKING");
+    freeReplyObject(r);
+    r = redisCommand(ctx, "EVAL %s 2 %s %s:fence", "return redis.call('get', KEYS[1])", key, key);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_memory_equal(r->str, "TRYAGAIN", 8);
+    freeReplyObject(r);
+    redisFree(ctx);
+
+    memset(&rec, 0, sizeof(rec));
+    assert_int_equal(redlock_acquire(c, key, strlen(key), 10000, &lo, h_record_cb, &rec), 0);
+    h_run_for(&env.loop, 300); /* TRYAGAIN, again and again */
+    if (rec.calls != 0)
+        h_dump_record("fenced acquire while the slot is split", &rec);
+    assert_int_equal(rec.calls, 0);
+    assert_int_equal(
+        fixture_cluster_migrate_slot(rc, slot, (unsigned)from, to, FIXTURE_MIGRATE_FINISH), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    if (rec.status != 0)
+        h_dump_record("fenced acquire across TRYAGAIN", &rec);
+    assert_int_equal(rec.status, 0);
+    assert_int_equal(redlock_lock_fence(rec.lock), first + 1);
+    h_release_ok(&env, rec.lock, NULL);
+    h_env_stop(&env);
+}
+
 /* 5. A replica is promoted (CLUSTER FAILOVER) while locks are taken: rounds keep deciding, and
  * with wait_replicas=1 a lock held across the failover is still on the new master. */
 static void failover_under_traffic(void **state)
@@ -565,6 +628,7 @@ int main(void)
         cmocka_unit_test(keys_of_one_request_share_a_slot),
         cmocka_unit_test(slots_when_shards_refused),
         cmocka_unit_test(slot_migrating_under_a_lock_loop),
+        cmocka_unit_test(tryagain_while_a_slot_is_split),
         cmocka_unit_test(failover_under_traffic),
         cmocka_unit_test(stopped_master_votes_timeout),
     };

@@ -577,4 +577,13 @@ MUTANTS = [
                    "!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error) && false")],
         "killers": [integration("cluster", "slots_when_shards_refused")],
     },
+    {
+        "name": "cluster-tryagain-is-final",
+        "what": "a cluster node takes TRYAGAIN (a slot split half way through a migration) as its "
+                "vote instead of sending the request again within its deadline",
+        "edits": [("lib/cluster.c",
+                   'if (strncmp(error, "TRYAGAIN", 8) == 0 || strncmp(error, "CLUSTERDOWN", 11) == 0)',
+                   'if (strncmp(error, "CLUSTERDOWN", 11) == 0)')],
+        "killers": [integration("cluster", "tryagain_while_a_slot_is_split")],
+    },
 ]

@@ -82,6 +82,9 @@ def check_cluster(rows, cluster, need):
             need(isinstance(r.get("of_plain"), (int, float))
                  and abs(r["of_plain"] - want_of) <= 0.002 + 0.001 * want_of,
                  "cluster of_plain is not cycles_per_s / plain_cycles_per_s", r)
+        # The servers' CPU per cycle: null only when their INFO could not be read.
+        for k in ("server_cpu_us_per_cycle", "plain_server_cpu_us_per_cycle"):
+            need(k in r and (r[k] is None or r[k] > 0), f"cluster without {k}", r)
         need(r.get("masters") == r.get("nodes", 0) * r.get("masters_per_node", 0),
              "cluster: masters is not nodes x masters_per_node", r)
         need(r.get("masters_used") == r.get("masters"),

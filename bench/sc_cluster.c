@@ -131,47 +131,108 @@ static int former_start(const bench_config *cfg, unsigned masters, former *f, ch
 
 /* ---- what the servers did ------------------------------------------------------------------ */
 
-/* SETs the server at host:port has run (INFO commandstats), or -1 when it cannot be asked. */
-static long long server_sets(const char *host, int port)
+/* A blocking connection to every server of a side's nodes (a cluster node's URL host and seeds,
+ * which the former makes all its masters), to read their counters between slices. */
+typedef struct servers {
+    redisContext **conns;
+    unsigned n;
+    bool broken; /* a reading failed: no server CPU figure for this side */
+} servers;
+
+static void servers_add(servers *s, const redlock_url *u, const char *host, int port)
 {
     struct timeval tv = {2, 0};
     redisContext *c = redisConnectWithTimeout(host, port, tv);
-    long long calls = -1;
-    if (c != NULL && !c->err) {
-        redisReply *r = redisCommand(c, "INFO commandstats");
-        if (r != NULL && r->type == REDIS_REPLY_STRING) {
-            const char *at = strstr(r->str, "cmdstat_set:calls=");
-            calls = at != NULL ? strtoll(at + strlen("cmdstat_set:calls="), NULL, 10) : 0;
-        }
+    if (c != NULL && !c->err && u->password != NULL) {
+        redisReply *r = u->user != NULL ? redisCommand(c, "AUTH %s %s", u->user, u->password)
+                                        : redisCommand(c, "AUTH %s", u->password);
         if (r != NULL)
             freeReplyObject(r);
     }
-    if (c != NULL)
-        redisFree(c);
-    return calls;
+    if (c == NULL || c->err) {
+        s->broken = true;
+        if (c != NULL)
+            redisFree(c);
+        return;
+    }
+    s->conns[s->n++] = c;
 }
 
-/* How many masters of the cluster nodes urls (the URL's host and every seed, which the former
- * makes all the masters) have run a SET: every one, when the fresh names spread over the slots
- * and the library routed them. *masters gets the number of masters named. */
-static unsigned masters_used(const char *const *urls, unsigned n, unsigned *masters)
+/* Connect to the servers of nodes urls (plain or cluster://; TLS nodes are not read). */
+static void servers_open(servers *s, const char *const *urls, unsigned n, unsigned max_servers)
 {
-    unsigned used = 0;
-    *masters = 0;
+    s->n = 0;
+    s->broken = false;
+    s->conns = calloc(max_servers, sizeof(s->conns[0]));
+    if (s->conns == NULL) {
+        s->broken = true;
+        return;
+    }
     for (unsigned i = 0; i < n; i++) {
         redlock_url u;
-        if (redlock_url_parse(&u, urls[i], NULL, 0) != 0 || u.host == NULL) {
+        if (redlock_url_parse(&u, urls[i], NULL, 0) != 0 || u.host == NULL || u.tls) {
+            s->broken = true;
             redlock_url_free(&u);
             continue;
         }
-        ++*masters;
-        used += server_sets(u.host, u.port) > 0;
-        for (const redlock_url_seed *s = u.seeds; s != NULL && s->host != NULL; s++) {
-            ++*masters;
-            used += server_sets(s->host, s->port) > 0;
-        }
+        if (s->n < max_servers)
+            servers_add(s, &u, u.host, u.port);
+        for (const redlock_url_seed *e = u.seeds; e != NULL && e->host != NULL; e++)
+            if (s->n < max_servers)
+                servers_add(s, &u, e->host, e->port);
         redlock_url_free(&u);
     }
+}
+
+static void servers_close(servers *s)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        redisFree(s->conns[i]);
+    free(s->conns);
+    s->conns = NULL;
+    s->n = 0;
+}
+
+/* The number after name in INFO section's text of server i, or -1. */
+static double info_field(servers *s, unsigned i, const char *section, const char *name)
+{
+    redisReply *r = redisCommand(s->conns[i], "INFO %s", section);
+    double v = -1;
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        const char *at = strstr(r->str, name);
+        v = at != NULL ? strtod(at + strlen(name), NULL) : 0;
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+/* The CPU time the servers have used, user + system, in microseconds (INFO cpu); -1 once a
+ * reading failed. */
+static double servers_cpu_us(servers *s)
+{
+    if (s->broken)
+        return -1;
+    double sum = 0;
+    for (unsigned i = 0; i < s->n; i++) {
+        double user = info_field(s, i, "cpu", "used_cpu_user:");
+        double sys = info_field(s, i, "cpu", "used_cpu_sys:");
+        if (user < 0 || sys < 0) {
+            s->broken = true;
+            return -1;
+        }
+        sum += (user + sys) * 1e6;
+    }
+    return sum;
+}
+
+/* How many of the servers have run a SET (INFO commandstats): for a cluster side every master,
+ * when the fresh names spread over the slots and the library routed them. */
+static unsigned servers_with_sets(servers *s)
+{
+    unsigned used = 0;
+    for (unsigned i = 0; i < s->n; i++)
+        used += info_field(s, i, "commandstats", "cmdstat_set:calls=") > 0;
     return used;
 }
 
@@ -187,20 +248,29 @@ static double warm_s(const bench_config *cfg)
 typedef struct side {
     redlock_client *client;
     const char *tag; /* in the resources' names */
+    servers servers; /* its nodes' servers */
     samples cycle;   /* every finished cycle's time */
     double rates[SLICES];
     unsigned slices;
     uint64_t cycles, failures, cpu_us;
+    double server_cpu_us; /* < 0: not known */
 } side;
 
+/* One slice; the servers' CPU is read before and after it, outside its time. */
 static void side_slice(uv_loop_t *loop, side *s, unsigned width, double seconds)
 {
     bench_chain_spec spec = {.tag = s->tag};
     size_t before = s->cycle.n;
+    double server0 = servers_cpu_us(&s->servers);
     uint64_t cpu0 = bench_cpu_us();
     double rate =
         bench_chain_spec_run(loop, s->client, width, seconds, &spec, NULL, &s->cycle, &s->failures);
     s->cpu_us += bench_cpu_us() - cpu0;
+    double server1 = servers_cpu_us(&s->servers);
+    if (server0 < 0 || server1 < 0 || s->server_cpu_us < 0)
+        s->server_cpu_us = -1;
+    else
+        s->server_cpu_us += server1 - server0;
     s->cycles += s->cycle.n - before;
     s->rates[s->slices++] = rate;
 }
@@ -210,6 +280,7 @@ static void side_reset(side *s)
     samples_free(&s->cycle);
     s->slices = 0;
     s->cycles = s->failures = s->cpu_us = 0;
+    s->server_cpu_us = 0;
 }
 
 /* Run loop until every node of c is up (a cluster: its slot map known), at most seconds. */
@@ -246,15 +317,21 @@ static void report(const bench_config *cfg, const row *w, side *plain, side *cl)
     double of_plain = ratio_of(rate, plain_rate);
     double cpu = ratio_of((double)cl->cpu_us, (double)cl->cycles);
     double plain_cpu = ratio_of((double)plain->cpu_us, (double)plain->cycles);
+    /* The servers' CPU per cycle, all nodes' servers together; < 0 when not read. */
+    double server_cpu =
+        cl->server_cpu_us < 0 ? -1 : ratio_of(cl->server_cpu_us, (double)cl->cycles);
+    double plain_server_cpu =
+        plain->server_cpu_us < 0 ? -1 : ratio_of(plain->server_cpu_us, (double)plain->cycles);
     percentiles pc = samples_percentiles(&cl->cycle), pp = samples_percentiles(&plain->cycle);
     printf("%-11s %u master%s/node, %3u in flight: %8.0f cycles/s (cycle p50 %6llu us p99 %6llu)"
            "  |  plain %8.0f cycles/s (p50 %6llu us p99 %6llu)  |  of plain %.2f  |  cpu %.1f "
-           "us/cycle (plain %.1f)  |  masters used %u of %u  (%llu failed, plain %llu)\n",
+           "us/cycle (plain %.1f), servers %.1f (plain %.1f)  |  masters used %u of %u  (%llu "
+           "failed, plain %llu)\n",
            "cluster", w->masters, w->masters == 1 ? " " : "s", w->concurrency, rate,
            (unsigned long long)pc.p50, (unsigned long long)pc.p99, plain_rate,
            (unsigned long long)pp.p50, (unsigned long long)pp.p99, of_plain, cpu, plain_cpu,
-           w->masters_used, w->masters_named, (unsigned long long)cl->failures,
-           (unsigned long long)plain->failures);
+           server_cpu, plain_server_cpu, w->masters_used, w->masters_named,
+           (unsigned long long)cl->failures, (unsigned long long)plain->failures);
     if (cfg->json == NULL)
         return;
     FILE *f = cfg->json;
@@ -270,11 +347,16 @@ static void report(const bench_config *cfg, const row *w, side *plain, side *cl)
     json_doubles(f, plain->rates, SLICES);
     fprintf(f, ",\"plain_cycle_us\":");
     json_percentiles(f, &pp);
-    fprintf(f,
-            ",\"of_plain\":%.3f,\"cpu_us_per_cycle\":%.2f,\"plain_cpu_us_per_cycle\":%.2f,"
-            "\"masters\":%u,\"masters_used\":%u,\"failures\":%llu,\"plain_failures\":%llu}\n",
-            of_plain, cpu, plain_cpu, w->masters_named, w->masters_used,
-            (unsigned long long)cl->failures, (unsigned long long)plain->failures);
+    fprintf(f, ",\"of_plain\":%.3f,\"cpu_us_per_cycle\":%.2f,\"plain_cpu_us_per_cycle\":%.2f",
+            of_plain, cpu, plain_cpu);
+    if (server_cpu >= 0 && plain_server_cpu >= 0)
+        fprintf(f, ",\"server_cpu_us_per_cycle\":%.2f,\"plain_server_cpu_us_per_cycle\":%.2f",
+                server_cpu, plain_server_cpu);
+    else
+        fprintf(f, ",\"server_cpu_us_per_cycle\":null,\"plain_server_cpu_us_per_cycle\":null");
+    fprintf(f, ",\"masters\":%u,\"masters_used\":%u,\"failures\":%llu,\"plain_failures\":%llu}\n",
+            w->masters_named, w->masters_used, (unsigned long long)cl->failures,
+            (unsigned long long)plain->failures);
     fflush(f);
 }
 
@@ -299,6 +381,7 @@ static int run_masters(bench_config *cfg, uv_loop_t *loop, side *plain, unsigned
         return -1;
     }
     side cl = {.client = bench_client(cfg, loop, urls, n, NULL), .tag = "cluster"};
+    servers_open(&cl.servers, urls, n, n * masters);
     int rc = 0;
     if (!wait_up(loop, cl.client, n, UP_WAIT_S)) {
         fprintf(stderr,
@@ -322,13 +405,16 @@ static int run_masters(bench_config *cfg, uv_loop_t *loop, side *plain, unsigned
         side_reset(&cl);
         for (unsigned k = 0; k < 2 * SLICES; k++)
             side_slice(loop, bench_slice_side(k, 2) == 0 ? plain : &cl, levels[l], slice);
-        row w = {.masters = masters, .concurrency = levels[l]};
-        w.masters_used = masters_used(urls, n, &w.masters_named);
+        row w = {.masters = masters,
+                 .concurrency = levels[l],
+                 .masters_named = n * masters,
+                 .masters_used = servers_with_sets(&cl.servers)};
         report(cfg, &w, plain, &cl);
         if (cl.failures != 0 || plain->failures != 0 || w.masters_used != w.masters_named)
             rc = -1;
     }
     side_reset(&cl);
+    servers_close(&cl.servers);
     bench_close(loop, cl.client); /* before its servers go */
     if (former_stop(cfg, &f) != 0)
         rc = -1;
@@ -347,6 +433,7 @@ int bench_cluster(bench_config *cfg)
     uv_loop_t loop;
     uv_loop_init(&loop);
     side plain = {.client = bench_client(cfg, &loop, NULL, 0, NULL), .tag = "cluster:plain"};
+    servers_open(&plain.servers, cfg->urls, cfg->n_nodes, cfg->n_nodes);
     uint64_t warm = 0;
     bench_chain_spec warm_spec = {.tag = "cluster:plain:warm"};
     bench_chain_spec_run(&loop, plain.client, levels[0], warm_s(cfg), &warm_spec, NULL, NULL,
@@ -356,6 +443,7 @@ int bench_cluster(bench_config *cfg)
         if (run_masters(cfg, &loop, &plain, masters_values[i]) != 0)
             rc = -1;
     side_reset(&plain);
+    servers_close(&plain.servers);
     bench_close(&loop, plain.client);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);

@@ -13,8 +13,10 @@
 #                       cluster_state:ok on every server within CLUSTERS_WAIT_S (default 30)
 #                       seconds; sets clusters_urls (array: one cluster://host:port?seed=...
 #                       URL per cluster, naming all its masters), clusters_pids, clusters_dir.
-#                       Returns 1 with a message when a server does not start or the clusters
-#                       are not ok in time (clusters_stop still stops what started)
+#                       A server that does not start (its port taken meanwhile by another's
+#                       process) makes it stop them all and start again on other ports, three
+#                       attempts in all. Returns 1 with a message when that fails or the
+#                       clusters are not ok in time (clusters_stop still stops what started)
 #   clusters_stop       as servers_stop, for the clusters' servers (idempotent)
 
 servers_urls=()
@@ -93,11 +95,12 @@ clusters_urls=()
 clusters_pids=()
 clusters_dir=""
 
-# redis-cli on a port of ours, with the reply's carriage returns removed.
+# redis-cli on a port of ours, with the reply's carriage returns removed; at most 5 s (redis-cli
+# has no timeout of its own, and a port taken by another's program may never answer).
 clusters_cli() {
     local port="$1"
     shift
-    redis-cli -h 127.0.0.1 -p "$port" "$@" 2>&1 | tr -d '\r'
+    timeout 5 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>&1 | tr -d '\r'
 }
 
 # Send the commands (one argument each) to the server on port in one redis-cli; 1, with what
@@ -105,7 +108,7 @@ clusters_cli() {
 clusters_cli_ok() {
     local port="$1" replies want=""
     shift
-    replies="$(printf '%s\n' "$@" | redis-cli -h 127.0.0.1 -p "$port" 2>&1 | tr -d '\r')"
+    replies="$(printf '%s\n' "$@" | timeout 5 redis-cli -h 127.0.0.1 -p "$port" 2>&1 | tr -d '\r')"
     want="$(printf 'OK\n%.0s' "$@")"
     if [ "$replies" != "${want%$'\n'}" ]; then
         echo "cluster server on port $port answered '$replies' to: $*" >&2
@@ -113,7 +116,22 @@ clusters_cli_ok() {
     fi
 }
 
+# A port chosen free may be taken by another's process before a server binds it: then every
+# server started is stopped and the clusters are formed again on new ports, up to three times.
 clusters_start() {
+    local attempt rc
+    for attempt in 1 2 3; do
+        clusters_try "$@"
+        rc=$?
+        [ "$rc" = 2 ] || return "$rc"
+        clusters_stop
+        [ "$attempt" -lt 3 ] && echo "clusters: starting again on other ports" >&2
+    done
+    return 1
+}
+
+# One attempt of clusters_start: 0, 1 (said), or 2 (said) when a server did not start.
+clusters_try() {
     local n="$1" masters="$2" total=$(($1 * $2)) ports i
     clusters_dir="$(mktemp -d)"
     # Each server's port, then each one's cluster bus port (given: port + 10000 may be taken or
@@ -133,17 +151,17 @@ clusters_start() {
     for ((i = 0; i < total; i++)); do
         local port="${ports[$i]}" pid="${clusters_pids[$i]}" ok=0
         for _ in $(seq 200); do
+            kill -0 "$pid" 2>/dev/null || break
             if clusters_cli "$port" info server | grep -qx "process_id:$pid"; then
                 ok=1
                 break
             fi
-            kill -0 "$pid" 2>/dev/null || break
             sleep 0.05
         done
         if [ "$ok" = 0 ]; then
             echo "cluster redis-server (pid $pid) on port $port did not start:" >&2
-            cat "$clusters_dir/$port/redis.log" >&2
-            return 1
+            grep -v "^ *$" "$clusters_dir/$port/redis.log" | tail -3 >&2
+            return 2
         fi
     done
     # Cluster c's masters are servers c*M .. c*M+M-1; master m owns the m-th of M even slot

@@ -40,6 +40,10 @@ typedef struct bench_config {
      * --nodes). None: the scale scenario uses --nodes. */
     const char *scale_urls[REDLOCK_MAX_NODES];
     unsigned n_scale;
+    /* The cluster scenario's former (--cluster-former; bench/clusters.sh): run as `PATH NODES M`,
+     * it prints NODES cluster:// URLs of M masters each and keeps them until its input closes.
+     * NULL: the cluster scenario is skipped. */
+    const char *cluster_former;
     /* The servers' own capacity in lock cycles per second (the limit scenario, sc_limit.c): 0
      * when it did not run. For the plot; the throughput rows measure their own, slice by slice
      * beside their lock and raw slices. */
@@ -78,6 +82,7 @@ int bench_memory(bench_config *cfg);
 int bench_tls(bench_config *cfg);
 int bench_fencing(bench_config *cfg);
 int bench_multi(bench_config *cfg);
+int bench_cluster(bench_config *cfg);
 void bench_plot(const bench_config *cfg);
 void bench_results_free(bench_config *cfg);
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench/check_json.py JSONL [--tls] [--peers] - what docs/performance.md promises of
+"""bench/check_json.py JSONL [--tls] [--peers] [--cluster] - what docs/performance.md promises of
 redlock-bench's JSON lines, checked on a run's output (bench/smoke.sh runs it on a --quick run).
 Lines of another implementation (bench/run --peers: "impl":"node-redlock") are checked apart from
 the library's, whenever present; --peers wants them for latency, throughput and contention.
-Prints what is wrong and exits 1, or exits 0. A functional check: no speed is judged here."""
+Cluster lines are checked whenever present; --cluster wants them (the scenario runs only with
+--cluster-former). Prints what is wrong and exits 1, or exits 0. A functional check: no speed is
+judged here."""
 import json
 import sys
 
@@ -59,7 +61,39 @@ def check_peers(peer_rows, lib_by, peers, need):
         need(r.get("acquisitions_per_s", 0) > 0, "peer contention with no acquisition", r)
 
 
-def check(rows, tls, peers=False):
+def check_cluster(rows, cluster, need):
+    """The cluster scenario's lines: one per (masters per node, concurrency), each beside the plain
+    nodes of the same run, every master of every cluster given SETs, no failed cycle."""
+    if cluster:
+        need({(r.get("masters_per_node"), r.get("concurrency")) for r in rows}
+             >= {(m, c) for m in (1, 2, 3) for c in (64, 256)},
+             "cluster rows for 1, 2 and 3 masters per node at 64 and 256 in flight")
+    for r in rows:
+        for k in ("cycles_per_s", "plain_cycles_per_s", "cpu_us_per_cycle",
+                  "plain_cpu_us_per_cycle"):
+            need(r.get(k, 0) > 0, f"cluster without {k}", r)
+        for k in ("cycle_us", "plain_cycle_us"):
+            need(r.get(k, {}).get("n", 0) > 0 and "p99" in r.get(k, {}), f"cluster without {k}", r)
+        for k in ("slices", "plain_slices"):
+            need(len(r.get(k, [])) >= 3 and all(v > 0 for v in r.get(k, [])),
+                 f"cluster without 3 or more {k}", r)
+        if r.get("plain_cycles_per_s"):
+            want_of = r.get("cycles_per_s", 0) / r["plain_cycles_per_s"]
+            need(isinstance(r.get("of_plain"), (int, float))
+                 and abs(r["of_plain"] - want_of) <= 0.002 + 0.001 * want_of,
+                 "cluster of_plain is not cycles_per_s / plain_cycles_per_s", r)
+        # The servers' CPU per cycle: null only when their INFO could not be read.
+        for k in ("server_cpu_us_per_cycle", "plain_server_cpu_us_per_cycle"):
+            need(k in r and (r[k] is None or r[k] > 0), f"cluster without {k}", r)
+        need(r.get("masters") == r.get("nodes", 0) * r.get("masters_per_node", 0),
+             "cluster: masters is not nodes x masters_per_node", r)
+        need(r.get("masters_used") == r.get("masters"),
+             "cluster: a master ran no SET (the fresh names did not reach every master)", r)
+        need(r.get("failures") == 0 and r.get("plain_failures") == 0,
+             "cluster with failed cycles", r)
+
+
+def check(rows, tls, peers=False, cluster=False):
     errors = []
 
     def need(cond, what, row=None):
@@ -191,6 +225,7 @@ def check(rows, tls, peers=False):
     for r in mem:
         need(r.get("live_bytes_per_lock", 0) > 0, "memory without live_bytes_per_lock", r)
         need(r.get("failures") == 0, "memory with failed acquires", r)
+    check_cluster(by.get("cluster", []), cluster, need)
     if tls:
         for r in by.get("tls", []):
             need(r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, "tls with no cycles", r)
@@ -201,7 +236,8 @@ def check(rows, tls, peers=False):
 
 def main():
     rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-    errors = check(rows, "--tls" in sys.argv[2:], "--peers" in sys.argv[2:])
+    errors = check(rows, "--tls" in sys.argv[2:], "--peers" in sys.argv[2:],
+                   "--cluster" in sys.argv[2:])
     for e in errors:
         print(e)
     sys.exit(1 if errors else 0)

@@ -5,14 +5,16 @@
  *   redlock-bench --nodes URL,URL,... [--scenario NAME]... [--duration S] [--json FILE]
  *                 [--quick] [--pids PID,PID,...] [--proxy PATH] [--node-timeout MS]
  *                 [--tls-nodes URL,URL,... --tls-ca FILE [--tls-cert FILE --tls-key FILE]]
- *                 [--scale-nodes URL,URL,...] [--then CMD]
+ *                 [--scale-nodes URL,URL,...] [--cluster-former PATH] [--then CMD]
  *
  * Scenarios: latency, limit (the servers' own capacity: the lock cycle's commands pipelined with
  * no lock logic), throughput (with the fraction of the limit it reaches), scale (1 to 9 nodes:
  * the first N of --scale-nodes, or of --nodes without it), contention, faults (needs --pids of
  * the node servers), wan (needs --proxy, the delay proxy program), memory, tls (needs
  * --tls-nodes: the same servers' TLS ports, in the order of --nodes), fencing (plain against
- * fenced locks), multi (locks on 1, 2, 4 and 8 resources at once). Default: all that can run.
+ * fenced locks), multi (locks on 1, 2, 4 and 8 resources at once), cluster (every node a Redis
+ * Cluster of 1, 2 and 3 masters beside the plain nodes; needs --cluster-former, the program that
+ * forms them, bench/clusters.sh). Default: all that can run.
  * Every scenario prints a table row and, with --json, one JSON object per line. With --then, a
  * command runs after each scenario (bench/run --peers runs another implementation's workload
  * that way, right after the library's, on the same servers). */
@@ -42,9 +44,10 @@ static void usage(FILE *f)
                "                     [--tls-nodes URL,... --tls-ca FILE [--tls-cert FILE\n"
                "                      --tls-key FILE]]\n"
                "                     [--scale-nodes URL,... (up to nine, for scale)]\n"
+               "                     [--cluster-former PATH (forms the clusters, for cluster)]\n"
                "                     [--then CMD (run after each scenario)]\n"
                "scenarios: latency limit throughput scale contention faults wan memory tls\n"
-               "           fencing multi (default: all)\n");
+               "           fencing multi cluster (default: all that can run)\n");
 }
 
 static unsigned split_list(char *list, const char **out, unsigned max)
@@ -274,6 +277,11 @@ static int check_input(const bench_config *cfg, unsigned n_pid_args)
         fprintf(stderr, "redlock-bench: --proxy %s: %s\n", cfg->proxy_path, strerror(errno));
         return 64;
     }
+    if (cfg->cluster_former != NULL && access(cfg->cluster_former, X_OK) != 0) {
+        fprintf(stderr, "redlock-bench: --cluster-former %s: %s\n", cfg->cluster_former,
+                strerror(errno));
+        return 64;
+    }
     for (unsigned i = 0; i < cfg->n_pids; i++) {
         if (kill(cfg->pids[i], 0) != 0 && errno == ESRCH) {
             fprintf(stderr, "redlock-bench: --pids: no process %ld\n", (long)cfg->pids[i]);
@@ -364,6 +372,7 @@ static const scenario scenarios[] = {
     {"tls", bench_tls},
     {"fencing", bench_fencing},
     {"multi", bench_multi},
+    {"cluster", bench_cluster},
 };
 /* clang-format on */
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
@@ -402,6 +411,7 @@ int main(int argc, char **argv)
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
         {"scale-nodes", required_argument, NULL, 'N'},
+        {"cluster-former", required_argument, NULL, 'F'},
         {"then", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -476,6 +486,9 @@ int main(int argc, char **argv)
             break;
         case 'N':
             scale_nodes = optarg;
+            break;
+        case 'F':
+            cfg.cluster_former = optarg;
             break;
         case 'W':
             then_cmd = optarg;

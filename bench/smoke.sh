@@ -3,8 +3,10 @@
 # bench/smoke.sh BENCH_EXE [PROXY_EXE [CERTS_EXE]] - the CI smoke run of the bench: redlock-bench
 # --quick against nine servers of its own (five for every scenario, all nine for scale; with TLS
 # ports too when CERTS_EXE, the redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario
-# reported, lost_updates is 0 and no fencing cycle failed. A functional check only: speed is
-# never asserted. Prints TAP.
+# reported, lost_updates is 0 and no fencing cycle failed. The cluster scenario runs too, its
+# clusters formed by bench/clusters.sh (one M at a time, each in a temp dir under this run's own
+# TMPDIR, so that none left behind goes unseen). A functional check only: speed is never
+# asserted. Prints TAP.
 set -uo pipefail
 bench="$1"
 proxy="${2:-}"
@@ -13,7 +15,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/servers.sh"
 out="$(mktemp)"
 certs=""
-trap 'servers_stop; rm -f "$out" "$out.log"; if [ -n "$certs" ]; then rm -rf "$certs"; fi' EXIT
+clusters_tmp="$(mktemp -d)"
+trap 'servers_stop; rm -f "$out" "$out.log"; rm -rf "$clusters_tmp"
+      if [ -n "$certs" ]; then rm -rf "$certs"; fi' EXIT
 echo "1..4"
 if [ -n "$certs_exe" ]; then
     certs="$(mktemp -d)"
@@ -32,10 +36,11 @@ for i in 0 1 2 3 4; do
     if [ "$i" -lt 2 ]; then nodes+=("${servers_urls[$i]}?timeout_ms=50"); else nodes+=("${servers_urls[$i]}"); fi
 done
 args=(--quick --node-timeout 2000 --nodes "$(IFS=,; echo "${nodes[*]}")" --pids "$(IFS=,; echo "${servers_pids[*]:0:5}")"
-      --scale-nodes "$(IFS=,; echo "${servers_urls[*]}")" --json "$out")
+      --scale-nodes "$(IFS=,; echo "${servers_urls[*]}")" --json "$out"
+      --cluster-former "$here/clusters.sh")
 [ -n "$proxy" ] && args+=(--proxy "$proxy")
 [ -n "$certs" ] && args+=(--tls-nodes "$(IFS=,; echo "${servers_tls_urls[*]:0:5}")" --tls-ca "$certs/ca.crt")
-if "$bench" "${args[@]}" >"$out.log" 2>&1; then
+if TMPDIR="$clusters_tmp" "$bench" "${args[@]}" >"$out.log" 2>&1; then
     echo "ok 1 - redlock-bench --quick ran every scenario without a failure"
 else
     echo "not ok 1 - redlock-bench --quick failed"
@@ -46,7 +51,7 @@ import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 seen = {r["scenario"] for r in rows}
 need = {"machine", "latency", "limit", "throughput", "scale", "contention", "faults", "memory",
-        "fencing", "multi"}
+        "fencing", "multi", "cluster"}
 if sys.argv[2]:
     need |= {"tls", "tls_handshake"}
 missing = need - seen
@@ -68,6 +73,9 @@ for r in rows:
     if r["scenario"] == "multi":
         assert r["cycles_per_s"] > 0 and r["acquire_us"]["n"] > 0, r
         assert r["failures"] == 0, r
+    if r["scenario"] == "cluster":
+        assert r["cycles_per_s"] > 0 and r["plain_cycles_per_s"] > 0, r
+        assert r["failures"] == 0 and r["masters_used"] == r["masters"], r
     if r["scenario"] == "tls_handshake":
         assert r["full_us"]["n"] > 0 and r["resumed_us"]["n"] > 0, r
 PY
@@ -77,7 +85,7 @@ else
     echo "not ok 2 - JSON check"
 fi
 # What docs/performance.md promises of every line (bench/check_json.py).
-if python3 "$here/check_json.py" "$out" ${certs:+--tls} >"$out.check" 2>&1; then
+if python3 "$here/check_json.py" "$out" ${certs:+--tls} --cluster >"$out.check" 2>&1; then
     echo "ok 3 - every line has the fields docs/performance.md names; the no-lock control lost updates"
 else
     echo "not ok 3 - JSON fields"; sed 's/^/# /' "$out.check"
@@ -88,6 +96,10 @@ port0="${servers_urls[0]##*:}"
 bad=""
 if redis-cli -h 127.0.0.1 -p "$port0" ping >/dev/null 2>&1; then
     bad="node 0's restarted server outlived the bench; "
+fi
+# bench/clusters.sh removes its servers' dir once it has stopped them (by pid, and reaped).
+if [ -n "$(ls -A "$clusters_tmp")" ]; then
+    bad+="a cluster former left its servers' dir: $(ls -A "$clusters_tmp" | tr '\n' ' '); "
 fi
 # Bad input: a clear message and 64 or 69 before any figure is printed.
 free_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
@@ -102,9 +114,10 @@ check_bad 64 --nodes "${servers_urls[1]}" --scenario no-such-scenario
 check_bad 64 --nodes "${servers_urls[1]}" --proxy "$out.no-such-proxy" --quick
 check_bad 69 --nodes "${servers_urls[1]},redis://127.0.0.1:$free_port" --quick
 check_bad 69 --nodes "${servers_urls[1]}" --scale-nodes "${servers_urls[1]},redis://127.0.0.1:$free_port" --quick
+check_bad 64 --nodes "${servers_urls[1]}" --cluster-former "$out.no-such-former" --quick
 rm -f "$out.bad" "$out.err"
 if [ -z "$bad" ]; then
-    echo "ok 4 - bad input exits 64/69 with a message and no figure; no server outlives the bench"
+    echo "ok 4 - bad input exits 64/69 with a message and no figure; no server outlives the bench, no cluster dir is left"
 else
     echo "not ok 4 - $bad"
 fi

@@ -18,6 +18,8 @@
 /* The pause before a request answered TRYAGAIN or CLUSTERDOWN (or routed to no master) goes
  * again. */
 #define RETRY_PAUSE_US 10000
+/* Finished requests a cluster keeps for reuse. */
+#define SPARE_MAX 256
 /* The least time between two topology requests, and the pause after every seed failed. */
 #define REFRESH_MIN_US 100000
 
@@ -81,6 +83,9 @@ struct redlock__cluster {
 
     creq *head, *tail; /* outstanding requests, in deadline order (deadlines grow: one timeout) */
     creq *parked;      /* waiting for a map or for a retry */
+    creq *spare;       /* finished requests kept for the next ones (linked by parked), up to
+                          SPARE_MAX: no allocation per request on the lock path */
+    unsigned n_spare;
     unsigned inflight;
     uv_timer_t deadline_timer, retry_timer;
 
@@ -236,12 +241,37 @@ static void forget_masters(redlock__cluster *cl)
 
 /* ---- completing ---------------------------------------------------------------------------- */
 
+/* A request's memory: a spare one, zeroed, or a new one. */
+static creq *creq_new(redlock__cluster *cl)
+{
+    creq *cr = cl->spare;
+    if (cr == NULL)
+        return redlock__calloc(cl->cfg.alloc, 1, sizeof(*cr));
+    cl->spare = cr->parked;
+    cl->n_spare--;
+    memset(cr, 0, sizeof(*cr));
+    return cr;
+}
+
+/* Back to the spares (or freed): cr is done with. */
+static void creq_free(creq *cr)
+{
+    redlock__cluster *cl = cr->cl;
+    redlock__free(cl->cfg.alloc, cr->counter);
+    cr->counter = NULL;
+    if (cl->n_spare < SPARE_MAX && cl->state != CL_CLOSING) {
+        cr->parked = cl->spare;
+        cl->spare = cr;
+        cl->n_spare++;
+        return;
+    }
+    redlock__free(cl->cfg.alloc, cr);
+}
+
 static void creq_maybe_free(creq *cr)
 {
-    if (cr->outer == NULL && cr->pending == 0 && !cr->is_parked) {
-        redlock__free(cr->cl->cfg.alloc, cr->counter);
-        redlock__free(cr->cl->cfg.alloc, cr);
-    }
+    if (cr->outer == NULL && cr->pending == 0 && !cr->is_parked)
+        creq_free(cr);
 }
 
 static void unlink_deadline(redlock__cluster *cl, creq *cr)
@@ -777,7 +807,7 @@ void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
         req->cb(req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", NULL, now);
         return;
     }
-    creq *cr = redlock__calloc(cl->cfg.alloc, 1, sizeof(*cr));
+    creq *cr = creq_new(cl);
     if (cr == NULL) {
         cl->errors++;
         req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
@@ -790,8 +820,7 @@ void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
     int slot = cmd_slot(&cr->cmd, why, sizeof(why));
     if (slot < 0) {
         cl->errors++;
-        redlock__free(cl->cfg.alloc, cr->counter);
-        redlock__free(cl->cfg.alloc, cr);
+        creq_free(cr);
         req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
     }
@@ -867,6 +896,11 @@ static void maybe_closed(redlock__cluster *cl)
         conn_free(cl, cl->conns[i]);
     redlock__free(cl->cfg.alloc, cl->conns);
     redlock__free(cl->cfg.alloc, cl->conn_of_master);
+    while (cl->spare != NULL) {
+        creq *cr = cl->spare;
+        cl->spare = cr->parked;
+        redlock__free(cl->cfg.alloc, cr);
+    }
     redlock__cluster_map_free(&cl->map);
     redlock__free(cl->cfg.alloc, cl);
     if (cb != NULL)

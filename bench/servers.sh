@@ -5,7 +5,10 @@
 #
 #   servers_start N [CERTS]  sets servers_urls (array), servers_pids (array), servers_dir; with
 #                       CERTS (a directory from redlock-bench-certs) each server also listens for
-#                       TLS on a second port, and servers_tls_urls (array) names those
+#                       TLS on a second port, and servers_tls_urls (array) names those. Each
+#                       server must answer as the process started (its process_id); one that
+#                       does not (its port taken meanwhile) makes it start them all again on
+#                       other ports, three attempts in all; then it returns 1
 #   servers_stop        SIGCONT + SIGKILL every pid started, reap, remove the dir (idempotent)
 #   clusters_start N M  N clusters of M masters each, no replicas (N x M servers with
 #                       --cluster-enabled yes): the 16384 slots split evenly over each cluster's
@@ -37,7 +40,40 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
+# Wait (at most 10 s) until the server started as pid answers on port as itself (its
+# process_id): a port that another's server took before ours bound it is never used. 0, or 2
+# with its log's last lines on stderr.
+servers_wait_ours() {
+    local port="$1" pid="$2" log="$3"
+    for _ in $(seq 200); do
+        kill -0 "$pid" 2>/dev/null || break
+        if timeout 5 redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | tr -d '\r' |
+            grep -qx "process_id:$pid"; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    echo "redis-server (pid $pid) on port $port did not start:" >&2
+    grep -v "^ *$" "$log" | tail -3 >&2
+    return 2
+}
+
+# A port chosen free may be taken by another's process before a server binds it: then every
+# server started is stopped and all start again on new ports, up to three times.
 servers_start() {
+    local attempt rc
+    for attempt in 1 2 3; do
+        servers_try "$@"
+        rc=$?
+        [ "$rc" = 2 ] || return "$rc"
+        servers_stop
+        [ "$attempt" -lt 3 ] && echo "servers: starting again on other ports" >&2
+    done
+    return 1
+}
+
+# One attempt of servers_start: 0, or 2 (said) when a server did not start.
+servers_try() {
     local n="$1" certs="${2:-}" port
     servers_dir="$(mktemp -d)"
     local ports total="$n"
@@ -62,16 +98,10 @@ servers_start() {
         servers_urls+=("redis://127.0.0.1:$port")
         i=$((i + 1))
     done
+    i=0
     for port in "${ports[@]}"; do
-        for _ in $(seq 200); do
-            redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1 && break
-            sleep 0.05
-        done
-        if ! redis-cli -h 127.0.0.1 -p "$port" ping >/dev/null 2>&1; then
-            echo "redis-server on port $port did not start:" >&2
-            cat "$servers_dir/$port/redis.log" >&2
-            return 1
-        fi
+        servers_wait_ours "$port" "${servers_pids[$i]}" "$servers_dir/$port/redis.log" || return 2
+        i=$((i + 1))
     done
 }
 
@@ -149,20 +179,8 @@ clusters_try() {
     # Every server answers and is the one started here (its process_id): a port that another's
     # server took meanwhile is never sent a cluster command.
     for ((i = 0; i < total; i++)); do
-        local port="${ports[$i]}" pid="${clusters_pids[$i]}" ok=0
-        for _ in $(seq 200); do
-            kill -0 "$pid" 2>/dev/null || break
-            if clusters_cli "$port" info server | grep -qx "process_id:$pid"; then
-                ok=1
-                break
-            fi
-            sleep 0.05
-        done
-        if [ "$ok" = 0 ]; then
-            echo "cluster redis-server (pid $pid) on port $port did not start:" >&2
-            grep -v "^ *$" "$clusters_dir/$port/redis.log" | tail -3 >&2
-            return 2
-        fi
+        servers_wait_ours "${ports[$i]}" "${clusters_pids[$i]}" \
+            "$clusters_dir/${ports[$i]}/redis.log" || return 2
     done
     # Cluster c's masters are servers c*M .. c*M+M-1; master m owns the m-th of M even slot
     # ranges. Distinct config epochs from the start spare the masters the collision dance (as

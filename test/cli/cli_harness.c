@@ -365,6 +365,13 @@ int cli_main(const char *group, const struct CMUnitTest *tests, size_t n,
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* The integration harness's filters (h_test_main_init): the mutants pick tests by name. */
+    const char *filter = getenv("H_TEST_FILTER");
+    if (filter != NULL && filter[0] != '\0')
+        cmocka_set_test_filter(filter);
+    const char *skip = getenv("H_TEST_SKIP");
+    if (skip != NULL && skip[0] != '\0')
+        cmocka_set_skip_filter(skip);
     temp_files_to_remove = temp_files;
     struct CMUnitTest *all = calloc(n, sizeof(*all));
     if (all == NULL)

@@ -33,10 +33,12 @@ def unit(program):
     return {"program": "test/test-" + program}
 
 
-def cli(program):
-    """A cli test program (test/cli), run on the tool of the same build."""
-    return {"program": "test/cli/test-" + program, "build": ["tools/redlock"],
-            "env": {"REDLOCK_TOOL": "tools/redlock", "REDLOCK_DOCS": "../src/docs"}}
+def cli(program, cases=None):
+    """A cli test program (test/cli), run on the tool of the same build; cases picks its tests
+    (H_TEST_FILTER, as for integration programs)."""
+    env = {"H_TEST_FILTER": cases} if cases else {}
+    env.update({"REDLOCK_TOOL": "tools/redlock", "REDLOCK_DOCS": "../src/docs"})
+    return {"program": "test/cli/test-" + program, "build": ["tools/redlock"], "env": env}
 
 
 def pitfall(program, cases="*"):
@@ -224,7 +226,7 @@ MUTANTS = [
                    "        if (!said)\n            check_note(&sc->errors, \"is a replica (role %s): "
                    "locks need masters\", sc->role);",
                    "        (void)said;")],
-        "killers": [cli("cli-check")],
+        "killers": [cli("cli-check", "replica_is_an_error"), cli("cli-check")],
     },
     {
         "name": "check-cluster-probe-anywhere",
@@ -234,7 +236,7 @@ MUTANTS = [
                    "index[m] < 0 ||",
                    "        int m = (int)(i % map->masters_len);\n        if (m < 0 || "
                    "index[m] < 0 ||")],
-        "killers": [cli("cli-check")],
+        "killers": [cli("cli-check", "cluster_masters_checked"), cli("cli-check")],
     },
     {
         "name": "check-cluster-ignores-wait-replicas",
@@ -242,7 +244,7 @@ MUTANTS = [
                 "wait_replicas, so that no write there could count",
         "edits": [("tools/check.c", "    if (want > 0 && have >= 0 && have < want)",
                    "    if (want > 0 && have >= 0 && have < 0)")],
-        "killers": [cli("cli-check")],
+        "killers": [cli("cli-check", "cluster_*"), cli("cli-check")],
     },
     {
         "name": "check-ignores-eviction",
@@ -251,7 +253,7 @@ MUTANTS = [
                    "    return strncmp(policy, \"allkeys-\", 8) == 0 || strncmp(policy, \"volatile-\", 9) "
                    "== 0;",
                    "    return policy == NULL;")],
-        "killers": [cli("cli-check")],
+        "killers": [cli("cli-check", "evicting_policy_warns"), cli("cli-check")],
     },
     {
         "name": "fence-without-commit",

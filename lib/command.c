@@ -64,56 +64,67 @@ static const redlock__script *cmd_script(const redlock__cmd *cmd)
 }
 
 /* v in decimal into buf (at least 20 bytes, no NUL); returns the length. Every command carries
- * one or two numbers: cheaper than snprintf, which is a visible share of a lock cycle. */
+ * one or two numbers and a length per argument: cheaper than snprintf, which is a visible share
+ * of a lock cycle, and the one- and two-digit lengths take no division loop. */
 static size_t u64_decimal(char *buf, uint64_t v)
 {
+    if (v < 10) {
+        buf[0] = (char)('0' + v);
+        return 1;
+    }
+    if (v < 100) {
+        buf[0] = (char)('0' + v / 10);
+        buf[1] = (char)('0' + v % 10);
+        return 2;
+    }
     char tmp[20];
-    size_t n = 0;
+    size_t n = sizeof(tmp);
     do {
-        tmp[n++] = (char)('0' + v % 10);
+        tmp[--n] = (char)('0' + v % 10);
         v /= 10;
     } while (v != 0);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    return n;
+    memcpy(buf, tmp + n, sizeof(tmp) - n);
+    return sizeof(tmp) - n;
 }
 
-/* The command in RESP (an array of bulk strings) onto out, through the library's allocator.
- * hiredis's redisFormatCommandArgv wrote each length with sprintf into memory of its own malloc:
- * over half of a lock cycle's instructions (docs/performance.md). */
+/* The widest RESP header: a type byte, 20 digits, CRLF. */
+#define RESP_HEADER_MAX 23
+
+static char *resp_header(char *w, char type, uint64_t n)
+{
+    *w++ = type;
+    w += u64_decimal(w, n);
+    *w++ = '\r';
+    *w++ = '\n';
+    return w;
+}
+
+/* The command in RESP (an array of bulk strings) onto out, through the library's allocator,
+ * written in place: room for every header at its widest is made first, so each length is
+ * formatted once and nothing is copied twice. hiredis's redisFormatCommandArgv wrote each
+ * length with sprintf into memory of its own malloc: over half of a lock cycle's instructions
+ * (docs/performance.md). */
 int redlock__resp_append(int argc, const char *const *argv, const size_t *argvlen,
                          redlock__buf *out, const redlock__alloc *alloc)
 {
-    char digits[20];
-    size_t total = 1 + u64_decimal(digits, (uint64_t)argc) + 2;
+    size_t max = RESP_HEADER_MAX;
     for (int i = 0; i < argc; i++) {
-        if (argvlen[i] > SIZE_MAX / 2 - total)
+        if (argvlen[i] > SIZE_MAX / 2 - max)
             return REDLOCK_ENOMEM;
-        total += 1 + u64_decimal(digits, argvlen[i]) + 2 + argvlen[i] + 2;
+        max += RESP_HEADER_MAX + argvlen[i] + 2;
     }
-    char stack[512];
-    char *p = total <= sizeof(stack) ? stack : redlock__malloc(alloc, total);
-    if (p == NULL)
+    if (redlock__buf_reserve(out, alloc, max) != 0)
         return REDLOCK_ENOMEM;
-    char *w = p;
-    *w++ = '*';
-    w += u64_decimal(w, (uint64_t)argc);
-    *w++ = '\r';
-    *w++ = '\n';
+    char *w = resp_header(out->data + out->len, '*', (uint64_t)argc);
     for (int i = 0; i < argc; i++) {
-        *w++ = '$';
-        w += u64_decimal(w, argvlen[i]);
-        *w++ = '\r';
-        *w++ = '\n';
+        w = resp_header(w, '$', argvlen[i]);
         memcpy(w, argv[i], argvlen[i]);
         w += argvlen[i];
         *w++ = '\r';
         *w++ = '\n';
     }
-    int rc = redlock__buf_append(out, alloc, p, total);
-    if (p != stack)
-        redlock__free(alloc, p);
-    return rc;
+    out->len = (size_t)(w - out->data);
+    return 0;
 }
 
 /* A set's command: EVALSHA sha k key... token [ttl [retake]]. Its argv is as long as the set,
@@ -193,7 +204,6 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
     size_t argvlen[10];
     int argc = 0;
     char ttl[24], fence[24];
-    size_t ttl_len = u64_decimal(ttl, cmd->ttl_ms);
 
 #define ARG(s, n) (argv[argc] = (s), argvlen[argc] = (n), argc++)
     if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
@@ -202,7 +212,7 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
         ARG(cmd->token, cmd->token_len);
         ARG("NX", 2);
         ARG("PX", 2);
-        ARG(ttl, ttl_len);
+        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
     } else {
         const redlock__script *s = cmd_script(cmd);
         bool two_keys = s != &redlock__script_extend && s != &redlock__script_release;
@@ -220,7 +230,7 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
         if (cmd->kind != REDLOCK__CMD_INSPECT)
             ARG(cmd->token, cmd->token_len);
         if (cmd->kind == REDLOCK__CMD_EXTEND || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED)
-            ARG(ttl, ttl_len);
+            ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
         if (cmd->kind == REDLOCK__CMD_EXTEND)
             ARG(cmd->retake ? "1" : "0", 1);
         if (s == &redlock__script_extend_fenced || cmd->kind == REDLOCK__CMD_COMMIT)

@@ -336,6 +336,7 @@ static void send_kept(redlock__node *n)
             continue;
         }
         e->req.cb = kept_done;
+        e->req.sent_us = now;
         sent++;
         redlock__node_send(n, &e->req);
     }
@@ -605,9 +606,8 @@ void redlock__node_start(redlock__node *n)
 
 void redlock__node_send(redlock__node *n, redlock__req *req)
 {
-    uint64_t now = now_us();
+    uint64_t now = req->sent_us; /* the caller's clock: one reading for a round's nodes */
     n->requests++;
-    req->sent_us = now;
     req->deadline_us = now + n->cfg.timeout_us;
     if (n->state == NODE_CLOSING) {
         complete(n, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);

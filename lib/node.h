@@ -60,7 +60,7 @@ void redlock__node_free_unstarted(redlock__node *node);
 /* Initialise its handles and start connecting. */
 void redlock__node_start(redlock__node *node);
 
-/* Send req (see io.h for the completion contract). */
+/* Send req, whose sent_us the caller set (see io.h for the completion contract). */
 void redlock__node_send(redlock__node *node, redlock__req *req);
 
 /* Complete every request with ERROR "canceled", close every handle, then call cb and free the

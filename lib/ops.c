@@ -273,9 +273,9 @@ static void round_send(round *r, bool init_q)
     unsigned n = c->n_nodes;
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
+    uint64_t now = redlock__client_now(c); /* one clock reading for the round and its sends */
     if (init_q) {
-        int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms,
-                                    redlock__client_now(c));
+        int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, now);
         if (rc == 0 && r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
             rc = redlock_round_fencing(&r->q);
         (void)rc; /* arguments were checked by the caller */
@@ -300,6 +300,7 @@ static void round_send(round *r, bool init_q)
         rr->node = i;
         rr->req.cmd = &r->cmd;
         rr->req.cb = on_req_done;
+        rr->req.sent_us = now;
         c->io->ops->send(c->io, i, &rr->req);
     }
     round_settle(r, round_check(r));

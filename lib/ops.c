@@ -179,11 +179,14 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
 {
     unsigned n = c->n_nodes;
     size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
-    size_t size = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result) +
-                  (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
-    round *r = redlock__calloc(&c->alloc, 1, size);
+    size_t zeroed = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result);
+    size_t size = zeroed + (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
+    round *r = redlock__malloc(&c->alloc, size);
     if (r == NULL)
         return NULL;
+    /* The error texts and values are written before anything points at them: only the rest
+     * starts zeroed (the texts are a third of a five-node round). */
+    memset(r, 0, zeroed);
     r->client = c;
     r->op = o;
     r->state = ROUND_SENDING;

@@ -116,7 +116,10 @@ static void round_maybe_free(round *r)
     redlock_client *c = r->client;
     redlock_lock *lock = r->lock;
     bool close_release = r->close_release;
-    redlock__free(&c->alloc, r);
+    if (r->values == NULL && c->n_spare_rounds < REDLOCK__SPARE_ROUNDS)
+        c->spare_rounds[c->n_spare_rounds++] = r;
+    else
+        redlock__free(&c->alloc, r);
     redlock__lock_unref(lock);
     if (close_release)
         redlock__client_close_step(c);
@@ -181,7 +184,8 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
     size_t zeroed = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result);
     size_t size = zeroed + (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
-    round *r = redlock__malloc(&c->alloc, size);
+    round *r = values == 0 && c->n_spare_rounds > 0 ? c->spare_rounds[--c->n_spare_rounds]
+                                                    : redlock__malloc(&c->alloc, size);
     if (r == NULL)
         return NULL;
     /* The error texts and values are written before anything points at them: only the rest

@@ -47,6 +47,10 @@ struct redlock_client {
      * one went through the heap's bins, at two rounds per lock cycle. Freed with the client. */
     void *spare_rounds[REDLOCK__SPARE_ROUNDS];
     unsigned n_spare_rounds;
+    /* A round's command encoded once for all its nodes (ops.c, round_send); busy while they are
+     * sent to, so that a round sent from a completion that came at once encodes per node. */
+    redlock__buf wire;
+    bool wire_busy;
 };
 
 /* Auto-extension state of one lock (autoextend.c). */

@@ -196,6 +196,8 @@ static int queued_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__bu
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc)
 {
+    if (cmd->wire != NULL && !use_eval)
+        return redlock__buf_append(out, alloc, cmd->wire, cmd->wire_len);
     if (cmd->queue_key != NULL)
         return queued_cmd_append(cmd, use_eval, out, alloc);
     if (cmd->n_more > 0)

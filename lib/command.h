@@ -73,6 +73,10 @@ typedef struct redlock__cmd {
     size_t waiter_len;
     uint64_t place_us;     /* ACQUIRE: the waiter's place, when it began to wait (wall clock) */
     uint64_t place_ttl_ms; /* ACQUIRE: how long a node keeps the place after an attempt */
+    /* The command already encoded (not the EVAL form), which redlock__cmd_append copies instead
+     * of encoding again; NULL: encode it. A round sets it only while it sends to its nodes. */
+    const char *wire;
+    size_t wire_len;
 } redlock__cmd;
 
 /* Whether cmd goes as a script (EVALSHA, or EVAL after a NOSCRIPT). */

@@ -299,6 +299,15 @@ static void round_send(round *r, bool init_q)
             r->outstanding++;
         }
     }
+    /* Every node gets the same bytes: encode them once (the nodes copy them). A failure here
+     * only leaves each node to encode, and to fail, on its own. */
+    bool shared = to_send != 0 && !c->wire_busy &&
+                  redlock__cmd_append(&r->cmd, false, &c->wire, &c->alloc) == 0;
+    if (shared) {
+        c->wire_busy = true;
+        r->cmd.wire = c->wire.data;
+        r->cmd.wire_len = c->wire.len;
+    }
     for (unsigned i = 0; i < n; i++) {
         if ((to_send & (UINT64_C(1) << i)) == 0)
             continue;
@@ -309,6 +318,11 @@ static void round_send(round *r, bool init_q)
         rr->req.cb = on_req_done;
         rr->req.sent_us = now;
         c->io->ops->send(c->io, i, &rr->req);
+    }
+    if (shared) {
+        r->cmd.wire = NULL;
+        c->wire.len = 0;
+        c->wire_busy = false;
     }
     round_settle(r, round_check(r));
 }

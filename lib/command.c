@@ -243,6 +243,54 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
     return redlock__resp_append(argc, argv, argvlen, out, alloc);
 }
 
+size_t redlock__resp_simple(const char *data, size_t len, redisReply *out,
+                            char text[REDLOCK__RESP_SIMPLE_TEXT])
+{
+    if (len < 3) /* the shortest is "+\r\n" */
+        return 0;
+    size_t max = REDLOCK__MIN(len, (size_t)REDLOCK__RESP_SIMPLE_TEXT + 2);
+    const char *cr = memchr(data, '\r', max);
+    if (cr == NULL || (size_t)(cr - data) + 1 >= len || cr[1] != '\n')
+        return 0;
+    size_t line = (size_t)(cr - data); /* the type byte and what follows it, before CRLF */
+    memset(out, 0, sizeof(*out));
+    switch (data[0]) {
+    case '+':
+        if (line - 1 >= REDLOCK__RESP_SIMPLE_TEXT || memchr(data + 1, '\n', line - 1) != NULL)
+            return 0;
+        memcpy(text, data + 1, line - 1);
+        text[line - 1] = '\0';
+        out->type = REDIS_REPLY_STATUS;
+        out->str = text;
+        out->len = line - 1;
+        break;
+    case ':': {
+        size_t i = 1;
+        bool negative = line > 1 && data[1] == '-';
+        i += negative;
+        if (i == line || line - i > 18)
+            return 0;
+        long long v = 0;
+        for (; i < line; i++) {
+            if (data[i] < '0' || data[i] > '9')
+                return 0;
+            v = v * 10 + (data[i] - '0');
+        }
+        out->type = REDIS_REPLY_INTEGER;
+        out->integer = negative ? -v : v;
+        break;
+    }
+    case '$':
+        if (line != 3 || data[1] != '-' || data[2] != '1')
+            return 0;
+        out->type = REDIS_REPLY_NIL;
+        break;
+    default:
+        return 0;
+    }
+    return line + 2;
+}
+
 static const char *reply_type_name(int type)
 {
     switch (type) {

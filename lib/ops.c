@@ -322,6 +322,7 @@ static void round_send(round *r, bool init_q)
     if (shared) {
         r->cmd.wire = NULL;
         c->wire.len = 0;
+        redlock__buf_trim(&c->wire, &c->alloc); /* a huge set's command does not stay */
         c->wire_busy = false;
     }
     round_settle(r, round_check(r));

@@ -16,6 +16,7 @@
 
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 #define REDLOCK__WAITER_BYTES 8 /* a waiter's id in a resource's queue: 64 random bits, in hex */
+#define REDLOCK__SPARE_ROUNDS 8 /* freed rounds a client keeps for its next ones (ops.c) */
 
 struct redlock_client {
     uv_loop_t *loop;
@@ -43,6 +44,15 @@ struct redlock_client {
     char last_error[256];
     redlock__tls_ctx *tls; /* made when a node is rediss:// (tls.h); freed with the client */
     redlock__stats stats;  /* redlock_client_stats (stats.c) */
+    /* Freed rounds of the common size (every kind but inspect), kept for the next rounds: a
+     * five-node round is larger than glibc's per-thread cache takes, so each malloc and free of
+     * one went through the heap's bins, at two rounds per lock cycle. Freed with the client. */
+    void *spare_rounds[REDLOCK__SPARE_ROUNDS];
+    unsigned n_spare_rounds;
+    /* A round's command encoded once for all its nodes (ops.c, round_send); busy while they are
+     * sent to, so that a round sent from a completion that came at once encodes per node. */
+    redlock__buf wire;
+    bool wire_busy;
 };
 
 /* Auto-extension state of one lock (autoextend.c). */

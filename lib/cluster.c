@@ -518,7 +518,8 @@ static void fetch_send(redlock__cluster *cl)
     cl->last_fetch_us = now_us();
     cl->topo_cmd = (redlock__cmd){.kind = cl->use_slots ? REDLOCK__CMD_CLUSTER_SLOTS
                                                         : REDLOCK__CMD_CLUSTER_SHARDS};
-    cl->topo_req = (redlock__req){.cmd = &cl->topo_cmd, .cb = on_topology};
+    cl->topo_req =
+        (redlock__req){.cmd = &cl->topo_cmd, .cb = on_topology, .sent_us = cl->last_fetch_us};
     redlock__node_send(cl->conns[cl->fetch_conn]->node, &cl->topo_req); /* may end at once */
 }
 
@@ -624,7 +625,7 @@ static void dispatch(creq *cr, uint64_t now)
     cr->then = THEN_NOTHING;
     cr->answered_by = target->endpoint;
     cr->has_answer = false;
-    cr->inner = (redlock__req){.cmd = &cr->cmd, .cb = on_inner, .asking = asking};
+    cr->inner = (redlock__req){.cmd = &cr->cmd, .cb = on_inner, .sent_us = now, .asking = asking};
     bool wait = cl->replica_wait > 0 && is_write(cr->outer->cmd->kind);
     cr->pending += wait ? 2 : 1;
     if (wait) {
@@ -634,7 +635,7 @@ static void dispatch(creq *cr, uint64_t now)
         cr->wait_cmd = (redlock__cmd){.kind = REDLOCK__CMD_WAIT,
                                       .fence = cl->replica_wait,
                                       .ttl_ms = REDLOCK__MAX(left * 3 / 4 / 1000, 1)};
-        cr->wait = (redlock__req){.cmd = &cr->wait_cmd, .cb = on_wait};
+        cr->wait = (redlock__req){.cmd = &cr->wait_cmd, .cb = on_wait, .sent_us = now};
     }
     redlock__node_send(target->node, &cr->inner); /* may complete at once */
     if (wait)
@@ -774,6 +775,10 @@ static void cmd_for_cluster(redlock__cluster *cl, creq *cr)
 {
     const redlock__cmd *cmd = cr->outer->cmd;
     cr->cmd = *cmd;
+    /* A round's encoding for its nodes lives only while it sends (ops.c); this copy may be sent
+     * again later (a redirect), so it is encoded each time. */
+    cr->cmd.wire = NULL;
+    cr->cmd.wire_len = 0;
     if (cmd->kind != REDLOCK__CMD_INSPECT || cmd->n_more > 0 ||
         redlock__key_slot(cmd->fence_key, cmd->fence_key_len) ==
             redlock__key_slot(cmd->key, cmd->key_len))
@@ -792,9 +797,8 @@ static void cmd_for_cluster(redlock__cluster *cl, creq *cr)
 
 void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
 {
-    uint64_t now = now_us();
+    uint64_t now = req->sent_us; /* the caller's clock (io.h), as a node's */
     cl->requests++;
-    req->sent_us = now;
     req->deadline_us = now + cl->cfg.timeout_us;
     if (cl->state == CL_CLOSING) {
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);

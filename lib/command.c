@@ -70,56 +70,67 @@ static const redlock__script *cmd_script(const redlock__cmd *cmd)
 }
 
 /* v in decimal into buf (at least 20 bytes, no NUL); returns the length. Every command carries
- * one or two numbers: cheaper than snprintf, which is a visible share of a lock cycle. */
+ * one or two numbers and a length per argument: cheaper than snprintf, which is a visible share
+ * of a lock cycle, and the one- and two-digit lengths take no division loop. */
 static size_t u64_decimal(char *buf, uint64_t v)
 {
+    if (v < 10) {
+        buf[0] = (char)('0' + v);
+        return 1;
+    }
+    if (v < 100) {
+        buf[0] = (char)('0' + v / 10);
+        buf[1] = (char)('0' + v % 10);
+        return 2;
+    }
     char tmp[20];
-    size_t n = 0;
+    size_t n = sizeof(tmp);
     do {
-        tmp[n++] = (char)('0' + v % 10);
+        tmp[--n] = (char)('0' + v % 10);
         v /= 10;
     } while (v != 0);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    return n;
+    memcpy(buf, tmp + n, sizeof(tmp) - n);
+    return sizeof(tmp) - n;
 }
 
-/* The command in RESP (an array of bulk strings) onto out, through the library's allocator.
- * hiredis's redisFormatCommandArgv wrote each length with sprintf into memory of its own malloc:
- * over half of a lock cycle's instructions (docs/performance.md). */
+/* The widest RESP header: a type byte, 20 digits, CRLF. */
+#define RESP_HEADER_MAX 23
+
+static char *resp_header(char *w, char type, uint64_t n)
+{
+    *w++ = type;
+    w += u64_decimal(w, n);
+    *w++ = '\r';
+    *w++ = '\n';
+    return w;
+}
+
+/* The command in RESP (an array of bulk strings) onto out, through the library's allocator,
+ * written in place: room for every header at its widest is made first, so each length is
+ * formatted once and nothing is copied twice. hiredis's redisFormatCommandArgv wrote each
+ * length with sprintf into memory of its own malloc: over half of a lock cycle's instructions
+ * (docs/performance.md). */
 int redlock__resp_append(int argc, const char *const *argv, const size_t *argvlen,
                          redlock__buf *out, const redlock__alloc *alloc)
 {
-    char digits[20];
-    size_t total = 1 + u64_decimal(digits, (uint64_t)argc) + 2;
+    size_t max = RESP_HEADER_MAX;
     for (int i = 0; i < argc; i++) {
-        if (argvlen[i] > SIZE_MAX / 2 - total)
+        if (argvlen[i] > SIZE_MAX / 2 - max)
             return REDLOCK_ENOMEM;
-        total += 1 + u64_decimal(digits, argvlen[i]) + 2 + argvlen[i] + 2;
+        max += RESP_HEADER_MAX + argvlen[i] + 2;
     }
-    char stack[512];
-    char *p = total <= sizeof(stack) ? stack : redlock__malloc(alloc, total);
-    if (p == NULL)
+    if (redlock__buf_reserve(out, alloc, max) != 0)
         return REDLOCK_ENOMEM;
-    char *w = p;
-    *w++ = '*';
-    w += u64_decimal(w, (uint64_t)argc);
-    *w++ = '\r';
-    *w++ = '\n';
+    char *w = resp_header(out->data + out->len, '*', (uint64_t)argc);
     for (int i = 0; i < argc; i++) {
-        *w++ = '$';
-        w += u64_decimal(w, argvlen[i]);
-        *w++ = '\r';
-        *w++ = '\n';
+        w = resp_header(w, '$', argvlen[i]);
         memcpy(w, argv[i], argvlen[i]);
         w += argvlen[i];
         *w++ = '\r';
         *w++ = '\n';
     }
-    int rc = redlock__buf_append(out, alloc, p, total);
-    if (p != stack)
-        redlock__free(alloc, p);
-    return rc;
+    out->len = (size_t)(w - out->data);
+    return 0;
 }
 
 /* A set's command: EVALSHA sha k key... token [ttl [retake]]. Its argv is as long as the set,
@@ -199,6 +210,8 @@ bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd)
 int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc)
 {
+    if (cmd->wire != NULL && !use_eval)
+        return redlock__buf_append(out, alloc, cmd->wire, cmd->wire_len);
     if (cmd->queue_key != NULL)
         return queued_cmd_append(cmd, use_eval, out, alloc);
     if (cmd->n_more > 0)
@@ -207,7 +220,6 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
     size_t argvlen[10];
     int argc = 0;
     char ttl[24], fence[24];
-    size_t ttl_len = u64_decimal(ttl, cmd->ttl_ms);
 
 #define ARG(s, n) (argv[argc] = (s), argvlen[argc] = (n), argc++)
     if (cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS || cmd->kind == REDLOCK__CMD_CLUSTER_SLOTS) {
@@ -217,14 +229,14 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
     } else if (cmd->kind == REDLOCK__CMD_WAIT) {
         ARG("WAIT", 4);
         ARG(fence, u64_decimal(fence, cmd->fence));
-        ARG(ttl, ttl_len);
+        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
     } else if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
         ARG("SET", 3);
         ARG(cmd->key, cmd->key_len);
         ARG(cmd->token, cmd->token_len);
         ARG("NX", 2);
         ARG("PX", 2);
-        ARG(ttl, ttl_len);
+        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
     } else {
         const redlock__script *s = cmd_script(cmd);
         bool two_keys = redlock__cmd_uses_fence_key(cmd);
@@ -242,7 +254,7 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
         if (cmd->kind != REDLOCK__CMD_INSPECT)
             ARG(cmd->token, cmd->token_len);
         if (cmd->kind == REDLOCK__CMD_EXTEND || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED)
-            ARG(ttl, ttl_len);
+            ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
         if (cmd->kind == REDLOCK__CMD_EXTEND)
             ARG(cmd->retake ? "1" : "0", 1);
         if (s == &redlock__script_extend_fenced || cmd->kind == REDLOCK__CMD_COMMIT)
@@ -251,6 +263,54 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
 #undef ARG
 
     return redlock__resp_append(argc, argv, argvlen, out, alloc);
+}
+
+size_t redlock__resp_simple(const char *data, size_t len, redisReply *out,
+                            char text[REDLOCK__RESP_SIMPLE_TEXT])
+{
+    if (len < 3) /* the shortest is "+\r\n" */
+        return 0;
+    size_t max = REDLOCK__MIN(len, (size_t)REDLOCK__RESP_SIMPLE_TEXT + 2);
+    const char *cr = memchr(data, '\r', max);
+    if (cr == NULL || (size_t)(cr - data) + 1 >= len || cr[1] != '\n')
+        return 0;
+    size_t line = (size_t)(cr - data); /* the type byte and what follows it, before CRLF */
+    memset(out, 0, sizeof(*out));
+    switch (data[0]) {
+    case '+':
+        if (line - 1 >= REDLOCK__RESP_SIMPLE_TEXT || memchr(data + 1, '\n', line - 1) != NULL)
+            return 0;
+        memcpy(text, data + 1, line - 1);
+        text[line - 1] = '\0';
+        out->type = REDIS_REPLY_STATUS;
+        out->str = text;
+        out->len = line - 1;
+        break;
+    case ':': {
+        size_t i = 1;
+        bool negative = line > 1 && data[1] == '-';
+        i += negative;
+        if (i == line || line - i > 18)
+            return 0;
+        long long v = 0;
+        for (; i < line; i++) {
+            if (data[i] < '0' || data[i] > '9')
+                return 0;
+            v = v * 10 + (data[i] - '0');
+        }
+        out->type = REDIS_REPLY_INTEGER;
+        out->integer = negative ? -v : v;
+        break;
+    }
+    case '$':
+        if (line != 3 || data[1] != '-' || data[2] != '1')
+            return 0;
+        out->type = REDIS_REPLY_NIL;
+        break;
+    default:
+        return 0;
+    }
+    return line + 2;
 }
 
 static const char *reply_type_name(int type)

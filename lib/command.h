@@ -84,6 +84,10 @@ typedef struct redlock__cmd {
     size_t waiter_len;
     uint64_t place_us;     /* ACQUIRE: the waiter's place, when it began to wait (wall clock) */
     uint64_t place_ttl_ms; /* ACQUIRE: how long a node keeps the place after an attempt */
+    /* The command already encoded (not the EVAL form), which redlock__cmd_append copies instead
+     * of encoding again; NULL: encode it. A round sets it only while it sends to its nodes. */
+    const char *wire;
+    size_t wire_len;
 } redlock__cmd;
 
 /* Whether cmd goes as a script (EVALSHA, or EVAL after a NOSCRIPT). */
@@ -115,6 +119,19 @@ int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
  * out. Returns 0 or REDLOCK_ENOMEM (out unchanged). */
 int redlock__resp_append(int argc, const char *const *argv, const size_t *argvlen,
                          redlock__buf *out, const redlock__alloc *alloc);
+
+/* The room redlock__resp_simple needs for a status line's text (its NUL included). */
+#define REDLOCK__RESP_SIMPLE_TEXT 64
+
+/* Take one reply from the start of data (len bytes) if it is one of the three simple kinds a lock
+ * cycle gets (a status line such as +OK of at most REDLOCK__RESP_SIMPLE_TEXT - 1 bytes, an
+ * integer of at most 18 digits, a nil bulk string $-1): fill *out as hiredis's reader would
+ * (elements none; a status's text copied into text, NUL-terminated, and out->str pointing
+ * there) and return the bytes it took. Anything else, or a reply not complete within len,
+ * returns 0 and leaves it to hiredis's reader, which also reports malformed input: a fast path
+ * with no allocation, never a second parser's opinion. */
+size_t redlock__resp_simple(const char *data, size_t len, redisReply *out,
+                            char text[REDLOCK__RESP_SIMPLE_TEXT]);
 
 /* What kind of answer a reply is, beyond its vote. */
 typedef enum {

@@ -60,20 +60,27 @@ char *redlock__strdup(const redlock__alloc *a, const char *s)
     return p;
 }
 
-int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n)
+int redlock__buf_reserve(redlock__buf *b, const redlock__alloc *a, size_t n)
 {
     if (n > SIZE_MAX - b->len)
         return REDLOCK_ENOMEM;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap != 0 ? b->cap : 256;
-        while (cap < b->len + n)
-            cap = cap > SIZE_MAX / 2 ? b->len + n : cap * 2;
-        char *p = redlock__realloc(a, b->data, cap);
-        if (p == NULL)
-            return REDLOCK_ENOMEM;
-        b->data = p;
-        b->cap = cap;
-    }
+    if (b->len + n <= b->cap)
+        return 0;
+    size_t cap = b->cap != 0 ? b->cap : 256;
+    while (cap < b->len + n)
+        cap = cap > SIZE_MAX / 2 ? b->len + n : cap * 2;
+    char *p = redlock__realloc(a, b->data, cap);
+    if (p == NULL)
+        return REDLOCK_ENOMEM;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n)
+{
+    if (redlock__buf_reserve(b, a, n) != 0)
+        return REDLOCK_ENOMEM;
     memcpy(b->data + b->len, src, n);
     b->len += n;
     return 0;

@@ -73,6 +73,9 @@ typedef struct redlock__buf {
     size_t len, cap;
 } redlock__buf;
 
+/* Make room for n more bytes after b->len (b->len unchanged); returns 0 or REDLOCK_ENOMEM
+ * (buffer unchanged). */
+int redlock__buf_reserve(redlock__buf *b, const redlock__alloc *a, size_t n);
 /* Append n bytes; returns 0 or REDLOCK_ENOMEM (buffer unchanged). */
 int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n);
 void redlock__buf_free(redlock__buf *b, const redlock__alloc *a);

@@ -31,8 +31,10 @@ struct redlock__req {
     redlock__req *next;      /* the IO layer's FIFO link while in flight */
     const redlock__cmd *cmd; /* must stay valid until cb */
     redlock__req_cb cb;
-    uint64_t sent_us;     /* set by the IO layer when queued */
-    uint64_t deadline_us; /* set by the IO layer */
+    /* Set by the caller before send: when it sends, by io's clock (a round reads the clock
+     * once for all its nodes: an earlier time only makes the deadline earlier). */
+    uint64_t sent_us;
+    uint64_t deadline_us; /* set by the IO layer: sent_us + the node's timeout */
     /* A Redis Cluster's ASK redirect (cluster.c): the command goes preceded by ASKING, whose
      * reply the node reads and drops (it clears the flag then). Only a node of node.c reads it. */
     bool asking;

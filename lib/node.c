@@ -338,6 +338,7 @@ static void send_kept(redlock__node *n)
             continue;
         }
         e->req.cb = kept_done;
+        e->req.sent_us = now;
         sent++;
         redlock__node_send(n, &e->req);
     }
@@ -501,9 +502,32 @@ static void handle_reply(redlock__node *n, const redisReply *r)
              redlock__cmd_has_data(req->cmd->kind) ? &data : NULL, now);
 }
 
+/* Whether the reader holds nothing: no byte of a reply it has not returned yet. */
+static bool reader_idle(const redisReader *r)
+{
+    return r->pos == r->len && r->ridx == -1;
+}
+
 static void on_stream_read(redlock__stream *s, const char *data, size_t len)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
+    /* A lock cycle's replies (+OK, :1, :0, $-1) are taken straight from the bytes while the
+     * reader holds nothing, with no reply object to allocate and free; the rest of the bytes,
+     * from the first reply that is not one of those (or is cut off), go through the reader. */
+    while (len > 0 && !redlock__handshake_pending(&n->handshake) && reader_idle(n->reader)) {
+        redisReply simple;
+        char text[REDLOCK__RESP_SIMPLE_TEXT];
+        size_t used = redlock__resp_simple(data, len, &simple, text);
+        if (used == 0)
+            break;
+        data += used;
+        len -= used;
+        handle_reply(n, &simple);
+        if (!redlock__stream_is_open(&n->stream)) /* as below */
+            return;
+    }
+    if (len == 0)
+        return;
     if (redisReaderFeed(n->reader, data, len) != REDIS_OK) {
         node_fail(n, REDLOCK_LOG_ERROR, "protocol error: cannot buffer the reply");
         return;
@@ -611,9 +635,8 @@ void redlock__node_start(redlock__node *n)
 
 void redlock__node_send(redlock__node *n, redlock__req *req)
 {
-    uint64_t now = now_us();
+    uint64_t now = req->sent_us; /* the caller's clock: one reading for a round's nodes */
     n->requests++;
-    req->sent_us = now;
     req->deadline_us = now + n->cfg.timeout_us;
     if (n->state == NODE_CLOSING) {
         complete(n, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);

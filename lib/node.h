@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* node.h - one Redis master's request queue, on a byte stream (stream.h).
  *
- * Commands are appended to the stream's one output buffer, which goes out at once when no write
- * is in flight, otherwise with the next write (pipelining without a Nagle delay). Replies are
+ * Commands are appended to the stream's one output buffer, which goes out once per loop
+ * iteration, in the same iteration (pipelining without a Nagle delay; see stream.h). Replies are
  * parsed with hiredis's redisReader from the bytes the stream hands over, and matched to a FIFO
  * of outstanding requests. Every request has a deadline (send time + the node's timeout); one
  * uv_timer_t, armed at the FIFO's head, serves them all because deadlines grow in FIFO order. A
@@ -68,7 +68,7 @@ void redlock__node_free_unstarted(redlock__node *node);
 /* Initialise its handles and start connecting. */
 void redlock__node_start(redlock__node *node);
 
-/* Send req (see io.h for the completion contract). */
+/* Send req, whose sent_us the caller set (see io.h for the completion contract). */
 void redlock__node_send(redlock__node *node, redlock__req *req);
 
 /* Complete every request with ERROR "canceled", close every handle, then call cb and free the

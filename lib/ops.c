@@ -117,7 +117,10 @@ static void round_maybe_free(round *r)
     redlock_client *c = r->client;
     redlock_lock *lock = r->lock;
     bool close_release = r->close_release;
-    redlock__free(&c->alloc, r);
+    if (r->values == NULL && c->n_spare_rounds < REDLOCK__SPARE_ROUNDS)
+        c->spare_rounds[c->n_spare_rounds++] = r;
+    else
+        redlock__free(&c->alloc, r);
     redlock__lock_unref(lock);
     if (close_release)
         redlock__client_close_step(c);
@@ -180,11 +183,15 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
 {
     unsigned n = c->n_nodes;
     size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
-    size_t size = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result) +
-                  (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
-    round *r = redlock__calloc(&c->alloc, 1, size);
+    size_t zeroed = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result);
+    size_t size = zeroed + (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
+    round *r = values == 0 && c->n_spare_rounds > 0 ? c->spare_rounds[--c->n_spare_rounds]
+                                                    : redlock__malloc(&c->alloc, size);
     if (r == NULL)
         return NULL;
+    /* The error texts and values are written before anything points at them: only the rest
+     * starts zeroed (the texts are a third of a five-node round). */
+    memset(r, 0, zeroed);
     r->client = c;
     r->op = o;
     r->state = ROUND_SENDING;
@@ -276,9 +283,9 @@ static void round_send(round *r, bool init_q)
     unsigned n = c->n_nodes;
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
+    uint64_t now = redlock__client_now(c); /* one clock reading for the round and its sends */
     if (init_q) {
-        int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms,
-                                    redlock__client_now(c));
+        int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, now);
         if (rc == 0 && r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
             rc = redlock_round_fencing(&r->q);
         (void)rc; /* arguments were checked by the caller */
@@ -295,6 +302,15 @@ static void round_send(round *r, bool init_q)
             r->outstanding++;
         }
     }
+    /* Every node gets the same bytes: encode them once (the nodes copy them). A failure here
+     * only leaves each node to encode, and to fail, on its own. */
+    bool shared = to_send != 0 && !c->wire_busy &&
+                  redlock__cmd_append(&r->cmd, false, &c->wire, &c->alloc) == 0;
+    if (shared) {
+        c->wire_busy = true;
+        r->cmd.wire = c->wire.data;
+        r->cmd.wire_len = c->wire.len;
+    }
     for (unsigned i = 0; i < n; i++) {
         if ((to_send & (UINT64_C(1) << i)) == 0)
             continue;
@@ -303,7 +319,14 @@ static void round_send(round *r, bool init_q)
         rr->node = i;
         rr->req.cmd = &r->cmd;
         rr->req.cb = on_req_done;
+        rr->req.sent_us = now;
         c->io->ops->send(c->io, i, &rr->req);
+    }
+    if (shared) {
+        r->cmd.wire = NULL;
+        c->wire.len = 0;
+        redlock__buf_trim(&c->wire, &c->alloc); /* a huge set's command does not stay */
+        c->wire_busy = false;
     }
     round_settle(r, round_check(r));
 }

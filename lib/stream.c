@@ -164,6 +164,9 @@ void redlock__stream_established(redlock__stream *s)
 
 /* ---- writes -------------------------------------------------------------------------------- */
 
+static void flush_now(redlock__stream *s);
+
+/* A remainder the socket did not take at once has been written. */
 static void on_write(uv_write_t *req, int status)
 {
     conn *c = REDLOCK__CONTAINER_OF(req, conn, write_req);
@@ -177,12 +180,12 @@ static void on_write(uv_write_t *req, int status)
         fail_io_uv(s, "write", status);
         return;
     }
-    redlock__stream_flush(s);
+    flush_now(s); /* what came meanwhile */
 }
 
 /* With TLS: encrypt the whole output buffer in one SSL_write (as few records as its size
- * needs), then hand every waiting record, the handshake's too, to uv_write. Returns false when
- * the stream failed. */
+ * needs), then take every waiting record, the handshake's too, into c->inflight. Returns false
+ * when the stream failed. */
 static bool take_ciphertext(redlock__stream *s, conn *c)
 {
     char why[ERR_LEN];
@@ -201,30 +204,115 @@ static bool take_ciphertext(redlock__stream *s, conn *c)
     return true;
 }
 
-void redlock__stream_flush(redlock__stream *s)
+/* Write b's bytes: on the spot as far as the socket takes them (no request, no callback, no
+ * loop turn), the rest through uv_write from c->inflight. b is c->inflight (TLS) or the stream's
+ * output buffer, left empty either way. Returns 0 or a libuv error. */
+static int write_buf(redlock__stream *s, conn *c, redlock__buf *b)
 {
-    conn *c = s->conn;
-    if (c == NULL || c->writing)
-        return;
-    if (c->tls != NULL) {
-        if (!take_ciphertext(s, c) || c->inflight.len == 0)
-            return;
-    } else {
-        if (s->out.len == 0 || !redlock__stream_is_open(s))
-            return;
-        redlock__buf tmp = c->inflight; /* swap: the empty in-flight buffer takes out's place */
-        c->inflight = s->out;
-        s->out = tmp;
-        s->out.len = 0;
-    }
     s->stats.writes++;
-    uv_buf_t buf = uv_buf_init(c->inflight.data, (unsigned)c->inflight.len);
+    uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
+    int n = uv_try_write(&c->h.stream, &buf, 1);
+    if (n == UV_EAGAIN)
+        n = 0;
+    if (n < 0) {
+        b->len = 0;
+        return n;
+    }
+    if ((size_t)n == b->len) {
+        b->len = 0;
+        redlock__buf_trim(b, s->cfg.alloc);
+        return 0;
+    }
+    if (b != &c->inflight) { /* swap: the empty in-flight buffer takes out's place */
+        redlock__buf tmp = c->inflight;
+        c->inflight = *b;
+        *b = tmp;
+        b->len = 0;
+    }
+    c->inflight.len -= (size_t)n;
+    memmove(c->inflight.data, c->inflight.data + n, c->inflight.len);
+    s->stats.writes++;
+    buf = uv_buf_init(c->inflight.data, (unsigned)c->inflight.len);
     c->writing = true;
     int rc = uv_write(&c->write_req, &c->h.stream, &buf, 1, on_write);
     if (rc < 0) {
         c->writing = false;
         c->inflight.len = 0;
+    }
+    return rc;
+}
+
+/* Write what waits, unless a remainder is still in flight (on_write comes back here). */
+static void flush_now(redlock__stream *s)
+{
+    conn *c = s->conn;
+    if (c == NULL || c->writing)
+        return;
+    redlock__buf *b = &s->out;
+    if (c->tls != NULL) {
+        if (!take_ciphertext(s, c))
+            return;
+        b = &c->inflight;
+    } else if (!redlock__stream_is_open(s)) {
+        return;
+    }
+    if (b->len == 0)
+        return;
+    int rc = write_buf(s, c, b);
+    if (rc < 0)
         fail_io_uv(s, "write", rc);
+}
+
+/* The stream's turn in this loop iteration: whichever of its two handles runs first. */
+static void flush_turn(redlock__stream *s)
+{
+    s->flush_due = false;
+    uv_idle_stop(&s->flush_idle);
+    uv_check_stop(&s->flush_check);
+    flush_now(s);
+}
+
+static void on_flush_idle(uv_idle_t *h)
+{
+    flush_turn(REDLOCK__CONTAINER_OF(h, redlock__stream, flush_idle));
+}
+
+static void on_flush_check(uv_check_t *h)
+{
+    flush_turn(REDLOCK__CONTAINER_OF(h, redlock__stream, flush_check));
+}
+
+void redlock__stream_flush(redlock__stream *s)
+{
+    if (s->flush_due || s->conn == NULL || s->state == REDLOCK__STREAM_CLOSED)
+        return;
+    s->flush_due = true;
+    uv_idle_start(&s->flush_idle, on_flush_idle);
+    uv_check_start(&s->flush_check, on_flush_check);
+}
+
+/* At close: what is due goes out as far as the socket takes it at once (a release sent just
+ * before the close, say); an error no longer matters to anyone. */
+static void write_before_close(redlock__stream *s)
+{
+    conn *c = s->conn;
+    if (!s->flush_due || c == NULL || c->writing || !redlock__stream_is_open(s))
+        return;
+    redlock__buf *b = &s->out;
+    if (c->tls != NULL) {
+        char why[ERR_LEN];
+        c->inflight.len = 0;
+        if (s->out.len > 0 &&
+            redlock__tls_write(c->tls, s->out.data, s->out.len, why, sizeof(why)) != 0)
+            return;
+        if (redlock__tls_take(c->tls, &c->inflight, s->cfg.alloc) != 0)
+            return;
+        b = &c->inflight;
+    }
+    if (b->len > 0) {
+        uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
+        (void)uv_try_write(&c->h.stream, &buf, 1);
+        b->len = 0;
     }
 }
 
@@ -521,10 +609,13 @@ void redlock__stream_start(redlock__stream *s)
     s->rng = seed;
     uv_timer_init(s->loop, &s->connect_timer);
     uv_timer_init(s->loop, &s->reconnect_timer);
+    uv_idle_init(s->loop, &s->flush_idle);
+    uv_check_init(s->loop, &s->flush_check);
     stream_connect(s);
 }
 
-static void on_timer_closed(uv_handle_t *h)
+/* A timer's or a flush handle's. */
+static void on_handle_closed(uv_handle_t *h)
 {
     redlock__stream *s = h->data;
     s->closes_pending--;
@@ -533,8 +624,11 @@ static void on_timer_closed(uv_handle_t *h)
 
 void redlock__stream_close(redlock__stream *s)
 {
+    write_before_close(s);
     s->state = REDLOCK__STREAM_CLOSED;
-    s->closes_pending += 2; /* the two timers; connections and the lookup count themselves */
+    s->flush_due = false;
+    /* the two timers and the two flush handles; connections and the lookup count themselves */
+    s->closes_pending += 4;
     detach_conn(s);
     if (s->gai_active) {
         s->closes_pending++;
@@ -542,6 +636,10 @@ void redlock__stream_close(redlock__stream *s)
     }
     s->connect_timer.data = s;
     s->reconnect_timer.data = s;
-    uv_close((uv_handle_t *)&s->connect_timer, on_timer_closed);
-    uv_close((uv_handle_t *)&s->reconnect_timer, on_timer_closed);
+    uv_close((uv_handle_t *)&s->connect_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&s->reconnect_timer, on_handle_closed);
+    s->flush_idle.data = s;
+    s->flush_check.data = s;
+    uv_close((uv_handle_t *)&s->flush_idle, on_handle_closed);
+    uv_close((uv_handle_t *)&s->flush_check, on_handle_closed);
 }

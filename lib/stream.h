@@ -9,11 +9,18 @@
  * sides; the stream encrypts each flush of the output buffer with one SSL_write, decrypts what
  * it reads, and offers the node's last session on every reconnection.
  *
- * Writes: the owner appends to redlock__stream_out() and calls redlock__stream_flush(). When no
- * write is in flight the buffer goes out at once (uv_write tries the write on the spot, so a
- * lone command leaves without waiting for a loop turn); otherwise it rides with the next write
- * when the current one completes. Hundreds of commands in flight leave as a few large writes:
- * pipelining without a Nagle delay.
+ * Writes: the owner appends to redlock__stream_out() and calls redlock__stream_flush(), which
+ * only marks the stream due. The buffer goes out once per loop iteration, from the stream's own
+ * uv_check (right after the poll phase's I/O callbacks: commands made from replies) or uv_idle
+ * (before the poll: commands made from timers, pending callbacks, or by the caller before
+ * uv_run), whichever runs first; both are active only while the stream is due. So a lone
+ * command leaves in the same iteration without any added wait, and hundreds made in one
+ * iteration leave as one write per node: pipelining without a Nagle delay, and without a write
+ * syscall per command. Idle, not prepare: a prepare handle started from another prepare
+ * callback would wait until after the poll, which may block; an active idle handle keeps the
+ * poll from blocking, so a due stream never waits for I/O or a timer. The write itself is tried
+ * on the spot (uv_try_write); only what the socket does not take at once goes through uv_write,
+ * and later bytes wait for it.
  *
  * Timers: one for the connect timeout, one for the reconnect backoff, never shared. The connect
  * timeout covers everything up to redlock__stream_established(): lookup, connect, the TLS
@@ -68,8 +75,9 @@ typedef struct redlock__stream_conn redlock__stream_conn;
 
 /* What the stream counts, for tests and the bench (never for decisions). */
 typedef struct redlock__stream_stats {
-    uint64_t writes;            /* uv_write calls (with TLS: one SSL_write of application data
-                                   each, or handshake records) */
+    uint64_t writes;            /* writes tried (uv_try_write, and uv_write for what a socket
+                                   did not take at once); with TLS each carries one SSL_write of
+                                   application data, or handshake records */
     unsigned tls_handshakes;    /* TLS handshakes completed ... */
     unsigned tls_resumed;       /* ... of which resumed a session */
     bool last_resumed;          /* the last completed handshake resumed a session */
@@ -104,7 +112,10 @@ struct redlock__stream {
     redlock__stream_config cfg;
     redlock__stream_state state;
     redlock__stream_conn *conn; /* the current connection, NULL when none */
-    redlock__buf out;           /* appended bytes not yet handed to uv_write */
+    redlock__buf out;           /* appended bytes not yet written */
+    bool flush_due;             /* out (or TLS records) waits for flush_idle / flush_check */
+    uv_idle_t flush_idle;       /* flushes a due stream before the poll phase */
+    uv_check_t flush_check;     /* flushes a due stream after the poll phase */
 
     uv_timer_t connect_timer;   /* the connect timeout of the attempt under way */
     uv_timer_t reconnect_timer; /* the backoff before the next attempt */
@@ -126,7 +137,7 @@ struct redlock__stream {
 /* Set the stream up (memory only: no handle, no callback). cfg is copied. */
 void redlock__stream_init(redlock__stream *s, uv_loop_t *loop, const redlock__stream_config *cfg);
 
-/* Initialise the timers and make the first connection attempt. */
+/* Initialise the timers and the flush handles, and make the first connection attempt. */
 void redlock__stream_start(redlock__stream *s);
 
 static inline redlock__stream_state redlock__stream_get_state(const redlock__stream *s)
@@ -147,9 +158,9 @@ static inline redlock__buf *redlock__stream_out(redlock__stream *s)
     return &s->out;
 }
 
-/* Hand the output buffer to the connection unless a write is in flight (it then leaves when
- * that write completes) or the stream is not open. A write error arrives through on_down,
- * possibly from inside this call. */
+/* Have the output buffer written in this loop iteration (see Writes above), unless the stream is
+ * not open then: a stream that is not open drops it. Never writes, nor calls back, from inside
+ * this call: a write error arrives through on_down from the loop. */
 void redlock__stream_flush(redlock__stream *s);
 
 /* The owner accepted the open connection (its handshake succeeded): stop the connect timeout,
@@ -161,8 +172,9 @@ void redlock__stream_established(redlock__stream *s);
  * when IDLE or CLOSED. */
 void redlock__stream_drop(redlock__stream *s);
 
-/* Close for good: drop the connection, stop both timers and any lookup; on_closed runs once all
- * of them are closed (never from inside this call). */
+/* Close for good: write what is due (a release sent just before close still leaves, as far as
+ * the socket takes it at once), drop the connection, stop both timers, the flush handles and any
+ * lookup; on_closed runs once all of them are closed (never from inside this call). */
 void redlock__stream_close(redlock__stream *s);
 
 #endif

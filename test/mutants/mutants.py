@@ -107,7 +107,7 @@ MUTANTS = [
         "what": "the acquire's SET has no PX: a holder that dies leaves a key that never expires",
         "edits": [("lib/command.c",
                    '        ARG("NX", 2);\n        ARG("PX", 2);\n'
-                   '        ARG(ttl, ttl_len);\n',
+                   '        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));\n',
                    '        ARG("NX", 2);\n')],
         "killers": [pitfall("1-setnx-expire"), integration("lock", "lock_is_free_again_after_ttl")],
     },
@@ -155,12 +155,19 @@ MUTANTS = [
                     pitfall("5-no-renewal", "auto_extension_reports_a_loss*")],
     },
     {
+        "name": "simple-reply-wrong-integer",
+        "what": "the fast path reads :0 as :1: a release that deleted nothing counts as a yes",
+        "edits": [("lib/command.c",
+                   "        out->integer = negative ? -v : v;\n",
+                   "        out->integer = negative ? -v : v + 1;\n")],
+        "killers": [unit("command"), integration("lock")],
+    },
+    {
         "name": "release-without-deadline",
         "what": "release requests have no deadline: a silent node holds the release forever",
         "edits": [("lib/node.c",
-                   "    req->sent_us = now;\n    req->deadline_us = now + n->cfg.timeout_us;\n"
+                   "    req->deadline_us = now + n->cfg.timeout_us;\n"
                    "    if (n->state == NODE_CLOSING) {",
-                   "    req->sent_us = now;\n"
                    "    req->deadline_us = req->cmd->kind == REDLOCK__CMD_RELEASE\n"
                    "                           ? UINT64_MAX : now + n->cfg.timeout_us;\n"
                    "    if (n->state == NODE_CLOSING) {")],
@@ -545,8 +552,8 @@ MUTANTS = [
         "what": "a cluster node follows ASK without ASKING first: the importing master answers "
                 "MOVED back to the source, which answers ASK again, until the request gives up",
         "edits": [("lib/cluster.c",
-                   "cr->inner = (redlock__req){.cmd = &cr->cmd, .cb = on_inner, .asking = asking};",
-                   "cr->inner = (redlock__req){.cmd = &cr->cmd, .cb = on_inner, .asking = false};")],
+                   ".sent_us = now, .asking = asking};",
+                   ".sent_us = now, .asking = false};")],
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop")],
     },
     {

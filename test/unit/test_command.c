@@ -396,6 +396,65 @@ static void long_error_text_is_truncated_safely(void **state)
     freeReplyObject(r);
 }
 
+/* The fast path takes the lock cycle's replies exactly as hiredis's reader parses them, one at a
+ * time, and leaves everything else (and anything cut off) to the reader. */
+static void simple_replies_match_the_reader(void **state)
+{
+    (void)state;
+    static const char *const taken[] = {
+        "+OK\r\n",
+        ":1\r\n",
+        ":0\r\n",
+        ":-42\r\n",
+        "$-1\r\n",
+        "+QUEUED\r\n",
+        ":999999999999999999\r\n",
+        "+\r\n",
+    };
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+        const char *in = taken[i];
+        size_t len = strlen(in);
+        char bytes[64];
+        memcpy(bytes, in, len);
+        memcpy(bytes + len, ":7\r\n", 4); /* a next reply right behind */
+        redisReply got;
+        char text[REDLOCK__RESP_SIMPLE_TEXT];
+        assert_int_equal(redlock__resp_simple(bytes, len + 4, &got, text), len);
+        redisReader *r = redisReaderCreate();
+        assert_int_equal(redisReaderFeed(r, in, len), REDIS_OK);
+        void *want_obj = NULL;
+        assert_int_equal(redisReaderGetReply(r, &want_obj), REDIS_OK);
+        const redisReply *want = want_obj;
+        assert_int_equal(got.type, want->type);
+        assert_int_equal(got.integer, want->integer);
+        assert_int_equal(got.len, want->len);
+        assert_int_equal(got.elements, 0);
+        if (want->type == REDIS_REPLY_STATUS)
+            assert_string_equal(got.str, want->str);
+        freeReplyObject(want_obj);
+        redisReaderFree(r);
+        for (size_t cut = 0; cut < len; cut++) /* cut off: left to the reader */
+            assert_int_equal(redlock__resp_simple(in, cut, &got, text), 0);
+    }
+    static const char *const left[] = {
+        "$3\r\nabc\r\n",
+        "*1\r\n:1\r\n",
+        "-NOSCRIPT No matching script\r\n",
+        ":1234567890123456789\r\n",
+        ":\r\n",
+        ":1x\r\n",
+        "$-2\r\n",
+        "+O\rK\r\n",
+        "+a status line far longer than the sixty-three bytes the fast path copies\r\n",
+        "?\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+        redisReply got;
+        char text[REDLOCK__RESP_SIMPLE_TEXT];
+        assert_int_equal(redlock__resp_simple(left[i], strlen(left[i]), &got, text), 0);
+    }
+}
+
 /* A set's commands: one script per node naming every key, the set's script for each kind, and a
  * NOSCRIPT to its EVALSHA is told apart from an acquire's error (it is a script too). */
 static void encodes_a_set(void **state)
@@ -480,6 +539,7 @@ int main(void)
         cmocka_unit_test(encodes_fenced_commands),
         cmocka_unit_test(fenced_acquire_reply_carries_the_counter),
         cmocka_unit_test(encodes_a_set),
+        cmocka_unit_test(simple_replies_match_the_reader),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

@@ -595,4 +595,15 @@ MUTANTS = [
                    'if (strncmp(error, "CLUSTERDOWN", 11) == 0)')],
         "killers": [integration("cluster", "tryagain_while_a_slot_is_split")],
     },
+    {
+        "name": "cluster-keeps-round-encoding",
+        "what": "a cluster node's copy of a command keeps the round's shared encoding (cmd.wire, "
+                "valid only while the round sends): a redirected request goes out later as "
+                "whatever bytes that buffer holds by then",
+        "edits": [("lib/cluster.c",
+                   "    cr->cmd.wire = NULL;\n    cr->cmd.wire_len = 0;\n",
+                   "")],
+        "killers": [integration("cluster", "slot_migrating_under_a_lock_loop"),
+                    integration("cluster")],
+    },
 ]

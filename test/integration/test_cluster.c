@@ -549,9 +549,16 @@ static void failover_under_traffic(void **state)
     h_record ext;
     assert_int_equal(h_extend(&env, held.lock, 60000, 0, &ext), 0);
     h_release_ok(&env, held.lock, NULL);
+    h_env_stop(&env);
+}
 
-    /* The replica wait can fail: cluster a has one replica per master, so waiting for two makes
-     * every write vote error (the key was written, the yes does not count). */
+/* 5b. The replica wait can fail: cluster a has one replica per master, so waiting for two makes
+ * every write vote error (the key was written, the yes does not count). */
+static void replica_wait_counts_replicas(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL); /* its loop; the server stays unused */
     char url[512];
     cluster_url(&clusters[A], "&wait_replicas=2", url, sizeof(url));
     const char *one[1] = {url};
@@ -630,6 +637,7 @@ int main(void)
         cmocka_unit_test(slot_migrating_under_a_lock_loop),
         cmocka_unit_test(tryagain_while_a_slot_is_split),
         cmocka_unit_test(failover_under_traffic),
+        cmocka_unit_test(replica_wait_counts_replicas),
         cmocka_unit_test(stopped_master_votes_timeout),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -181,7 +181,8 @@ MUTANTS = [
                    "        n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, "
                    "are dropped */\n",
                    "")],
-        "killers": [integration("node"), integration("faults"), torture()],
+        "killers": [integration("faults", "paused_node_does_not_delay_or_confuse"), integration("node"),
+                    integration("faults"), torture()],
     },
     {
         "name": "tool-one-token-per-wait",
@@ -213,7 +214,7 @@ MUTANTS = [
         "what": "an interrupted redlock exits 128+N instead of dying of the signal: a shell loop "
                 "around it goes on after Ctrl-C",
         "edits": [("tools/redlock.c", "        die_of(t.die_signal);", "        (void)die_of;")],
-        "killers": [cli("cli-signals")],
+        "killers": [cli("cli-signals", "interrupted_wait_dies_of_the_signal"), cli("cli-signals")],
     },
     {
         "name": "tool-command-sees-nodes",
@@ -575,7 +576,7 @@ MUTANTS = [
         "edits": [("lib/cluster.c",
                    "data->counter >= cl->replica_wait) {",
                    "true) {")],
-        "killers": [integration("cluster", "failover_under_traffic")],
+        "killers": [integration("cluster", "replica_wait_counts_replicas")],
     },
     {
         "name": "cluster-no-slots-fallback",

@@ -58,18 +58,24 @@ servers_wait_ours() {
     return 2
 }
 
-# A port chosen free may be taken by another's process before a server binds it: then every
-# server started is stopped and all start again on new ports, up to three times.
-servers_start() {
-    local attempt rc
+# start_with_retries TRY STOP WHAT ARGS...: a port chosen free may be taken by another's process
+# before a server binds it; then TRY ARGS... returns 2, every server started is stopped (STOP)
+# and all start again on new ports, up to three attempts in all. TRY's 0 or 1 is returned.
+start_with_retries() {
+    local try="$1" stop="$2" what="$3" attempt rc
+    shift 3
     for attempt in 1 2 3; do
-        servers_try "$@"
+        "$try" "$@"
         rc=$?
         [ "$rc" = 2 ] || return "$rc"
-        servers_stop
-        [ "$attempt" -lt 3 ] && echo "servers: starting again on other ports" >&2
+        "$stop"
+        [ "$attempt" -lt 3 ] && echo "$what: starting again on other ports" >&2
     done
     return 1
+}
+
+servers_start() {
+    start_with_retries servers_try servers_stop servers "$@"
 }
 
 # One attempt of servers_start: 0, or 2 (said) when a server did not start.
@@ -105,15 +111,20 @@ servers_try() {
     done
 }
 
-servers_stop() {
+# stop_pids PID...: SIGCONT + SIGKILL each (ours, by pid only), then reap them.
+stop_pids() {
     local pid
-    for pid in "${servers_pids[@]}"; do
+    for pid in "$@"; do
         kill -CONT "$pid" 2>/dev/null || true
         kill -KILL "$pid" 2>/dev/null || true
     done
-    for pid in "${servers_pids[@]}"; do
+    for pid in "$@"; do
         wait "$pid" 2>/dev/null || true
     done
+}
+
+servers_stop() {
+    stop_pids "${servers_pids[@]}"
     servers_pids=()
     servers_urls=()
     servers_tls_urls=()
@@ -146,18 +157,8 @@ clusters_cli_ok() {
     fi
 }
 
-# A port chosen free may be taken by another's process before a server binds it: then every
-# server started is stopped and the clusters are formed again on new ports, up to three times.
 clusters_start() {
-    local attempt rc
-    for attempt in 1 2 3; do
-        clusters_try "$@"
-        rc=$?
-        [ "$rc" = 2 ] || return "$rc"
-        clusters_stop
-        [ "$attempt" -lt 3 ] && echo "clusters: starting again on other ports" >&2
-    done
-    return 1
+    start_with_retries clusters_try clusters_stop clusters "$@"
 }
 
 # One attempt of clusters_start: 0, 1 (said), or 2 (said) when a server did not start.
@@ -239,14 +240,7 @@ clusters_try() {
 }
 
 clusters_stop() {
-    local pid
-    for pid in "${clusters_pids[@]}"; do
-        kill -CONT "$pid" 2>/dev/null || true
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    for pid in "${clusters_pids[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
+    stop_pids "${clusters_pids[@]}"
     clusters_pids=()
     clusters_urls=()
     [ -n "$clusters_dir" ] && rm -rf "$clusters_dir"

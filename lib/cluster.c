@@ -28,7 +28,6 @@ typedef struct conn {
     char *name;      /* "<cluster url> @ host:port", owned */
     char *endpoint;  /* "host:port", owned: what results say answered */
     redlock__node *node;
-    bool seed;
 } conn;
 
 typedef struct creq creq;
@@ -52,8 +51,7 @@ struct creq {
     int ask_conn;           /* >= 0: the next dispatch goes there, after ASKING */
     uint16_t slot;
     bool is_parked;
-    bool has_answer; /* the command answered yes and its wait is pending: answer kept below */
-    redlock_vote answer_vote;
+    bool has_answer; /* the command answered yes and its wait is pending: its counter below */
     uint64_t answer_counter;
     const char *answered_by;
 };
@@ -93,7 +91,7 @@ struct redlock__cluster {
     void (*close_cb)(void *data);
     void *close_data;
 
-    uint64_t requests, answers, errors, timeouts, redirects, refreshes;
+    uint64_t requests, answers, errors, timeouts;
     uint64_t rtt_us;
     unsigned consecutive_failures;
     uint64_t state_since_us;
@@ -140,7 +138,7 @@ static void conn_free(redlock__cluster *cl, conn *k)
 
 /* The conn to host:port, made (and started, unless the cluster is not yet) if there is none.
  * Returns its index, or -1 when memory runs out. */
-static int conn_get(redlock__cluster *cl, const char *host, int port, bool seed, bool start)
+static int conn_get(redlock__cluster *cl, const char *host, int port, bool start)
 {
     for (unsigned i = 0; i < cl->n_conns; i++)
         if (cl->conns[i]->url.port == port && same_host(cl->conns[i]->url.host, host))
@@ -177,7 +175,6 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool seed,
     if (k->name != NULL && k->endpoint != NULL)
         snprintf(k->name, nlen, "%s @ %s", cl->cfg.name, k->endpoint);
     k->url.redacted = k->name;
-    k->seed = seed;
     redlock__node_config cfg = cl->cfg;
     cfg.url = &k->url;
     cfg.name = k->name;
@@ -228,7 +225,7 @@ static int conn_of_slot(redlock__cluster *cl, unsigned slot)
         int port = master_port(cl, master);
         if (port == 0)
             return -3;
-        cl->conn_of_master[m] = conn_get(cl, master->host, port, false, true);
+        cl->conn_of_master[m] = conn_get(cl, master->host, port, true);
     }
     return cl->conn_of_master[m] >= 0 ? cl->conn_of_master[m] : -2;
 }
@@ -316,7 +313,7 @@ static void finish(creq *cr, redlock_vote vote, const char *error, const redlock
         cl->answers++;
         cl->consecutive_failures = 0;
         uint64_t sample = now > outer->sent_us ? now - outer->sent_us : 1;
-        cl->rtt_us = cl->rtt_us == 0 ? sample : cl->rtt_us - cl->rtt_us / 8 + sample / 8;
+        cl->rtt_us = redlock__rtt_average(cl->rtt_us, sample);
     } else {
         cl->consecutive_failures++;
         if (vote == REDLOCK_VOTE_TIMEOUT)
@@ -363,26 +360,36 @@ static void on_deadline(uv_timer_t *t)
 
 static void dispatch(creq *cr, uint64_t now);
 
+/* Take off the parked list the requests waiting for the map (for_map), or those whose pause
+ * ends by now: returned as a list of their own, linked by parked. */
+static creq *take_parked(redlock__cluster *cl, bool for_map, uint64_t now)
+{
+    creq *taken = NULL;
+    for (creq **p = &cl->parked; *p != NULL;) {
+        creq *cr = *p;
+        bool take = for_map ? cr->retry_at_us == 0 : cr->retry_at_us != 0 && cr->retry_at_us <= now;
+        if (!take) {
+            p = &cr->parked;
+            continue;
+        }
+        *p = cr->parked;
+        cr->is_parked = false;
+        cr->parked = taken;
+        taken = cr;
+    }
+    return taken;
+}
+
 static void on_retry(uv_timer_t *t)
 {
     redlock__cluster *cl = REDLOCK__CONTAINER_OF(t, redlock__cluster, retry_timer);
     uint64_t now = now_us();
+    /* Taken off the list first: a dispatch may park again. */
+    creq *due = take_parked(cl, false, now);
     uint64_t next = UINT64_MAX;
-    /* Take the due ones off the list first: a dispatch may park again. */
-    creq *due = NULL;
-    for (creq **p = &cl->parked; *p != NULL;) {
-        creq *cr = *p;
-        if (cr->retry_at_us != 0 && cr->retry_at_us <= now) {
-            *p = cr->parked;
-            cr->is_parked = false;
-            cr->parked = due;
-            due = cr;
-        } else {
-            if (cr->retry_at_us != 0)
-                next = REDLOCK__MIN(next, cr->retry_at_us);
-            p = &cr->parked;
-        }
-    }
+    for (const creq *cr = cl->parked; cr != NULL; cr = cr->parked)
+        if (cr->retry_at_us != 0)
+            next = REDLOCK__MIN(next, cr->retry_at_us);
     if (next != UINT64_MAX)
         uv_timer_start(&cl->retry_timer, on_retry, (next - now + 999) / 1000, 0);
     while (due != NULL) {
@@ -419,19 +426,8 @@ static void fetch_send(redlock__cluster *cl);
 /* Every request waiting for a map: dispatched (a map came) or failed (none could be had). */
 static void release_waiting(redlock__cluster *cl, const char *why)
 {
-    creq *list = NULL;
-    for (creq **p = &cl->parked; *p != NULL;) {
-        creq *cr = *p;
-        if (cr->retry_at_us == 0) {
-            *p = cr->parked;
-            cr->is_parked = false;
-            cr->parked = list;
-            list = cr;
-        } else {
-            p = &cr->parked;
-        }
-    }
     uint64_t now = now_us();
+    creq *list = take_parked(cl, true, now);
     while (list != NULL) {
         creq *cr = list;
         list = cr->parked;
@@ -471,7 +467,6 @@ static void on_topology(redlock__req *req, redlock_vote vote, const char *error,
         if (rc == 0) {
             bool first = !cl->have_map;
             cl->have_map = true;
-            cl->refreshes++;
             forget_masters(cl);
             set_state(cl, CL_READY);
             cl_log(cl, first ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
@@ -675,7 +670,6 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
                 again(cr, true, error, now);
                 return;
             }
-            cl->redirects++;
             const char *host = rd.host;
             for (unsigned i = 0; host[0] == '\0' && i < cl->n_conns; i++)
                 if (strcmp(cl->conns[i]->endpoint, cr->answered_by) == 0)
@@ -686,7 +680,7 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
                     cl->conn_of_master[m] = -1; /* looked up again: it may have a new port */
                 want_refresh(cl);
             } else {
-                cr->ask_conn = conn_get(cl, host, rd.port, false, true);
+                cr->ask_conn = conn_get(cl, host, rd.port, true);
             }
             again(cr, false, error, now);
             return;
@@ -702,7 +696,6 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
     }
     if (vote == REDLOCK_VOTE_YES && cr->pending > 0) { /* the vote waits for the replicas */
         cr->has_answer = true;
-        cr->answer_vote = vote;
         cr->answer_counter = data != NULL ? data->counter : 0;
         return;
     }
@@ -727,7 +720,7 @@ static void on_wait(redlock__req *req, redlock_vote vote, const char *error,
     }
     if (vote == REDLOCK_VOTE_YES && data != NULL && data->counter >= cl->replica_wait) {
         redlock__reply_data d = {.pttl_ms = -2, .counter = cr->answer_counter};
-        finish(cr, cr->answer_vote, NULL, &d, now);
+        finish(cr, REDLOCK_VOTE_YES, NULL, &d, now);
         return;
     }
     char why[ERR_LEN];
@@ -856,9 +849,9 @@ int redlock__cluster_new(uv_loop_t *loop, const redlock__node_config *cfg, redlo
     cl->replica_wait = cfg->url->wait_replicas > 0 ? (unsigned)cfg->url->wait_replicas : 0;
     redlock__cluster_map_init(&cl->map, cfg->alloc);
     const redlock_url *u = cfg->url;
-    bool ok = conn_get(cl, u->host, u->port, true, false) >= 0;
+    bool ok = conn_get(cl, u->host, u->port, false) >= 0;
     for (size_t i = 0; ok && u->seeds != NULL && u->seeds[i].host != NULL; i++)
-        ok = conn_get(cl, u->seeds[i].host, u->seeds[i].port, true, false) >= 0;
+        ok = conn_get(cl, u->seeds[i].host, u->seeds[i].port, false) >= 0;
     if (!ok) {
         redlock__cluster_free_unstarted(cl);
         return REDLOCK_ENOMEM;
@@ -883,9 +876,7 @@ void redlock__cluster_start(redlock__cluster *cl)
     uv_timer_init(cl->loop, &cl->deadline_timer);
     uv_timer_init(cl->loop, &cl->retry_timer);
     redlock__fmt(cl->last_error, sizeof(cl->last_error), "not connected yet");
-    /* Seeds connect when asked: the first now, for the first map. */
-    redlock__node_start(cl->conns[0]->node);
-    for (unsigned i = 1; i < cl->n_conns; i++)
+    for (unsigned i = 0; i < cl->n_conns; i++) /* the seeds */
         redlock__node_start(cl->conns[i]->node);
     fetch(cl);
 }
@@ -941,21 +932,6 @@ void redlock__cluster_close(redlock__cluster *cl, void (*cb)(void *data), void *
 }
 
 /* ---- what it tells ------------------------------------------------------------------------- */
-
-const char *redlock__cluster_name(const redlock__cluster *cl)
-{
-    return cl->cfg.name;
-}
-
-unsigned redlock__cluster_conn_count(const redlock__cluster *cl)
-{
-    return cl->n_conns;
-}
-
-const redlock__node *redlock__cluster_conn(const redlock__cluster *cl, unsigned i)
-{
-    return i < cl->n_conns ? cl->conns[i]->node : NULL;
-}
 
 const char *redlock__cluster_twin(const redlock__cluster *cl, const redlock__node *node,
                                   const char *run_id)

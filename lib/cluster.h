@@ -47,14 +47,9 @@ void redlock__cluster_send(redlock__cluster *cl, redlock__req *req);
  * and free the cluster. */
 void redlock__cluster_close(redlock__cluster *cl, void (*cb)(void *data), void *data);
 
-const char *redlock__cluster_name(const redlock__cluster *cl);
 /* Its state and counters as one node: up once it has a map and the last request was answered,
  * down when no seed gave a map, connecting before. */
 void redlock__cluster_info(const redlock__cluster *cl, redlock_node_info *out);
-/* The servers it has connections to, and the node of each (NULL past the end). */
-unsigned redlock__cluster_conn_count(const redlock__cluster *cl);
-const redlock__node *redlock__cluster_conn(const redlock__cluster *cl, unsigned i);
-
 /* The name of a connection of this cluster to the server with run_id, other than node; NULL
  * when none (node itself belonging to this cluster: NULL, a cluster's servers are one vote). */
 const char *redlock__cluster_twin(const redlock__cluster *cl, const redlock__node *node,

@@ -18,6 +18,13 @@
 #define REDLOCK__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define REDLOCK__MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* A node's moving average of answer latencies (weight 1/8), with sample the next one; 0 means
+ * none yet, so the first sample counts at least 1. */
+static inline uint64_t redlock__rtt_average(uint64_t avg, uint64_t sample)
+{
+    return avg == 0 ? REDLOCK__MAX(sample, 1) : avg - avg / 8 + sample / 8;
+}
+
 /* The library's allocator: a realloc-like hook (see redlock_realloc_fn) and its user data. */
 typedef struct redlock__alloc {
     redlock_realloc_fn fn;

@@ -176,25 +176,16 @@ redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
     return i < io->n_nodes ? io->nodes[i] : NULL;
 }
 
-redlock__cluster *redlock__io_uv_cluster(redlock__io *base, unsigned i)
-{
-    if (base == NULL || base->ops != &io_uv_ops)
-        return NULL;
-    io_uv *io = (io_uv *)base;
-    return i < io->n_nodes ? io->clusters[i] : NULL;
-}
-
 bool redlock__io_uv_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
 {
-    redlock__cluster *cl = redlock__io_uv_cluster(base, i);
-    if (cl != NULL) {
-        redlock__cluster_info(cl, out);
-        return true;
-    }
-    const redlock__node *node = redlock__io_uv_node(base, i);
-    if (node != NULL)
-        redlock__node_info(node, out);
-    return node != NULL;
+    if (base == NULL || base->ops != &io_uv_ops || i >= ((io_uv *)base)->n_nodes)
+        return false;
+    io_uv *io = (io_uv *)base;
+    if (io->clusters[i] != NULL)
+        redlock__cluster_info(io->clusters[i], out);
+    else
+        redlock__node_info(io->nodes[i], out);
+    return true;
 }
 
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,

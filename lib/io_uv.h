@@ -17,10 +17,8 @@ int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsign
                        const redlock__alloc *alloc, redlock__io **out);
 
 /* Node i of an io made by redlock__io_uv_new, or NULL (another io, such as the simulator's, or
- * i out of range). For tests and the bench. */
+ * i out of range, or a node that is a Redis Cluster). For tests and the bench. */
 redlock__node *redlock__io_uv_node(redlock__io *io, unsigned i);
-/* The same for a node that is a Redis Cluster (cluster.h). */
-struct redlock__cluster *redlock__io_uv_cluster(redlock__io *io, unsigned i);
 /* Node i's state and counters (node.h / cluster.h), whichever kind it is; false (out untouched)
  * for another io or i out of range. */
 bool redlock__io_uv_node_info(redlock__io *io, unsigned i, redlock_node_info *out);

@@ -480,7 +480,7 @@ static void handle_reply(redlock__node *n, const redisReply *r)
     }
     n->answers++;
     uint64_t sample = now > req->sent_us ? now - req->sent_us : 0;
-    n->rtt_us = n->rtt_us == 0 ? REDLOCK__MAX(sample, 1) : n->rtt_us - n->rtt_us / 8 + sample / 8;
+    n->rtt_us = redlock__rtt_average(n->rtt_us, sample);
     char err[ERR_LEN];
     redlock__reply_kind kind;
     redlock__reply_data data;

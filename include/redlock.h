@@ -589,6 +589,9 @@ typedef struct redlock_stats {
     unsigned locks;             /* lock handles the caller has and has not freed */
     unsigned locks_held;        /* ... of which held now (redlock_lock_is_held) */
     unsigned locks_auto;        /* ... of which auto-extended */
+    /* Since 0.2.0: acquires won by grants, the queue's handoff (docs/algorithm.md, "Handoff by
+     * grant"), with no round of their own; also counted in rounds_won. */
+    uint64_t acquires_granted;
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_stats;
 

@@ -20,7 +20,7 @@ _Static_assert(sizeof(redlock_auto_opts) == REDLOCK__END_OF(redlock_auto_opts, e
                "redlock_auto_opts: name its last member here, with no tail padding");
 _Static_assert(sizeof(redlock_node_info) == REDLOCK__END_OF(redlock_node_info, last_error),
                "redlock_node_info: name its last member here, with no tail padding");
-_Static_assert(sizeof(redlock_stats) == REDLOCK__END_OF(redlock_stats, locks_auto),
+_Static_assert(sizeof(redlock_stats) == REDLOCK__END_OF(redlock_stats, acquires_granted),
                "redlock_stats: name its last member here, with no tail padding");
 /* Frozen: callers index arrays of these, or allocate them. A member is added in place of a
  * reserved slot of the same size, never by growing the struct (docs/api.md, "ABI policy"). */

@@ -166,10 +166,10 @@ static void rearm(redlock_client *c)
     }
 }
 
-static void on_io_notify(redlock__io *io, const char *key, size_t len, const char *token,
-                         size_t token_len)
+static void on_io_notify(redlock__io *io, unsigned node, const char *channel, size_t len,
+                         const char *message, size_t message_len)
 {
-    redlock__ops_notified(io->owner, key, len, token, token_len);
+    redlock__ops_notified(io->owner, node, channel, len, message, message_len);
 }
 
 static void on_wake(redlock__io *io)

@@ -149,11 +149,11 @@ void redlock__ops_cancel_all(redlock_client *c);
  * Each release round counts in close_rounds and calls redlock__client_close_step when its last
  * node has answered or timed out. */
 void redlock__ops_release_all(redlock_client *c);
-/* A node said key was released (message: the releasing token, then "\n" and the queue's head
- * when there is one): retry the head if it is this client's, or without a head the
- * longest-waiting acquire of that key, at once (ops.c). */
-void redlock__ops_notified(redlock_client *c, const char *key, size_t len, const char *message,
-                           size_t message_len);
+/* Node node said on channel that a key was released, or granted it to a waiter of this client
+ * (message, ops.c): count the grant, or retry the queue's head if it is this client's, or
+ * without a head the longest-waiting acquire of that key. */
+void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
+                           const char *message, size_t message_len);
 /* One of the close's releases is done (or their start is): the last one closes the io. */
 void redlock__client_close_step(redlock_client *c);
 /* redlock_extend; the auto-extension's own extends are not cancelable by redlock_cancel. */

@@ -170,15 +170,16 @@ static int set_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *
     return rc;
 }
 
-/* A waiter's command: EVALSHA sha 3 key queue due token (ttl waiter place place_ttl | leaving). */
+/* A waiter's command: EVALSHA sha 3 key queue due token (ttl waiter place place_ttl stamp |
+ * waiter leave). */
 static int queued_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                              const redlock__alloc *alloc)
 {
     const redlock__script *s = cmd_script(cmd);
-    const char *argv[11];
-    size_t argvlen[11];
+    const char *argv[12];
+    size_t argvlen[12];
     int argc = 0;
-    char ttl[24], place[24], place_ttl[24];
+    char ttl[24], place[24], place_ttl[24], stamp[24];
 #define ARG(p, n) (argv[argc] = (p), argvlen[argc] = (n), argc++)
     ARG(use_eval ? "EVAL" : "EVALSHA", use_eval ? 4u : 7u);
     ARG(use_eval ? s->source : s->sha1, use_eval ? s->source_len : 40u);
@@ -192,8 +193,10 @@ static int queued_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__bu
         ARG(cmd->waiter, cmd->waiter_len);
         ARG(place, u64_decimal(place, cmd->place_us));
         ARG(place_ttl, u64_decimal(place_ttl, cmd->place_ttl_ms));
+        ARG(stamp, cmd->stamp_us != 0 ? u64_decimal(stamp, cmd->stamp_us) : 0);
     } else {
         ARG(cmd->waiter_len > 0 ? cmd->waiter : "", cmd->waiter_len);
+        ARG(cmd->leave ? "1" : "0", 1);
     }
 #undef ARG
     return redlock__resp_append(argc, argv, argvlen, out, alloc);

@@ -74,8 +74,9 @@ typedef struct redlock__cmd {
     unsigned n_more;
     /* Fair turns (ops.c): a waiter's ACQUIRE, and the RELEASEs of its attempts and its lock, run
      * the queued scripts (scripts.h) on the resource's queue (queue_key) and its waiters'
-     * deadlines (due_key). waiter: the waiter's id (ACQUIRE), or the id that leaves the queue
-     * (RELEASE; waiter_len 0: none). queue_key NULL: a command without a queue. */
+     * deadlines (due_key). waiter: the waiter's id (ACQUIRE and RELEASE; waiter_len 0: none),
+     * leave: a RELEASE that takes the waiter out of the queue. queue_key NULL: a command without
+     * a queue. */
     const char *queue_key;
     size_t queue_key_len;
     const char *due_key;
@@ -84,6 +85,8 @@ typedef struct redlock__cmd {
     size_t waiter_len;
     uint64_t place_us;     /* ACQUIRE: the waiter's place, when it began to wait (wall clock) */
     uint64_t place_ttl_ms; /* ACQUIRE: how long a node keeps the place after an attempt */
+    uint64_t stamp_us;     /* ACQUIRE: its round's send time, for a grant (0: no grant) */
+    bool leave;
     /* The command already encoded (not the EVAL form), which redlock__cmd_append copies instead
      * of encoding again; NULL: encode it. A round sets it only while it sends to its nodes. */
     const char *wire;

@@ -62,10 +62,10 @@ struct redlock__io {
     void *owner; /* the client */
     void (*on_wake)(redlock__io *io);
     void (*on_closed)(redlock__io *io);
-    /* A node said key (len bytes) was released by the holder of token (token_len bytes); both
-     * valid during the call. */
-    void (*on_notify)(redlock__io *io, const char *key, size_t len, const char *token,
-                      size_t token_len);
+    /* Node node said, on channel (len bytes), that a key was released: message (message_len
+     * bytes) is the token that held it, or a grant (ops.c); both valid during the call. */
+    void (*on_notify)(redlock__io *io, unsigned node, const char *channel, size_t len,
+                      const char *message, size_t message_len);
 };
 
 #endif

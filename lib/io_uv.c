@@ -137,12 +137,12 @@ static int io_watch(redlock__io *base, const char *key, size_t len, bool on)
     return 0;
 }
 
-static void on_sub_message(void *ctx, const char *channel, size_t len, const char *message,
-                           size_t message_len)
+static void on_sub_message(void *ctx, unsigned node, const char *channel, size_t len,
+                           const char *message, size_t message_len)
 {
     io_uv *io = ctx;
     if (io->base.on_notify != NULL)
-        io->base.on_notify(&io->base, channel, len, message, message_len);
+        io->base.on_notify(&io->base, node, channel, len, message, message_len);
 }
 
 /* node_config.twin_of: another node connected to the server with this run_id (for a cluster,
@@ -212,8 +212,8 @@ int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsign
         cfg.twin_ctx = io;
         int rc = cfg.url->cluster ? redlock__cluster_new(loop, &cfg, &io->clusters[i])
                                   : redlock__node_new(loop, &cfg, &io->nodes[i]);
-        if (rc != 0 ||
-            redlock__sub_new(loop, &cfgs[i], &io->chans, on_sub_message, io, &io->subs[i]) != 0) {
+        if (rc != 0 || redlock__sub_new(loop, &cfgs[i], i, &io->chans, on_sub_message, io,
+                                        &io->subs[i]) != 0) {
             for (unsigned j = i + 1; j-- > 0;) { /* i itself, then those before */
                 if (io->nodes[j] != NULL)
                     redlock__node_free_unstarted(io->nodes[j]);

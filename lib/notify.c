@@ -75,6 +75,7 @@ struct redlock__sub {
     const redlock__chanset *set;
     redlock__sub_msg_cb cb;
     void *ctx;
+    unsigned node;
     redlock__stream stream;
     bool stream_live;    /* initialised and started, its close not complete */
     bool stream_closing; /* redlock__stream_close called, on_closed not yet */
@@ -192,7 +193,7 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
     }
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && is_str(r->element[0], "message") &&
         r->element[1]->type == REDIS_REPLY_STRING && r->element[2]->type == REDIS_REPLY_STRING)
-        s->cb(s->ctx, r->element[1]->str, r->element[1]->len, r->element[2]->str,
+        s->cb(s->ctx, s->node, r->element[1]->str, r->element[1]->len, r->element[2]->str,
               r->element[2]->len);
     /* "subscribe" and "unsubscribe" confirmations need nothing. */
     return true;
@@ -295,8 +296,9 @@ static void on_idle(uv_timer_t *t)
         close_stream(s);
 }
 
-int redlock__sub_new(uv_loop_t *loop, const redlock__node_config *cfg, const redlock__chanset *set,
-                     redlock__sub_msg_cb cb, void *ctx, redlock__sub **out)
+int redlock__sub_new(uv_loop_t *loop, const redlock__node_config *cfg, unsigned node,
+                     const redlock__chanset *set, redlock__sub_msg_cb cb, void *ctx,
+                     redlock__sub **out)
 {
     redlock__sub *s = redlock__calloc(cfg->alloc, 1, sizeof(*s));
     if (s == NULL)
@@ -306,6 +308,7 @@ int redlock__sub_new(uv_loop_t *loop, const redlock__node_config *cfg, const red
     s->set = set;
     s->cb = cb;
     s->ctx = ctx;
+    s->node = node;
     *out = s;
     return 0;
 }

@@ -51,16 +51,17 @@ void redlock__chanset_free(redlock__chanset *set, const redlock__alloc *alloc);
 
 typedef struct redlock__sub redlock__sub;
 
-/* A message arrived on channel (len bytes), saying message (message_len bytes); both valid
- * during the call. */
-typedef void (*redlock__sub_msg_cb)(void *ctx, const char *channel, size_t len, const char *message,
-                                    size_t message_len);
+/* A message arrived from the subscriber of node on channel (len bytes), saying message
+ * (message_len bytes); both valid during the call. */
+typedef void (*redlock__sub_msg_cb)(void *ctx, unsigned node, const char *channel, size_t len,
+                                    const char *message, size_t message_len);
 
 /* A subscriber for the node cfg describes (copied; its url, name, tls and alloc must outlive
- * it), following set. Memory only: nothing connects until a channel is wanted. Returns 0 or
- * REDLOCK_ENOMEM. */
-int redlock__sub_new(uv_loop_t *loop, const redlock__node_config *cfg, const redlock__chanset *set,
-                     redlock__sub_msg_cb cb, void *ctx, redlock__sub **out);
+ * it), following set; its messages go to cb with node, the node's index. Memory only: nothing
+ * connects until a channel is wanted. Returns 0 or REDLOCK_ENOMEM. */
+int redlock__sub_new(uv_loop_t *loop, const redlock__node_config *cfg, unsigned node,
+                     const redlock__chanset *set, redlock__sub_msg_cb cb, void *ctx,
+                     redlock__sub **out);
 /* Initialise its timer (call once, before anything else on it but close). */
 void redlock__sub_start(redlock__sub *sub);
 /* The channel joined the set (joined) or left it: tell the server when connected, connect when

@@ -74,7 +74,16 @@ typedef struct op {
     size_t lost_token_len;     /* ... and the token of its last lost attempt, released */
     char lost_token[REDLOCK_TOKEN_MAX];
     bool notified; /* ... and said so while an attempt was out: retry at once if it is lost */
-    bool late;     /* release: called when the lock's validity had already run out */
+    /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
+     * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
+     * node's release may then set the key for it: a grant, heard on its own channel, counts as
+     * the yes of the attempt it names by stamp, valid from that attempt's send. */
+    bool token_kept;            /* the last attempt lost so: its token stands */
+    uint64_t grant_after_us;    /* the stamps of this token's attempts: after this ... */
+    uint64_t grant_until_us;    /* ... up to the last one sent (0: none) */
+    uint64_t granted;           /* the nodes whose grant was heard (bit i: node i) */
+    uint64_t granted_oldest_us; /* the oldest stamp among them */
+    bool late;                  /* release: called when the lock's validity had already run out */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
@@ -107,6 +116,7 @@ struct round {
 
 static bool round_check(round *r);
 static void op_deliver(op *o);
+static void op_wake(redlock_client *c, op *o, bool head);
 
 /* ---- rounds ---------------------------------------------------------------------------------- */
 
@@ -220,7 +230,7 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
         r->cmd.queue_key = queue_name(lock, &r->cmd.queue_key_len);
         r->cmd.due_key = due_name(lock, &r->cmd.due_key_len);
         r->cmd.waiter = lock->waiter;
-        r->cmd.waiter_len = kind == REDLOCK__CMD_ACQUIRE ? lock->waiter_len : 0;
+        r->cmd.waiter_len = lock->waiter_len;
         r->cmd.place_us = lock->place_us;
         r->cmd.place_ttl_ms = lock->place_ttl_ms;
     }
@@ -260,6 +270,12 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         }
     }
     r->outstanding--;
+    /* A late answer to an attempt that lost keeping its token: anything but a no may have set
+     * the key for it there, so the waiter retries at once and claims it (ACQUIRE_QUEUED). */
+    op *o = r->op;
+    if (r->state == ROUND_DONE && o != NULL && o->round == r && o->token_kept &&
+        o->state == OP_RETRYING && vote != REDLOCK_VOTE_NO)
+        op_wake(r->client, o, true);
     if (r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
         redlock_round_vote_counter(&r->q, i, vote, data != NULL ? data->counter : 0, now_us);
     else
@@ -284,6 +300,10 @@ static void round_send(round *r, bool init_q)
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
     uint64_t now = redlock__client_now(c); /* one clock reading for the round and its sends */
+    if (r->cmd.queue_key != NULL && r->cmd.kind == REDLOCK__CMD_ACQUIRE && r->op != NULL) {
+        r->cmd.stamp_us = now; /* what a grant for this attempt names */
+        r->op->grant_until_us = now;
+    }
     if (init_q) {
         int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, now);
         if (rc == 0 && r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
@@ -334,8 +354,7 @@ static void round_send(round *r, bool init_q)
 /* A release round of a waiter's lock also takes the waiter out of the resource's queue. */
 static void round_leave_queue(round *r)
 {
-    if (r->cmd.queue_key != NULL)
-        r->cmd.waiter_len = r->lock->waiter_len;
+    r->cmd.leave = true;
 }
 
 /* Release the lock's key on every node; nobody waits for the answers. Written after the
@@ -521,6 +540,10 @@ static int op_start_round(op *o);
  * votes again and again (the backoff of a shared medium). */
 #define NOTIFY_MAX_DOUBLINGS 2
 
+/* A waiter that heard a grant from fewer nodes than a quorum waits this long for the others'
+ * (they follow within a round trip, as a rule) before it runs a round of its own. */
+#define GRANT_GRACE_US 1000
+
 static uint64_t notify_jitter_us(redlock_client *c, const op *o)
 {
     uint64_t window_ms = (uint64_t)1 << REDLOCK__MIN(o->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
@@ -619,28 +642,49 @@ static int commit_start(op *o, round *acquire)
     return 0;
 }
 
-/* The attempt is lost (status): release its key everywhere, then retry or give up. */
+static bool grant_check(op *o);
+
+/* Whether a waiter's lost attempt r may keep its token: no node said yes or timed out, so none
+ * holds its key (an error is a command that was not run, or a script that stopped before any
+ * write), and nothing is released. Nodes yet to answer may still say yes: on_req_done. */
+static bool attempt_clean(const op *o, const round *r, int status, bool retry)
+{
+    return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&
+           r->q.votes_yes == 0 && r->q.votes_timeout == 0;
+}
+
+/* The attempt is lost (status): release its key everywhere (unless it keeps its token), then
+ * retry or give up. */
 static void lock_attempt_lost(op *o, int status)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
     uint64_t now = redlock__client_now(c);
     bool retry = !c->closing && op_may_retry(o, now);
-    release_everywhere(c, lock, !retry);
-    if (o->watching) { /* its release's notification is not for this client (ops_notified) */
-        memcpy(o->lost_token, lock->token, lock->token_len);
-        o->lost_token_len = lock->token_len;
-    }
-    /* Every attempt gets a token of its own: the release of a lost attempt can reach a node
-     * late (written on a connection that was then dropped, it may be applied after the next
-     * attempt's SET on the new one); with the same token it would delete the winner's key. */
-    if (!lock->caller_token && status != REDLOCK_ENOMEM) {
-        int rc = new_token(c, lock);
-        if (rc != 0) {
-            if (retry) /* it waits no more: out of the queue too (nothing to delete) */
-                release_everywhere(c, lock, true);
-            op_complete(o, rc);
+    o->token_kept = attempt_clean(o, o->round, status, retry);
+    if (o->token_kept) {
+        if (grant_check(o)) /* grants heard while the attempt was out: a quorum, won */
             return;
+    } else {
+        o->granted = 0; /* the grants heard so far were of keys this release deletes */
+        o->grant_after_us = now;
+        release_everywhere(c, lock, !retry);
+        if (o->watching) { /* its release's notification is not for this client (ops_notified) */
+            memcpy(o->lost_token, lock->token, lock->token_len);
+            o->lost_token_len = lock->token_len;
+        }
+        /* Every attempt gets a token of its own: the release of a lost attempt can reach a
+         * node late (written on a connection that was then dropped, it may be applied after the
+         * next attempt's SET on the new one); with the same token it would delete the winner's
+         * key. */
+        if (!lock->caller_token && status != REDLOCK_ENOMEM) {
+            int rc = new_token(c, lock);
+            if (rc != 0) {
+                if (retry) /* it waits no more: out of the queue too (nothing to delete) */
+                    release_everywhere(c, lock, true);
+                op_complete(o, rc);
+                return;
+            }
         }
     }
     if (retry) {
@@ -922,6 +966,94 @@ static void op_wake(redlock_client *c, op *o, bool head)
     }
 }
 
+/* A grant the waiter o heard of, from each node of o->granted, won: the lock is o's, with the
+ * validity of a round that started when the oldest attempt they name was sent (each node set
+ * the key after that attempt reached it, with the attempt's ttl). Not when that attempt is more
+ * than half a ttl old (the lock would have little validity left), nor when less than the
+ * client's min_validity_ms is left: then o retries at once, and its round renews the granted
+ * keys (ACQUIRE_QUEUED). Returns whether o is decided. */
+static bool grant_win(op *o)
+{
+    redlock_client *c = o->client;
+    uint64_t now = redlock__client_now(c);
+    bool fresh = now - o->granted_oldest_us <= o->ttl_ms * 1000 / 2;
+    round *r = fresh ? round_new(c, o, o->lock, REDLOCK__CMD_ACQUIRE, o->ttl_ms, false) : NULL;
+    if (r != NULL) {
+        int rc = redlock_round_init(&r->q, c->n_nodes, o->ttl_ms, c->opts.drift_factor,
+                                    c->opts.min_validity_ms, o->granted_oldest_us);
+        for (unsigned i = 0; rc == 0 && i < c->n_nodes; i++) {
+            if ((o->granted & (UINT64_C(1) << i)) == 0)
+                continue;
+            r->results[i].vote = REDLOCK_VOTE_YES;
+            r->results[i].latency_us = now - o->granted_oldest_us;
+            redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
+        }
+        r->state = ROUND_DONE; /* nothing to send: the nodes have acted */
+        op_hold_round(o, r);
+        int status = redlock_round_status(&r->q);
+        redlock__stats_round(c, REDLOCK__CMD_ACQUIRE, status, &r->q, r->results);
+        c->stats.acquires_granted += status == 0;
+        if (status == 0 && lock_grant(o, r) == 0)
+            return true;
+    }
+    o->granted = 0;
+    o->notified = true; /* an attempt that just lost retries at once too */
+    o->woken = false;   /* a sleeping one now, not after the grace */
+    if (o->state == OP_RETRYING)
+        op_wake(c, o, true);
+    return false;
+}
+
+/* Whether o has heard of grants from a quorum, and if so won with them (grant_win). */
+static bool grant_check(op *o)
+{
+    unsigned n = 0;
+    for (uint64_t m = o->granted; m != 0; m &= m - 1)
+        n++;
+    return n >= o->client->n_nodes / 2 + 1 && grant_win(o);
+}
+
+/* "g:<stamp>:<token>", the message of a grant (scripts.c, RELEASE_QUEUED): node set the key to
+ * o's token for its attempt sent at stamp. One for an earlier token (released since), or for a
+ * stamp that is not one of this token's attempts, is ignored. Returns false if message is not a
+ * grant. */
+static bool op_granted(op *o, unsigned node, const char *message, size_t len)
+{
+    if (len < 4 || message[0] != 'g' || message[1] != ':')
+        return false;
+    uint64_t stamp = 0;
+    size_t i = 2;
+    for (; i < len && message[i] >= '0' && message[i] <= '9' && stamp < UINT64_MAX / 10; i++)
+        stamp = stamp * 10 + (uint64_t)(message[i] - '0');
+    if (i == 2 || i >= len || message[i] != ':')
+        return false;
+    const redlock_lock *lock = o->lock;
+    if (!same_bytes(lock->token, lock->token_len, message + i + 1, len - i - 1) ||
+        stamp <= o->grant_after_us || stamp > o->grant_until_us || node >= o->client->n_nodes)
+        return true;
+    uint64_t bit = UINT64_C(1) << node;
+    if (o->granted == 0 || stamp < o->granted_oldest_us)
+        o->granted_oldest_us = stamp;
+    o->granted |= bit;
+    /* An attempt in flight claims the granted keys itself; one that lost keeping its token
+     * looks at the grants first (lock_attempt_lost). */
+    if (o->state == OP_RUNNING) {
+        o->notified = true;
+        return true;
+    }
+    if (grant_check(o))
+        return true;
+    /* The other nodes' grants come right behind, as a rule: a short grace before a round. */
+    if (!o->woken) {
+        o->woken = true;
+        uint64_t due = redlock__client_now(o->client) + GRANT_GRACE_US;
+        if (o->wait_deadline_us != 0 && due > o->wait_deadline_us)
+            due = o->wait_deadline_us;
+        redlock__client_timer_start(o->client, &o->timer, due, on_retry_timer);
+    }
+    return true;
+}
+
 /* Whether channel is o's own (the queue's name, ":" and its id), or its resource's queue's. */
 static bool is_own_channel(const op *o, const char *channel, size_t len)
 {
@@ -938,7 +1070,8 @@ static bool is_queue_channel(const op *o, const char *channel, size_t len)
 }
 
 /* A node says a key was released, on one of three channels (scripts.c):
- *   - a waiter's own: the release names it as the queue's next head; the message is the token;
+ *   - a waiter's own: the release names it as the queue's next head; the message is the token,
+ *     or "g:<stamp>:<token>" when the node set the key for it (op_granted);
  *   - the resource's queue's: the same, for a head that did not listen on its own channel yet;
  *     the message is "head:token" (a waiter id has no ':');
  *   - the key's: a release with nobody queued, or of a lock taken outside the queue; the message
@@ -947,8 +1080,8 @@ static bool is_queue_channel(const op *o, const char *channel, size_t len)
  * A release of one of this client's own attempts (its lost attempt's keys on the nodes that said
  * yes, in a split vote or while the holder's keys expire) frees nothing its waiters should rush
  * for: the others' release wakes them. */
-void redlock__ops_notified(redlock_client *c, const char *channel, size_t len, const char *message,
-                           size_t message_len)
+void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
+                           const char *message, size_t message_len)
 {
     if (c->closing)
         return;
@@ -962,6 +1095,8 @@ void redlock__ops_notified(redlock_client *c, const char *channel, size_t len, c
         if (!o->watching || o->state == OP_DECIDED || !o->lock->queued)
             continue;
         if (is_own_channel(o, channel, len)) {
+            if (op_granted(o, node, message, message_len))
+                return;
             head = o;
             key = o->lock->key;
             key_len = o->lock->key_len;

@@ -183,44 +183,81 @@
     "        break\n"                                                                              \
     "    end\n"                                                                                    \
     "    redis.call(\"zrem\", KEYS[2], head)\n"                                                    \
-    "    redis.call(\"hdel\", KEYS[3], head)\n"                                                    \
+    "    redis.call(\"hdel\", KEYS[3], head, head .. \":g\")\n"                                    \
     "end\n"
 
 /* KEYS[1] = key, KEYS[2] = queue, KEYS[3] = deadlines; ARGV[1] = token, ARGV[2] = ttl ms,
- * ARGV[3] = waiter id, ARGV[4] = its place (us), ARGV[5] = how long its place is kept (ms). SET NX
- * PX for the head (or anyone, when nobody waits): +OK; else nil, and the waiter is in the queue
- * (at its place: a later attempt never moves it back) with a fresh deadline. The queue's own keys
- * live at least as long as the longest deadline set in them (a queue nobody asks in expires). */
+ * ARGV[3] = waiter id, ARGV[4] = its place (us), ARGV[5] = how long its place is kept (ms),
+ * ARGV[6] = the attempt's stamp (its send time on the client's clock, us; "": no grant). +OK
+ * where the key holds the token already (granted to this waiter by a release, below: the
+ * attempt renews it), or SET NX PX for the head (or anyone, when nobody waits); else nil, and
+ * the waiter is in the queue (at its place: a later attempt never moves it back) with a fresh
+ * deadline, and its grant record "ttl:stamp:token" (the field "<id>:g" of KEYS[3]) says what a
+ * release may set for it. The queue's own keys live at least as long as the longest deadline set
+ * in them (a queue nobody asks in expires). */
 #define ACQUIRE_QUEUED_SOURCE                                                                      \
     QUEUE_HEAD("ARGV[3]")                                                                          \
-    "if (not head or head == ARGV[3]) and\n"                                                       \
-    "    redis.call(\"set\", KEYS[1], ARGV[1], \"nx\", \"px\", ARGV[2]) then\n"                    \
+    "local v = redis.call(\"get\", KEYS[1])\n"                                                     \
+    "if v == ARGV[1] then\n"                                                                       \
+    "    redis.call(\"pexpire\", KEYS[1], ARGV[2])\n"                                              \
+    "    return redis.status_reply(\"OK\")\n"                                                      \
+    "end\n"                                                                                        \
+    "if not v and (not head or head == ARGV[3]) then\n"                                            \
+    "    redis.call(\"set\", KEYS[1], ARGV[1], \"px\", ARGV[2])\n"                                 \
     "    return redis.status_reply(\"OK\")\n"                                                      \
     "end\n"                                                                                        \
     "redis.call(\"zadd\", KEYS[2], \"nx\", ARGV[4], ARGV[3])\n"                                    \
     "redis.call(\"hset\", KEYS[3], ARGV[3], now + tonumber(ARGV[5]))\n"                            \
+    "if ARGV[6] ~= \"\" then\n"                                                                    \
+    "    local rec = ARGV[2] .. \":\" .. ARGV[6] .. \":\" .. ARGV[1]\n"                            \
+    "    redis.call(\"hset\", KEYS[3], ARGV[3] .. \":g\", rec)\n"                                  \
+    "end\n"                                                                                        \
     "if redis.call(\"pttl\", KEYS[2]) < tonumber(ARGV[5]) then\n"                                  \
     "    redis.call(\"pexpire\", KEYS[2], ARGV[5])\n"                                              \
     "    redis.call(\"pexpire\", KEYS[3], ARGV[5])\n"                                              \
     "end\n"                                                                                        \
     "return false\n"
 
-/* KEYS as above; ARGV[1] = token, ARGV[2] = the waiter id that leaves the queue ("": none, the
- * waiter goes on waiting). Compare-and-delete as the plain release; the notification goes to the
- * queue's next head alone, on its own channel (the queue's name, ":" and its id), so only that
- * waiter's client hears it. When nobody listens there (the head has not subscribed yet, or the
- * channel is refused) it goes on the queue's channel (the queue's name), naming the head
- * ("head:token"), where every waiter of the resource hears it and only the head acts on it;
- * with nobody queued, on the key's channel, as the plain release does. */
+/* KEYS as above; ARGV[1] = token, ARGV[2] = the releasing waiter's id ("": none), ARGV[3] = "1"
+ * when it leaves the queue (done: it holds nothing and waits no more), else it waits on (the
+ * release of a lost attempt). Either way its grant record goes: the token it names is being
+ * released. Compare-and-delete as the plain release, then the key goes to the queue's next head
+ * at once when that head listens on its own channel (the queue's name, ":" and its id) and has a
+ * grant record: the key is set to the record's token with the record's ttl, and the head hears
+ * "g:stamp:token" there. Its client counts such grants as the yes of its attempt with that stamp,
+ * whose send came before this SET (docs/algorithm.md, "Handoff by grant"). A head that does not
+ * listen (its client gone, or the channel refused; PUBSUB NUMSUB refused reads as nobody) gets
+ * no grant, so a vanished waiter never holds the key: it is told instead, on its own channel
+ * with the token as the message when someone listens there; when nobody does, on the queue's
+ * channel naming the head ("head:token"), where every waiter of the resource hears it and only
+ * the head acts on it; with nobody queued, on the key's channel, as the plain release does. */
 #define RELEASE_QUEUED_DELETE                                                                      \
     "if ARGV[2] ~= \"\" then\n"                                                                    \
-    "    redis.call(\"zrem\", KEYS[2], ARGV[2])\n"                                                 \
-    "    redis.call(\"hdel\", KEYS[3], ARGV[2])\n"                                                 \
+    "    if ARGV[3] == \"1\" then\n"                                                               \
+    "        redis.call(\"zrem\", KEYS[2], ARGV[2])\n"                                             \
+    "        redis.call(\"hdel\", KEYS[3], ARGV[2])\n"                                             \
+    "    end\n"                                                                                    \
+    "    redis.call(\"hdel\", KEYS[3], ARGV[2] .. \":g\")\n"                                       \
     "end\n"                                                                                        \
     "if redis.call(\"get\", KEYS[1]) ~= ARGV[1] then\n"                                            \
     "    return 0\n"                                                                               \
     "end\n"                                                                                        \
     "redis.call(\"del\", KEYS[1])\n"
+#define RELEASE_QUEUED_GRANT                                                                       \
+    "if head then\n"                                                                               \
+    "    local g = redis.call(\"hget\", KEYS[3], head .. \":g\")\n"                                \
+    "    local ch = KEYS[2] .. \":\" .. head\n"                                                    \
+    "    local subs = g and redis.pcall(\"pubsub\", \"numsub\", ch)\n"                             \
+    "    if type(subs) == \"table\" and tonumber(subs[2]) > 0 then\n"                              \
+    "        local a = string.find(g, \":\", 1, true)\n"                                           \
+    "        local b = string.find(g, \":\", a + 1, true)\n"                                       \
+    "        local ttl = string.sub(g, 1, a - 1)\n"                                                \
+    "        redis.call(\"set\", KEYS[1], string.sub(g, b + 1), \"px\", ttl)\n"                    \
+    "        redis.call(\"hdel\", KEYS[3], head .. \":g\")\n"                                      \
+    "        redis.pcall(\"publish\", ch, \"g:\" .. string.sub(g, a + 1))\n"                       \
+    "        return 1\n"                                                                           \
+    "    end\n"                                                                                    \
+    "end\n"
 #define RELEASE_QUEUED_TELL                                                                        \
     "local told = 0\n"                                                                             \
     "if head then\n"                                                                               \
@@ -234,7 +271,8 @@
     "    end\n"                                                                                    \
     "end\n"                                                                                        \
     "return 1\n"
-#define RELEASE_QUEUED_SOURCE RELEASE_QUEUED_DELETE QUEUE_HEAD("nil") RELEASE_QUEUED_TELL
+#define RELEASE_QUEUED_SOURCE                                                                      \
+    RELEASE_QUEUED_DELETE QUEUE_HEAD("nil") RELEASE_QUEUED_GRANT RELEASE_QUEUED_TELL
 
 const redlock__script redlock__script_extend = {
     "extend",
@@ -310,14 +348,14 @@ const redlock__script redlock__script_acquire_queued = {
     "acquire_queued",
     ACQUIRE_QUEUED_SOURCE,
     sizeof(ACQUIRE_QUEUED_SOURCE) - 1,
-    "430c56966de5bc3809e375772594afa4f42ec2a5",
+    "032468e6d2b2ac9df6a30e03830f7c72b2e6c61c",
 };
 
 const redlock__script redlock__script_release_queued = {
     "release_queued",
     RELEASE_QUEUED_SOURCE,
     sizeof(RELEASE_QUEUED_SOURCE) - 1,
-    "90a12a40d62e3daa1ffd3c7076f3ba8f6440254e",
+    "1dff47f26f9d7882d269481a995a205b81977ba7",
 };
 
 const redlock__script *const redlock__scripts[REDLOCK__SCRIPTS] = {

@@ -225,6 +225,7 @@ int redlock_client_stats(const redlock_client *c, redlock_stats *out)
     s.releases_lapsed = st->releases_lapsed;
     s.releases_unknown = st->releases_unknown;
     s.slow_rounds = st->slow_rounds;
+    s.acquires_granted = st->acquires_granted;
     s.pending = list_length(&c->ops);
     count_locks(c, &s);
     copy_out(out, &s, sizeof(s));

@@ -17,6 +17,7 @@ typedef struct redlock__stats {
     uint64_t locks_lost;
     uint64_t releases_ok, releases_lapsed, releases_unknown;
     uint64_t slow_rounds;
+    uint64_t acquires_granted;
 } redlock__stats;
 
 /* A round of an operation ended: an acquire round with the round's own status, an extend with

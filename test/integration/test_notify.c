@@ -10,6 +10,7 @@
 #include "harness.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -295,6 +296,136 @@ static void waiter_that_gives_up_leaves_the_queue(void **state)
     h_env_stop(&env);
 }
 
+/* Scripts server i has run (EVALSHA and EVAL calls, INFO commandstats). */
+static long long script_calls(h_env *env, unsigned i)
+{
+    redisReply *r = fixture_command(&env->cluster, i, "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    long long n = 0;
+    const char *names[] = {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="};
+    for (int k = 0; k < 2; k++) {
+        const char *at = strstr(r->str, names[k]);
+        if (at != NULL)
+            n += atoll(at + strlen(names[k]));
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+/* Run the loop until every server has want channels matching pattern (bounded). */
+static void wait_channels(h_env *env, const char *pattern, size_t want)
+{
+    uint64_t t0 = redlock_now_us();
+    for (;;) {
+        unsigned ok = 0;
+        for (unsigned i = 0; i < N; i++) {
+            redisReply *r = fixture_command(&env->cluster, i, "PUBSUB CHANNELS %s", pattern);
+            assert_non_null(r);
+            ok += r->type == REDIS_REPLY_ARRAY && r->elements == want;
+            freeReplyObject(r);
+        }
+        if (ok == N)
+            return;
+        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
+        h_run_for(&env->loop, 10);
+    }
+}
+
+/* A holder of key that took it through the queue (an acquire with a wait), so its release runs
+ * the queue's script; and a sleepy waiter of another client, queued on every node behind it and
+ * listening on its own channel. */
+static redlock_client *queued_pair(h_env *env, const char *key, h_record *held, h_record *rec)
+{
+    h_env_start(env, N, NULL);
+    redlock_client *holder = h_client(env, NULL);
+    redlock_lock_opts wait;
+    redlock_lock_opts_init(&wait);
+    wait.wait_ms = 10000;
+    assert_int_equal(h_acquire(env, holder, key, 30000, &wait, held), 0);
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), "%s:queue:*", key);
+    wait_channels(env, pattern, 0); /* the holder no longer listens on its own channel */
+    redlock_client *w = sleepy_client(env, false);
+    start_waiter(w, key, rec);
+    h_wait_busy_rounds(env, w, 1);
+    h_drain(env, w);
+    wait_channels(env, pattern, 1);
+    return w;
+}
+
+/* 7. Handoff by grant: the holder's release sets the key for the queue's head on every node and
+ * tells it so, and the head has the lock without a round of its own - each server ran one script
+ * after the waiter's lost attempt, the release's. The grant counts as the yes of that attempt,
+ * so the lock's validity is measured from when the attempt was sent, a second before the
+ * release: never from when the grant was heard. */
+static void release_grants_the_head_without_a_round(void **state)
+{
+    (void)state;
+    h_env env;
+    h_record held, rec = {0};
+    redlock_client *w = queued_pair(&env, "notify:grant", &held, &rec);
+    uint64_t attempt_sent_before = redlock_now_us();
+    long long calls[N];
+    for (unsigned i = 0; i < N; i++)
+        calls[i] = script_calls(&env, i);
+    h_run_for(&env.loop, 1000);
+    h_release_ok(&env, held.lock, NULL);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    if (rec.status != 0)
+        h_dump_record("the head", &rec);
+    assert_int_equal(rec.status, 0);
+    assert_int_equal(rec.attempts, 1);
+    assert_true(rec.votes_yes >= N / 2 + 1);
+    uint64_t since_attempt_ms = (rec.at_us - attempt_sent_before) / 1000;
+    uint64_t validity = redlock_lock_validity_ms(rec.lock);
+    if (validity + since_attempt_ms > 30000)
+        fail_msg("validity %llu ms, %llu ms after the attempt was sent, of a 30000 ms ttl",
+                 (unsigned long long)validity, (unsigned long long)since_attempt_ms);
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    assert_true(h_wait_holding(&env, "notify:grant", 12, token, token_len, N, H_WAIT_MS));
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(script_calls(&env, i) - calls[i], 1);
+    h_release_ok(&env, rec.lock, NULL);
+    for (unsigned i = 0; i < N; i++) /* the queue is empty, and gone */
+        assert_int_equal(h_dbsize(&env, i), 0);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
+/* 8. Grants from fewer nodes than a quorum are no lock. An earlier waiter that nobody listens for
+ * (as if its client had vanished) heads the queue on nodes 0..2, so the release grants the key to
+ * the waiter on nodes 3 and 4 only. The waiter must not report a lock: its round (run after the
+ * grants' short grace) loses on nodes 0..2, and it releases what it was granted - nothing stays
+ * held for it anywhere. */
+static void grants_from_a_minority_are_no_lock(void **state)
+{
+    (void)state;
+    h_env env;
+    h_record held, rec = {0};
+    redlock_client *w = queued_pair(&env, "notify:minority", &held, &rec);
+    for (unsigned i = 0; i < 3; i++) {
+        redisReply *r = fixture_command(&env.cluster, i, "ZADD notify:minority:queue 1 gone");
+        assert_non_null(r);
+        freeReplyObject(r);
+        r = fixture_command(&env.cluster, i, "HSET notify:minority:queue-due gone 99999999999999");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    h_release_ok(&env, held.lock, NULL);
+    h_run_for(&env.loop, 1000);
+    assert_int_equal(rec.calls, 0);
+    /* No node holds the key for the waiter, nor for anyone. */
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(h_pttl(&env, i, "notify:minority", 15), -2);
+    assert_int_equal(redlock_cancel(w, &rec), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    assert_int_equal(rec.status, REDLOCK_ECANCELED);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -305,6 +436,8 @@ int main(void)
         H_TEST(own_releases_do_not_wake),
         H_TEST(turns_across_clients_follow_the_queue),
         H_TEST(waiter_that_gives_up_leaves_the_queue),
+        H_TEST(release_grants_the_head_without_a_round),
+        H_TEST(grants_from_a_minority_are_no_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

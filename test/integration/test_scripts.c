@@ -215,17 +215,19 @@ static void release_then_reacquire_on_cold_script_cache(void **state)
     h_env_stop(&env);
 }
 
-/* Run a waiter's acquire on server 0 (EVAL): "OK" when granted, "nil" when not. */
-static const char *queued_acquire(h_env *env, const char *token, const char *waiter,
-                                  const char *place, const char *place_ttl)
+/* Run a waiter's acquire on server 0 (EVAL) for its attempt sent at stamp ("": none, no
+ * grant): "OK" when granted, "nil" when not. */
+static const char *queued_acquire_stamped(h_env *env, const char *token, const char *waiter,
+                                          const char *place, const char *place_ttl,
+                                          const char *stamp)
 {
     const redlock__script *sc = &redlock__script_acquire_queued;
     const char *argv[] = {"EVAL", sc->source, "3",    "q:k", "q:k:queue", "q:k:queue-due",
-                          token,  "10000",    waiter, place, place_ttl};
-    size_t argvlen[11];
-    for (int i = 0; i < 11; i++)
+                          token,  "10000",    waiter, place, place_ttl,   stamp};
+    size_t argvlen[12];
+    for (int i = 0; i < 12; i++)
         argvlen[i] = strlen(argv[i]);
-    redisReply *r = fixture_command_argv(&env->cluster, 0, 11, argv, argvlen);
+    redisReply *r = fixture_command_argv(&env->cluster, 0, 12, argv, argvlen);
     assert_non_null(r);
     const char *what = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0 ? "OK"
                        : r->type == REDIS_REPLY_NIL                               ? "nil"
@@ -236,20 +238,34 @@ static const char *queued_acquire(h_env *env, const char *token, const char *wai
     return what;
 }
 
-static long long queued_release(h_env *env, const char *token, const char *leaving)
+static const char *queued_acquire(h_env *env, const char *token, const char *waiter,
+                                  const char *place, const char *place_ttl)
+{
+    return queued_acquire_stamped(env, token, waiter, place, place_ttl, "");
+}
+
+/* The release of token by waiter ("": none), which leaves the queue when leave is "1". */
+static long long queued_release_by(h_env *env, const char *token, const char *waiter,
+                                   const char *leave)
 {
     const redlock__script *sc = &redlock__script_release_queued;
-    const char *argv[] = {"EVAL",      sc->source,      "3",   "q:k",
-                          "q:k:queue", "q:k:queue-due", token, leaving};
-    size_t argvlen[8];
-    for (int i = 0; i < 8; i++)
+    const char *argv[] = {"EVAL",          sc->source, "3",    "q:k", "q:k:queue",
+                          "q:k:queue-due", token,      waiter, leave};
+    size_t argvlen[9];
+    for (int i = 0; i < 9; i++)
         argvlen[i] = strlen(argv[i]);
-    redisReply *r = fixture_command_argv(&env->cluster, 0, 8, argv, argvlen);
+    redisReply *r = fixture_command_argv(&env->cluster, 0, 9, argv, argvlen);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     long long v = r->integer;
     freeReplyObject(r);
     return v;
+}
+
+/* The release of a holder that leaves the queue (leaving: its id, or "" for one outside it). */
+static long long queued_release(h_env *env, const char *token, const char *leaving)
+{
+    return queued_release_by(env, token, leaving, "1");
 }
 
 /* The next message on a subscribed connection is channel / text. */
@@ -318,6 +334,76 @@ static void queued_scripts_grant_the_head_only(void **state)
     h_env_stop(&env);
 }
 
+/* Whether the field exists in q:k's waiters' deadlines (HEXISTS). */
+static bool due_field(h_env *env, const char *field)
+{
+    redisReply *r = fixture_command(&env->cluster, 0, "HEXISTS q:k:queue-due %s", field);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    bool exists = r->integer == 1;
+    freeReplyObject(r);
+    return exists;
+}
+
+/* Handoff by grant on one server: a release sets the freed key for the queue's head, from the
+ * head's grant record (its last attempt's token, ttl and stamp), and tells it "g:stamp:token" on
+ * its own channel - only while someone listens there: a head nobody listens for (a vanished
+ * client) gets a message and no key. The head's next attempt with that token is a yes (the key
+ * is renewed), and the release of a lost attempt of its drops its record. */
+static void queued_release_grants_a_listening_head(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL);
+    h_set(&env, 0, "q:k", 3, "t0");
+    assert_string_equal(queued_acquire_stamped(&env, "t1", "w1", "100", "60000", "123"), "nil");
+    assert_true(due_field(&env, "w1:g"));
+    redisContext *sub = fixture_connect(&env.cluster, 0);
+    assert_non_null(sub);
+    assert_int_equal(sub->err, 0);
+    redisReply *r = redisCommand(sub, "SUBSCRIBE q:k:queue");
+    assert_non_null(r);
+    freeReplyObject(r);
+    /* Nobody listens on w1's channel: no grant, the queue's channel names w1. */
+    assert_int_equal(queued_release(&env, "t0", ""), 1);
+    expect_message(sub, "q:k:queue", "w1:t0");
+    assert_int_equal(h_pttl(&env, 0, "q:k", 3), -2);
+    assert_true(due_field(&env, "w1:g"));
+    /* w1 listens: the release sets the key to its token, with its ttl, and tells it. */
+    r = redisCommand(sub, "SUBSCRIBE q:k:queue:w1");
+    assert_non_null(r);
+    freeReplyObject(r);
+    h_set(&env, 0, "q:k", 3, "t0");
+    assert_int_equal(queued_release(&env, "t0", ""), 1);
+    expect_message(sub, "q:k:queue:w1", "g:123:t1");
+    size_t len = 0;
+    char *v = h_get(&env, 0, "q:k", 3, &len);
+    assert_non_null(v);
+    assert_int_equal(len, 2);
+    assert_memory_equal(v, "t1", 2);
+    free(v);
+    long long pttl = h_pttl(&env, 0, "q:k", 3);
+    assert_true(pttl > 9000 && pttl <= 10000);
+    assert_false(due_field(&env, "w1:g")); /* one grant per record */
+    /* Its next attempt with that token renews the key. */
+    assert_string_equal(queued_acquire_stamped(&env, "t1", "w1", "100", "60000", "456"), "OK");
+    /* A lost attempt's release (w1 waits on) drops its record and keeps its place. */
+    h_set(&env, 0, "q:k", 3, "t2");
+    assert_string_equal(queued_acquire_stamped(&env, "t2", "w1", "100", "60000", "789"), "OK");
+    h_set(&env, 0, "q:k", 3, "t0");
+    assert_string_equal(queued_acquire_stamped(&env, "t3", "w1", "100", "60000", "790"), "nil");
+    assert_true(due_field(&env, "w1:g"));
+    assert_int_equal(queued_release_by(&env, "t3", "w1", "0"), 0);
+    assert_false(due_field(&env, "w1:g"));
+    assert_true(due_field(&env, "w1"));
+    /* So the holder's release only tells it. */
+    assert_int_equal(queued_release(&env, "t0", ""), 1);
+    expect_message(sub, "q:k:queue:w1", "t0");
+    assert_int_equal(h_pttl(&env, 0, "q:k", 3), -2);
+    redisFree(sub);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -328,6 +414,7 @@ int main(void)
         H_TEST(script_flush_then_extend_and_release_back_to_back),
         H_TEST(release_then_reacquire_on_cold_script_cache),
         H_TEST(queued_scripts_grant_the_head_only),
+        H_TEST(queued_release_grants_a_listening_head),
     };
     return cmocka_run_group_tests_name("scripts", tests, NULL, NULL);
 }

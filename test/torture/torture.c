@@ -28,7 +28,8 @@
  *   6 every fault kind was made at least once, and healed (skipped below 10 s)
  *   7 workers were paused and resumed, and holds ended at their deadline (skipped below 10 s)
  *   8 fences of successive holds grow, and the fenced store accepted no stale write
- *     (fence_check.h; skipped in the negative control, whose writes are not fenced)
+ *     (fence_check.h; the even resources' locks are fenced, the odd ones' plain waiters handed
+ *     the lock by grants; skipped in the negative control, whose writes are not fenced)
  * --hold-ms adds MS between the GET and the SET (a longer critical section). --no-pauses stops
  * the worker pauses; --deadline-holds sets how many holds in 1000 run on to their deadline (5;
  * each with a ttl of 100 ms, so it keeps its resource from the others only that long).

@@ -117,12 +117,21 @@ static int log_failure(worker_thread *w, unsigned resource, int status, uint64_t
     return len < 0 ? -1 : write_line(w, line, len);
 }
 
-/* The critical section's SET: through the fenced store when fencing (which may refuse it: a newer
+/* Whether the worker's locks of resource are fenced: the even resources', unless fencing is off
+ * (the negative control). The odd ones are plain waiters, which take turns in the resource's
+ * queue and are handed the lock by grants (docs/algorithm.md, "Handoff by grant"), so the
+ * checker sees both kinds through the same faults. */
+static bool fenced(const worker_thread *w, unsigned resource)
+{
+    return w->fencing && resource % 2 == 0;
+}
+
+/* The critical section's SET: through the fenced store when fenced (which may refuse it: a newer
  * holder wrote), else a plain SET. Returns 0 or -1 (data server failed). */
 static int write_value(worker_thread *w, redlock_sync_lock *lock, torture_hold *hold,
                        long long value)
 {
-    if (w->fencing) {
+    if (fenced(w, hold->resource)) {
         bool accepted;
         w->write_start_us = redlock_now_us();
         if (torture_fence_set(w->data, hold->resource, value, redlock_sync_lock_fence(lock),
@@ -210,7 +219,7 @@ static int attempt(worker_thread *w, unsigned resource)
      * the others for a while, not for a whole ttl. */
     bool to_deadline = (unsigned)(rand_r(&w->seed) % 1000) < w->cfg->deadline_per_mille;
     uint64_t ttl_ms = to_deadline ? w->cfg->deadline_ttl_ms : w->cfg->ttl_ms;
-    opts.fencing = w->fencing;
+    opts.fencing = fenced(w, resource);
     redlock_sync_lock *lock = NULL;
     uint64_t start_us = redlock_now_us();
     int rc = redlock_sync_acquire(w->sync, name, (size_t)name_len, ttl_ms, &opts, &lock, NULL);
@@ -252,8 +261,9 @@ static int attempt(worker_thread *w, unsigned resource)
      * chaos) sees the return after the deadline, and another holder may have been granted in
      * between: the grant is then no later than the deadline, not at the return. */
     uint64_t granted_us = done_us < hold.deadline_us ? done_us : hold.deadline_us;
-    if (w->fencing && torture_fence_log(resource, w->process, w->index, fence, start_us, granted_us,
-                                        w->write_start_us, w->fence_outcome, w->fence_seq) != 0)
+    if (fenced(w, resource) &&
+        torture_fence_log(resource, w->process, w->index, fence, start_us, granted_us,
+                          w->write_start_us, w->fence_outcome, w->fence_seq) != 0)
         return -1;
     return result;
 }
@@ -384,6 +394,10 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
         refused += w->refused;
     }
     free(threads);
+    redlock_stats st; /* how many holds the queue's grants handed over (the odd resources') */
+    redlock_stats_init(&st);
+    if (redlock_sync_stats(sync, &st) != 0)
+        st.acquires_granted = 0;
     pthread_kill(pause_tid, SIGUSR2);
     pthread_join(pause_tid, NULL);
     pthread_rwlock_destroy(&write_window);
@@ -391,9 +405,9 @@ int torture_worker_run(const torture_config *cfg, unsigned process)
     close(log_fd);
     torture_fence_close();
     fprintf(stderr,
-            "worker %u: %lu holds (%lu run on to their deadline), %lu increments, %lu skipped, "
-            "%lu refused by the store, %lu failed acquires%s\n",
-            process, holds, to_deadline, increments, skipped, refused, failures,
-            exit_code != 0 ? ", FAILED" : "");
+            "worker %u: %lu holds (%lu run on to their deadline, %llu handed over by grants), %lu "
+            "increments, %lu skipped, %lu refused by the store, %lu failed acquires%s\n",
+            process, holds, to_deadline, (unsigned long long)st.acquires_granted, increments,
+            skipped, refused, failures, exit_code != 0 ? ", FAILED" : "");
     return exit_code;
 }

@@ -101,6 +101,62 @@ static void encodes_scripts_as_evalsha_or_eval(void **state)
     redlock__buf_free(&b, &alloc);
 }
 
+/* A waiter's commands: the acquire names the queue, its place and its attempt's stamp (empty
+ * without one: no grant record), the release the waiter and whether it leaves the queue. */
+static void encodes_a_waiters_commands(void **state)
+{
+    (void)state;
+    redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
+    c.queue_key = "k:queue";
+    c.queue_key_len = 7;
+    c.due_key = "k:queue-due";
+    c.due_key_len = 11;
+    c.waiter = "w1";
+    c.waiter_len = 2;
+    c.place_us = 123;
+    c.place_ttl_ms = 800;
+    c.stamp_us = 4567;
+    redlock__buf b = {0};
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    redisReply *a = decode(&b);
+    assert_int_equal(a->elements, 12);
+    assert_arg(a, 1, redlock__script_acquire_queued.sha1, 40);
+    assert_arg(a, 2, "3", 1);
+    assert_arg(a, 5, "k:queue-due", 11);
+    assert_arg(a, 6, "tok", 3);
+    assert_arg(a, 7, "1500", 4);
+    assert_arg(a, 8, "w1", 2);
+    assert_arg(a, 9, "123", 3);
+    assert_arg(a, 10, "800", 3);
+    assert_arg(a, 11, "4567", 4);
+    freeReplyObject(a);
+    b.len = 0;
+    c.stamp_us = 0;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    a = decode(&b);
+    assert_arg(a, 11, "", 0);
+    freeReplyObject(a);
+    b.len = 0;
+
+    c.kind = REDLOCK__CMD_RELEASE;
+    c.leave = true;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 9);
+    assert_arg(a, 1, redlock__script_release_queued.sha1, 40);
+    assert_arg(a, 6, "tok", 3);
+    assert_arg(a, 7, "w1", 2);
+    assert_arg(a, 8, "1", 1);
+    freeReplyObject(a);
+    b.len = 0;
+    c.leave = false;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    a = decode(&b);
+    assert_arg(a, 8, "0", 1);
+    freeReplyObject(a);
+    redlock__buf_free(&b, &alloc);
+}
+
 static void appends_after_existing_bytes(void **state)
 {
     (void)state;
@@ -531,6 +587,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(encodes_set_nx_px),
         cmocka_unit_test(encodes_scripts_as_evalsha_or_eval),
+        cmocka_unit_test(encodes_a_waiters_commands),
         cmocka_unit_test(appends_after_existing_bytes),
         cmocka_unit_test(encodes_exact_resp_bytes),
         cmocka_unit_test(maps_every_reply_to_a_vote),

@@ -49,6 +49,10 @@ typedef struct contention {
     uint64_t last_release_us; /* 0: none yet */
     cworker *last_releaser;
     samples handoff; /* release -> acquire by another worker that was already waiting */
+    /* A release's own quorum round trip: the latency of the node whose answer made a quorum
+     * (of N nodes, the (N/2+1)-th fastest). A handoff by grant cannot beat it: the grants leave
+     * the nodes in the scripts that answer the release. */
+    samples release_quorum;
     cworker *workers;
 } contention;
 
@@ -77,10 +81,34 @@ static void think(cworker *w)
     uv_timer_start(&w->timer, on_thought, THINK_US / 1000, 0);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The latency at which the result's yes votes made a quorum (0: they did not). */
+static uint64_t quorum_latency_us(const redlock_result *result)
+{
+    uint64_t v[64];
+    unsigned n = 0;
+    for (unsigned i = 0; i < result->n_nodes && i < 64; i++) {
+        if (result->nodes[i].vote == REDLOCK_VOTE_YES)
+            v[n++] = result->nodes[i].latency_us;
+    }
+    unsigned quorum = result->n_nodes / 2 + 1;
+    if (n < quorum)
+        return 0;
+    qsort(v, n, sizeof(v[0]), cmp_u64);
+    return v[quorum - 1];
+}
+
 static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
-    (void)result;
     cworker *w = data;
+    uint64_t q = status == 0 ? quorum_latency_us(result) : 0;
+    if (q > 0)
+        samples_add(&w->ct->release_quorum, q);
     if (status == REDLOCK_ELOST && w->overrun)
         w->ct->lost_releases++; /* the hold ran past its deadline on purpose */
     else if (status != 0)
@@ -236,29 +264,75 @@ static redisAsyncContext *data_connect(const bench_config *cfg, uv_loop_t *loop)
     return ac;
 }
 
-/* The single-node round trip of this run: RTT_PINGS PINGs one after another on the data
- * connection (to the first node's server), their median in microseconds. */
+/* The single-node round trip of this run, twice: before the workers start, once every client's
+ * connections are up (RTT_PINGS PINGs one after another on the data connection, to the first
+ * node's server: the network and one server, nothing else), and during the run (a PING every
+ * BUSY_PING_MS on a connection of its own, beside the workers: what a round trip costs on the
+ * machine the handoffs share). Medians in microseconds. */
+#define BUSY_PING_MS 2
+
 typedef struct pinger {
     samples rtt;
     uint64_t sent_us;
-    unsigned left;
+    unsigned left; /* 0: until stopped (the busy pinger) */
+    bool in_flight, stopped;
     int done;
+    redisAsyncContext *ac;
+    uv_timer_t timer;
 } pinger;
 
 static void on_pong(redisAsyncContext *ac, void *reply, void *privdata)
 {
     pinger *p = privdata;
+    p->in_flight = false;
+    if (p->stopped) /* the run is over: its samples are counted */
+        return;
     if (reply == NULL) {
         p->done = -1;
         return;
     }
     samples_add(&p->rtt, bench_now_us() - p->sent_us);
+    if (p->left == 0) /* the busy pinger: the next PING is the timer's */
+        return;
     if (--p->left == 0) {
         p->done = 1;
         return;
     }
     p->sent_us = bench_now_us();
+    p->in_flight = true;
     redisAsyncCommand(ac, on_pong, p, "PING");
+}
+
+static void on_busy_ping(uv_timer_t *t)
+{
+    pinger *p = t->data;
+    if (p->stopped || p->in_flight)
+        return;
+    p->sent_us = bench_now_us();
+    p->in_flight = true;
+    redisAsyncCommand(p->ac, on_pong, p, "PING");
+}
+
+/* Whether every node of every worker's client is up, waiting at most 5 s. */
+static bool wait_workers_up(uv_loop_t *loop, contention *ct, unsigned w_count)
+{
+    uint64_t until = bench_now_us() + 5000000;
+    for (;;) {
+        bool all = true;
+        for (unsigned i = 0; all && i < w_count; i++) {
+            redlock_client *c = ct->workers[i].client;
+            for (unsigned n = 0; all && n < redlock_client_node_count(c); n++) {
+                redlock_node_info info;
+                redlock_node_info_init(&info);
+                all = redlock_client_node_info(c, n, &info) == 0 && info.state == REDLOCK_NODE_UP;
+            }
+        }
+        if (all)
+            return true;
+        if (bench_now_us() >= until)
+            return false;
+        uv_run(loop, UV_RUN_ONCE);
+    }
 }
 
 static bool wait_flag(uv_loop_t *loop, const int *flag);
@@ -324,7 +398,16 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
             rc = -1;
         }
     }
+    if (rc == 0 && !ct.nolock && !wait_workers_up(&loop, &ct, w_count)) {
+        fprintf(stderr, "redlock-bench: contention: the workers' nodes are not all up\n");
+        rc = -1;
+    }
     uint64_t rtt_us = rc == 0 ? measure_rtt_us(&loop, ct.workers[0].data) : 0;
+    pinger busy;
+    memset(&busy, 0, sizeof(busy));
+    busy.ac = rc == 0 ? data_connect(cfg, &loop) : NULL;
+    uv_timer_init(&loop, &busy.timer);
+    busy.timer.data = &busy;
     uint64_t start = bench_now_us();
     double elapsed = 0;
     long long final = -1;
@@ -332,10 +415,14 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
         ct.running = w_count;
         ct.until_us = start + (uint64_t)(cfg->duration_s * 1e6);
         ct.next_overrun_us = start + OVERRUN_FIRST_US;
+        if (busy.ac != NULL)
+            uv_timer_start(&busy.timer, on_busy_ping, BUSY_PING_MS, BUSY_PING_MS);
         for (unsigned i = 0; i < w_count; i++)
             cworker_next(&ct.workers[i]);
         bench_run_until(&loop, &ct.done, ct.until_us + 60000000);
         elapsed = (double)(bench_now_us() - start) / 1e6;
+        busy.stopped = true;
+        uv_timer_stop(&busy.timer);
         int got = 0;
         redisAsyncCommand(ct.workers[0].data, on_data_reply, &final, "GET %s", COUNTER);
         redisAsyncCommand(ct.workers[0].data, on_data_done, &got, "DEL %s", COUNTER);
@@ -345,6 +432,11 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
         }
     }
     long long lost = (long long)ct.writes - final;
+    uint64_t rtt_busy_us = busy.rtt.n > 0 ? samples_percentiles(&busy.rtt).p50 : 0;
+    samples_free(&busy.rtt);
+    if (busy.ac != NULL)
+        redisAsyncDisconnect(busy.ac); /* a PING still out is answered with NULL */
+    uv_close((uv_handle_t *)&busy.timer, NULL);
 
     uint64_t min = UINT64_MAX, max = 0;
     double sum = 0, sum_sq = 0;
@@ -357,6 +449,8 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
     }
     double jain = sum_sq > 0 ? sum * sum / ((double)w_count * sum_sq) : 0;
     percentiles ph = samples_percentiles(&ct.handoff);
+    uint64_t release_quorum_us =
+        ct.release_quorum.n > 0 ? samples_percentiles(&ct.release_quorum).p50 : 0;
     double rate = elapsed > 0 ? (double)ct.acquisitions / elapsed : 0;
     if (rc == 0 && nolock) {
         printf("%-11s workers %3u, NO LOCK (control): %8.0f updates/s  lost_updates %lld of "
@@ -364,12 +458,16 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
                "contention", w_count, rate, lost, (unsigned long long)ct.writes);
     } else if (rc == 0) {
         printf("%-11s workers %3u, notify %-3s: %8.0f acquisitions/s  handoff p50 %6llu us p99 "
-               "%6llu (rtt %llu us)  per-worker min %llu max %llu (Jain %.2f)  lost_updates %lld  "
+               "%6llu (rtt %llu us, %llu us during the run; release quorum %llu us)  per-worker "
+               "min %llu max %llu (Jain "
+               "%.2f)  lost_updates %lld  "
                "expired holds %llu, skipped writes %llu  (%llu failed)\n",
                "contention", w_count, notify ? "on" : "off", rate, (unsigned long long)ph.p50,
-               (unsigned long long)ph.p99, (unsigned long long)rtt_us, (unsigned long long)min,
-               (unsigned long long)max, jain, lost, (unsigned long long)ct.overruns,
-               (unsigned long long)ct.skipped, (unsigned long long)ct.failures);
+               (unsigned long long)ph.p99, (unsigned long long)rtt_us,
+               (unsigned long long)rtt_busy_us, (unsigned long long)release_quorum_us,
+               (unsigned long long)min, (unsigned long long)max, jain, lost,
+               (unsigned long long)ct.overruns, (unsigned long long)ct.skipped,
+               (unsigned long long)ct.failures);
     }
     if (rc == 0 && cfg->json != NULL) {
         FILE *f = cfg->json;
@@ -377,8 +475,12 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
         if (nolock)
             fprintf(f, ",\"control\":\"nolock\"");
         else
-            fprintf(f, ",\"notify\":%s,\"jain_index\":%.3f,\"rtt_us\":%llu,\"think_us\":%d",
-                    notify ? "true" : "false", jain, (unsigned long long)rtt_us, THINK_US);
+            fprintf(f,
+                    ",\"notify\":%s,\"jain_index\":%.3f,\"rtt_us\":%llu,\"rtt_busy_us\":%llu,"
+                    "\"release_quorum_us\":%llu,\"think_us\":%d",
+                    notify ? "true" : "false", jain, (unsigned long long)rtt_us,
+                    (unsigned long long)rtt_busy_us, (unsigned long long)release_quorum_us,
+                    THINK_US);
         fprintf(f,
                 ",\"workers\":%u,\"clients\":%u,\"ttl_ms\":%u,\"acquisitions\":%llu,"
                 "\"acquisitions_per_s\":%.1f,\"handoff_us\":",
@@ -394,6 +496,7 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
         fflush(f);
     }
     samples_free(&ct.handoff);
+    samples_free(&ct.release_quorum);
     for (unsigned i = 0; i < w_count; i++) {
         cworker *w = &ct.workers[i];
         if (w->data != NULL)

@@ -881,9 +881,9 @@ static void op_cancel(op *o)
         }
         o->status = REDLOCK_ECANCELED;
         return;
-    case OP_RETRYING: /* the last attempt was released when it was lost */
+    case OP_RETRYING: /* the last attempt was released when it was lost, or kept its token */
         redlock__client_timer_stop(c, &o->timer);
-        if (lock->queued) /* its place in the queue is all it has left there */
+        if (lock->queued) /* its place in the queue, and what a release granted it */
             release_everywhere(c, lock, true);
         break;
     case OP_RUNNING: {

@@ -398,6 +398,17 @@ static void try_commands(checker *ck, server_check *sc, redisContext *ctx, bool 
             "PUBLISH on the lock keys' channels is not allowed for this user: releases do not "
             "wake waiting clients, which poll every retry_delay_ms instead (allow +publish "
             "+subscribe and the channels, e.g. &locks:*)");
+    /* The queue's release asks PUBSUB NUMSUB whether the next waiter listens before it hands
+     * it the key (a grant). Optional: without it the waiter takes the key with a round. */
+    const char *numsub[] = {"PUBSUB", "NUMSUB", key};
+    if ((r = probe(ck, sc, ctx, "pubsub|numsub", false, 3, numsub, ok)) == NULL)
+        return;
+    freeReplyObject(r);
+    if (was_denied(sc, "pubsub|numsub"))
+        check_note(&sc->warnings,
+                   "PUBSUB NUMSUB is not allowed for this user: a release does not hand the lock "
+                   "to the next waiter in the queue, which takes it with a round of its own "
+                   "instead (allow +pubsub|numsub)");
 
     /* What the scripts of a set (EXISTS) and of a waiter's queue (KEY:queue, KEY:queue-due:
      * TIME and the sorted set's and the hash's commands) call, tried directly so that a refusal

@@ -425,6 +425,23 @@ static void recommended_acl_passes(void **state)
     jv_free(v);
     proc_free(&p);
 
+    fixture_stop(&extra);
+
+    /* Without +pubsub|numsub a release cannot hand the lock to the next waiter: a warning. */
+    snprintf(fewer, sizeof(fewer), "%s", rules);
+    at = strstr(fewer, " +pubsub|numsub");
+    assert_non_null(at);
+    memmove(at, at + 15, strlen(at + 15) + 1);
+    start_with_user(&extra, fewer);
+    user_nodes(&extra, "locker:" ACL_PASS, nodes, sizeof(nodes));
+    TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart", "locks:");
+    expect_status(&p, 1);
+    v = check_result(&p, extra.n, "warn");
+    for (unsigned i = 0; i < extra.n; i++)
+        expect_says(v, i, "warnings", "PUBSUB NUMSUB is not allowed");
+    jv_free(v);
+    proc_free(&p);
+
     /* A wrong password is an error; no password shows. */
     user_nodes(&extra, "locker:wr0ng-Pw", nodes, sizeof(nodes));
     TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart", "locks:");

@@ -268,6 +268,26 @@ static long long queued_release(h_env *env, const char *token, const char *leavi
     return queued_release_by(env, token, leaving, "1");
 }
 
+/* A connection to server 0 subscribed to the n channels, confirmations read. */
+static redisContext *subscriber(h_env *env, const char *const *channels, int n)
+{
+    redisContext *sub = fixture_connect(&env->cluster, 0);
+    assert_non_null(sub);
+    assert_int_equal(sub->err, 0);
+    const char *argv[4] = {"SUBSCRIBE"};
+    assert_true(n >= 1 && n <= 3);
+    for (int i = 0; i < n; i++)
+        argv[i + 1] = channels[i];
+    redisReply *r = redisCommandArgv(sub, n + 1, argv, NULL);
+    assert_non_null(r);
+    freeReplyObject(r);
+    for (int i = 1; i < n; i++) {
+        assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    return sub;
+}
+
 /* The next message on a subscribed connection is channel / text. */
 static void expect_message(redisContext *sub, const char *channel, const char *text)
 {
@@ -299,16 +319,8 @@ static void queued_scripts_grant_the_head_only(void **state)
     assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "nil"); /* held */
     /* The releases' notifications: to the next head on its own channel when it listens there,
      * else on the key's channel naming it, and with nobody queued the token alone. */
-    redisContext *sub = fixture_connect(&env.cluster, 0);
-    assert_non_null(sub);
-    assert_int_equal(sub->err, 0);
-    redisReply *r = redisCommand(sub, "SUBSCRIBE q:k q:k:queue q:k:queue:w2");
-    assert_non_null(r);
-    freeReplyObject(r);
-    for (int i = 0; i < 2; i++) { /* the other two confirmations */
-        assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
-        freeReplyObject(r);
-    }
+    const char *channels[] = {"q:k", "q:k:queue", "q:k:queue:w2"};
+    redisContext *sub = subscriber(&env, channels, 3);
     assert_int_equal(queued_release(&env, "t1", "w1"), 1);
     expect_message(sub, "q:k:queue:w2", "t1");
     assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "OK");
@@ -358,19 +370,15 @@ static void queued_release_grants_a_listening_head(void **state)
     h_set(&env, 0, "q:k", 3, "t0");
     assert_string_equal(queued_acquire_stamped(&env, "t1", "w1", "100", "60000", "123"), "nil");
     assert_true(due_field(&env, "w1:g"));
-    redisContext *sub = fixture_connect(&env.cluster, 0);
-    assert_non_null(sub);
-    assert_int_equal(sub->err, 0);
-    redisReply *r = redisCommand(sub, "SUBSCRIBE q:k:queue");
-    assert_non_null(r);
-    freeReplyObject(r);
+    const char *queue_channel[] = {"q:k:queue"};
+    redisContext *sub = subscriber(&env, queue_channel, 1);
     /* Nobody listens on w1's channel: no grant, the queue's channel names w1. */
     assert_int_equal(queued_release(&env, "t0", ""), 1);
     expect_message(sub, "q:k:queue", "w1:t0");
     assert_int_equal(h_pttl(&env, 0, "q:k", 3), -2);
     assert_true(due_field(&env, "w1:g"));
     /* w1 listens: the release sets the key to its token, with its ttl, and tells it. */
-    r = redisCommand(sub, "SUBSCRIBE q:k:queue:w1");
+    redisReply *r = redisCommand(sub, "SUBSCRIBE q:k:queue:w1");
     assert_non_null(r);
     freeReplyObject(r);
     h_set(&env, 0, "q:k", 3, "t0");

@@ -93,6 +93,24 @@ void redlock__buf_free(redlock__buf *b, const redlock__alloc *a);
 /* Free b's memory if it is empty and holds more than REDLOCK__BUF_KEEP bytes. */
 void redlock__buf_trim(redlock__buf *b, const redlock__alloc *a);
 
+/* Freed blocks of one size, kept for the next allocations of that size instead of a trip
+ * through the allocator each (glibc's per-thread cache holds a few blocks a size, and a burst
+ * of frees, then one of allocations, overflows it). A free list through the blocks' first
+ * bytes: each is at least a pointer wide. */
+typedef struct redlock__spares {
+    void *head;
+    unsigned len;
+} redlock__spares;
+
+/* A kept block (its bytes as they were left, but for the first pointer's worth), or NULL. */
+void *redlock__spares_take(redlock__spares *s);
+/* Keep block while fewer than keep are kept, else free it, and one kept block with it while
+ * more than keep are: a caller that gives the number of blocks it still has in use gets a list
+ * that follows its bursts and shrinks back with them, never above max(keep) of the moment. */
+void redlock__spares_put(redlock__spares *s, const redlock__alloc *a, void *block, unsigned keep);
+/* Free every kept block. */
+void redlock__spares_free(redlock__spares *s, const redlock__alloc *a);
+
 /* snprintf into a fixed buffer that never fails (truncates). */
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -127,8 +127,10 @@ static void round_maybe_free(round *r)
     redlock_client *c = r->client;
     redlock_lock *lock = r->lock;
     bool close_release = r->close_release;
-    if (r->values == NULL && c->n_spare_rounds < REDLOCK__SPARE_ROUNDS)
-        c->spare_rounds[c->n_spare_rounds++] = r;
+    c->live_rounds--;
+    if (r->values == NULL)
+        redlock__spares_put(&c->spare_rounds, &c->alloc, r,
+                            REDLOCK__MAX(c->live_rounds, REDLOCK__SPARE_ROUNDS));
     else
         redlock__free(&c->alloc, r);
     redlock__lock_unref(lock);
@@ -195,10 +197,12 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
     size_t zeroed = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result);
     size_t size = zeroed + (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
-    round *r = values == 0 && c->n_spare_rounds > 0 ? c->spare_rounds[--c->n_spare_rounds]
-                                                    : redlock__malloc(&c->alloc, size);
+    round *r = values == 0 ? redlock__spares_take(&c->spare_rounds) : NULL;
+    if (r == NULL)
+        r = redlock__malloc(&c->alloc, size);
     if (r == NULL)
         return NULL;
+    c->live_rounds++;
     /* The error texts and values are written before anything points at them: only the rest
      * starts zeroed (the texts are a third of a five-node round). */
     memset(r, 0, zeroed);

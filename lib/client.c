@@ -206,6 +206,7 @@ static void client_free(redlock_client *c)
         redlock_url_free(&c->urls[i]);
     redlock__alloc alloc = c->alloc;
     redlock__spares_free(&c->spare_rounds, &alloc);
+    redlock__spares_free(&c->spare_ops, &alloc);
     redlock__buf_free(&c->wire, &alloc);
     redlock__free(&alloc, c->urls);
     redlock__free(&alloc, c->key_prefix);

@@ -53,6 +53,10 @@ struct redlock_client {
      * read end a hundred rounds, and the next read's start as many. Freed with the client. */
     redlock__spares spare_rounds;
     unsigned live_rounds; /* rounds not freed yet */
+    /* Freed operations, kept the same way (two per lock cycle): up to REDLOCK__SPARE_ROUNDS, or
+     * up to live_ops. Freed with the client. */
+    redlock__spares spare_ops;
+    unsigned live_ops; /* operations not freed yet */
     /* A round's command encoded once for all its nodes (ops.c, round_send); busy while they are
      * sent to, so that a round sent from a completion that came at once encodes per node. */
     redlock__buf wire;

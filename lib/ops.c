@@ -72,7 +72,6 @@ typedef struct op {
     unsigned collisions;       /* ... and its attempts lost in a split vote (notify_jitter_us) */
     bool woken;                /* ... and its retry timer was moved up by a notification */
     size_t lost_token_len;     /* ... and the token of its last lost attempt, released */
-    char lost_token[REDLOCK_TOKEN_MAX];
     bool notified; /* ... and said so while an attempt was out: retry at once if it is lost */
     /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
      * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
@@ -87,6 +86,9 @@ typedef struct op {
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
+    /* The bytes of lost_token_len. Last: they are written before anything reads them, so
+     * op_new zeroes only what comes before (half the struct). */
+    char lost_token[REDLOCK_TOKEN_MAX];
 } op;
 
 typedef struct round_req {
@@ -397,6 +399,15 @@ static void op_hold_round(op *o, round *r)
         r->held = true;
 }
 
+/* An operation's memory, kept for the next one (client.h, spare_ops) or freed. */
+static void op_free(op *o)
+{
+    redlock_client *c = o->client;
+    c->live_ops--;
+    redlock__spares_put(&c->spare_ops, &c->alloc, o,
+                        REDLOCK__MAX(c->live_ops, REDLOCK__SPARE_ROUNDS));
+}
+
 static void on_deliver_timer(redlock__timer *t)
 {
     op_deliver(REDLOCK__CONTAINER_OF(t, op, timer));
@@ -506,7 +517,7 @@ static void op_deliver(op *o)
     lock->channel_watched = false;
     lock->queue_channel_watched = false;
     redlock__lock_unref(lock);
-    redlock__free(&c->alloc, o);
+    op_free(o);
 }
 
 static bool op_may_retry(op *o, uint64_t now)
@@ -835,9 +846,13 @@ static int op_start_round(op *o)
 
 static op *op_new(redlock_client *c, op_kind kind, redlock_lock *lock, redlock_cb cb, void *data)
 {
-    op *o = redlock__calloc(&c->alloc, 1, sizeof(*o));
+    op *o = redlock__spares_take(&c->spare_ops);
+    if (o == NULL)
+        o = redlock__malloc(&c->alloc, sizeof(*o));
     if (o == NULL)
         return NULL;
+    c->live_ops++;
+    memset(o, 0, offsetof(op, lost_token));
     o->kind = kind;
     o->cancelable = true;
     o->client = c;
@@ -859,7 +874,7 @@ static int op_launch(op *o)
     if (rc != 0) {
         redlock__list_remove(&o->link);
         redlock__lock_unref(o->lock);
-        redlock__free(&c->alloc, o);
+        op_free(o);
         return redlock__client_error(c, rc, "out of memory");
     }
     return 0;

@@ -210,11 +210,9 @@ bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd)
     return s != &redlock__script_extend && s != &redlock__script_release;
 }
 
-int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
+int redlock__cmd_encode(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc)
 {
-    if (cmd->wire != NULL && !use_eval)
-        return redlock__buf_append(out, alloc, cmd->wire, cmd->wire_len);
     if (cmd->queue_key != NULL)
         return queued_cmd_append(cmd, use_eval, out, alloc);
     if (cmd->n_more > 0)

@@ -107,7 +107,7 @@ int redlock__buf_reserve(redlock__buf *b, const redlock__alloc *a, size_t n)
     return 0;
 }
 
-int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n)
+int redlock__buf_append_grow(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n)
 {
     if (redlock__buf_reserve(b, a, n) != 0)
         return REDLOCK_ENOMEM;

@@ -83,8 +83,19 @@ typedef struct redlock__buf {
 /* Make room for n more bytes after b->len (b->len unchanged); returns 0 or REDLOCK_ENOMEM
  * (buffer unchanged). */
 int redlock__buf_reserve(redlock__buf *b, const redlock__alloc *a, size_t n);
-/* Append n bytes; returns 0 or REDLOCK_ENOMEM (buffer unchanged). */
-int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n);
+/* Append n bytes with b's room made first (redlock__buf_append's way when the room is short). */
+int redlock__buf_append_grow(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n);
+/* Append n bytes; returns 0 or REDLOCK_ENOMEM (buffer unchanged). Inline: every command goes
+ * through it onto a node's buffer, which has room almost always. */
+static inline int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src,
+                                      size_t n)
+{
+    if (n > b->cap - b->len)
+        return redlock__buf_append_grow(b, a, src, n);
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
 void redlock__buf_free(redlock__buf *b, const redlock__alloc *a);
 /* An empty buffer whose capacity a burst raised above this is freed (redlock__buf_trim): an idle
  * client does not keep its largest write's worth of memory per node. Steady traffic of up to

@@ -205,8 +205,8 @@ static void client_free(redlock_client *c)
     for (unsigned i = 0; c->urls != NULL && i < c->n_nodes; i++)
         redlock_url_free(&c->urls[i]);
     redlock__alloc alloc = c->alloc;
-    while (c->n_spare_rounds > 0)
-        redlock__free(&alloc, c->spare_rounds[--c->n_spare_rounds]);
+    redlock__spares_free(&c->spare_rounds, &alloc);
+    redlock__spares_free(&c->spare_ops, &alloc);
     redlock__buf_free(&c->wire, &alloc);
     redlock__free(&alloc, c->urls);
     redlock__free(&alloc, c->key_prefix);

@@ -113,10 +113,22 @@ static inline bool redlock__cmd_has_data(redlock__cmd_kind kind)
  * so; more[] (a set); queue_key and due_key (a waiter's). */
 bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd);
 
-/* Append the RESP encoding of cmd to out. Scripts go as EVALSHA, or as EVAL when use_eval (the
- * NOSCRIPT fallback). Returns 0 or REDLOCK_ENOMEM (out unchanged). */
-int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
+/* Append the RESP encoding of cmd to out, always encoding it (redlock__cmd_append copies
+ * cmd->wire instead when it can). */
+int redlock__cmd_encode(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
                         const redlock__alloc *alloc);
+
+/* Append the RESP encoding of cmd to out. Scripts go as EVALSHA, or as EVAL when use_eval (the
+ * NOSCRIPT fallback). Returns 0 or REDLOCK_ENOMEM (out unchanged). Inline: a round's shared
+ * encoding is copied at every node of every round, and the encoder's frame cost as much as the
+ * copy. */
+static inline int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
+                                      const redlock__alloc *alloc)
+{
+    if (cmd->wire != NULL && !use_eval)
+        return redlock__buf_append(out, alloc, cmd->wire, cmd->wire_len);
+    return redlock__cmd_encode(cmd, use_eval, out, alloc);
+}
 
 /* Append argv (argc strings of argvlen bytes) as one RESP command (an array of bulk strings) to
  * out. Returns 0 or REDLOCK_ENOMEM (out unchanged). */

@@ -51,6 +51,36 @@ void redlock__free(const redlock__alloc *a, void *ptr)
         a->fn(a->ud, ptr, 0);
 }
 
+void *redlock__spares_take(redlock__spares *s)
+{
+    void *block = s->head;
+    if (block != NULL) {
+        memcpy(&s->head, block, sizeof(s->head));
+        s->len--;
+    }
+    return block;
+}
+
+void redlock__spares_put(redlock__spares *s, const redlock__alloc *a, void *block, unsigned keep)
+{
+    if (s->len < keep) {
+        memcpy(block, &s->head, sizeof(s->head));
+        s->head = block;
+        s->len++;
+        return;
+    }
+    redlock__free(a, block);
+    if (s->len > keep)
+        redlock__free(a, redlock__spares_take(s));
+}
+
+void redlock__spares_free(redlock__spares *s, const redlock__alloc *a)
+{
+    void *block;
+    while ((block = redlock__spares_take(s)) != NULL)
+        redlock__free(a, block);
+}
+
 char *redlock__strdup(const redlock__alloc *a, const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -77,7 +107,7 @@ int redlock__buf_reserve(redlock__buf *b, const redlock__alloc *a, size_t n)
     return 0;
 }
 
-int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n)
+int redlock__buf_append_grow(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n)
 {
     if (redlock__buf_reserve(b, a, n) != 0)
         return REDLOCK_ENOMEM;

@@ -83,8 +83,19 @@ typedef struct redlock__buf {
 /* Make room for n more bytes after b->len (b->len unchanged); returns 0 or REDLOCK_ENOMEM
  * (buffer unchanged). */
 int redlock__buf_reserve(redlock__buf *b, const redlock__alloc *a, size_t n);
-/* Append n bytes; returns 0 or REDLOCK_ENOMEM (buffer unchanged). */
-int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n);
+/* Append n bytes with b's room made first (redlock__buf_append's way when the room is short). */
+int redlock__buf_append_grow(redlock__buf *b, const redlock__alloc *a, const void *src, size_t n);
+/* Append n bytes; returns 0 or REDLOCK_ENOMEM (buffer unchanged). Inline: every command goes
+ * through it onto a node's buffer, which has room almost always. */
+static inline int redlock__buf_append(redlock__buf *b, const redlock__alloc *a, const void *src,
+                                      size_t n)
+{
+    if (n > b->cap - b->len)
+        return redlock__buf_append_grow(b, a, src, n);
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
 void redlock__buf_free(redlock__buf *b, const redlock__alloc *a);
 /* An empty buffer whose capacity a burst raised above this is freed (redlock__buf_trim): an idle
  * client does not keep its largest write's worth of memory per node. Steady traffic of up to
@@ -92,6 +103,24 @@ void redlock__buf_free(redlock__buf *b, const redlock__alloc *a);
 #define REDLOCK__BUF_KEEP (64u * 1024)
 /* Free b's memory if it is empty and holds more than REDLOCK__BUF_KEEP bytes. */
 void redlock__buf_trim(redlock__buf *b, const redlock__alloc *a);
+
+/* Freed blocks of one size, kept for the next allocations of that size instead of a trip
+ * through the allocator each (glibc's per-thread cache holds a few blocks a size, and a burst
+ * of frees, then one of allocations, overflows it). A free list through the blocks' first
+ * bytes: each is at least a pointer wide. */
+typedef struct redlock__spares {
+    void *head;
+    unsigned len;
+} redlock__spares;
+
+/* A kept block (its bytes as they were left, but for the first pointer's worth), or NULL. */
+void *redlock__spares_take(redlock__spares *s);
+/* Keep block while fewer than keep are kept, else free it, and one kept block with it while
+ * more than keep are: a caller that gives the number of blocks it still has in use gets a list
+ * that follows its bursts and shrinks back with them, never above max(keep) of the moment. */
+void redlock__spares_put(redlock__spares *s, const redlock__alloc *a, void *block, unsigned keep);
+/* Free every kept block. */
+void redlock__spares_free(redlock__spares *s, const redlock__alloc *a);
 
 /* snprintf into a fixed buffer that never fails (truncates). */
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)

@@ -72,7 +72,6 @@ typedef struct op {
     unsigned collisions;       /* ... and its attempts lost in a split vote (notify_jitter_us) */
     bool woken;                /* ... and its retry timer was moved up by a notification */
     size_t lost_token_len;     /* ... and the token of its last lost attempt, released */
-    char lost_token[REDLOCK_TOKEN_MAX];
     bool notified; /* ... and said so while an attempt was out: retry at once if it is lost */
     /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
      * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
@@ -87,6 +86,9 @@ typedef struct op {
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
+    /* The bytes of lost_token_len. Last: they are written before anything reads them, so
+     * op_new zeroes only what comes before (half the struct). */
+    char lost_token[REDLOCK_TOKEN_MAX];
 } op;
 
 typedef struct round_req {
@@ -127,8 +129,10 @@ static void round_maybe_free(round *r)
     redlock_client *c = r->client;
     redlock_lock *lock = r->lock;
     bool close_release = r->close_release;
-    if (r->values == NULL && c->n_spare_rounds < REDLOCK__SPARE_ROUNDS)
-        c->spare_rounds[c->n_spare_rounds++] = r;
+    c->live_rounds--;
+    if (r->values == NULL)
+        redlock__spares_put(&c->spare_rounds, &c->alloc, r,
+                            REDLOCK__MAX(c->live_rounds, REDLOCK__SPARE_ROUNDS));
     else
         redlock__free(&c->alloc, r);
     redlock__lock_unref(lock);
@@ -195,10 +199,12 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
     size_t zeroed = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result);
     size_t size = zeroed + (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
-    round *r = values == 0 && c->n_spare_rounds > 0 ? c->spare_rounds[--c->n_spare_rounds]
-                                                    : redlock__malloc(&c->alloc, size);
+    round *r = values == 0 ? redlock__spares_take(&c->spare_rounds) : NULL;
+    if (r == NULL)
+        r = redlock__malloc(&c->alloc, size);
     if (r == NULL)
         return NULL;
+    c->live_rounds++;
     /* The error texts and values are written before anything points at them: only the rest
      * starts zeroed (the texts are a third of a five-node round). */
     memset(r, 0, zeroed);
@@ -393,6 +399,15 @@ static void op_hold_round(op *o, round *r)
         r->held = true;
 }
 
+/* An operation's memory, kept for the next one (client.h, spare_ops) or freed. */
+static void op_free(op *o)
+{
+    redlock_client *c = o->client;
+    c->live_ops--;
+    redlock__spares_put(&c->spare_ops, &c->alloc, o,
+                        REDLOCK__MAX(c->live_ops, REDLOCK__SPARE_ROUNDS));
+}
+
 static void on_deliver_timer(redlock__timer *t)
 {
     op_deliver(REDLOCK__CONTAINER_OF(t, op, timer));
@@ -502,7 +517,7 @@ static void op_deliver(op *o)
     lock->channel_watched = false;
     lock->queue_channel_watched = false;
     redlock__lock_unref(lock);
-    redlock__free(&c->alloc, o);
+    op_free(o);
 }
 
 static bool op_may_retry(op *o, uint64_t now)
@@ -831,9 +846,13 @@ static int op_start_round(op *o)
 
 static op *op_new(redlock_client *c, op_kind kind, redlock_lock *lock, redlock_cb cb, void *data)
 {
-    op *o = redlock__calloc(&c->alloc, 1, sizeof(*o));
+    op *o = redlock__spares_take(&c->spare_ops);
+    if (o == NULL)
+        o = redlock__malloc(&c->alloc, sizeof(*o));
     if (o == NULL)
         return NULL;
+    c->live_ops++;
+    memset(o, 0, offsetof(op, lost_token));
     o->kind = kind;
     o->cancelable = true;
     o->client = c;
@@ -855,7 +874,7 @@ static int op_launch(op *o)
     if (rc != 0) {
         redlock__list_remove(&o->link);
         redlock__lock_unref(o->lock);
-        redlock__free(&c->alloc, o);
+        op_free(o);
         return redlock__client_error(c, rc, "out of memory");
     }
     return 0;

@@ -457,9 +457,9 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
     redlock__stream_flush(&n->stream);
 }
 
-static void handle_reply(redlock__node *n, const redisReply *r)
+/* One reply, read at now. */
+static void handle_reply(redlock__node *n, const redisReply *r, uint64_t now)
 {
-    uint64_t now = now_us();
     n->last_reply_us = now;
     if (redlock__handshake_pending(&n->handshake)) {
         handshake_reply(n, r);
@@ -511,6 +511,13 @@ static bool reader_idle(const redisReader *r)
 static void on_stream_read(redlock__stream *s, const char *data, size_t len)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
+    /* One clock reading for every reply of these bytes, taken after they were read: each of
+     * them had arrived by then, and its node had acted before it sent it, so this time is an
+     * upper bound of both for all of them, which is what a vote's time must be (the rounds'
+     * deadlines count from their start; an extend is won in time only if the time of its
+     * deciding vote is before the old deadline). A reply handled later in the batch (behind a
+     * callback that ran long) is not made later by the wait. */
+    uint64_t now = now_us();
     /* A lock cycle's replies (+OK, :1, :0, $-1) are taken straight from the bytes while the
      * reader holds nothing, with no reply object to allocate and free; the rest of the bytes,
      * from the first reply that is not one of those (or is cut off), go through the reader. */
@@ -522,7 +529,7 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
             break;
         data += used;
         len -= used;
-        handle_reply(n, &simple);
+        handle_reply(n, &simple, now);
         if (!redlock__stream_is_open(&n->stream)) /* as below */
             return;
     }
@@ -542,7 +549,7 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
         }
         if (reply == NULL)
             return;
-        handle_reply(n, reply);
+        handle_reply(n, reply, now);
         freeReplyObject(reply);
         /* A callback may have dropped this connection or closed the client; a new connection
          * never opens from inside one, so the stream's state tells. */

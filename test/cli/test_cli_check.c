@@ -331,13 +331,15 @@ static char *acl_rules_in(const char *doc)
     return rules;
 }
 
-/* The servers' config for user locker with rules (its password ACL_PASS); the default user keeps
- * every right, for the test's own look at the keys. */
-static void start_with_user(fixture_cluster *c, const char *rules)
+/* Start extra's servers with user locker and rules (its password ACL_PASS; the default user
+ * keeps every right, for the test's own look at the keys), and put their URLs as locker into
+ * nodes. */
+static void start_with_locker(const char *rules, char *nodes, size_t len)
 {
     char conf[1024];
     snprintf(conf, sizeof(conf), "user locker on >%s %s\n", ACL_PASS, rules);
-    assert_int_equal(fixture_start(c, 3, conf), 0);
+    assert_int_equal(fixture_start(&extra, 3, conf), 0);
+    user_nodes(&extra, "locker:" ACL_PASS, nodes, len);
 }
 
 /* The recipe's rules without one right (" +right") start the servers, on which check exits 1
@@ -349,9 +351,8 @@ static void check_warns_without(const char *rules, const char *right, const char
     char *at = strstr(fewer, right);
     assert_non_null(at);
     memmove(at, at + strlen(right), strlen(at + strlen(right)) + 1);
-    start_with_user(&extra, fewer);
     char nodes[1024];
-    user_nodes(&extra, "locker:" ACL_PASS, nodes, sizeof(nodes));
+    start_with_locker(fewer, nodes, sizeof(nodes));
     proc p;
     TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart", "locks:");
     expect_status(&p, 1);
@@ -369,9 +370,8 @@ static void recommended_acl_passes(void **state)
     char *cli_rules = acl_rules_in("cli.md");
     assert_string_equal(rules, cli_rules); /* one recipe, in both places */
     free(cli_rules);
-    start_with_user(&extra, rules);
     char nodes[1024];
-    user_nodes(&extra, "locker:" ACL_PASS, nodes, sizeof(nodes));
+    start_with_locker(rules, nodes, sizeof(nodes));
 
     /* The recipe's key pattern is locks:*, so the probe key starts with locks:. */
     proc p;
@@ -416,8 +416,7 @@ static void recommended_acl_passes(void **state)
         char *at = strstr(fewer, needed[k]);
         assert_non_null(at);
         memmove(at, at + strlen(needed[k]), strlen(at + strlen(needed[k])) + 1);
-        start_with_user(&extra, fewer);
-        user_nodes(&extra, "locker:" ACL_PASS, nodes, sizeof(nodes));
+        start_with_locker(fewer, nodes, sizeof(nodes));
         TOOL(&p, NULL, "-q", "-n", nodes, "check", "--delayed-restart", "locks:");
         expect_status(&p, 69);
         v = check_result(&p, extra.n, "error");

@@ -397,13 +397,21 @@ static void waiting_acquire_gets_lock_after_release(void **state)
     /* Taken once a let go (after 300 ms), within a retry delay (50 +/- 10 ms) or so. */
     assert_true(took_us >= 250 * MS);
     assert_true(took_us < (300 + 60 + H_SLACK_MS) * MS);
+    /* b holds the key where its attempt ran after a's release: on a quorum at least, on every
+     * node only if a's release reached each one before b's attempt did. b was woken by the first
+     * node that freed the key, so a's release may still have been on its way to another when
+     * b's attempt got there. a's release has completed by now, and once every node has
+     * answered b's attempt nothing changes any more. */
+    h_drain(&env, b);
     size_t token_len = 0;
     const char *token = redlock_lock_token(rb.lock, &token_len);
-    assert_true(h_wait_holding(&env, "faults:wait", 11, token, token_len, N, H_WAIT_MS));
+    unsigned holding = h_count_holding(&env, "faults:wait", 11, token, token_len);
+    assert_true(holding >= N / 2 + 1);
+    assert_true(holding >= rb.votes_yes);
     uv_close((uv_handle_t *)&later.timer, NULL);
     h_record rel;
     assert_int_equal(h_release(&env, rb.lock, &rel), 0);
-    assert_int_equal(rel.votes_yes, N);
+    assert_int_equal(rel.votes_yes, holding);
     redlock_lock_free(ra.lock);
     redlock_lock_free(rb.lock);
     h_close_client(&env, b);

@@ -118,7 +118,7 @@ struct round {
 
 static bool round_check(round *r);
 static void op_deliver(op *o);
-static void op_wake(redlock_client *c, op *o, bool head);
+static void op_wake(redlock_client *c, op *o, uint64_t delay_us);
 
 /* ---- rounds ---------------------------------------------------------------------------------- */
 
@@ -281,7 +281,7 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
     op *o = r->op;
     if (r->state == ROUND_DONE && o != NULL && o->round == r && o->token_kept &&
         o->state == OP_RETRYING && vote != REDLOCK_VOTE_NO)
-        op_wake(r->client, o, true);
+        op_wake(r->client, o, 0);
     if (r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
         redlock_round_vote_counter(&r->q, i, vote, data != NULL ? data->counter : 0, now_us);
     else
@@ -970,15 +970,16 @@ static op *queue_head_op(redlock_client *c, const char *key, size_t len, const c
     return NULL;
 }
 
-/* Wake o for a notification: at once if it sleeps (after jitter unless it is the queue's
- * designated head), or, if its attempt is in flight, retry at once should that attempt lose. */
-static void op_wake(redlock_client *c, op *o, bool head)
+/* Wake o for a notification: after delay_us if it sleeps (the first notification sets its wake-up:
+ * each node sends one), or, if its attempt is in flight, retry at once should that attempt
+ * lose. */
+static void op_wake(redlock_client *c, op *o, uint64_t delay_us)
 {
     if (o->state == OP_RUNNING) {
         o->notified = true;
-    } else if (!o->woken) { /* each node sends one: the first wakes it */
+    } else if (!o->woken) {
         o->woken = true;
-        uint64_t due = redlock__client_now(c) + (head ? 0 : notify_jitter_us(c, o));
+        uint64_t due = redlock__client_now(c) + delay_us;
         if (due > o->wait_deadline_us)
             due = o->wait_deadline_us;
         redlock__client_timer_start(c, &o->timer, due, on_retry_timer);
@@ -1011,15 +1012,14 @@ static bool grant_win(op *o)
         op_hold_round(o, r);
         int status = redlock_round_status(&r->q);
         redlock__stats_round(c, REDLOCK__CMD_ACQUIRE, status, &r->q, r->results);
-        c->stats.acquires_granted += status == 0;
+        if (status == 0)
+            redlock__stats_granted(c);
         if (status == 0 && lock_grant(o, r) == 0)
             return true;
     }
     o->granted = 0;
-    o->notified = true; /* an attempt that just lost retries at once too */
-    o->woken = false;   /* a sleeping one now, not after the grace */
-    if (o->state == OP_RETRYING)
-        op_wake(c, o, true);
+    o->woken = false; /* a sleeping waiter now, not after the grace */
+    op_wake(c, o, 0); /* one whose attempt just lost retries at once */
     return false;
 }
 
@@ -1054,22 +1054,12 @@ static bool op_granted(op *o, unsigned node, const char *message, size_t len)
     if (o->granted == 0 || stamp < o->granted_oldest_us)
         o->granted_oldest_us = stamp;
     o->granted |= bit;
-    /* An attempt in flight claims the granted keys itself; one that lost keeping its token
-     * looks at the grants first (lock_attempt_lost). */
-    if (o->state == OP_RUNNING) {
-        o->notified = true;
-        return true;
-    }
-    if (grant_check(o))
-        return true;
-    /* The other nodes' grants come right behind, as a rule: a short grace before a round. */
-    if (!o->woken) {
-        o->woken = true;
-        uint64_t due = redlock__client_now(o->client) + GRANT_GRACE_US;
-        if (o->wait_deadline_us != 0 && due > o->wait_deadline_us)
-            due = o->wait_deadline_us;
-        redlock__client_timer_start(o->client, &o->timer, due, on_retry_timer);
-    }
+    /* An attempt in flight claims the granted keys itself, and one that lost keeping its token
+     * looks at the grants first (lock_attempt_lost). A sleeping waiter wins with a quorum, or
+     * else waits a short grace for the other nodes' grants, which come right behind as a rule,
+     * before it runs a round. */
+    if (o->state == OP_RUNNING || !grant_check(o))
+        op_wake(o->client, o, GRANT_GRACE_US);
     return true;
 }
 
@@ -1143,14 +1133,14 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
             return;
     }
     if (head != NULL) {
-        op_wake(c, head, true);
+        op_wake(c, head, 0); /* the queue's designated head: no jitter */
         return;
     }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
         if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key(o->lock, key, key_len))
             continue;
-        op_wake(c, o, false);
+        op_wake(c, o, notify_jitter_us(c, o));
         return;
     }
 }

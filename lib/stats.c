@@ -153,6 +153,11 @@ void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
     }
 }
 
+void redlock__stats_granted(redlock_client *c)
+{
+    c->stats.acquires_granted++;
+}
+
 void redlock__stats_lost(redlock_client *c, int reason)
 {
     if (reason == REDLOCK_ECANCELED)

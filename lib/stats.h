@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* stats.h - what the client counts and tells: the counters of redlock_client_stats, the log
  * callback's plumbing, and the node state query. The operations report to it with one call per
- * round outcome (redlock__stats_round) and per lost lock (redlock__stats_lost); nothing here
- * takes part in a decision. Nothing here is public. */
+ * round outcome (redlock__stats_round), per acquire won by grants (redlock__stats_granted) and
+ * per lost lock (redlock__stats_lost); nothing here takes part in a decision. Nothing here is
+ * public. */
 #ifndef REDLOCK_STATS_H
 #define REDLOCK_STATS_H
 
@@ -25,6 +26,9 @@ typedef struct redlock__stats {
  * it took longer than slow_round_ms. results: the round's per-node outcome. */
 void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
                           const redlock_round *q, const redlock_node_result *results);
+
+/* An acquire was won by grants (ops.c, grant_win): counted beside its round. */
+void redlock__stats_granted(redlock_client *c);
 
 /* An auto-extended lock was reported lost with reason. */
 void redlock__stats_lost(redlock_client *c, int reason);

@@ -81,12 +81,6 @@ static void think(cworker *w)
     uv_timer_start(&w->timer, on_thought, THINK_US / 1000, 0);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The latency at which the result's yes votes made a quorum (0: they did not). */
 static uint64_t quorum_latency_us(const redlock_result *result)
 {
@@ -99,7 +93,7 @@ static uint64_t quorum_latency_us(const redlock_result *result)
     unsigned quorum = result->n_nodes / 2 + 1;
     if (n < quorum)
         return 0;
-    qsort(v, n, sizeof(v[0]), cmp_u64);
+    qsort(v, n, sizeof(v[0]), bench_cmp_u64);
     return v[quorum - 1];
 }
 

@@ -480,12 +480,6 @@ static uint64_t ping_rtt_us(int port)
     return p.p50;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One raw fan-out cycle through the proxies, waited for. */
 typedef struct raw_once {
     bool done;
@@ -543,7 +537,7 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
     redlock_client *c = NULL;
     raw *r = NULL;
     if (rc == 0) {
-        qsort(rtt, n, sizeof(rtt[0]), cmp_u64);
+        qsort(rtt, n, sizeof(rtt[0]), bench_cmp_u64);
         redlock_options o;
         redlock_options_init(&o);
         o.ttl_ms = cfg->ttl_ms;

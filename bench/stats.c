@@ -38,7 +38,7 @@ void samples_free(samples *s)
     memset(s, 0, sizeof(*s));
 }
 
-static int cmp_u64(const void *a, const void *b)
+int bench_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -61,7 +61,7 @@ percentiles samples_percentiles(samples *s)
     memset(&p, 0, sizeof(p));
     if (s->n == 0)
         return p;
-    qsort(s->v, s->n, sizeof(s->v[0]), cmp_u64);
+    qsort(s->v, s->n, sizeof(s->v[0]), bench_cmp_u64);
     p.p50 = s->v[percentile_index(s->n, 500)];
     p.p90 = s->v[percentile_index(s->n, 900)];
     p.p99 = s->v[percentile_index(s->n, 990)];

@@ -18,6 +18,8 @@ typedef struct percentiles {
 } percentiles;
 
 void samples_add(samples *s, uint64_t value);
+/* qsort's comparison of two uint64_t, ascending. */
+int bench_cmp_u64(const void *a, const void *b);
 /* Appends every value of from to to. */
 void samples_append(samples *to, const samples *from);
 void samples_free(samples *s);

@@ -5,6 +5,7 @@
 #endif
 
 #include "cli_harness.h"
+#include "test_filters.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -365,13 +366,7 @@ int cli_main(const char *group, const struct CMUnitTest *tests, size_t n,
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    /* The integration harness's filters (h_test_main_init): the mutants pick tests by name. */
-    const char *filter = getenv("H_TEST_FILTER");
-    if (filter != NULL && filter[0] != '\0')
-        cmocka_set_test_filter(filter);
-    const char *skip = getenv("H_TEST_SKIP");
-    if (skip != NULL && skip[0] != '\0')
-        cmocka_set_skip_filter(skip);
+    test_filters_from_env();
     temp_files_to_remove = temp_files;
     struct CMUnitTest *all = calloc(n, sizeof(*all));
     if (all == NULL)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* harness.c - see harness.h. */
 #include "harness.h"
+#include "test_filters.h"
 
 #include "common.h"
 
@@ -451,12 +452,7 @@ uint64_t h_since_us(uint64_t t0_us)
 void h_test_main_init(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const char *filter = getenv("H_TEST_FILTER");
-    if (filter != NULL && filter[0] != '\0')
-        cmocka_set_test_filter(filter);
-    const char *skip = getenv("H_TEST_SKIP");
-    if (skip != NULL && skip[0] != '\0')
-        cmocka_set_skip_filter(skip);
+    test_filters_from_env();
 }
 
 void h_load_scripts(h_env *env)

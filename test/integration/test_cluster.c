@@ -106,18 +106,24 @@ static redlock_client *start(h_env *env)
 
 /* A loop (and one plain server, unused) and a client on cluster b alone (quorum 1: its rounds are
  * that cluster's votes), as "cluster://USERINFO127.0.0.1:PORT" + params. */
-static redlock_client *solo_on_b(h_env *env, const char *userinfo, const char *params)
+/* A client (the test's options) on the one node url: its rounds are that node's votes alone. */
+static redlock_client *solo_client(h_env *env, const char *url)
 {
-    h_env_start(env, 1, NULL);
-    char url[256];
-    snprintf(url, sizeof(url), "cluster://%s127.0.0.1:%d%s", userinfo,
-             fixture_cluster_port(&clusters[B], 0), params);
     const char *urls[1] = {url};
     redlock_options o;
     h_test_options(&o);
     redlock_client *c = NULL;
     assert_int_equal(h_client_urls(env, urls, 1, &o, &c, NULL, 0), 0);
     return c;
+}
+
+static redlock_client *solo_on_b(h_env *env, const char *userinfo, const char *params)
+{
+    h_env_start(env, 1, NULL);
+    char url[256];
+    snprintf(url, sizeof(url), "cluster://%s127.0.0.1:%d%s", userinfo,
+             fixture_cluster_port(&clusters[B], 0), params);
+    return solo_client(env, url);
 }
 
 /* Whether the master of key's slot in cluster k holds key with token. */
@@ -492,11 +498,7 @@ static void failover_under_traffic(void **state)
     /* A client on cluster a alone (quorum 1): its rounds are cluster a's votes. */
     char solo_url[512];
     cluster_url(&clusters[A], "&wait_replicas=1", solo_url, sizeof(solo_url));
-    const char *solo_urls[1] = {solo_url};
-    redlock_options so;
-    h_test_options(&so);
-    redlock_client *solo = NULL;
-    assert_int_equal(h_client_urls(&env, solo_urls, 1, &so, &solo, NULL, 0), 0);
+    redlock_client *solo = solo_client(&env, solo_url);
     /* The failover starts (CLUSTER FAILOVER answers at once) while rounds run on keys of the
      * same slot ({cl:held}...): every round decides (won, or lost while the slot changes hands),
      * none hangs past its deadline. */
@@ -561,11 +563,7 @@ static void replica_wait_counts_replicas(void **state)
     h_env_start(&env, 1, NULL); /* its loop; the server stays unused */
     char url[512];
     cluster_url(&clusters[A], "&wait_replicas=2", url, sizeof(url));
-    const char *one[1] = {url};
-    redlock_options o;
-    h_test_options(&o);
-    redlock_client *strict = NULL;
-    assert_int_equal(h_client_urls(&env, one, 1, &o, &strict, NULL, 0), 0);
+    redlock_client *strict = solo_client(&env, url);
     h_record rec;
     assert_int_equal(h_acquire(&env, strict, "cl:two-replicas", 10000, NULL, &rec),
                      REDLOCK_ENOQUORUM);

@@ -16,9 +16,9 @@
 
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 #define REDLOCK__WAITER_BYTES 8 /* a waiter's id in a resource's queue: 64 random bits, in hex */
-/* Freed rounds a client keeps for its next ones (ops.c): this many, or as many as it has in use
- * if that is more. */
-#define REDLOCK__SPARE_ROUNDS 8
+/* Freed rounds, and freed operations, a client keeps for its next ones (ops.c): this many of
+ * each, or as many as it has in use if that is more. */
+#define REDLOCK__SPARES_KEPT 8
 
 struct redlock_client {
     uv_loop_t *loop;
@@ -49,11 +49,11 @@ struct redlock_client {
     /* Freed rounds of the common size (every kind but inspect), kept for the next rounds: a
      * five-node round is larger than glibc's per-thread cache takes, so each malloc and free of
      * one went through the heap's bins, at two rounds per lock cycle. Up to
-     * REDLOCK__SPARE_ROUNDS, or up to live_rounds: at 256 locks in flight the replies of one
+     * REDLOCK__SPARES_KEPT, or up to live_rounds: at 256 locks in flight the replies of one
      * read end a hundred rounds, and the next read's start as many. Freed with the client. */
     redlock__spares spare_rounds;
     unsigned live_rounds; /* rounds not freed yet */
-    /* Freed operations, kept the same way (two per lock cycle): up to REDLOCK__SPARE_ROUNDS, or
+    /* Freed operations, kept the same way (two per lock cycle): up to REDLOCK__SPARES_KEPT, or
      * up to live_ops. Freed with the client. */
     redlock__spares spare_ops;
     unsigned live_ops; /* operations not freed yet */

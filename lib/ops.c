@@ -132,7 +132,7 @@ static void round_maybe_free(round *r)
     c->live_rounds--;
     if (r->values == NULL)
         redlock__spares_put(&c->spare_rounds, &c->alloc, r,
-                            REDLOCK__MAX(c->live_rounds, REDLOCK__SPARE_ROUNDS));
+                            REDLOCK__MAX(c->live_rounds, REDLOCK__SPARES_KEPT));
     else
         redlock__free(&c->alloc, r);
     redlock__lock_unref(lock);
@@ -405,7 +405,7 @@ static void op_free(op *o)
     redlock_client *c = o->client;
     c->live_ops--;
     redlock__spares_put(&c->spare_ops, &c->alloc, o,
-                        REDLOCK__MAX(c->live_ops, REDLOCK__SPARE_ROUNDS));
+                        REDLOCK__MAX(c->live_ops, REDLOCK__SPARES_KEPT));
 }
 
 static void on_deliver_timer(redlock__timer *t)

@@ -12,11 +12,11 @@
  * of its masters that own slots as a server of its own (check_cluster.c), with a probe key that
  * lands in that master's slots; the run_id check covers those masters too.
  *
- * The check talks to the nodes with blocking hiredis connections of its own, one node after the
+ * The check talks to the nodes with connections of its own (check_conn.c), one node after the
  * other, each command bounded by --node-timeout: it needs raw commands the library's public API
- * does not offer, and the library's client is not widened for a tool. hiredis here has no TLS,
- * so rediss:// and clusters:// nodes are refused (a later release can check them through the
- * library's TLS).
+ * does not offer, and the library's client is not widened for a tool. rediss:// and clusters://
+ * nodes are checked in TLS through the library's own TLS layer, with the --tls-* options: a
+ * server whose certificate the client would refuse fails the check the same way.
  *
  * Output: one JSON line on stdout, {"status":"ok|warn|error","warnings":[..],"nodes":[{"url":..,
  * "ok":bool,"warnings":[..],"errors":[..],...}]} (a cluster node's entry has "masters":[..], one
@@ -24,7 +24,6 @@
  * well, 1 with warnings only, 69 when a node cannot serve locks, 64 for a usage error. */
 #include "check.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +83,7 @@ const char *check_reply_text(const redisReply *r, char *buf, size_t len)
 /* One command on the node, timed; NULL when the connection failed or timed out (an error is
  * then noted and the node's check ends). argv strings are NUL-terminated except where lens is
  * given. */
-redisReply *check_command(server_check *sc, redisContext *ctx, int argc, const char **argv,
+redisReply *check_command(server_check *sc, check_conn *ctx, int argc, const char **argv,
                           const size_t *lens)
 {
     size_t own[8];
@@ -94,15 +93,17 @@ redisReply *check_command(server_check *sc, redisContext *ctx, int argc, const c
         lens = own;
     }
     uint64_t start = mono_us();
-    redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
+    redisReply *r;
+    char why[256];
+    int rc = check_conn_command(ctx, argc, argv, lens, sc->timeout_ms, &r, why, sizeof(why));
     uint64_t took = mono_us() - start;
-    if (r == NULL) {
-        if (ctx->err == REDIS_ERR_IO &&
-            (errno == EAGAIN || errno == ETIMEDOUT || strstr(ctx->errstr, "temporarily") != NULL))
-            check_note(&sc->errors, "no answer to %s within %llu ms", argv[0],
-                       (unsigned long long)sc->timeout_ms);
-        else
-            check_note(&sc->errors, "connection failed during %s: %s", argv[0], ctx->errstr);
+    if (rc == CHECK_CONN_TIMEOUT) {
+        check_note(&sc->errors, "no answer to %s within %llu ms", argv[0],
+                   (unsigned long long)sc->timeout_ms);
+        return NULL;
+    }
+    if (rc != CHECK_CONN_OK) {
+        check_note(&sc->errors, "connection failed during %s: %s", argv[0], why);
         return NULL;
     }
     if (took < sc->rtt_us)
@@ -173,7 +174,7 @@ static void info_field(const char *info, const char *name, char *out, size_t len
     }
 }
 
-static void read_info(checker *ck, server_check *sc, redisContext *ctx, bool *ok)
+static void read_info(checker *ck, server_check *sc, check_conn *ctx, bool *ok)
 {
     const char *argv[] = {"INFO"};
     uint64_t before = wall_us();
@@ -222,7 +223,7 @@ static void read_info(checker *ck, server_check *sc, redisContext *ctx, bool *ok
 }
 
 /* appendfsync is not in INFO; CONFIG GET needs more than a lock user is given. */
-static void read_appendfsync(checker *ck, server_check *sc, redisContext *ctx, bool *ok)
+static void read_appendfsync(checker *ck, server_check *sc, check_conn *ctx, bool *ok)
 {
     const char *argv[] = {"CONFIG", "GET", "appendfsync"};
     redisReply *r = check_command(sc, ctx, 3, argv, NULL);
@@ -238,7 +239,7 @@ static void read_appendfsync(checker *ck, server_check *sc, redisContext *ctx, b
 
 /* The node's wall clock against ours: TIME if allowed, else INFO's server_time_usec. The
  * reading is taken halfway through the call, so it is off by at most half the round trip. */
-static void read_clock(checker *ck, server_check *sc, redisContext *ctx, bool *ok)
+static void read_clock(checker *ck, server_check *sc, check_conn *ctx, bool *ok)
 {
     const char *argv[] = {"TIME"};
     uint64_t before = wall_us();
@@ -270,7 +271,7 @@ typedef enum { EXPECT_OK, EXPECT_INT, EXPECT_ANY } expect;
 
 /* Run one probe command; a refusal or an unexpected answer is noted. Returns the reply (NULL
  * when the connection is gone, *ok then false) for the caller to free. */
-static redisReply *probe(checker *ck, server_check *sc, redisContext *ctx, const char *what,
+static redisReply *probe(checker *ck, server_check *sc, check_conn *ctx, const char *what,
                          bool required, int argc, const char **argv, bool *ok)
 {
     /* Every other command on the key would be refused the same way. */
@@ -311,7 +312,7 @@ static redisReply *probe(checker *ck, server_check *sc, redisContext *ctx, const
     return r;
 }
 
-static void try_commands(checker *ck, server_check *sc, redisContext *ctx, bool *ok)
+static void try_commands(checker *ck, server_check *sc, check_conn *ctx, bool *ok)
 {
     const char *key = sc->probe_key, *token = ck->probe_token;
     char ttl[32];
@@ -444,7 +445,7 @@ static void try_commands(checker *ck, server_check *sc, redisContext *ctx, bool 
 /* What a cluster's master is sent besides (lib/cluster.c): ASKING before a command redirected by
  * ASK while a slot migrates, and with wait_replicas, WAIT behind every write (here WAIT 0 1,
  * which returns at once). */
-static void try_cluster_commands(checker *ck, server_check *sc, redisContext *ctx, bool *ok)
+static void try_cluster_commands(checker *ck, server_check *sc, check_conn *ctx, bool *ok)
 {
     const char *asking[] = {"ASKING"};
     redisReply *r = probe(ck, sc, ctx, "asking", false, 1, asking, ok);
@@ -464,29 +465,21 @@ static void try_cluster_commands(checker *ck, server_check *sc, redisContext *ct
 
 /* ---- one node ------------------------------------------------------------------------------ */
 
-redisContext *check_connect(server_check *sc)
+check_conn *check_connect(server_check *sc)
 {
     uint64_t connect_ms = sc->timeout_ms > 1000 ? sc->timeout_ms : 1000;
-    struct timeval tv = {(time_t)(connect_ms / 1000), (suseconds_t)(connect_ms % 1000) * 1000};
-    redisContext *ctx = sc->is_unix ? redisConnectUnixWithTimeout(sc->path, tv)
-                                    : redisConnectWithTimeout(sc->host, sc->port, tv);
-    if (ctx == NULL) {
-        check_note(&sc->errors, "cannot connect: out of memory");
+    check_conn_target t = {sc->is_unix, sc->path, sc->host, sc->port, sc->tls};
+    check_conn *ctx;
+    char why[256];
+    if (check_conn_open(&t, connect_ms, &ctx, why, sizeof(why)) != CHECK_CONN_OK) {
+        check_note(&sc->errors, "cannot connect: %s", why);
         return NULL;
     }
-    if (ctx->err != 0) {
-        check_note(&sc->errors, "cannot connect: %s", ctx->errstr);
-        redisFree(ctx);
-        return NULL;
-    }
-    struct timeval each = {(time_t)(sc->timeout_ms / 1000),
-                           (suseconds_t)(sc->timeout_ms % 1000) * 1000};
-    redisSetTimeout(ctx, each);
     return ctx;
 }
 
 /* AUTH and SELECT, as the library's handshake sends them. */
-bool check_log_in(checker *ck, server_check *sc, redisContext *ctx)
+bool check_log_in(checker *ck, server_check *sc, check_conn *ctx)
 {
     char text[256];
     if (sc->password != NULL) {
@@ -622,7 +615,7 @@ static void judge(checker *ck, server_check *sc)
 
 void check_server(checker *ck, server_check *sc)
 {
-    redisContext *ctx = check_connect(sc);
+    check_conn *ctx = check_connect(sc);
     if (ctx == NULL)
         return;
     bool ok = check_log_in(ck, sc, ctx);
@@ -637,7 +630,7 @@ void check_server(checker *ck, server_check *sc)
         try_commands(ck, sc, ctx, &ok);
     if (ok && sc->errors.n == 0 && sc->in_cluster)
         try_cluster_commands(ck, sc, ctx, &ok);
-    redisFree(ctx);
+    check_conn_close(ctx);
     if (sc->logged_in)
         judge(ck, sc);
     if (sc->rtt_us != UINT64_MAX && sc->rtt_us * 2 > sc->timeout_ms * 1000)
@@ -741,14 +734,6 @@ static int parse_urls(checker *ck, unsigned n)
             fprintf(stderr, "redlock: node %u: %s\n", i, why);
             return EXIT_USAGE;
         }
-        if (nc->url.tls) {
-            fprintf(stderr,
-                    "redlock: node %u (%s): check does not support %s (TLS) nodes yet; check "
-                    "their plain port (%s) from a trusted network, or leave them out\n",
-                    i, nc->url.redacted, nc->url.cluster ? "clusters://" : "rediss://",
-                    nc->url.cluster ? "cluster://" : "redis://");
-            return EXIT_USAGE;
-        }
         for (unsigned j = 0; j < i; j++) {
             const redlock_url *a = &nc->url, *b = &ck->nodes[j].url;
             bool same =
@@ -785,12 +770,38 @@ static int check_plain(checker *ck, node_check *nc)
     sc->user = u->user;
     sc->password = u->password;
     sc->db = u->db;
+    sc->tls = u->tls ? ck->tls : NULL;
     snprintf(sc->probe_key, sizeof(sc->probe_key), "%s", ck->probe_key);
     check_server(ck, sc);
     return 0;
 }
 
-int check_main(const cli_args *args)
+/* The TLS context of the check's TLS nodes, from the --tls-* options; 0, or a usage error said
+ * on stderr (a file that cannot be loaded, TLS not built in). */
+static int make_tls(checker *ck, unsigned n, const redlock_options *tls_opts)
+{
+    bool any = false;
+    for (unsigned i = 0; i < n; i++)
+        any = any || ck->nodes[i].url.tls;
+    if (!any)
+        return 0;
+    static redlock__alloc alloc; /* outlives the context: the check's whole run */
+    redlock__alloc_init(&alloc, NULL, NULL);
+    char err[512];
+    int rc = redlock__tls_ctx_new(tls_opts, &alloc, &ck->tls, err, sizeof(err));
+    if (rc == REDLOCK_ENOMEM) {
+        fprintf(stderr, "redlock: out of memory\n");
+        return EXIT_OSERR;
+    }
+    if (rc != 0) {
+        tool_tls_message(err, sizeof(err));
+        fprintf(stderr, "redlock: %s\n", err);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int check_main(const cli_args *args, const redlock_options *tls_opts)
 {
     checker ck;
     memset(&ck, 0, sizeof(ck));
@@ -802,6 +813,12 @@ int check_main(const cli_args *args)
         return EXIT_OSERR;
     }
     int code = parse_urls(&ck, n);
+    if (code == 0)
+        code = make_tls(&ck, n, tls_opts);
+    if (code == 0 && ck.tls != NULL && redlock__tls_ctx_insecure(ck.tls))
+        check_note(&ck.warnings,
+                   "TLS verification is off (--tls-insecure): the nodes' certificates were not "
+                   "checked, and whoever is on the path can read and forge the lock traffic");
     unsigned char raw[TOOL_TOKEN_BYTES];
     if (code == 0 && uv_random(NULL, NULL, raw, sizeof(raw), 0, NULL) != 0) {
         fprintf(stderr, "redlock: no randomness for the probe\n");
@@ -837,5 +854,6 @@ int check_main(const cli_args *args)
         free(ck.nodes[i].servers);
     }
     free(ck.nodes);
+    redlock__tls_ctx_free(ck.tls);
     return code;
 }

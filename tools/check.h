@@ -5,15 +5,19 @@
  *   check_cluster.c  a cluster:// node: its slot map, state and coverage, one probe key per
  *                    master, and the per-server checks on every master that owns slots
  *   check_report.c   the verdict, the JSON line on stdout and the table on stderr
+ *   check_conn.c     the connection to one server (plain or TLS), one command at a time
  *
  * A node is one server (redis://) or the masters of a cluster (cluster://): the per-server
- * checks run on each of them alike. One thread, blocking hiredis connections, nothing global. */
+ * checks run on each of them alike. One thread, one connection at a time (check_conn.h: plain or
+ * TLS, each wait bounded), nothing global. */
 #ifndef REDLOCK_TOOL_CHECK_H
 #define REDLOCK_TOOL_CHECK_H
 
 #include "tool.h"
 
 #include <hiredis/hiredis.h>
+
+#include "check_conn.h"
 
 #define CHECK_MAX_NOTES 16
 #define CHECK_NOTE_LEN 320
@@ -35,8 +39,9 @@ typedef struct server_check {
     int port;
     const char *path; /* unix */
     const char *user, *password;
-    int db;              /* SELECT it when > 0 */
-    uint64_t timeout_ms; /* the URL's timeout_ms, else --node-timeout */
+    int db;                /* SELECT it when > 0 */
+    redlock__tls_ctx *tls; /* the checker's, for a TLS node (rediss://, clusters://); else NULL */
+    uint64_t timeout_ms;   /* the URL's timeout_ms, else --node-timeout */
     /* The key its commands are tried on; "" when none was chosen (they are not tried). */
     char probe_key[CHECK_KEY_LEN];
     /* A master of a cluster node: cluster mode is expected, its replicas are judged against the
@@ -90,7 +95,8 @@ typedef struct checker {
     char probe_key[CHECK_KEY_LEN]; /* the plain nodes' */
     char probe_token[2 * TOOL_TOKEN_BYTES + 1];
     node_check *nodes;
-    notes warnings; /* about the deployment as a whole */
+    notes warnings;        /* about the deployment as a whole */
+    redlock__tls_ctx *tls; /* made from the --tls-* options when a node is TLS; else NULL */
 } checker;
 
 /* Add a sentence to n (dropped once n has CHECK_MAX_NOTES). */
@@ -103,18 +109,19 @@ void check_note(notes *n, const char *fmt, ...)
 /* Defaults of a server's findings (unknown everywhere), its timeout set. */
 void check_server_init(server_check *sc, uint64_t timeout_ms);
 
-/* A blocking connection to sc's host and port (or path), each command bounded by its timeout;
- * NULL with an error noted in sc when it cannot be made. Free with redisFree. */
-redisContext *check_connect(server_check *sc);
+/* A connection to sc's host and port (or path), in TLS when sc->tls is set; each command is
+ * bounded by sc's timeout. NULL with an error noted in sc when it cannot be made. Close with
+ * check_conn_close. */
+check_conn *check_connect(server_check *sc);
 
 /* AUTH (and SELECT), as the library's handshake sends them; false with an error noted when
  * refused or the connection failed. */
-bool check_log_in(checker *ck, server_check *sc, redisContext *ctx);
+bool check_log_in(checker *ck, server_check *sc, check_conn *ctx);
 
 /* One command on sc's connection, timed (sc->rtt_us keeps the fastest); NULL when the
  * connection failed or timed out, with an error noted. argv strings are NUL-terminated except
  * where lens is given; argc at most 8. The reply is the caller's to free. */
-redisReply *check_command(server_check *sc, redisContext *ctx, int argc, const char **argv,
+redisReply *check_command(server_check *sc, check_conn *ctx, int argc, const char **argv,
                           const size_t *lens);
 
 /* A server's text for a message: one line, at most 200 bytes, in buf. */

@@ -41,7 +41,8 @@ static bool unknown_command(const redisReply *r)
 
 /* CLUSTER SHARDS (CLUSTER SLOTS on a server that does not know it, as the library does) on ctx,
  * loaded into map. false with an error noted in asked. */
-static bool load_map(server_check *asked, redisContext *ctx, redlock__cluster_map *map)
+static bool load_map(server_check *asked, check_conn *ctx, redlock__cluster_map *map,
+                     bool *used_slots)
 {
     const char *shards[] = {"CLUSTER", "SHARDS"}, *slots[] = {"CLUSTER", "SLOTS"};
     bool old = false;
@@ -81,12 +82,13 @@ static bool load_map(server_check *asked, redisContext *ctx, redlock__cluster_ma
             check_note(&asked->errors, "its %s reply does not parse: %s", what, why);
     }
     freeReplyObject(r);
+    *used_slots = old;
     return ok;
 }
 
 /* cluster_state from CLUSTER INFO on the connection that gave the map. Not ok: the cluster
  * refuses commands. CLUSTER INFO is not a right the library needs, so a refusal is a warning. */
-static void read_state(node_check *nc, server_check *asked, redisContext *ctx)
+static void read_state(node_check *nc, server_check *asked, check_conn *ctx)
 {
     const char *argv[] = {"CLUSTER", "INFO"};
     redisReply *r = check_command(asked, ctx, 2, argv, NULL);
@@ -119,9 +121,11 @@ static void read_state(node_check *nc, server_check *asked, redisContext *ctx)
 }
 
 /* The slot map from the URL's host, else from each seed in turn, as the client asks them; then
- * the cluster's state from the same server. Returns true when a map was loaded. Servers that did
- * not give one are warnings when another did, errors when none did. */
-static bool ask_cluster(checker *ck, node_check *nc, redlock__cluster_map *map, uint64_t timeout_ms)
+ * the cluster's state from the same server. Returns true when a map was loaded (*used_slots:
+ * from CLUSTER SLOTS). Servers that did not give one are warnings when another did, errors when
+ * none did. */
+static bool ask_cluster(checker *ck, node_check *nc, redlock__cluster_map *map, uint64_t timeout_ms,
+                        bool *used_slots)
 {
     const redlock_url *u = &nc->url;
     unsigned n_seeds = 0;
@@ -137,9 +141,11 @@ static bool ask_cluster(checker *ck, node_check *nc, redlock__cluster_map *map, 
         asked->port = i == 0 ? u->port : u->seeds[i - 1].port;
         asked->user = u->user;
         asked->password = u->password;
+        asked->tls = u->tls ? ck->tls : NULL;
         format_address(asked->address, sizeof(asked->address), asked->host, asked->port);
-        redisContext *ctx = check_connect(asked);
-        loaded = ctx != NULL && check_log_in(ck, asked, ctx) && load_map(asked, ctx, map);
+        check_conn *ctx = check_connect(asked);
+        loaded =
+            ctx != NULL && check_log_in(ck, asked, ctx) && load_map(asked, ctx, map, used_slots);
         if (loaded) {
             snprintf(nc->asked, sizeof(nc->asked), "%s", asked->address);
             read_state(nc, asked, ctx);
@@ -147,8 +153,7 @@ static bool ask_cluster(checker *ck, node_check *nc, redlock__cluster_map *map, 
             check_note(failed, "%s: %s", asked->address,
                        asked->errors.n > 0 ? asked->errors.text[0] : "no answer");
         }
-        if (ctx != NULL)
-            redisFree(ctx);
+        check_conn_close(ctx);
     }
     if (asked == NULL || failed == NULL)
         check_note(&nc->errors, "out of memory");
@@ -241,11 +246,24 @@ static void choose_probe_keys(const checker *ck, node_check *nc, const redlock__
                        (unsigned)tries);
 }
 
+/* The port of a master for the URL's kind of connection, as the client picks it (lib/cluster.c):
+ * in TLS the "tls-port" CLUSTER SHARDS gives (Redis 7 gives it only with tls-cluster yes), or the
+ * port CLUSTER SLOTS gives (a port for the kind of connection that asked); 0 when there is none. */
+static int master_port(const node_check *nc, const redlock__cluster_master *m, bool used_slots)
+{
+    if (!nc->url.tls)
+        return m->port;
+    if (m->tls_port != 0)
+        return m->tls_port;
+    return used_slots || m->id == NULL ? m->port : 0;
+}
+
 /* check_server on every master that owns slots, as the client reaches it: its address from the
- * map, the URL's user and password, the cluster's timeout. They are listed in slot order (the
- * master of the lowest slot first), whatever order the topology reply had. */
+ * map (the port for the URL's kind of connection), the URL's user and password, TLS for a
+ * clusters:// URL, the cluster's timeout. They are listed in slot order (the master of the
+ * lowest slot first), whatever order the topology reply had. */
 static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map *map,
-                         uint64_t timeout_ms)
+                         uint64_t timeout_ms, bool used_slots)
 {
     unsigned n = 0;
     for (size_t m = 0; m < map->masters_len; m++)
@@ -272,15 +290,18 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
         server_check *sc = &nc->servers[k++];
         check_server_init(sc, timeout_ms);
         sc->host = master->host;
-        sc->port = master->port;
+        sc->port = master_port(nc, master, used_slots);
         sc->user = nc->url.user;
         sc->password = nc->url.password;
+        sc->tls = nc->url.tls ? ck->tls : NULL;
         sc->in_cluster = true;
         sc->wait_replicas = nc->url.wait_replicas;
         sc->slots = master->slots;
         sc->online = master->online != 0;
         format_address(sc->address, sizeof(sc->address), master->host,
-                       master->port != 0 ? master->port : master->tls_port);
+                       sc->port != 0       ? sc->port
+                       : master->port != 0 ? master->port
+                                           : master->tls_port);
     }
     choose_probe_keys(ck, nc, map, index);
     free(index);
@@ -289,9 +310,12 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
         if (!sc->online)
             check_note(&sc->warnings, "CLUSTER SHARDS on %s says its health is not online",
                        nc->asked);
-        if (sc->port == 0)
-            check_note(&sc->errors, "the cluster gives it no plain TCP port (TLS only?): check "
-                                    "has no TLS");
+        if (sc->port == 0 && nc->url.tls)
+            check_note(&sc->errors, "the cluster gives it no TLS port: Redis 7 reports a "
+                                    "master's tls-port only with tls-cluster yes");
+        else if (sc->port == 0)
+            check_note(&sc->errors, "the cluster gives it no plain TCP port (TLS only?): give "
+                                    "the cluster as clusters://");
         else
             check_server(ck, sc);
     }
@@ -311,9 +335,10 @@ int check_cluster(checker *ck, node_check *nc)
     }
     redlock__cluster_map_init(map, &alloc);
     int rc = 0;
-    if (ask_cluster(ck, nc, map, timeout_ms)) {
+    bool used_slots = false;
+    if (ask_cluster(ck, nc, map, timeout_ms, &used_slots)) {
         judge_coverage(nc, map);
-        rc = check_masters(ck, nc, map, timeout_ms);
+        rc = check_masters(ck, nc, map, timeout_ms, used_slots);
     }
     redlock__cluster_map_free(map);
     free(map);

@@ -753,7 +753,9 @@ int main(int argc, char **argv)
                redlock_version_string(), uv_version_string(), tls != NULL ? tls : "not built in");
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else if (t.args.command == CLI_CMD_CHECK) {
-        code = check_main(&t.args);
+        redlock_options_init(&t.opts);
+        tool_tls_options(&t);
+        code = check_main(&t.args, &t.opts);
     } else {
         code = tool_main(&t);
     }

@@ -96,8 +96,9 @@ void run_close_handles(tool *t);
 
 /* ---- check.c ---- */
 
-/* "redlock check [PREFIX]": check every node and print the verdict. Returns the exit status. */
-int check_main(const cli_args *args);
+/* "redlock check [PREFIX]": check every node and print the verdict; TLS nodes with tls_opts'
+ * tls_* settings (tool_tls_options). Returns the exit status. */
+int check_main(const cli_args *args, const redlock_options *tls_opts);
 
 /* ---- tls.c ---- */
 

@@ -2,8 +2,9 @@
 /* test_tls_cli.c - the redlock tool (and examples/counter.c) on rediss:// nodes: the --tls-*
  * options and their $REDLOCK_TLS_* variables (the command line wins), mutual TLS, handshake
  * failures that cost the quorum exit 69 with each node's reason in the JSON and on stderr,
- * --tls-insecure, --version, and no key path or password in any output the user did not write
- * themselves. The tool is build/tools/redlock ($REDLOCK_TOOL), run as a child process. */
+ * --tls-insecure, `redlock check` over TLS, --version, and no key path or password in any output
+ * the user did not write themselves. The tool is build/tools/redlock ($REDLOCK_TOOL), run as a
+ * child process. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,105 @@ static void counter_over_tls(void **state)
     t_stop(&env);
 }
 
+/* Node i of check's JSON line: its errors (or warnings) include text. */
+static void expect_node_says(const jv *v, size_t i, const char *which, const char *text)
+{
+    const jv *list = jv_get(jv_at(jv_get(v, "nodes"), i), which);
+    for (size_t k = 0; list != NULL && k < list->n; k++)
+        if (strstr(jv_at(list, k)->str, text) != NULL)
+            return;
+    fail_msg("node %zu's %s do not say \"%s\"", i, which, text);
+}
+
+/* redlock check on rediss:// nodes: each is checked in TLS, with the client's verification, as a
+ * plain node is (these servers' TLS ports speak nothing else, so a pass is a pass over TLS); a
+ * server the CA does not vouch for, or one that wants a client certificate that was not given,
+ * is that node's error with the TLS reason (exit 69); --tls-insecure passes with a warning that
+ * says so; a CA file that cannot be loaded is a usage error before anything is sent. */
+static void check_over_tls(void **state)
+{
+    (void)state;
+    t_env env;
+    fixture_tls_conf conf = t_conf("server", false);
+    t_start_extra(&env, 3, &conf, true, "requirepass " SECRET "\n");
+    char nodes[1024];
+    node_list(&env, nodes, sizeof(nodes), SECRET);
+    proc p;
+    run_tool(&p, NULL,
+             ARGS("--tls-ca", t_path("ca.crt"), "-n", nodes, "check", "--delayed-restart"));
+    expect_status(&p, 0);
+    expect_hidden(&p, SECRET);
+    jv *v = json_line(&p);
+    assert_true(jv_is_str(jv_get(v, "status"), "ok"));
+    for (size_t i = 0; i < 3; i++) {
+        const jv *n = jv_at(jv_get(v, "nodes"), i);
+        assert_true(jv_get(n, "ok")->boolean);
+        assert_true(jv_is_str(jv_get(n, "role"), "master"));
+        assert_int_equal(jv_get(n, "errors")->n, 0);
+        assert_int_equal(jv_get(n, "warnings")->n, 0);
+        assert_int_equal(jv_get(n, "denied")->n, 0); /* every command went through */
+    }
+    jv_free(v);
+    proc_free(&p);
+
+    /* A CA that does not vouch for the servers: every node is an error that says why. */
+    run_tool(&p, NULL,
+             ARGS("--tls-ca", t_path("other-ca.crt"), "-n", nodes, "check", "--delayed-restart"));
+    expect_status(&p, 69);
+    v = json_line(&p);
+    for (size_t i = 0; i < 3; i++)
+        expect_node_says(v, i, "errors", "tls: certificate verify failed");
+    jv_free(v);
+    assert_non_null(strstr(p.err, "tls: certificate verify failed"));
+    expect_hidden(&p, SECRET);
+    proc_free(&p);
+
+    /* Verification off: the nodes pass, and the deployment gets a warning (exit 1). */
+    run_tool(&p, NULL,
+             ARGS("--tls-ca", t_path("other-ca.crt"), "--tls-insecure", "-n", nodes, "check",
+                  "--delayed-restart"));
+    expect_status(&p, 1);
+    v = json_line(&p);
+    assert_true(jv_is_str(jv_get(v, "status"), "warn"));
+    const jv *warnings = jv_get(v, "warnings");
+    assert_int_equal(warnings->n, 1);
+    assert_non_null(strstr(jv_at(warnings, 0)->str, "TLS verification is off"));
+    for (size_t i = 0; i < 3; i++)
+        assert_true(jv_get(jv_at(jv_get(v, "nodes"), i), "ok")->boolean);
+    jv_free(v);
+    proc_free(&p);
+
+    /* A CA file that cannot be loaded: exit 64, nothing on stdout. */
+    run_tool(&p, ENV("REDLOCK_TLS_CA=/nonexistent/ca.pem"), ARGS("-n", nodes, "check"));
+    expect_status(&p, 64);
+    assert_non_null(strstr(p.err, "--tls-ca: cannot load /nonexistent/ca.pem"));
+    assert_int_equal(p.out_len, 0);
+    proc_free(&p);
+    t_stop(&env);
+
+    /* Servers that require a client certificate: without one, each node says so; with one
+     * (from the environment), all pass. */
+    conf = t_conf("server", true);
+    t_start(&env, 3, &conf, true);
+    node_list(&env, nodes, sizeof(nodes), NULL);
+    run_tool(&p, NULL,
+             ARGS("--tls-ca", t_path("ca.crt"), "-n", nodes, "check", "--delayed-restart"));
+    expect_status(&p, 69);
+    v = json_line(&p);
+    for (size_t i = 0; i < 3; i++)
+        expect_node_says(v, i, "errors", "tls: server requires a client certificate");
+    jv_free(v);
+    proc_free(&p);
+    char env_cert[700], env_key[700];
+    snprintf(env_cert, sizeof(env_cert), "REDLOCK_TLS_CERT=%s", t_path("client.crt"));
+    snprintf(env_key, sizeof(env_key), "REDLOCK_TLS_KEY=%s", t_path("client.key"));
+    run_tool(&p, ENV(env_cert, env_key),
+             ARGS("--tls-ca", t_path("ca.crt"), "-n", nodes, "check", "--delayed-restart"));
+    expect_status(&p, 0);
+    proc_free(&p);
+    t_stop(&env);
+}
+
 static void version_says_tls(void **state)
 {
     (void)state;
@@ -329,6 +429,7 @@ int main(void)
         cmocka_unit_test(mutual_tls_and_handshake_failures),
         cmocka_unit_test(verification_failure_and_insecure),
         cmocka_unit_test(counter_over_tls),
+        cmocka_unit_test(check_over_tls),
         cmocka_unit_test(version_says_tls),
     };
     return cmocka_run_group_tests_name("tls-cli", tests, NULL, NULL);

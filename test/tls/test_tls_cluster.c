@@ -2,12 +2,16 @@
 /* test_tls_cluster.c - a clusters:// node: a Redis Cluster whose masters speak TLS on ports of
  * their own, beside a rediss:// server. The client is given one master's TLS port only, so it can
  * reach the two others only at the "tls-port" their CLUSTER SHARDS entries name: a client that
- * used their plain ports, or spoke plain TCP to them, would get no vote there. */
+ * used their plain ports, or spoke plain TCP to them, would get no vote there. `redlock check`
+ * ($REDLOCK_TOOL, a child process) must reach them the same way. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster_fixture.h"
+#include "jsonp.h"
+#include "proc.h"
 #include "tls_harness.h"
 
 #define MASTERS 3
@@ -115,12 +119,95 @@ static void tls_ports_unknown_is_a_clear_error(void **state)
     fixture_cluster_stop(&rc);
 }
 
+/* `redlock check` on the clusters:// node and the rediss:// server, expecting exit status; its
+ * JSON line is returned. */
+static jv *run_check(t_env *env, int status)
+{
+    char nodes[512];
+    snprintf(nodes, sizeof(nodes), "clusters://127.0.0.1:%d,%s", rc.tls_ports[0],
+             env->tls->servers[0].url);
+    const char *argv[] = {
+        "redlock", "--node-timeout=10s", "--tls-ca", t_path("ca.crt"), "-n", nodes,
+        "check",   "--delayed-restart",  NULL};
+    const char *unset[] = {"REDLOCK_NODES", "REDLOCK_TLS_CA", "REDLOCK_TLS_CERT", "REDLOCK_TLS_KEY",
+                           NULL};
+    proc p;
+    proc_start(&p, getenv("REDLOCK_TOOL"), argv, unset);
+    if (!proc_wait(&p, 60000))
+        fail_msg("check did not exit; stderr:\n%s", p.err);
+    if (p.status != status)
+        fail_msg("exit status %d, expected %d\nstdout: %s\nstderr: %s", p.status, status, p.out,
+                 p.err);
+    char err[200];
+    jv *v = jv_parse(p.out, p.out_len, err, sizeof(err));
+    if (v == NULL)
+        fail_msg("stdout is not one JSON line (%s): %s", err, p.out);
+    proc_free(&p);
+    return v;
+}
+
+/* check reads the slot map over TLS from the URL's port and checks every master in TLS at the
+ * tls-port the map names (each passes, with its probe key); without tls-cluster the map names no
+ * TLS port, and every master is an error that says what to turn on. */
+static void check_over_tls(void **state)
+{
+    (void)state;
+    for (int tls_cluster = 1; tls_cluster >= 0; tls_cluster--) {
+        t_env env;
+        h_close_client(&env.h, start(&env, tls_cluster != 0));
+        /* Two nodes: a warning that none may fail (exit 1) when all is well. */
+        jv *v = run_check(&env, tls_cluster ? 1 : 69);
+        if (tls_cluster) {
+            const jv *warnings = jv_get(v, "warnings");
+            assert_int_equal(warnings->n, 1);
+            assert_non_null(strstr(jv_at(warnings, 0)->str, "2 node(s)"));
+        }
+        const jv *cluster = jv_at(jv_get(v, "nodes"), 0);
+        const jv *masters = jv_get(cluster, "masters");
+        assert_int_equal(masters->n, MASTERS);
+        for (size_t m = 0; m < MASTERS; m++) {
+            const jv *master = jv_at(masters, m);
+            const jv *errors = jv_get(master, "errors");
+            if (tls_cluster) {
+                if (errors->n != 0)
+                    fail_msg("master %zu: %s", m, jv_at(errors, 0)->str);
+                assert_true(jv_get(master, "ok")->boolean);
+                assert_true(jv_get(master, "probe_key")->type == JV_STRING);
+                /* Reached at its TLS port, which the map alone named for two of them. */
+                char at[32];
+                bool listed = false;
+                for (unsigned k = 0; k < MASTERS; k++) {
+                    snprintf(at, sizeof(at), "127.0.0.1:%d", rc.tls_ports[k]);
+                    listed = listed || jv_is_str(jv_get(master, "address"), at);
+                }
+                if (!listed)
+                    fail_msg("master %zu was checked at %s, not at a TLS port", m,
+                             jv_get(master, "address")->str);
+            } else {
+                assert_false(jv_get(master, "ok")->boolean);
+                assert_true(errors->n >= 1);
+                assert_non_null(strstr(jv_at(errors, 0)->str, "tls-cluster yes"));
+            }
+        }
+        assert_true(jv_get(jv_at(jv_get(v, "nodes"), 1), "ok")->boolean);
+        jv_free(v);
+        t_stop(&env);
+        fixture_cluster_stop(&rc);
+    }
+}
+
 int main(void)
 {
+    if (getenv("REDLOCK_TOOL") == NULL) {
+        fprintf(stderr, "tls-cluster: set REDLOCK_TOOL to the redlock executable\n");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
     t_main_init();
     const struct CMUnitTest tests[] = {
         H_TEST(cluster_over_tls),
         H_TEST(tls_ports_unknown_is_a_clear_error),
+        H_TEST(check_over_tls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,23 @@ static int wait_fd(int fd, short events, uint64_t deadline_ms)
     }
 }
 
+/* After a send or recv that failed: CHECK_CONN_OK to try again (interrupted, or the socket is
+ * ready again before the deadline), else CHECK_CONN_TIMEOUT or CHECK_CONN_FAILED (why set). */
+static int retry_after(int fd, short events, uint64_t deadline_ms, char *why, size_t why_len)
+{
+    if (errno == EINTR)
+        return CHECK_CONN_OK;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        int w = wait_fd(fd, events, deadline_ms);
+        if (w == 0)
+            return CHECK_CONN_TIMEOUT;
+        if (w > 0)
+            return CHECK_CONN_OK;
+    }
+    snprintf(why, why_len, "%s", strerror(errno));
+    return CHECK_CONN_FAILED;
+}
+
 /* Write all of data: CHECK_CONN_OK, CHECK_CONN_TIMEOUT or CHECK_CONN_FAILED (why set). */
 static int send_all(check_conn *c, const char *data, size_t len, uint64_t deadline_ms, char *why,
                     size_t why_len)
@@ -70,17 +87,9 @@ static int send_all(check_conn *c, const char *data, size_t len, uint64_t deadli
             len -= (size_t)n;
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int w = wait_fd(c->fd, POLLOUT, deadline_ms);
-            if (w == 0)
-                return CHECK_CONN_TIMEOUT;
-            if (w > 0)
-                continue;
-        }
-        snprintf(why, why_len, "%s", strerror(errno));
-        return CHECK_CONN_FAILED;
+        int rc = retry_after(c->fd, POLLOUT, deadline_ms, why, why_len);
+        if (rc != CHECK_CONN_OK)
+            return rc;
     }
     return CHECK_CONN_OK;
 }
@@ -111,17 +120,9 @@ static int recv_some(check_conn *c, char *buf, size_t len, size_t *got, uint64_t
             snprintf(why, why_len, "closed by the server");
             return CHECK_CONN_FAILED;
         }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int w = wait_fd(c->fd, POLLIN, deadline_ms);
-            if (w == 0)
-                return CHECK_CONN_TIMEOUT;
-            if (w > 0)
-                continue;
-        }
-        snprintf(why, why_len, "%s", strerror(errno));
-        return CHECK_CONN_FAILED;
+        int rc = retry_after(c->fd, POLLIN, deadline_ms, why, why_len);
+        if (rc != CHECK_CONN_OK)
+            return rc;
     }
 }
 

@@ -128,7 +128,7 @@ static int recv_some(check_conn *c, char *buf, size_t len, size_t *got, uint64_t
 
 /* A non-blocking socket connected to addr within the deadline, or -1 (why set). */
 static int connect_addr(const struct sockaddr *addr, socklen_t addr_len, int family,
-                        uint64_t deadline_ms, char *why, size_t why_len)
+                        uint64_t deadline_ms, uint64_t timeout_ms, char *why, size_t why_len)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
@@ -144,8 +144,7 @@ static int connect_addr(const struct sockaddr *addr, socklen_t addr_len, int fam
     int err = 0;
     socklen_t err_len = sizeof(err);
     if (w == 0) {
-        snprintf(why, why_len, "no connection within the timeout");
-        errno = ETIMEDOUT;
+        snprintf(why, why_len, "no connection within %llu ms", (unsigned long long)timeout_ms);
     } else if (w < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) {
         snprintf(why, why_len, "%s", strerror(errno));
     } else if (err != 0) {
@@ -161,8 +160,8 @@ static int connect_addr(const struct sockaddr *addr, socklen_t addr_len, int fam
     return -1;
 }
 
-static int connect_socket(const check_conn_target *t, uint64_t deadline_ms, char *why,
-                          size_t why_len)
+static int connect_socket(const check_conn_target *t, uint64_t deadline_ms, uint64_t timeout_ms,
+                          char *why, size_t why_len)
 {
     if (t->is_unix) {
         struct sockaddr_un sun;
@@ -173,8 +172,8 @@ static int connect_socket(const check_conn_target *t, uint64_t deadline_ms, char
             return -1;
         }
         memcpy(sun.sun_path, t->path, strlen(t->path) + 1);
-        return connect_addr((const struct sockaddr *)&sun, sizeof(sun), AF_UNIX, deadline_ms, why,
-                            why_len);
+        return connect_addr((const struct sockaddr *)&sun, sizeof(sun), AF_UNIX, deadline_ms,
+                            timeout_ms, why, why_len);
     }
     char port[16];
     snprintf(port, sizeof(port), "%d", t->port);
@@ -189,7 +188,8 @@ static int connect_socket(const check_conn_target *t, uint64_t deadline_ms, char
     }
     int fd = -1;
     for (struct addrinfo *a = list; a != NULL && fd < 0; a = a->ai_next)
-        fd = connect_addr(a->ai_addr, a->ai_addrlen, a->ai_family, deadline_ms, why, why_len);
+        fd = connect_addr(a->ai_addr, a->ai_addrlen, a->ai_family, deadline_ms, timeout_ms, why,
+                          why_len);
     freeaddrinfo(list);
     return fd;
 }
@@ -236,12 +236,10 @@ int check_conn_open(const check_conn_target *t, uint64_t timeout_ms, check_conn 
     }
     redlock__alloc_init(&c->alloc, NULL, NULL);
     uint64_t deadline = now_ms() + timeout_ms;
-    c->fd = connect_socket(t, deadline, why, why_len);
+    c->fd = connect_socket(t, deadline, timeout_ms, why, why_len);
     int rc = c->fd >= 0 ? CHECK_CONN_OK : CHECK_CONN_FAILED;
     if (rc == CHECK_CONN_OK && t->tls != NULL)
         rc = handshake(c, t->tls, t->host, deadline, why, why_len);
-    if (c->fd < 0 && errno == ETIMEDOUT)
-        snprintf(why, why_len, "no connection within %llu ms", (unsigned long long)timeout_ms);
     if (rc == CHECK_CONN_TIMEOUT)
         snprintf(why, why_len, "no TLS handshake within %llu ms", (unsigned long long)timeout_ms);
     if (rc != CHECK_CONN_OK) {
@@ -252,11 +250,20 @@ int check_conn_open(const check_conn_target *t, uint64_t timeout_ms, check_conn 
     return CHECK_CONN_OK;
 }
 
-/* Feed read bytes to the reply parser, through the TLS layer when there is one. */
+/* Give plaintext to the reply parser. */
+static int parse_bytes(check_conn *c, const char *data, size_t len, char *why, size_t why_len)
+{
+    if (redisReaderFeed(c->reader, data, len) == REDIS_OK)
+        return CHECK_CONN_OK;
+    snprintf(why, why_len, "%s", c->reader->err != 0 ? c->reader->errstr : "out of memory");
+    return CHECK_CONN_FAILED;
+}
+
+/* Read bytes to the reply parser, through the TLS layer when there is one. */
 static int take_bytes(check_conn *c, const char *buf, size_t len, char *why, size_t why_len)
 {
     if (c->tls == NULL)
-        return redisReaderFeed(c->reader, buf, len) == REDIS_OK ? CHECK_CONN_OK : CHECK_CONN_FAILED;
+        return parse_bytes(c, buf, len, why, why_len);
     if (redlock__tls_feed(c->tls, buf, len) != 0) {
         snprintf(why, why_len, "out of memory");
         return CHECK_CONN_FAILED;
@@ -264,16 +271,12 @@ static int take_bytes(check_conn *c, const char *buf, size_t len, char *why, siz
     for (;;) {
         const char *plain;
         size_t plain_len;
-        char reason[256];
-        int r = redlock__tls_read(c->tls, &plain, &plain_len, reason, sizeof(reason));
-        if (r == 0)
-            return CHECK_CONN_OK;
-        if (r < 0) {
-            snprintf(why, why_len, "%s", reason);
-            return CHECK_CONN_FAILED;
-        }
-        if (redisReaderFeed(c->reader, plain, plain_len) != REDIS_OK)
-            return CHECK_CONN_FAILED;
+        int r = redlock__tls_read(c->tls, &plain, &plain_len, why, why_len);
+        if (r <= 0)
+            return r == 0 ? CHECK_CONN_OK : CHECK_CONN_FAILED;
+        int rc = parse_bytes(c, plain, plain_len, why, why_len);
+        if (rc != CHECK_CONN_OK)
+            return rc;
     }
 }
 
@@ -289,16 +292,12 @@ int check_conn_command(check_conn *c, int argc, const char **argv, const size_t 
         return CHECK_CONN_FAILED;
     }
     int rc;
-    if (c->tls == NULL) {
+    if (c->tls == NULL)
         rc = send_all(c, cmd, (size_t)len, deadline, why, why_len);
-    } else {
-        char reason[256];
-        rc = redlock__tls_write(c->tls, cmd, (size_t)len, reason, sizeof(reason)) == 0
-                 ? flush_tls(c, deadline, why, why_len)
-                 : CHECK_CONN_FAILED;
-        if (rc == CHECK_CONN_FAILED && c->out.len == 0)
-            snprintf(why, why_len, "%s", reason);
-    }
+    else if (redlock__tls_write(c->tls, cmd, (size_t)len, why, why_len) != 0)
+        rc = CHECK_CONN_FAILED;
+    else
+        rc = flush_tls(c, deadline, why, why_len);
     redisFreeCommand(cmd);
     char buf[READ_CHUNK];
     while (rc == CHECK_CONN_OK) {
@@ -314,11 +313,8 @@ int check_conn_command(check_conn *c, int argc, const char **argv, const size_t 
         }
         size_t got;
         rc = recv_some(c, buf, sizeof(buf), &got, deadline, why, why_len);
-        if (rc == CHECK_CONN_OK) {
+        if (rc == CHECK_CONN_OK)
             rc = take_bytes(c, buf, got, why, why_len);
-            if (rc == CHECK_CONN_FAILED && c->reader->err != 0)
-                snprintf(why, why_len, "protocol error: %s", c->reader->errstr);
-        }
     }
     /* A TLS 1.3 server that refuses the client's certificate (or wants one) says so after the
      * handshake, then closes: the first command's failure is that refusal. */

@@ -849,7 +849,10 @@ static void valgrind_clean(void **state)
     char dup[512];
     snprintf(dup, sizeof(dup), "%s,%s", shared.servers[0].url, shared.servers[0].url);
     valgrind_run(valgrind, 64, ARGS("-n", dup, "acquire", "cli:vg"));
-    valgrind_run(valgrind, 64, ARGS("-n", "rediss://127.0.0.1:1", "check"));
+    /* check's TLS context: made and freed (nothing listens on port 1), or refused. */
+    valgrind_run(valgrind, 69, ARGS("-n", "rediss://127.0.0.1:1", "check"));
+    valgrind_run(valgrind, 64,
+                 ARGS("--tls-ca", "/nonexistent/ca.pem", "-n", "rediss://127.0.0.1:1", "check"));
 }
 
 int main(void)

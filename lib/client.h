@@ -16,6 +16,11 @@
 
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 #define REDLOCK__WAITER_BYTES 8 /* a waiter's id in a resource's queue: 64 random bits, in hex */
+/* A lock's token up to this many bytes is kept in the lock itself (the library's own, 32 hex
+ * digits, and a caller's UUID fit); a longer caller's token gets an allocation of its own. */
+#define REDLOCK__TOKEN_INLINE 47
+_Static_assert(2 * REDLOCK__TOKEN_BYTES <= REDLOCK__TOKEN_INLINE,
+               "the library's tokens fit inline");
 /* Freed rounds, and freed operations, a client keeps for its next ones (ops.c): this many of
  * each, or as many as it has in use if that is more. */
 #define REDLOCK__SPARES_KEPT 8
@@ -119,7 +124,8 @@ struct redlock_lock {
     size_t waiter_len;
     char waiter[2 * REDLOCK__WAITER_BYTES + 1];
     size_t token_len;
-    char token[REDLOCK_TOKEN_MAX + 1];
+    char *token; /* NUL-terminated: token_small, or its own allocation (redlock__lock_set_token) */
+    char token_small[REDLOCK__TOKEN_INLINE + 1];
 };
 
 /* Makes the io for a new client (io.h): the libuv one, or the simulator's. */
@@ -202,6 +208,9 @@ const char *redlock__lock_key(const redlock_lock *lock, unsigned i, size_t *len)
 bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len);
 void redlock__lock_ref(redlock_lock *lock);
 void redlock__lock_unref(redlock_lock *lock);
+/* Set the lock's token (1..REDLOCK_TOKEN_MAX bytes, NUL-terminated in the lock). Returns 0, or
+ * REDLOCK_ENOMEM (the token unchanged). */
+int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len);
 /* Free every handle still alive; the client is going away. */
 void redlock__lock_free_all(redlock_client *c);
 

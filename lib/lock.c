@@ -30,8 +30,27 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
     lock->key_hash = redlock__hash(lock->key, lock->key_len);
     lock->client = c;
     lock->refs = 1;
+    lock->token = lock->token_small;
     redlock__list_push(&c->locks, &lock->link);
     return lock;
+}
+
+int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len)
+{
+    char *to = lock->token_small;
+    if (len > REDLOCK__TOKEN_INLINE) {
+        to = lock->token != lock->token_small ? lock->token : NULL;
+        if (to == NULL &&
+            (to = redlock__malloc(&lock->client->alloc, REDLOCK_TOKEN_MAX + 1)) == NULL)
+            return REDLOCK_ENOMEM;
+    }
+    if (to != lock->token && lock->token != lock->token_small)
+        redlock__free(&lock->client->alloc, lock->token);
+    memcpy(to, token, len);
+    to[len] = '\0';
+    lock->token = to;
+    lock->token_len = len;
+    return 0;
 }
 
 redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resources,
@@ -86,6 +105,8 @@ static void lock_destroy(redlock_lock *lock)
     redlock__free(&c->alloc, lock->more);
     redlock__free(&c->alloc, lock->queue_keys);
     redlock__free(&c->alloc, lock->key);
+    if (lock->token != lock->token_small)
+        redlock__free(&c->alloc, lock->token);
     redlock__free(&c->alloc, lock);
 }
 
@@ -208,11 +229,11 @@ int redlock_lock_attach(redlock_client *c, const void *resource, size_t len, con
     if (ttl_ms > REDLOCK_TTL_MAX_MS)
         return redlock__client_error(c, REDLOCK_EINVAL, "ttl_ms is out of range");
     redlock_lock *lock = redlock__lock_new(c, resource, len);
-    if (lock == NULL)
+    if (lock == NULL || redlock__lock_set_token(lock, token, token_len) != 0) {
+        if (lock != NULL)
+            redlock__lock_unref(lock);
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
-    memcpy(lock->token, token, token_len);
-    lock->token[token_len] = '\0';
-    lock->token_len = token_len;
+    }
     lock->ttl_ms = ttl_ms;
     lock->attached = true;
     lock->deadline_us = UINT64_MAX; /* unknown: extend is not refused as expired */

@@ -596,12 +596,12 @@ static void hex(char *out, const unsigned char *in, size_t n)
 static int new_token(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__TOKEN_BYTES];
+    char text[2 * REDLOCK__TOKEN_BYTES + 1];
     int rc = c->io->ops->random(c->io, raw, sizeof(raw));
     if (rc != 0)
         return REDLOCK_ENOMEM;
-    hex(lock->token, raw, sizeof(raw));
-    lock->token_len = 2 * sizeof(raw);
-    return 0;
+    hex(text, raw, sizeof(raw));
+    return redlock__lock_set_token(lock, text, 2 * sizeof(raw)); /* inline: never fails */
 }
 
 /* The attempt's last round was won (the acquire, or a fenced acquire's commit): the lock is
@@ -1384,9 +1384,10 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
     lock->fencing = opts->fencing;
     lock->fence_commit = opts->fence_commit;
     if (opts->token != NULL) {
-        memcpy(lock->token, opts->token, opts->token_len);
-        lock->token_len = opts->token_len;
-        lock->token[lock->token_len] = '\0';
+        if ((rc = redlock__lock_set_token(lock, opts->token, opts->token_len)) != 0) {
+            redlock__lock_unref(lock);
+            return redlock__client_error(c, rc, "out of memory");
+        }
         lock->caller_token = true;
     } else if ((rc = new_token(c, lock)) != 0) {
         redlock__lock_unref(lock);

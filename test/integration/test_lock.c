@@ -140,6 +140,51 @@ static void binary_token_is_stored_exactly(void **state)
     h_env_stop(&env);
 }
 
+/* Tokens longer than the lock keeps inline (48 bytes and REDLOCK_TOKEN_MAX, the longest) are
+ * stored byte for byte, renewed and released, and a handle attached by another client with the
+ * same long token releases the key. */
+static void long_tokens_are_stored_exactly(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *a = h_client(&env, NULL);
+    redlock_client *b = h_client(&env, NULL);
+    static const size_t lens[] = {48, REDLOCK_TOKEN_MAX};
+    for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        char token[REDLOCK_TOKEN_MAX];
+        for (size_t i = 0; i < lens[k]; i++)
+            token[i] = (char)('a' + (i * 7 + k) % 26);
+        redlock_lock_opts lo;
+        redlock_lock_opts_init(&lo);
+        lo.token = token;
+        lo.token_len = lens[k];
+        h_record rec, ext, rel;
+        assert_int_equal(h_acquire(&env, a, "lock:longtok", 5000, &lo, &rec), 0);
+        size_t len = 0;
+        assert_memory_equal(redlock_lock_token(rec.lock, &len), token, lens[k]);
+        assert_int_equal(len, lens[k]);
+        assert_int_equal(redlock_lock_token(rec.lock, NULL)[len], '\0');
+        assert_token_everywhere(&env, "lock:longtok", 12, token, lens[k], 5000);
+        /* The extend's script compares the whole token on each node (it decides at a quorum;
+         * the release below waits for every node). */
+        assert_int_equal(h_extend(&env, rec.lock, 8000, 0, &ext), 0);
+        assert_true(ext.votes_yes >= N / 2 + 1);
+        /* Another client's handle on the same token. */
+        redlock_lock *attached = NULL;
+        assert_int_equal(redlock_lock_attach(b, "lock:longtok", 12, token, lens[k], 0, &attached),
+                         0);
+        assert_memory_equal(redlock_lock_token(attached, NULL), token, lens[k]);
+        assert_int_equal(h_release(&env, attached, &rel), 0);
+        assert_int_equal(rel.votes_yes, N);
+        assert_key_nowhere(&env, "lock:longtok", 12);
+        redlock_lock_free(attached);
+        redlock_lock_free(rec.lock);
+    }
+    h_close_client(&env, b);
+    h_env_stop(&env);
+}
+
 /* 2. a held lock refuses a second client until released. */
 static void held_lock_refuses_second_client_until_release(void **state)
 {
@@ -602,6 +647,7 @@ int main(void)
         H_TEST(tokens_are_random),
         H_TEST(release_with_wrong_token_deletes_nothing),
         H_TEST(binary_token_is_stored_exactly),
+        H_TEST(long_tokens_are_stored_exactly),
         H_TEST(held_lock_refuses_second_client_until_release),
         H_TEST(lock_is_free_again_after_ttl),
         H_TEST(resource_names_are_binary_safe),

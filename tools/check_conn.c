@@ -10,7 +10,6 @@
 #include "check_conn.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -164,15 +163,15 @@ static int connect_socket(const check_conn_target *t, uint64_t deadline_ms, uint
                           char *why, size_t why_len)
 {
     if (t->is_unix) {
-        struct sockaddr_un sun;
-        memset(&sun, 0, sizeof(sun));
-        sun.sun_family = AF_UNIX;
-        if (strlen(t->path) >= sizeof(sun.sun_path)) {
+        struct sockaddr_un local;
+        memset(&local, 0, sizeof(local));
+        local.sun_family = AF_UNIX;
+        if (strlen(t->path) >= sizeof(local.sun_path)) {
             snprintf(why, why_len, "the socket path is too long");
             return -1;
         }
-        memcpy(sun.sun_path, t->path, strlen(t->path) + 1);
-        return connect_addr((const struct sockaddr *)&sun, sizeof(sun), AF_UNIX, deadline_ms,
+        memcpy(local.sun_path, t->path, strlen(t->path) + 1);
+        return connect_addr((const struct sockaddr *)&local, sizeof(local), AF_UNIX, deadline_ms,
                             timeout_ms, why, why_len);
     }
     char port[16];

@@ -191,20 +191,8 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool start
     return (int)cl->n_conns - 1;
 }
 
-/* The port of master m for this cluster's kind of connection, or 0. CLUSTER SHARDS names a
- * master's TLS port "tls-port" (Redis 7 does so only with tls-cluster yes); CLUSTER SLOTS and
- * MOVED give the port for a connection like the one that asked, which is TLS here. */
-static int master_port(const redlock__cluster *cl, const redlock__cluster_master *m)
-{
-    if (!cl->cfg.url->tls)
-        return m->port;
-    if (m->tls_port != 0)
-        return m->tls_port;
-    return cl->use_slots || m->id == NULL ? m->port : 0;
-}
-
 /* The conn of the master owning slot: its index, -1 when no master owns it, -2 out of memory,
- * -3 when the map has no port for this kind of connection (see master_port). */
+ * -3 when the map has no port for this kind of connection (redlock__cluster_master_port). */
 static int conn_of_slot(redlock__cluster *cl, unsigned slot)
 {
     int m = redlock__cluster_map_master(&cl->map, slot);
@@ -222,7 +210,7 @@ static int conn_of_slot(redlock__cluster *cl, unsigned slot)
     }
     if (cl->conn_of_master[m] < 0) {
         const redlock__cluster_master *master = &cl->map.masters[m];
-        int port = master_port(cl, master);
+        int port = redlock__cluster_master_port(master, cl->cfg.url->tls, cl->use_slots);
         if (port == 0)
             return -3;
         cl->conn_of_master[m] = conn_get(cl, master->host, port, true);

@@ -570,3 +570,12 @@ int redlock__cluster_parse_redirect(const char *text, size_t len, redlock__redir
     out->host[host_len] = '\0';
     return 1;
 }
+
+int redlock__cluster_master_port(const redlock__cluster_master *m, bool tls, bool from_slots)
+{
+    if (!tls)
+        return m->port;
+    if (m->tls_port != 0)
+        return m->tls_port;
+    return from_slots || m->id == NULL ? m->port : 0;
+}

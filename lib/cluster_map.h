@@ -77,6 +77,12 @@ int redlock__cluster_map_load_slots(redlock__cluster_map *map, const redisReply 
 /* The index of the master owning slot, or -1 when no master owns it (or slot > 16383). */
 int redlock__cluster_map_master(const redlock__cluster_map *map, unsigned slot);
 
+/* The port of master m for a connection of the given kind, or 0 when the map has none. CLUSTER
+ * SHARDS names a master's TLS port "tls-port" (Redis 7 does so only with tls-cluster yes);
+ * CLUSTER SLOTS (from_slots: the map was loaded from it) and MOVED (a master without an id) give
+ * the port for a connection like the one that asked, which is TLS when tls is. */
+int redlock__cluster_master_port(const redlock__cluster_master *m, bool tls, bool from_slots);
+
 /* Apply "MOVED slot host:port": slot now belongs to the master at host:port (the same host
  * byte for byte, case aside, and port equal to its port or TLS port), which is added, with no
  * id, when the map does not have it. A master left with no slots stays in the list until the

@@ -38,13 +38,10 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
 int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len)
 {
     char *to = lock->token_small;
-    if (len > REDLOCK__TOKEN_INLINE) {
-        to = lock->token != lock->token_small ? lock->token : NULL;
-        if (to == NULL &&
-            (to = redlock__malloc(&lock->client->alloc, REDLOCK_TOKEN_MAX + 1)) == NULL)
-            return REDLOCK_ENOMEM;
-    }
-    if (to != lock->token && lock->token != lock->token_small)
+    if (len > REDLOCK__TOKEN_INLINE &&
+        (to = redlock__malloc(&lock->client->alloc, len + 1)) == NULL)
+        return REDLOCK_ENOMEM;
+    if (lock->token != lock->token_small)
         redlock__free(&lock->client->alloc, lock->token);
     memcpy(to, token, len);
     to[len] = '\0';

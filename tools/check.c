@@ -785,10 +785,9 @@ static int make_tls(checker *ck, unsigned n, const redlock_options *tls_opts)
         any = any || ck->nodes[i].url.tls;
     if (!any)
         return 0;
-    static redlock__alloc alloc; /* outlives the context: the check's whole run */
-    redlock__alloc_init(&alloc, NULL, NULL);
+    redlock__alloc_init(&ck->tls_alloc, NULL, NULL);
     char err[512];
-    int rc = redlock__tls_ctx_new(tls_opts, &alloc, &ck->tls, err, sizeof(err));
+    int rc = redlock__tls_ctx_new(tls_opts, &ck->tls_alloc, &ck->tls, err, sizeof(err));
     if (rc == REDLOCK_ENOMEM) {
         fprintf(stderr, "redlock: out of memory\n");
         return EXIT_OSERR;

@@ -95,8 +95,9 @@ typedef struct checker {
     char probe_key[CHECK_KEY_LEN]; /* the plain nodes' */
     char probe_token[2 * TOOL_TOKEN_BYTES + 1];
     node_check *nodes;
-    notes warnings;        /* about the deployment as a whole */
-    redlock__tls_ctx *tls; /* made from the --tls-* options when a node is TLS; else NULL */
+    notes warnings;           /* about the deployment as a whole */
+    redlock__tls_ctx *tls;    /* made from the --tls-* options when a node is TLS; else NULL */
+    redlock__alloc tls_alloc; /* the context's memory (the library's allocator, libc's) */
 } checker;
 
 /* Add a sentence to n (dropped once n has CHECK_MAX_NOTES). */

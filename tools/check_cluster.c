@@ -246,18 +246,6 @@ static void choose_probe_keys(const checker *ck, node_check *nc, const redlock__
                        (unsigned)tries);
 }
 
-/* The port of a master for the URL's kind of connection, as the client picks it (lib/cluster.c):
- * in TLS the "tls-port" CLUSTER SHARDS gives (Redis 7 gives it only with tls-cluster yes), or the
- * port CLUSTER SLOTS gives (a port for the kind of connection that asked); 0 when there is none. */
-static int master_port(const node_check *nc, const redlock__cluster_master *m, bool used_slots)
-{
-    if (!nc->url.tls)
-        return m->port;
-    if (m->tls_port != 0)
-        return m->tls_port;
-    return used_slots || m->id == NULL ? m->port : 0;
-}
-
 /* check_server on every master that owns slots, as the client reaches it: its address from the
  * map (the port for the URL's kind of connection), the URL's user and password, TLS for a
  * clusters:// URL, the cluster's timeout. They are listed in slot order (the master of the
@@ -290,7 +278,7 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
         server_check *sc = &nc->servers[k++];
         check_server_init(sc, timeout_ms);
         sc->host = master->host;
-        sc->port = master_port(nc, master, used_slots);
+        sc->port = redlock__cluster_master_port(master, nc->url.tls, used_slots);
         sc->user = nc->url.user;
         sc->password = nc->url.password;
         sc->tls = nc->url.tls ? ck->tls : NULL;

@@ -197,11 +197,10 @@ static int connect_socket(const check_conn_target *t, uint64_t deadline_ms, uint
 static int handshake(check_conn *c, redlock__tls_ctx *tls, const char *host, uint64_t deadline_ms,
                      char *why, size_t why_len)
 {
-    char reason[256];
-    if (redlock__tls_new(tls, host, NULL, &c->tls, reason, sizeof(reason)) != 0) {
-        snprintf(why, why_len, "%s", reason);
+    if (redlock__tls_new(tls, host, NULL, &c->tls, why, why_len) != 0)
         return CHECK_CONN_FAILED;
-    }
+    /* The handshake's reason apart: sending its last records (an alert) may fail too. */
+    char reason[256];
     char buf[READ_CHUNK];
     for (;;) {
         int h = redlock__tls_handshake(c->tls, reason, sizeof(reason));

@@ -112,13 +112,13 @@ struct redlock_lock {
     redlock__span *more;
     unsigned n_more;
     /* Fair turns (ops.c, "queue"): set while an acquire with a wait (and notifications) takes it
-     * through the resource's queue, and kept for the lock's release. queue_keys holds the queue's
-     * name, the deadlines' name and the waiter's own channel, each NUL-terminated
-     * (REDLOCK__QUEUE_SUFFIX, _DUE_SUFFIX, ops.c). */
+     * through its keys' queues, and kept for the lock's release. channels holds its queue's
+     * channel (its first key's queue name) and its own (that, ":" and its id), each
+     * NUL-terminated (ops.c, queue_join). */
     bool queued;
-    bool channel_watched;       /* its own channel (queue name + ":" + waiter id) is subscribed */
-    bool queue_channel_watched; /* and the queue's (the queue's name) */
-    char *queue_keys;
+    bool channel_watched;       /* its own channel is subscribed */
+    bool queue_channel_watched; /* and the queue's */
+    char *channels;
     uint64_t place_us;
     uint64_t place_ttl_ms; /* how long a node keeps its place after an attempt (ops.c) */
     size_t waiter_len;

@@ -38,6 +38,12 @@ struct redlock__req {
     /* A Redis Cluster's ASK redirect (cluster.c): the command goes preceded by ASKING, whose
      * reply the node reads and drops (it clears the flag then). Only a node of node.c reads it. */
     bool asking;
+    /* A waiter's acquire (redlock__cmd_per_node): 1 + the index of the node it goes to, which a
+     * grant made on that server names (so a grant counts for the node whose connection asked for
+     * it, whichever subscriber heard it), or 0 where no grant may be made (a cluster node that
+     * waits for replicas: a grant's SET is the releaser's, and no WAIT follows it). Set by the
+     * caller; the IO layer passes it to the encoder and may clear it, never set it. */
+    unsigned grant_tag;
 };
 
 typedef struct redlock__io_ops {

@@ -445,7 +445,8 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
             return;
         }
     }
-    if (redlock__cmd_append(req->cmd, true, redlock__stream_out(&n->stream), n->cfg.alloc) != 0) {
+    if (redlock__cmd_append_tagged(req->cmd, req->grant_tag, true, redlock__stream_out(&n->stream),
+                                   n->cfg.alloc) != 0) {
         complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
@@ -499,7 +500,7 @@ static void handle_reply(redlock__node *n, const redisReply *r, uint64_t now)
         return;
     }
     complete(n, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
-             redlock__cmd_has_data(req->cmd->kind) ? &data : NULL, now);
+             redlock__cmd_has_data(req->cmd) ? &data : NULL, now);
 }
 
 /* Whether the reader holds nothing: no byte of a reply it has not returned yet. */
@@ -664,7 +665,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     size_t before = out->len;
     static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
     if ((req->asking && redlock__buf_append(out, n->cfg.alloc, asking, sizeof(asking) - 1) != 0) ||
-        redlock__cmd_append(req->cmd, false, out, n->cfg.alloc) != 0) {
+        redlock__cmd_append_tagged(req->cmd, req->grant_tag, false, out, n->cfg.alloc) != 0) {
         out->len = before;
         req->asking = false;
         complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);

@@ -29,13 +29,24 @@ static redlock_client *sleepy_client(h_env *env, bool no_notify)
     return h_own_client(env, &opts);
 }
 
-/* Start a waiting acquire of key on c. */
-static void start_waiter(redlock_client *c, const char *key, h_record *rec)
+/* A sleepy waiter's place in a queue lasts 10 s after each attempt (ops.c, place_ttl_ms: its
+ * retry delay is longer than that cap). A grant sets the key for the whole ttl only for a ttl
+ * within what is left of the place. */
+#define PLACE_MS 10000
+#define GRANT_TTL_MS 5000
+
+/* Start a waiting acquire of key on c for ttl_ms. */
+static void start_waiter_for(redlock_client *c, const char *key, uint64_t ttl_ms, h_record *rec)
 {
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 2 * SLEEP_MS;
-    assert_int_equal(redlock_acquire(c, key, strlen(key), 30000, &lo, h_record_cb, rec), 0);
+    assert_int_equal(redlock_acquire(c, key, strlen(key), ttl_ms, &lo, h_record_cb, rec), 0);
+}
+
+static void start_waiter(redlock_client *c, const char *key, h_record *rec)
+{
+    start_waiter_for(c, key, 30000, rec);
 }
 
 /* Subscribers to the channel key on server i (PUBSUB NUMSUB). */
@@ -335,7 +346,8 @@ static void wait_channels(h_env *env, const char *pattern, size_t want)
 /* A holder of key that took it through the queue (an acquire with a wait), so its release runs
  * the queue's script; and a sleepy waiter of another client, queued on every node behind it and
  * listening on its own channel. */
-static redlock_client *queued_pair(h_env *env, const char *key, h_record *held, h_record *rec)
+static redlock_client *queued_pair(h_env *env, const char *key, uint64_t ttl_ms, h_record *held,
+                                   h_record *rec)
 {
     h_env_start(env, N, NULL);
     redlock_client *holder = h_client(env, NULL);
@@ -347,7 +359,7 @@ static redlock_client *queued_pair(h_env *env, const char *key, h_record *held, 
     snprintf(pattern, sizeof(pattern), "%s:queue:*", key);
     wait_channels(env, pattern, 0); /* the holder no longer listens on its own channel */
     redlock_client *w = sleepy_client(env, false);
-    start_waiter(w, key, rec);
+    start_waiter_for(w, key, ttl_ms, rec);
     h_wait_busy_rounds(env, w, 1);
     h_drain(env, w);
     wait_channels(env, pattern, 1);
@@ -364,7 +376,7 @@ static void release_grants_the_head_without_a_round(void **state)
     (void)state;
     h_env env;
     h_record held, rec = {0};
-    redlock_client *w = queued_pair(&env, "notify:grant", &held, &rec);
+    redlock_client *w = queued_pair(&env, "notify:grant", GRANT_TTL_MS, &held, &rec);
     uint64_t attempt_sent_before = redlock_now_us();
     long long calls[N];
     for (unsigned i = 0; i < N; i++)
@@ -379,9 +391,9 @@ static void release_grants_the_head_without_a_round(void **state)
     assert_true(rec.votes_yes >= N / 2 + 1);
     uint64_t since_attempt_ms = (rec.at_us - attempt_sent_before) / 1000;
     uint64_t validity = redlock_lock_validity_ms(rec.lock);
-    if (validity + since_attempt_ms > 30000)
-        fail_msg("validity %llu ms, %llu ms after the attempt was sent, of a 30000 ms ttl",
-                 (unsigned long long)validity, (unsigned long long)since_attempt_ms);
+    if (validity + since_attempt_ms > GRANT_TTL_MS)
+        fail_msg("validity %llu ms, %llu ms after the attempt was sent, of a %d ms ttl",
+                 (unsigned long long)validity, (unsigned long long)since_attempt_ms, GRANT_TTL_MS);
     size_t token_len = 0;
     const char *token = redlock_lock_token(rec.lock, &token_len);
     assert_true(h_wait_holding(&env, "notify:grant", 12, token, token_len, N, H_WAIT_MS));
@@ -404,7 +416,7 @@ static void grants_from_a_minority_are_no_lock(void **state)
     (void)state;
     h_env env;
     h_record held, rec = {0};
-    redlock_client *w = queued_pair(&env, "notify:minority", &held, &rec);
+    redlock_client *w = queued_pair(&env, "notify:minority", GRANT_TTL_MS, &held, &rec);
     for (unsigned i = 0; i < 3; i++) {
         redisReply *r = fixture_command(&env.cluster, i, "ZADD notify:minority:queue 1 gone");
         assert_non_null(r);

@@ -498,7 +498,7 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
                                 m->fence,
                                 NULL,
                                 NULL};
-    complete(p, req, m->vote, NULL, redlock__cmd_has_data(m->kind) ? &data : NULL);
+    complete(p, req, m->vote, NULL, redlock__cmd_has_data(req->cmd) ? &data : NULL);
     free(m);
 }
 

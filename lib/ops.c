@@ -133,6 +133,7 @@ struct round {
 static bool round_check(round *r);
 static void op_deliver(op *o);
 static void op_wake(redlock_client *c, op *o, uint64_t delay_us);
+static void attempt_late_yes(op *o);
 
 /* ---- rounds ---------------------------------------------------------------------------------- */
 
@@ -285,16 +286,16 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         }
     }
     r->outstanding--;
-    /* A late answer to an attempt that lost keeping its token: anything but a no may have set
-     * the key for it there, so the waiter retries at once and claims it (ACQUIRE_QUEUED). */
-    op *o = r->op;
-    if (r->state == ROUND_DONE && o != NULL && o->round == r && o->w != NULL && o->w->token_kept &&
-        o->state == OP_RETRYING && vote != REDLOCK_VOTE_NO)
-        op_wake(r->client, o, 0);
     if (r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
         redlock_round_vote_counter(&r->q, i, vote, data != NULL ? data->counter : 0, now_us);
     else
         redlock_round_vote(&r->q, i, vote, now_us);
+    /* A late yes to a waiter's attempt that lost keeping its token: the node set its key after
+     * the round was decided, so a quorum may be in reach sooner than its retry was planned. */
+    op *o = r->op;
+    if (r->state == ROUND_DONE && o != NULL && o->round == r && o->w != NULL && o->w->token_kept &&
+        o->state == OP_RETRYING && vote == REDLOCK_VOTE_YES)
+        attempt_late_yes(o);
     /* Completions can nest (a callback closes the client, which fails every request): only the
      * outermost one acts on the round and may free it. */
     if (r->state != ROUND_OPEN) {
@@ -742,12 +743,48 @@ static uint64_t retry_due_us(op *o, uint64_t now)
     return o->wait_deadline_us != 0 && due > o->wait_deadline_us ? o->wait_deadline_us : due;
 }
 
+/* Release the keys of o's lost attempt everywhere (the release of a lost attempt: it wakes
+ * nobody; leave: o waits no more) and forget what grants told of them; then o's next attempt
+ * gets a token of its own: the release of a lost attempt can reach a node late (written on a
+ * connection that was then dropped, it may be applied after the next attempt's SET on the new
+ * one); with the same token it would delete the winner's key. Returns 0, or the error of a token
+ * that could not be made (o then waits no more: it has left the queues). */
+static int attempt_release(op *o, uint64_t now, bool leave, bool new_token_wanted)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    if (o->w != NULL) {
+        o->w->token_kept = false;
+        waiter_forget_grants(o->w, c->n_nodes);
+        o->w->grant_after_us = now;
+    }
+    release_everywhere(c, lock, leave, false);
+    if (lock->caller_token || !new_token_wanted)
+        return 0;
+    int rc = new_token(c, lock);
+    if (rc != 0 && !leave) /* it waits no more: out of the queue too (nothing to delete) */
+        release_everywhere(c, lock, true, false);
+    return rc;
+}
+
+/* The waiter o, asleep after an attempt that lost keeping its token, heard a late yes to it: the
+ * node set its key after the round was decided, so the attempt did not leave nothing behind
+ * after all. It is released as any lost attempt that held keys (o sleeps on as planned). */
+static void attempt_late_yes(op *o)
+{
+    uint64_t now = redlock__client_now(o->client);
+    int rc = attempt_release(o, now, false, true);
+    if (rc != 0) {
+        redlock__client_timer_stop(o->client, &o->timer);
+        op_complete(o, rc);
+    }
+}
+
 /* The attempt is lost (status): release its key everywhere (unless it keeps its token), then
  * retry or give up. */
 static void lock_attempt_lost(op *o, int status)
 {
     redlock_client *c = o->client;
-    redlock_lock *lock = o->lock;
     waiter *w = o->w;
     uint64_t now = redlock__client_now(c);
     bool retry = !c->closing && op_may_retry(o, now);
@@ -758,23 +795,10 @@ static void lock_attempt_lost(op *o, int status)
         if (grant_check(o)) /* grants heard while the attempt was out: a quorum, won */
             return;
     } else {
-        if (w != NULL) {
-            waiter_forget_grants(w, c->n_nodes);
-            w->grant_after_us = now;
-        }
-        release_everywhere(c, lock, !retry, false);
-        /* Every attempt gets a token of its own: the release of a lost attempt can reach a
-         * node late (written on a connection that was then dropped, it may be applied after the
-         * next attempt's SET on the new one); with the same token it would delete the winner's
-         * key. */
-        if (!lock->caller_token && status != REDLOCK_ENOMEM) {
-            int rc = new_token(c, lock);
-            if (rc != 0) {
-                if (retry) /* it waits no more: out of the queue too (nothing to delete) */
-                    release_everywhere(c, lock, true, false);
-                op_complete(o, rc);
-                return;
-            }
+        int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);
+        if (rc != 0) {
+            op_complete(o, rc);
+            return;
         }
     }
     if (retry) {

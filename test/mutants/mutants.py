@@ -45,6 +45,15 @@ def pitfall(program, cases="*"):
     return {"program": "test/pitfalls/test-pitfall-" + program, "env": {"H_TEST_FILTER": cases}}
 
 
+def fault(program, cases="*"):
+    return {"program": "test/fault/test-fault-" + program, "env": {"H_TEST_FILTER": cases}}
+
+
+def auth(program, cases="*"):
+    return {"program": "test/auth/test-" + program,
+            "env": {"H_TEST_FILTER": cases, "REDLOCK_DOCS": "../src/docs"}}
+
+
 def torture(seconds=10):
     return {"program": "test/torture/torture", "args": ["--seconds", str(seconds)]}
 
@@ -464,14 +473,21 @@ MUTANTS = [
     },
     {
         "name": "queue-head-ignored",
-        "what": "a waiter's acquire script grants the free key to any waiter, not the queue's "
-                "head: turns no longer follow the order the waiters began to wait in",
-        "edits": [("lib/scripts.c",
-                   '    "if not v and (not head or head == ARGV[3]) then\\n"',
-                   '    "if not v and true then\\n"'),
-                  ("lib/scripts.c",
-                   '"032468e6d2b2ac9df6a30e03830f7c72b2e6c61c"',
-                   '"3f0adf41dacfa87f585a7146ed9e76c64c2b9c90"')],
+        "what": "a waiter's acquire script takes a free key for any waiter, not the queue's head: "
+                "turns no longer follow the order the waiters began to wait in",
+        "edits": [("lib/lua/acquire_queued.lua",
+                   "        if v or (h and h ~= me) then",
+                   "        if v then")],
+        "killers": [integration("scripts", "queued_scripts_grant_the_head_only")],
+    },
+    {
+        "name": "queue-order-by-arrival",
+        "what": "a waiter's place in the queue is when its attempt reached the node, not when it "
+                "began to wait: the nodes order the same waiters differently, and a waiter that "
+                "asked again later never moves up",
+        "edits": [("lib/lua/acquire_queued.lua",
+                   'redis.call("zadd", q, "nx", ARGV[4], me)',
+                   'redis.call("zadd", q, "nx", now, me)')],
         "killers": [integration("scripts", "queued_scripts_grant_the_head_only")],
     },
     {
@@ -479,8 +495,8 @@ MUTANTS = [
         "what": "a waiter whose wait ran out keeps its place in the queue: every release names it, "
                 "and the waiters behind it sleep out their retry delay",
         "edits": [("lib/ops.c",
-                   "    release_everywhere(c, lock, !retry);",
-                   "    release_everywhere(c, lock, false);")],
+                   "        int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);",
+                   "        int rc = attempt_release(o, now, false, status != REDLOCK_ENOMEM);")],
         "killers": [integration("notify", "waiter_that_gives_up_leaves_the_queue")],
     },
     {
@@ -497,57 +513,141 @@ MUTANTS = [
         "what": "a release that has a next head wakes a waiter of every client, as before the "
                 "queue (it tells the queue's channel, and clients ignore the head it names): all "
                 "of them retry, and all but one lose",
-        "edits": [("lib/scripts.c",
-                   '    "if type(told) ~= \\"number\\" or told == 0 then\\n"',
-                   '    "if true then\\n"'),
-                  ("lib/scripts.c",
-                   '"1dff47f26f9d7882d269481a995a205b81977ba7"',
-                   '"ca407c4d59f7fdfc0853eaa7f09000a6b60d41d3"'),
+        "edits": [("lib/lua/release_queued.lua",
+                   'if type(told) ~= "number" or told == 0 then',
+                   "if true then"),
                   ("lib/ops.c",
-                   "            if (head == NULL)\n"
-                   "                return; /* another client's waiter is next */\n",
-                   "            head = NULL;\n")],
+                   "            if (head != NULL) /* else another client's waiter is next */\n"
+                   "                op_wake(c, head, 0);\n",
+                   "            op_wake(c, o, 0);\n")],
         "killers": [integration("scripts", "queued_scripts_grant_the_head_only"),
                     integration("notify", "turns_across_clients_follow_the_queue")],
     },
     {
         "name": "grant-to-a-head-nobody-hears",
         "what": "a release grants the key to the queue's head even when nobody listens on its "
-                "channel: a waiter whose client vanished holds the key for a whole ttl",
-        "edits": [("lib/scripts.c",
-                   '"    if type(subs) == \\"table\\" and tonumber(subs[2]) > 0 then\\n"',
-                   '"    if type(subs) == \\"table\\" and tonumber(subs[2]) >= 0 then\\n"'),
-                  ("lib/scripts.c",
-                   '"1dff47f26f9d7882d269481a995a205b81977ba7"',
-                   '"74babf9a0b92ff03018d705c334196afd74c2fdf"')],
+                "channel: a waiter whose client vanished holds the key",
+        "edits": [("lib/lua/queue.lua",
+                   'type(subs[2]) == "number" and subs[2] > 0',
+                   'type(subs[2]) == "number" and subs[2] >= 0')],
         "killers": [integration("scripts", "queued_release_grants_a_listening_head")],
     },
     {
         "name": "grant-record-outlives-its-release",
         "what": "the release of a waiter's lost attempt keeps its grant record: a later release "
                 "sets the key to a token the waiter has given up",
-        "edits": [("lib/scripts.c",
-                   '    "    redis.call(\\"hdel\\", KEYS[3], ARGV[2] .. \\":g\\")\\n"',
-                   '    ""'),
-                  ("lib/scripts.c",
-                   '"1dff47f26f9d7882d269481a995a205b81977ba7"',
-                   '"cbd8c32972ce0d567a4c3b6ed516ee72bd5794be"')],
+        "edits": [("lib/lua/release_queued.lua",
+                   '        redis.call("hdel", d, me .. ":g")\n',
+                   "")],
         "killers": [integration("scripts", "queued_release_grants_a_listening_head")],
     },
     {
         "name": "grant-counts-for-every-node",
         "what": "one node's grant is counted as every node's: grants from a minority make a lock",
         "edits": [("lib/ops.c",
-                   "    o->granted |= bit;",
-                   "    o->granted |= (UINT64_C(1) << o->client->n_nodes) - 1;")],
+                   "        w->granted |= UINT64_C(1) << tag;",
+                   "        w->granted |= (UINT64_C(1) << c->n_nodes) - 1;")],
         "killers": [integration("notify", "grants_from_a_minority_are_no_lock")],
+    },
+    {
+        # The first finding of the grants issue: one PUBLISH heard on two subscribers of one
+        # server (listed twice, or a cluster, or a replica) was two grants.
+        "name": "grant-counted-per-subscriber",
+        "what": "a grant counts for the node whose subscriber heard it, not the node whose "
+                "connection sent the attempt: one server listed twice makes two yes votes",
+        "edits": [("lib/ops.c",
+                   "static void op_granted(op *o, const char *message, size_t len)\n",
+                   "static void op_granted(op *o, const char *message, size_t len, unsigned sub)\n"),
+                  ("lib/ops.c",
+                   "        key >= w->n_keys)\n        return;\n",
+                   "        key >= w->n_keys)\n        return;\n    tag = sub;\n"),
+                  ("lib/ops.c",
+                   "                op_granted(o, message, message_len);",
+                   "                op_granted(o, message, message_len, node);")],
+        "killers": [fault("grants", "server_listed_twice_counts_once")],
+    },
+    {
+        "name": "grant-without-replica-wait",
+        "what": "a cluster node with wait_replicas takes grant records: a grant counts with no "
+                "replica having the key, and a failover loses it under a valid lock",
+        "edits": [("lib/cluster.c",
+                   ".grant_tag = cl->replica_wait > 0 ? 0 : cr->outer->grant_tag};",
+                   ".grant_tag = cr->outer->grant_tag};")],
+        "killers": [integration("cluster", "grant_waits_for_replicas")],
+    },
+    {
+        "name": "grant-for-the-full-ttl-to-a-half-open-waiter",
+        "what": "a grant sets the key for the head's whole ttl whatever is left of its place: a "
+                "waiter cut off behind half-open connections holds the next waiters off for it",
+        "edits": [("lib/lua/release_queued.lua",
+                   "    local full = r.ttl <= left",
+                   "    local full = true")],
+        "killers": [integration("scripts", "grant_lasts_no_longer_than_the_place"),
+                    fault("grants", "half_open_waiter_delays_no_longer_than_its_place")],
+    },
+    {
+        "name": "cut-grant-taken-for-a-lock",
+        "what": "a grant cut at the head's place deadline counts as a yes with the head's ttl: "
+                "the lock is reported valid for longer than its keys live",
+        "edits": [("lib/ops.c",
+                   "    bool as_asked = full == 1 && ",
+                   "    bool as_asked = full <= 1 && ")],
+        "killers": [integration("notify", "grant_cut_at_the_place_is_claimed")],
+    },
+    {
+        # The fourth finding of the grants issue.
+        "name": "pubsub-refusal-fails-the-release",
+        "what": "a refused PUBSUB NUMSUB is a Lua error after the key was deleted: the release "
+                "reports failure for a hold that was continuous",
+        "edits": [("lib/lua/queue.lua",
+                   'return type(subs) == "table" and type(subs[2]) == "number" and subs[2] > 0',
+                   'return type(subs) == "table" and tonumber(subs[2]) > 0')],
+        "killers": [integration("scripts", "release_without_pubsub_rights"),
+                    auth("acl", "recipe_without_numsub_releases_cleanly")],
+    },
+    {
+        "name": "lost-attempt-wakes-everyone",
+        "what": "the release of a lost attempt publishes like a holder's: every waiter wakes for "
+                "keys that were nobody's turn, and loses again",
+        "edits": [("lib/ops.c",
+                   "    release_everywhere(c, lock, leave, false);",
+                   "    release_everywhere(c, lock, leave, true);")],
+        "killers": [integration("notify", "lost_attempts_wake_nobody")],
+    },
+    {
+        "name": "fenced-grant-without-counter",
+        "what": "a grant to a fenced waiter sets its key but does not raise the counter: the fence "
+                "its client commits is not above the last holder's",
+        "edits": [("lib/lua/release_queued.lua",
+                   "        c = fence_bump(key .. \":fence\", c)",
+                   "        c = c or \"0\"")],
+        "killers": [integration("scripts", "fenced_grant_raises_the_counter"),
+                    fault("grants", "fenced_waiters_take_turns")],
+    },
+    {
+        "name": "set-granted-on-one-key",
+        "what": "a set's waiter counts a node as a yes once any key of the set was granted there: "
+                "two waiters of overlapping sets hold at once",
+        "edits": [("lib/ops.c",
+                   "    if (++node->keys == w->n_keys)",
+                   "    if (++node->keys >= 1)")],
+        "killers": [fault("grants", "set_waiters_take_turns")],
+    },
+    {
+        "name": "waiter-ignores-how-long-to-wait",
+        "what": "a waiter's lost attempt sleeps its retry delay whatever the nodes said of the "
+                "holder's keys: a crashed holder's waiter wakes a retry delay late",
+        "edits": [("lib/ops.c",
+                   "        if (wait < delay && delay - wait > 1000)",
+                   "        if (false)")],
+        "killers": [fault("grants", "waiter_wakes_when_a_crashed_holders_key_runs_out")],
     },
     {
         "name": "grant-validity-from-the-notice",
         "what": "a lock won by grants has its validity measured from when the grants were heard, "
                 "not from when the attempt they answer was sent (before the keys were set)",
         "edits": [("lib/ops.c",
-                   "c->opts.min_validity_ms, o->granted_oldest_us);",
+                   "c->opts.min_validity_ms, oldest);",
                    "c->opts.min_validity_ms, now);")],
         "killers": [integration("notify", "release_grants_the_head_without_a_round")],
     },
@@ -566,8 +666,8 @@ MUTANTS = [
         "what": "a cluster node follows ASK without ASKING first: the importing master answers "
                 "MOVED back to the source, which answers ASK again, until the request gives up",
         "edits": [("lib/cluster.c",
-                   ".sent_us = now, .asking = asking};",
-                   ".sent_us = now, .asking = false};")],
+                   "                               .asking = asking,",
+                   "                               .asking = false,")],
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop")],
     },
     {

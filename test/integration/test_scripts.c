@@ -380,6 +380,7 @@ static void queued_scripts_grant_the_head_only(void **state)
     h_env_start(&env, 1, NULL);
     h_set(&env, 0, "q:k", 3, "someone-else");
     assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "queued");
+    uv_sleep(5); /* w1 reaches the node later (a queue by arrival would put it second) */
     assert_string_equal(queued_acquire(&env, "t1", "w1", "100", "60000"), "queued");
     assert_int_equal(h_del(&env, 0, "q:k", 3), 1);
     assert_string_equal(queued_acquire(&env, "t2", "w2", "200", "60000"), "queued"); /* w1 next */

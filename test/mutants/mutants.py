@@ -295,9 +295,9 @@ MUTANTS = [
         "name": "acquire-counter-not-raised",
         "what": "the fenced acquire's script reads the counter but does not raise it, so a yes "
                 "counted as a commit ack has not written the fence",
-        "edits": [("lib/lua/acquire_fenced.lua",
-                   'redis.call("set", KEYS[2], up .. string.rep',
-                   'redis.call("exists", KEYS[2], up .. string.rep')],
+        "edits": [("lib/lua/fence.lua",
+                   'redis.call("set", ck, up .. string.rep',
+                   'redis.call("exists", ck, up .. string.rep')],
         "killers": [integration("fencing", "acquire_raises_the_counter_by_one"),
                     integration("fencing_order")],
     },
@@ -545,8 +545,13 @@ MUTANTS = [
         "name": "grant-counts-for-every-node",
         "what": "one node's grant is counted as every node's: grants from a minority make a lock",
         "edits": [("lib/ops.c",
-                   "        w->granted |= UINT64_C(1) << tag;",
-                   "        w->granted |= (UINT64_C(1) << c->n_nodes) - 1;")],
+                   "    return n >= o->client->n_nodes / 2 + 1 && grant_win(o);",
+                   "    return n >= 1 && grant_win(o);"),
+                  ("lib/ops.c",
+                   "            if ((w->granted & (UINT64_C(1) << i)) == 0)\n"
+                   "                continue;\n"
+                   "            r->results[i].vote = REDLOCK_VOTE_YES;",
+                   "            r->results[i].vote = REDLOCK_VOTE_YES;")],
         "killers": [integration("notify", "grants_from_a_minority_are_no_lock")],
     },
     {

@@ -121,8 +121,8 @@ MUTANTS = [
         "name": "no-release-everywhere",
         "what": "a lost acquire round leaves its keys where it got them",
         "edits": [("lib/ops.c",
-                   "        release_everywhere(c, lock, !retry);\n        if (o->watching) {",
-                   "        if (o->watching) {")],
+                   "    release_everywhere(c, lock, leave, false);\n    if (lock->caller_token",
+                   "    if (lock->caller_token")],
         "killers": [integration("faults", "lost_round_leaves_no_key"),
                     integration("faults", "three_nodes_down_fails_fast*"), sim("safety_holds")],
     },
@@ -340,7 +340,7 @@ MUTANTS = [
         "name": "cancel-keeps-attempt",
         "what": "a canceled acquire with a round in flight leaves its attempt's keys on the nodes",
         "edits": [("lib/ops.c",
-                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock, true);\n"
+                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock, true, false);\n"
                    "        break;",
                    "        break;")],
         "killers": [integration("cancel", "cancel_acquire_in_flight")],
@@ -383,19 +383,13 @@ MUTANTS = [
         "edits": [("lib/ops.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
-                   "        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key",
+                   "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
+                   "            !redlock__lock_has_key(o->lock, channel, len))",
                    "    for (redlock__list *it = c->ops.prev; it != &c->ops; it = it->prev) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
-                   "        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key")],
+                   "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
+                   "            !redlock__lock_has_key(o->lock, channel, len))")],
         "killers": [integration("notify", "longest_waiting_first")],
-    },
-    {
-        "name": "wakes-on-own-release",
-        "what": "a client is woken by the release of its own lost attempt, and spins",
-        "edits": [("lib/ops.c",
-                   "    return same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||",
-                   "    return false && same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||")],
-        "killers": [integration("notify", "own_releases_do_not_wake")],
     },
     {
         "name": "lapsed-release-reports-ok",
@@ -617,7 +611,8 @@ MUTANTS = [
         "edits": [("lib/ops.c",
                    "    release_everywhere(c, lock, leave, false);",
                    "    release_everywhere(c, lock, leave, true);")],
-        "killers": [integration("notify", "lost_attempts_wake_nobody")],
+        "killers": [integration("notify", "lost_attempts_wake_nobody"),
+                    integration("notify", "own_releases_do_not_wake")],
     },
     {
         "name": "fenced-grant-without-counter",

@@ -108,6 +108,7 @@ struct redlock_lock {
     uint64_t deadline_us;
     uint64_t won_start_us; /* start of the last won round (acquire or extend) */
     uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
+    uint64_t yes_nodes;    /* bit i: node i said yes in the last won round (recheck.c) */
     redlock__auto autox;
     void *data;
     /* key prefix + resource; the resource starts at key + prefix length. The fence counter's key
@@ -208,6 +209,10 @@ void redlock__auto_lost(redlock_lock *lock, int reason);
  * client holds is checked - an extension for an auto-extended one, else an inspect round - and
  * one a quorum no longer holds is reported lost (recheck.c). */
 void redlock__recheck_node(redlock_client *c, unsigned node);
+/* A round of lock was decided (won: it now holds where q's yes votes say): a node that said no
+ * where the last won round had its yes answers as if it had lost its keys, and has every held
+ * lock checked as redlock__recheck_node does. */
+void redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won);
 
 /* The checks every call that names a resource makes: the client is open, the resource is
  * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). */

@@ -51,6 +51,27 @@ void redlock__recheck_node(redlock_client *c, unsigned node)
     redlock__client_timer_start(c, &c->recheck_timer, c->node_changed_us, on_recheck_timer);
 }
 
+void redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won)
+{
+    redlock_client *c = lock->client;
+    uint64_t yes = 0;
+    for (unsigned i = 0; i < q->n_nodes; i++) {
+        redlock_vote vote = redlock_round_node_vote(q, i);
+        uint64_t bit = 1ull << i;
+        if (vote == REDLOCK_VOTE_YES) {
+            yes |= bit;
+        } else if (vote == REDLOCK_VOTE_NO && (lock->yes_nodes & bit) != 0) {
+            lock->yes_nodes &= ~bit; /* once per yes: a node that never had the key says no */
+            redlock__client_log(c, REDLOCK_LOG_WARN, c->urls[i].redacted,
+                                "a key it held is gone (restarted, flushed, evicted?): held locks "
+                                "are checked now");
+            redlock__recheck_node(c, i);
+        }
+    }
+    if (won)
+        lock->yes_nodes = yes;
+}
+
 /* Nodes that answered that they do not hold the lock's token (no key, another holder's). */
 static unsigned count_free(const redlock_lock *lock, const redlock_result *result)
 {

@@ -229,7 +229,7 @@ static void one_node_back_empty_keeps_the_locks(void **state)
     uint64_t until = redlock_now_us() + (uint64_t)BOUND_MS * 1000;
     while (redlock_lock_extensions(autol) < 1 && redlock_now_us() < until)
         h_run_for(&env.loop, 5);
-    assert_int_equal(redlock_lock_extensions(autol), 1);
+    assert_true(redlock_lock_extensions(autol) >= 1);
     h_drain(&env, c);
     assert_int_equal(new_server_lines, 1);
     assert_int_equal(lost.calls, 0);
@@ -240,13 +240,53 @@ static void one_node_back_empty_keeps_the_locks(void **state)
     h_env_stop(&env);
 }
 
+/* Keys lost without a restart (FLUSHALL here; a proxy in front of a restarted server, an
+ * eviction): no new run_id tells, but the first round that hears a "no" from a node where the
+ * lock's last won round had a "yes" does, and every held lock is checked then: within one more
+ * round, not at each lock's next planned extension (a plain lock: never). */
+static void a_key_gone_checks_every_lock(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_lock *a = hold(&env, c, "amnesia:flush-a", 0, NULL);
+    redlock_lock *b = hold(&env, c, "amnesia:flush-b", 0, NULL);
+    redlock_lock *autol = hold(&env, c, "amnesia:flush-c", 0, &lost);
+    for (unsigned i = 1; i <= 2; i++) {
+        redisReply *r = fixture_command(&env.cluster, i, "FLUSHALL");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    h_record ext;
+    assert_int_equal(h_extend(&env, a, 0, 0, &ext), REDLOCK_ELOST);
+    uint64_t seen = redlock_now_us(), bound_us = (H_NODE_TIMEOUT_MS + H_SLACK_MS) * 1000ull;
+    while ((lost.calls == 0 || redlock_lock_is_held(b, redlock_now_us())) &&
+           h_since_us(seen) < bound_us)
+        h_run_for(&env.loop, 5);
+    printf("# the other locks were found lost %llu ms after the extend that saw the key gone\n",
+           (unsigned long long)(h_since_us(seen) / 1000));
+    assert_int_equal(lost.calls, 1);
+    assert_int_equal(lost.reason, REDLOCK_ELOST);
+    assert_false(redlock_lock_is_held(b, redlock_now_us()));
+    assert_false(redlock_lock_is_held(a, redlock_now_us()));
+    assert_int_equal(new_server_lines, 0); /* no reconnection told it */
+    h_record rel;
+    assert_int_equal(h_release(&env, b, &rel), REDLOCK_ELOST);
+    redlock_lock_free(a);
+    redlock_lock_free(b);
+    redlock_lock_free(autol);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
         H_TEST(majority_back_empty_is_lost_at_once), H_TEST(retake_restores_the_keys_at_once),
         H_TEST(retake_finds_another_holder),         H_TEST(plain_lock_reads_as_lost),
-        H_TEST(one_node_back_empty_keeps_the_locks),
+        H_TEST(one_node_back_empty_keeps_the_locks), H_TEST(a_key_gone_checks_every_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -694,4 +694,13 @@ MUTANTS = [
                     {"program": "test/threads/test-threads-sync",
                      "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}}],
     },
+    {
+        "name": "lost-key-unnoticed",
+        "what": "a round that hears a node say no where the lock's last won round had its yes "
+                "(the node lost its keys without a restart) checks no other lock",
+        "edits": [("lib/recheck.c",
+                   "                                \"are checked now\");\n            redlock__recheck_node(c, i);\n",
+                   "                                \"are checked now\");\n")],
+        "killers": [integration("amnesia", "a_key_gone_checks_every_lock")],
+    },
 ]

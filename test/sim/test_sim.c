@@ -358,14 +358,15 @@ static void amnesia_reported_at_once(void **state)
                mean_ms(old.unaware_us_total, old.forgotten));
         /* Most reports come within a reconnection attempt and a round (the rest: a pause, a
          * stalled message, a round lost to a timeout and retried), holders work on for less
-         * time, and fewer holds overlap. A plain hold is never reported without the check. */
+         * time, and fewer holds overlap. Never told, a plain hold is reported only where a
+         * round of its own heard a node say "no" after a "yes" (lib/recheck.c). */
         assert_true(now.forgotten_reported >= now.forgotten / 2);
         assert_true(now.reported_in_time * 100 >= now.forgotten_reported * 85);
         assert_true(mean_ms(now.unaware_us_total, now.forgotten) <
                     mean_ms(old.unaware_us_total, old.forgotten));
         assert_true(now.violations * 3 < old.violations * 2);
         if (i == 0)
-            assert_int_equal(old.forgotten_reported, 0);
+            assert_true(old.forgotten_reported * 5 < now.forgotten_reported);
     }
 }
 

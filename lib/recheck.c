@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* recheck.c - a node came back as a new server: check every held lock at once.
+/* recheck.c - a node came back as a new server, or lost its keys: check every held lock at once.
  *
  * A server that restarted without persistence has lost its keys, and a majority of such restarts
  * hands the lock to anyone (assumption 2 of docs/safety.md). The node layer notices the new
@@ -15,7 +15,10 @@
  *     redlock_lock_is_held says so from then on, a release says REDLOCK_ELOST, a retake is
  *     refused (the hold had a gap), and a capped auto-extended lock gets its lost callback.
  *
- * A check that began before a later change may have heard the older server: it is run again. */
+ * A node that answers "no" where a lock's last won round had its "yes" (its keys are gone
+ * without a restart: a flush, a proxy in front of a restarted server, an eviction) sets off the
+ * same checks. A check that began before a later change may have heard the older server: it is
+ * run again. */
 #include "client.h"
 
 #include "stats.h"
@@ -91,17 +94,16 @@ static unsigned count_free(const redlock_lock *lock, const redlock_result *resul
 static void found_lost(redlock_lock *lock, unsigned free_nodes, unsigned n_nodes)
 {
     redlock_client *c = lock->client;
+    lock->lapsed = true;      /* the hold had a gap: a retake would hide it */
     if (lock->autox.active) { /* at its cap: the lost callback says it */
         redlock__auto_lost(lock, REDLOCK_ELOST);
         return;
     }
     lock->lost = true;
-    lock->lapsed = true; /* the hold had a gap: a retake would hide it */
-    redlock__client_log(
-        c, REDLOCK_LOG_WARN, NULL,
-        "a lock was lost: %u of %u nodes no longer hold its token after a node came "
-        "back as a new server",
-        free_nodes, n_nodes);
+    redlock__client_log(c, REDLOCK_LOG_WARN, NULL,
+                        "a lock was lost: %u of %u nodes no longer hold its token (checked after "
+                        "a node lost its keys)",
+                        free_nodes, n_nodes);
     if (c->on_checked_lost != NULL)
         c->on_checked_lost(lock);
 }

@@ -22,7 +22,8 @@
  *   - no extension is sent after a release, a stop, a free or a lost callback, and no lost
  *     callback comes after any of them;
  *   - with max_extensions, no more are won, and the hold ends through the lost callback with
- *     REDLOCK_ELIMIT exactly when the cap was reached;
+ *     REDLOCK_ELIMIT exactly when the cap was reached (or REDLOCK_ELOST at the cap, when a check
+ *     after a node lost its keys found it lost: lib/recheck.c);
  *   - closing the client while holding gives the lost callback (ECANCELED) before the close
  *     callback; releasing and closing at once gives none.
  *

@@ -679,7 +679,8 @@ MUTANTS = [
         "edits": [("lib/node.c",
                    "    bool changed = n->server_run_id[0] != '\\0' && strcmp(n->server_run_id, run_id) != 0;",
                    "    bool changed = false;")],
-        "killers": [integration("amnesia", "plain_lock_reads_as_lost"), integration("amnesia")],
+        "killers": [integration("amnesia", "plain_lock_reads_as_lost"), integration("amnesia"),
+                    integration("cluster", "masters_back_empty_are_noticed")],
     },
     {
         "name": "plain-lock-not-checked",

@@ -59,7 +59,7 @@ void redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won
     redlock_client *c = lock->client;
     uint64_t yes = 0;
     for (unsigned i = 0; i < q->n_nodes; i++) {
-        redlock_vote vote = redlock_round_node_vote(q, i);
+        redlock_vote vote = (redlock_vote)q->votes[i]; /* every acquire and extend: no call */
         uint64_t bit = 1ull << i;
         if (vote == REDLOCK_VOTE_YES) {
             yes |= bit;

@@ -72,6 +72,10 @@ struct redlock__io {
      * bytes) is the token that held it, or a grant (ops.c); both valid during the call. */
     void (*on_notify)(redlock__io *io, unsigned node, const char *channel, size_t len,
                       const char *message, size_t message_len);
+    /* Node node reconnected to another server than before (a new run_id: it restarted, and may
+     * have lost every key it held). Comes after the new connection is ready, never from inside
+     * send; NULL: nobody listens. */
+    void (*on_node_changed)(redlock__io *io, unsigned node);
 };
 
 #endif

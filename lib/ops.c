@@ -631,6 +631,7 @@ static int lock_grant(op *o, round *r)
     lock->validity_ms = validity / 1000;
     lock->deadline_us = r->q.decided_us + validity;
     lock->won_start_us = r->q.start_us; /* a commit round's is its acquire's */
+    redlock__recheck_votes(lock, &r->q, true);
     lock->fence = redlock_round_fence(&r->q);
     /* Auto-extension starts before the caller hears of the lock, so no window is left
      * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
@@ -842,6 +843,7 @@ static void extend_round_done(op *o, round *r)
     if (status == REDLOCK_ELOST)
         lock->lapsed = true; /* the hold may have had a gap: no retake from now on */
     redlock__stats_round(o->client, REDLOCK__CMD_EXTEND, status, &r->q, r->results);
+    redlock__recheck_votes(lock, &r->q, status == 0);
     if (status == 0) {
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->ttl_ms = o->ttl_ms;

@@ -4,12 +4,13 @@
  * master) and two plain servers. Keys go to their slot's master; locks are taken, extended,
  * auto-extended and released over all five; a slot migrates under a loop of locks; a replica is
  * promoted under traffic; a stopped master makes its cluster vote timeout; keys of one request
- * in two slots are refused.
+ * in two slots are refused; masters that restart empty are noticed at once.
  *
  * The clusters are formed once for the group (forming is what costs time); a test that changes
  * one (migration, failover, a paused master) uses its own: b for the migration, a for the
- * failover, c for the paused master, which runs last. Every check reads the servers with plain
- * commands of its own (GET on the master that CLUSTER KEYSLOT and CLUSTER SHARDS name). */
+ * failover, c for the paused master; b and c lose a master's data last. Every check reads the
+ * servers with plain commands of its own (GET on the master that CLUSTER KEYSLOT and CLUSTER SHARDS
+ * name). */
 #include "cluster_fixture.h"
 #include "harness.h"
 
@@ -690,6 +691,60 @@ static void stopped_master_votes_timeout(void **state)
     h_env_stop(&env);
 }
 
+static int lost_reason;
+static void on_lost_reason(redlock_lock *lock, int reason, void *data)
+{
+    (void)lock;
+    (void)data;
+    lost_calls++;
+    lost_reason = reason;
+}
+
+/* 7. The masters of the key's slot in clusters b and c restart empty (they rejoin with their
+ * identity, without their data), and plain server 0 loses the key too: three of five nodes
+ * forgot the lock. The clusters' connections reach new servers (new run_ids) as a plain node's
+ * does, and the auto-extended lock (a 60 s ttl: its first extension 20 s away) is reported lost
+ * within the reconnect backoff (1.5 s at most here) and a round. Runs last: it empties two
+ * masters. */
+static void masters_back_empty_are_noticed(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    redlock_options o;
+    h_test_options(&o);
+    o.reconnect_max_ms = 1000;
+    redlock_client *c = client_over_all(&env, &o, NULL);
+    const char *key = "cl:amnesia";
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = on_lost_reason;
+    lost_calls = 0;
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, key, 60000, &lo, &rec), 0);
+    wait_all_hold(&env, key, rec.lock);
+    for (unsigned k = B; k <= C; k++) {
+        int owner = fixture_cluster_key_owner(&clusters[k], key, strlen(key));
+        assert_true(owner >= 0);
+        assert_int_equal(fixture_cluster_restart(&clusters[k], (unsigned)owner), 0);
+    }
+    /* Only the clusters' reconnections can tell: the plain server loses the key without a
+     * restart. */
+    assert_int_equal(h_del(&env, 0, key, strlen(key)), 1);
+    uint64_t back = redlock_now_us();
+    const int bound_ms = 1500 + H_NODE_TIMEOUT_MS + H_SLACK_MS;
+    assert_true(h_run_until(&env.loop, &lost_calls, 1, bound_ms));
+    printf("# lost %llu ms after the masters were back\n",
+           (unsigned long long)(h_since_us(back) / 1000));
+    assert_int_equal(lost_calls, 1);
+    assert_int_equal(lost_reason, REDLOCK_ELOST);
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -704,6 +759,7 @@ int main(void)
         cmocka_unit_test(replica_wait_counts_replicas),
         cmocka_unit_test(grant_waits_for_replicas),
         cmocka_unit_test(stopped_master_votes_timeout),
+        cmocka_unit_test(masters_back_empty_are_noticed),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

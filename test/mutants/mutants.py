@@ -720,4 +720,49 @@ MUTANTS = [
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop"),
                     integration("cluster")],
     },
+    {
+        # Issue 36: a node that comes back as a new server (a restart, maybe without its data)
+        # has every held lock checked at once. Without it the holder learns at its next planned
+        # extension (a plain lock: only from its release) and works on while anyone may take it.
+        "name": "restart-unnoticed",
+        "what": "the client ignores a node that came back as a new server (a new run_id)",
+        "edits": [("lib/client.c",
+                   "    redlock__recheck_node(io->owner, node);\n",
+                   "    (void)io;\n    (void)node;\n")],
+        "killers": [sim("amnesia_reported_at_once"), integration("amnesia"),
+                    {"program": "test/threads/test-threads-sync",
+                     "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}},
+                    cli("cli-run", "run_lock_forgotten_by_restarts_terminates_command")],
+    },
+    {
+        "name": "new-run-id-unseen",
+        "what": "a node's reconnection never compares the server's run_id with the last one's",
+        "edits": [("lib/node.c",
+                   "    bool changed = n->server_run_id[0] != '\\0' && strcmp(n->server_run_id, run_id) != 0;",
+                   "    bool changed = false;")],
+        "killers": [integration("amnesia", "plain_lock_reads_as_lost"), integration("amnesia"),
+                    integration("cluster", "masters_back_empty_are_noticed")],
+    },
+    {
+        "name": "plain-lock-not-checked",
+        "what": "after a node came back as a new server only auto-extended locks are checked: a "
+                "plain lock a quorum forgot still reads as held",
+        "edits": [("lib/recheck.c",
+                   "        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)\n"
+                   "            check_start(lock);\n",
+                   "        if (held(lock, now))\n            (void)redlock__auto_recheck(lock);\n")],
+        "killers": [integration("amnesia", "plain_lock_reads_as_lost"),
+                    sim("amnesia_reported_at_once"),
+                    {"program": "test/threads/test-threads-sync",
+                     "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}}],
+    },
+    {
+        "name": "lost-key-unnoticed",
+        "what": "a round that hears a node say no where the lock's last won round had its yes "
+                "(the node lost its keys without a restart) checks no other lock",
+        "edits": [("lib/recheck.c",
+                   "                                \"are checked now\");\n            redlock__recheck_node(c, i);\n",
+                   "                                \"are checked now\");\n")],
+        "killers": [integration("amnesia", "a_key_gone_checks_every_lock")],
+    },
 ]

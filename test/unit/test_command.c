@@ -562,7 +562,7 @@ static void encodes_a_set(void **state)
     } cases[] = {
         {REDLOCK__CMD_ACQUIRE, &redlock__script_acquire_multi, 8},
         {REDLOCK__CMD_EXTEND, &redlock__script_extend_multi, 9},
-        {REDLOCK__CMD_RELEASE, &redlock__script_release_multi, 7},
+        {REDLOCK__CMD_RELEASE, &redlock__script_release_multi, 8},
         {REDLOCK__CMD_INSPECT, &redlock__script_inspect_multi, 6},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -592,6 +592,8 @@ static void encodes_a_set(void **state)
                 assert_arg(a, 7, "1500", 4);
             if (cases[i].kind == REDLOCK__CMD_EXTEND)
                 assert_arg(a, 8, "0", 1);
+            if (cases[i].kind == REDLOCK__CMD_RELEASE)
+                assert_arg(a, 7, "0", 1); /* a lost attempt's: it tells nobody */
             freeReplyObject(a);
             redlock__buf_free(&b, &alloc);
         }

@@ -106,8 +106,9 @@ typedef struct round_req {
     redlock__req req;
     round *round;
     unsigned node;
-    /* A waiter's lost attempt: how long (ms) until the node could let it in without a release
-     * (lib/lua/acquire_queued.lua; -1 no end, -2 not said). */
+    /* A waiter's attempt that this node said no to: how long (ms) until the node could let it
+     * in without a release (lib/lua/acquire_queued.lua; -1 no end, -2 not said). Read only for
+     * such a no, which always sets it. */
     int64_t wait_ms;
 } round_req;
 
@@ -250,7 +251,6 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     for (unsigned i = 0; i < n; i++) {
         r->results[i].url = c->urls[i].redacted;
         r->results[i].pttl_ms = -2;
-        r->reqs[i].wait_ms = -2;
     }
     return r;
 }
@@ -357,7 +357,8 @@ static void round_send(round *r, bool init_q)
         rr->req.cmd = &r->cmd;
         rr->req.cb = on_req_done;
         rr->req.sent_us = now;
-        rr->req.grant_tag = per_node ? i + 1 : 0;
+        if (per_node)
+            rr->req.grant_tag = i + 1;
         c->io->ops->send(c->io, i, &rr->req);
     }
     if (shared) {

@@ -392,6 +392,12 @@ typedef struct redlock_options {
      * retry_delay_ms (false). */
     bool no_notify;
     unsigned char reserved_notify_[7]; /* zero; keeps the struct free of tail padding (ABI) */
+    /* A release is decided as soon as its status is known: a quorum deleted the token, or can
+     * no longer (docs/algorithm.md, "Extend and release rounds"); the other nodes' deletes go
+     * on, and a close waits for them. true: a release waits for every node's answer or deadline
+     * (false; since 0.2.0). */
+    bool release_waits_all;
+    unsigned char reserved_release_[7]; /* zero; keeps the struct free of tail padding (ABI) */
     /* New members are appended here, with 0 / NULL as their default (docs/api.md, "ABI
      * policy"). */
 } redlock_options;

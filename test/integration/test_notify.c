@@ -230,8 +230,7 @@ static void lost_attempts_wake_nobody(void **state)
     redlock_client *other = h_own_client(&env, NULL);
     h_record lost;
     assert_int_equal(h_acquire(&env, other, "notify:lost", 30000, NULL, &lost), REDLOCK_EBUSY);
-    assert_int_equal(lost.votes_yes, 2);
-    h_drain(&env, other);
+    h_drain(&env, other); /* its SETs on nodes 3 and 4 (after the decision, as a rule) ran */
     assert_int_equal(h_pttl(&env, 3, "notify:lost", 11), -2); /* released */
     h_run_for(&env.loop, 2000);
     redlock_stats st;

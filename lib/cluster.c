@@ -180,6 +180,7 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool start
     cfg.name = k->name;
     cfg.twin_of = conn_twin_of;
     cfg.twin_ctx = cl;
+    cfg.replies = REDLOCK__READER_CLUSTER; /* CLUSTER SHARDS / SLOTS may go on any of them */
     if (k->url.host == NULL || k->endpoint == NULL || k->name == NULL ||
         redlock__node_new(cl->loop, &cfg, &k->node) != 0) {
         conn_free(cl, k);

@@ -16,6 +16,7 @@
 
 #include "cluster_map.h"
 #include "command.h" /* the suffixes of a lock's other keys */
+#include "scrub.h"
 #include "slot.h"
 
 /* The most candidate keys tried for the masters' probe keys. A master owning one slot of 16384
@@ -103,6 +104,7 @@ static void read_state(node_check *nc, server_check *asked, check_conn *ctx)
         at += strlen("cluster_state:");
         snprintf(nc->cluster_state, sizeof(nc->cluster_state), "%.*s", (int)strcspn(at, "\r\n"),
                  at);
+        redlock__scrub(nc->cluster_state, strlen(nc->cluster_state), NULL);
     } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) == 0) {
         check_note(&nc->warnings,
                    "CLUSTER INFO is not allowed for this user: the check cannot tell the "

@@ -232,27 +232,21 @@ static int check_pending(redlock__reader *rd)
         return 0;
     int type = CURRENT_TASK(r)->type;
     const char *p = r->buf + r->pos;
-    if (is_bulk(type)) {
-        const char *cr = memchr(p, '\r', REDLOCK__MIN(pending, (size_t)HEADER_MAX));
-        if (cr == NULL) {
-            if (pending >= HEADER_MAX)
-                refuse(rd, "a bulk string length of more than %d bytes", HEADER_MAX);
-        } else {
-            size_t len = 0;
-            bool digits = p < cr;
-            for (const char *d = p; d < cr && digits; d++) {
-                digits = *d >= '0' && *d <= '9';
-                len = len * 10 + (size_t)(*d - '0'); /* at most 23 digits: see below */
-            }
-            /* Too many digits for a size_t wrapped round: such a header is refused anyway. */
-            if (digits && (cr - p > 18 || len > rd->limits.max_bulk))
-                refuse(rd, "a bulk string of %.*s bytes (at most %zu on this connection)",
-                       (int)(cr - p), p, rd->limits.max_bulk);
+    if (is_bulk(type) || is_aggregate(type)) {
+        /* A whole header would have been taken, unless a bulk string's bytes are still due. */
+        const char *end = memmem(p, REDLOCK__MIN(pending, (size_t)HEADER_MAX), "\r\n", 2);
+        if (end == NULL && pending >= HEADER_MAX)
+            refuse(rd, "a length of more than %d bytes", HEADER_MAX - 2);
+        if (end != NULL && is_bulk(type)) {
+            size_t len = 0; /* hiredis read the header: decimal digits */
+            for (const char *d = p; d < end && *d >= '0' && *d <= '9'; d++)
+                len = len * 10 + (size_t)(*d - '0');
+            if (end - p > 18) /* 19 digits may wrap round */
+                refuse(rd, "a bulk string length of %d digits", (int)(end - p));
+            else if (len > rd->limits.max_bulk)
+                refuse(rd, "a bulk string of %zu bytes (at most %zu on this connection)", len,
+                       rd->limits.max_bulk);
         }
-    } else if (is_aggregate(type)) {
-        /* Its header is cut off: a whole one would have been taken. */
-        if (pending >= HEADER_MAX)
-            refuse(rd, "an array length of more than %d bytes", HEADER_MAX);
     } else if (pending > rd->limits.max_bulk) {
         refuse(rd, "a line of more than %zu bytes (at most that on this connection)",
                rd->limits.max_bulk);
@@ -293,6 +287,11 @@ const char *redlock__reader_error(const redlock__reader *rd)
 bool redlock__reader_idle(const redlock__reader *rd)
 {
     return rd->r->pos == rd->r->len && rd->r->ridx == -1;
+}
+
+size_t redlock__reader_buffered(const redlock__reader *rd)
+{
+    return rd->r->len - rd->r->pos;
 }
 
 void redlock__reader_allow_bulk(redlock__reader *rd, size_t len)

@@ -63,6 +63,8 @@ int redlock__reader_get(redlock__reader *rd, redisReply **reply);
 const char *redlock__reader_error(const redlock__reader *rd);
 /* Whether it holds nothing: no byte of a reply it has not returned yet. */
 bool redlock__reader_idle(const redlock__reader *rd);
+/* Bytes it holds that no reply of it was made from yet (the fuzzer checks their bound). */
+size_t redlock__reader_buffered(const redlock__reader *rd);
 /* Let bulk strings of len bytes through (a subscriber's channel: a key, of any length). */
 void redlock__reader_allow_bulk(redlock__reader *rd, size_t len);
 

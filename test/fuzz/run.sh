@@ -7,7 +7,7 @@
 # Targets: url (parse + redact), reply (reply -> vote of each round type), quorum (the core's
 # vote sequences), handshake (the connection handshake and INFO's run_id), args (the redlock
 # tool's command line), cluster (a cluster node's slot map from CLUSTER SHARDS / SLOTS replies,
-# MOVED / ASK). Each (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined
+# MOVED / ASK), reader (the bounded reply reader's limits). Each (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined
 # together with the sources it needs into a temp dir, then all run at once for SECONDS each.
 #
 # The corpus accumulates: test/fuzz/corpus/<name>/ is committed, minimized, and every run starts
@@ -32,7 +32,7 @@ fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(url reply quorum handshake args cluster)
+[ ${#targets[@]} -eq 0 ] && targets=(url reply quorum handshake args cluster reader)
 
 cc="${FUZZ_CC:-clang}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/redlock-fuzz.XXXXXX")"

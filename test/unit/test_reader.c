@@ -90,7 +90,7 @@ static void long_bulk_refused_at_its_header(void **state)
     char digits[64];
     memset(digits, '9', sizeof(digits));
     digits[0] = '$';
-    expect_refused(rd, digits, sizeof(digits), 5, "bulk string length of more than");
+    expect_refused(rd, digits, sizeof(digits), 5, "a length of more than 22 bytes");
     redlock__reader_free(rd);
 
     rd = small(100, 4, 2, 16);

@@ -35,6 +35,7 @@ typedef struct parser {
     size_t err_len;
     size_t pw_start, pw_end; /* offsets of the raw password in text, valid when has_password */
     int has_password;
+    bool userinfo; /* the text has userinfo: what follows the host's ':' is no password */
 } parser;
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -116,15 +117,49 @@ static const char *userinfo_end(const char *text, size_t authority)
     return at != NULL ? at : strrchr(rest, '@');
 }
 
+static int parse_decimal(span s, long min, long max, int *out);
+
+/* A password in text without userinfo: a URL that lost its "@host" ("redis://user:secret", or
+ * "redis://u:secret,x@h" cut at a comma) reads as host "user" and port "secret". So what follows
+ * the host's ':', when it is not a valid port, is hidden to the end of the text (a password may
+ * hold '/' or '?'); for unix://, whatever follows a ':' of text that is no absolute path. */
+static int stray_span(const char *text, size_t authority, size_t *start, size_t *end)
+{
+    const char *rest = text + authority;
+    const char *colon;
+    if (authority == 7 && equal_nocase(text, 4, "unix")) {
+        if (rest[0] == '/' || (colon = strchr(rest, ':')) == NULL)
+            return 0;
+    } else {
+        if (rest[0] == '[') {
+            colon = strchr(rest, ']');
+            colon = colon != NULL ? colon + 1 : NULL;
+        } else {
+            colon = rest + strcspn(rest, ":/?");
+        }
+        if (colon == NULL || *colon != ':')
+            return 0;
+        size_t n = 0;
+        while (colon[1 + n] > ' ' && colon[1 + n] != '/' && colon[1 + n] != '?')
+            n++;
+        int port;
+        if (n == 0 || parse_decimal((span){colon + 1, n}, 1, 65535, &port) == 0)
+            return 0;
+    }
+    *start = (size_t)(colon + 1 - text);
+    *end = strlen(text);
+    return 1;
+}
+
 /* The bytes redaction hides: the userinfo (see userinfo_end), from after its first ':' when
  * there is one (the user stays), else the whole of it (it may be a password given without ':').
- * Returns 0 when there is no userinfo. */
+ * Without userinfo, a password that lost its '@' (stray_span). Returns 0 when there is none. */
 static int redact_span(const char *text, size_t *start, size_t *end)
 {
     size_t authority = scheme_prefix_len(text);
     const char *at = userinfo_end(text, authority);
     if (at == NULL)
-        return 0;
+        return stray_span(text, authority, start, end);
     const char *colon = memchr(text + authority, ':', (size_t)(at - (text + authority)));
     *start = colon != NULL ? (size_t)(colon + 1 - text) : authority;
     *end = (size_t)(at - text);
@@ -377,8 +412,8 @@ static int parse_query(const parser *p, redlock_url *url, span query)
 
 /* host[:port] at the start of rest, up to the first byte of stop (or the end): the host into
  * *host, the port (6379 when not given) into *port, what follows into *after. */
-static int parse_host_port(const parser *p, const char *rest, const char *stop, span *host_out,
-                           int *port, const char **after_out)
+static int parse_host_port(const parser *p, const char *rest, const char *stop, bool quote_port,
+                           span *host_out, int *port, const char **after_out)
 {
     span host;
     const char *after;
@@ -413,8 +448,12 @@ static int parse_host_port(const parser *p, const char *rest, const char *stop, 
         after = digits.s + digits.n;
         if (digits.n == 0)
             return fail(p, "empty port after ':'");
-        if (parse_decimal(digits, 1, 65535, port) != 0)
+        if (parse_decimal(digits, 1, 65535, port) != 0) {
+            if (!quote_port) /* without userinfo, "redis://user:secret" lands here */
+                return fail(p, "invalid port, not shown: it may be a password that lost its "
+                               "'@' (expected 1..65535, or user:password@host)");
             return fail(p, "invalid port \"%.*s\" (expected 1..65535)", (int)digits.n, digits.s);
+        }
     }
     *host_out = host;
     *after_out = after;
@@ -432,7 +471,7 @@ static int add_seed(const parser *p, redlock_url *url, span value)
     span host;
     int port;
     const char *after;
-    int rc = parse_host_port(p, text, "", &host, &port, &after);
+    int rc = parse_host_port(p, text, "", true, &host, &port, &after);
     if (rc != 0)
         return rc;
     if (*after != '\0')
@@ -454,7 +493,7 @@ static int parse_tcp_rest(const parser *p, redlock_url *url, const char *rest)
 {
     span host;
     const char *after;
-    int rc = parse_host_port(p, rest, "/?", &host, &url->port, &after);
+    int rc = parse_host_port(p, rest, "/?", p->userinfo, &host, &url->port, &after);
     if (rc != 0)
         return rc;
     if (*after == '/' && url->cluster && after[1] != '\0' && after[1] != '?')
@@ -534,6 +573,7 @@ static int parse_url(parser *p, redlock_url *url)
         if ((rc = parse_userinfo(p, url, (span){rest, (size_t)(at - rest)})) != 0)
             return rc;
         rest = at + 1;
+        p->userinfo = true;
     }
     if (strchr(rest, '#') != NULL)
         return fail(p, "unexpected '#' (fragments are not allowed)");

@@ -4,7 +4,8 @@
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
  *   rediss://[[user]:password@]host[:port][/db][?timeout_ms=N]    (TLS)
  *   unix://[[user]:password@]/absolute/path.sock[?db=N&timeout_ms=N]
- *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N]
+ *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N
+ *                                            &allow=host|address[/prefix]...]
  *   clusters://...                                                (a Redis Cluster over TLS)
  *
  * The one rule that matters most: a password never leaves this file except in url->password.
@@ -13,6 +14,8 @@
  * Parsing splits userinfo off where redaction ends it (userinfo_end), so the two cannot disagree
  * about where a password stops. */
 #include "url.h"
+
+#include "cluster_allow.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -358,8 +361,21 @@ static int check_ipv6(const parser *p, span inner)
 
 static int add_seed(const parser *p, redlock_url *url, span value);
 
+/* A cluster's allow=HOST|ADDRESS[/PREFIX] (cluster_allow.h), checked only: it is read again from
+ * the redacted URL where it is used. */
+static int check_allow(const parser *p, span value)
+{
+    redlock__allow a;
+    if (value.n == 0 || redlock__allow_parse(value.s, value.n, &a) != 0)
+        return fail(p,
+                    "invalid allow \"%.*s\" (expected a host name, an address or "
+                    "address/prefix)",
+                    (int)value.n, value.s);
+    return a.is_address ? 0 : check_host_name(p, (span){a.name, a.name_len});
+}
+
 /* "?k=v&k=v": timeout_ms everywhere, db only for unix (redis:// gives the db in the path), seed
- * (repeated) only for a cluster. */
+ * and allow (repeated) only for a cluster. */
 static int parse_query(const parser *p, redlock_url *url, span query)
 {
     if (query.n == 0)
@@ -399,6 +415,10 @@ static int parse_query(const parser *p, redlock_url *url, span query)
             if (parse_decimal(value, 0, REDLOCK__URL_REPLICAS_MAX, &url->wait_replicas) != 0)
                 return fail(p, "invalid wait_replicas \"%.*s\" (expected 0..%d)", (int)value.n,
                             value.s, REDLOCK__URL_REPLICAS_MAX);
+        } else if (span_is(key, "allow") && url->cluster) {
+            int rc = check_allow(p, value);
+            if (rc != 0)
+                return rc;
         } else if (span_is(key, "seed") && url->cluster) {
             int rc = add_seed(p, url, value);
             if (rc != 0)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_allow.h"
 #include "cluster_map.h"
 #include "command.h" /* the suffixes of a lock's other keys */
 #include "scrub.h"
@@ -306,6 +307,9 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
         else if (sc->port == 0)
             check_note(&sc->errors, "the cluster gives it no plain TCP port (TLS only?): give "
                                     "the cluster as clusters://");
+        else if (!redlock__cluster_allows(&nc->url, sc->host))
+            check_note(&sc->errors, "its host is not among those the URL allows (allow=): the "
+                                    "client does not connect to it, and neither does the check");
         else
             check_server(ck, sc);
     }

@@ -45,6 +45,10 @@ def pitfall(program, cases="*"):
     return {"program": "test/pitfalls/test-pitfall-" + program, "env": {"H_TEST_FILTER": cases}}
 
 
+def fault(program, cases="*"):
+    return {"program": "test/fault/test-fault-" + program, "env": {"H_TEST_FILTER": cases}}
+
+
 def torture(seconds=10):
     return {"program": "test/torture/torture", "args": ["--seconds", str(seconds)]}
 
@@ -658,5 +662,102 @@ MUTANTS = [
                    "")],
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop"),
                     integration("cluster")],
+    },
+    {
+        # What hiredis does alone: an array's slots reserved as its header says (2^31 of them for
+        # a hostile node), nested as deep as it likes, freed slot by slot on the loop.
+        "name": "reader-hiredis-functions",
+        "what": "the bounded reader leaves hiredis's own reply functions in place: no bound on "
+                "an array's elements, the nesting or a reply's objects",
+        "edits": [("lib/reader.c",
+                   "    rd->r->fn = &rd->fn;\n",
+                   "    rd->r->fn = &rd->base;\n")],
+        "killers": [unit("reader"), fault("hostile", "huge_array*")],
+    },
+    {
+        "name": "reader-bulk-unbounded",
+        "what": "a bulk string's announced length is not checked: it is buffered until it ends",
+        "edits": [("lib/reader.c",
+                   "            else if (len > rd->limits.max_bulk)\n",
+                   "            else if (len > SIZE_MAX / 2)\n")],
+        "killers": [unit("reader"), fault("hostile", "trickled_bulk*")],
+    },
+    {
+        "name": "scrub-keeps-password",
+        "what": "a server's error text keeps the password it repeats",
+        "edits": [("lib/scrub.c",
+                   "        if (secret_len > 0 && (m == secret_len || quoted)) {",
+                   "        if (secret_len > 0 && m > secret_len) {")],
+        "killers": [unit("scrub"),
+                    {"program": "test/auth/test-auth", "build": ["tools/redlock"],
+                     "env": {"H_TEST_FILTER": "server_repeating_the_password",
+                             "REDLOCK_TOOL": "tools/redlock"}}],
+    },
+    {
+        "name": "node-errors-not-scrubbed",
+        "what": "the node layer keeps a server's error text as it came (scrub.c never called)",
+        "edits": [("lib/node.c",
+                   "    redlock__scrub_error(r, n->cfg.url->password);\n",
+                   "")],
+        "killers": [{"program": "test/auth/test-auth", "build": ["tools/redlock"],
+                     "env": {"H_TEST_FILTER": "server_repeating_the_password",
+                             "REDLOCK_TOOL": "tools/redlock"}},
+                    cli("cli", "server_text_is_printable")],
+    },
+    {
+        "name": "scrub-keeps-control-bytes",
+        "what": "a server's error text keeps its control bytes (an escape sequence reaches the "
+                "terminal)",
+        "edits": [("lib/scrub.c",
+                   "        text[w++] = c >= 0x20 && c < 0x7f ? (char)c : '?';",
+                   "        text[w++] = (char)c;")],
+        "killers": [unit("scrub"), cli("cli", "server_text_is_printable")],
+    },
+    {
+        "name": "tls-cn-fallback",
+        "what": "a host name is matched against the certificate's CN when it has no "
+                "subjectAltName",
+        "edits": [("lib/tls.c",
+                   " |\n                                      X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);",
+                   ");")],
+        "killers": [{"program": "test/tls/test-tls",
+                     "env": {"H_TEST_FILTER": "cn_only_certificate_refused"}}],
+    },
+    {
+        "name": "url-quotes-stray-password",
+        "what": "a URL that lost its @host (redis://user:secret) is quoted whole in its error",
+        "edits": [("lib/url.c",
+                   "        return stray_span(text, authority, start, end);",
+                   "        return 0;"),
+                  ("lib/url.c",
+                   "        if (parse_decimal(digits, 1, 65535, port) != 0) {\n"
+                   "            if (!quote_port)",
+                   "        if (parse_decimal(digits, 1, 65535, port) != 0) {\n"
+                   "            if (!quote_port && false)")],
+        "killers": [unit("url")],
+    },
+    {
+        "name": "tool-splits-at-any-comma",
+        "what": "the tool splits a node list at every comma, a password's included",
+        "edits": [("tools/args.c",
+                   "        const char *end = url_end(p);\n",
+                   "        const char *end = strchr(p, ',') ? strchr(p, ',') : url_end(p);\n")],
+        "killers": [cli("cli-args")],
+    },
+    {
+        "name": "cluster-allow-ignored",
+        "what": "a cluster node connects to any master its cluster names, whatever allow= says",
+        "edits": [("lib/cluster.c",
+                   "    if (!redlock__cluster_allows(cl->cfg.url, host))\n",
+                   "    if (false)\n")],
+        "killers": [integration("cluster", "masters_kept_within_allow")],
+    },
+    {
+        "name": "nodes-file-mode-unchecked",
+        "what": "a --nodes-file with a password that others can read draws no warning",
+        "edits": [("tools/redlock.c",
+                   "has_password && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)",
+                   "has_password && false)")],
+        "killers": [cli("cli-signals", "nodes_file*")],
     },
 ]

@@ -186,6 +186,9 @@ def check(rows, tls, peers=False, cluster=False):
         need(r["lost_updates"] > 0, "the no-lock control lost no update: the check cannot fail", r)
     need({r.get("notify") for r in cont if r.get("control") != "nolock"} == {True, False},
          "contention rows for notify on and off")
+    for kind in ("fenced", "set"):
+        need({r.get("workers") for r in cont if r.get("lock") == kind} >= {2, 8, 32},
+             f"{kind} contention rows for 2, 8 and 32 workers")
     for r in cont:
         need(r.get("clients") == r.get("workers"), "contention clients != workers", r)
         if r.get("control") != "nolock":
@@ -193,6 +196,11 @@ def check(rows, tls, peers=False, cluster=False):
             need(isinstance(r.get("notify"), bool), "contention without notify true|false", r)
             need(0 < r.get("jain_index", 0) <= 1.0001, "contention without a jain_index", r)
             need(r.get("expired_holds", 0) > 0, "contention with no expired hold", r)
+            need(r.get("attempts_per_acquisition_p50", 0) >= 1,
+                 "contention without attempts per acquisition", r)
+            if r.get("lock") == "fenced":
+                need(r.get("fence_per_acquisition", 0) >= 1,
+                     "fenced contention whose fence did not move", r)
     phases = {r.get("phase"): r for r in by.get("faults", [])}
     for p in ("healthy", "one_stopped", "two_stopped", "three_stopped", "killed", "restarted"):
         need(p in phases, f"faults without phase {p}")

@@ -13,7 +13,7 @@
 #include "redlock.h"
 #include "stats.h"
 
-/* The library's release script (lib/scripts.c), byte for byte, so its SHA1 is the library's and
+/* The library's release script (lib/lua/release.lua), byte for byte, so its SHA1 is the library's and
  * the servers do the same work for both sides (the redlock-bench scenarios check the SHA1:
  * raw_release_sha1). */
 #define RELEASE_LUA                                                                                \

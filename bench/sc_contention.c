@@ -19,7 +19,12 @@
  * run, and lost_updates (writes made - final counter) must be 0.
  *
  * The negative control (one row, "control":"nolock"): the same workers doing the same
- * read-modify-write without the lock must lose updates, or the check above proves nothing. */
+ * read-modify-write without the lock must lose updates, or the check above proves nothing.
+ *
+ * The same waiting, for a fenced lock and for a set of two resources ("lock":"fenced" and
+ * "lock":"set", notify on): they take turns in the queue and are handed the lock by grants like
+ * plain ones. Every row says what a turn cost: attempts per acquisition (median), and for a
+ * fenced lock how far the fence moved per acquisition (last - first fence, over the turns). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +34,7 @@
 #include "bench.h"
 
 #define RESOURCE "bench:contended"
+#define RESOURCE_2 "bench:contended:2" /* a set's second resource */
 #define COUNTER "bench:contended:counter"
 #define CONTENTION_TTL_MS 100
 #define OVERRUN_FIRST_US 300000  /* the first overrun, after the start ... */
@@ -39,8 +45,13 @@
 
 typedef struct cworker cworker;
 
+typedef enum { LOCK_PLAIN, LOCK_FENCED, LOCK_SET } lock_kind;
+
+static const char *const lock_kind_names[] = {"plain", "fenced", "set"};
+
 typedef struct contention {
     bool nolock; /* the negative control */
+    lock_kind kind;
     uint64_t until_us;
     uint64_t next_overrun_us;
     unsigned running;
@@ -53,6 +64,8 @@ typedef struct contention {
      * (of N nodes, the (N/2+1)-th fastest). A handoff by grant cannot beat it: the grants leave
      * the nodes in the scripts that answer the release. */
     samples release_quorum;
+    samples attempts; /* per acquisition */
+    uint64_t first_fence, last_fence;
     cworker *workers;
 } contention;
 
@@ -165,7 +178,6 @@ static void on_overrun_done(uv_timer_t *t)
 
 static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
-    (void)result;
     cworker *w = data;
     contention *ct = w->ct;
     if (status != 0) {
@@ -180,6 +192,12 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     ct->acquisitions++;
     w->acquisitions++;
     w->lock = lock;
+    samples_add(&ct->attempts, result->attempts);
+    if (ct->kind == LOCK_FENCED) {
+        if (ct->first_fence == 0)
+            ct->first_fence = result->fence;
+        ct->last_fence = result->fence;
+    }
     if (now >= ct->next_overrun_us) {
         /* Hold on until the key has expired on the nodes (the validity ends before it). */
         ct->next_overrun_us = now + OVERRUN_EVERY_US;
@@ -208,8 +226,12 @@ static void cworker_next(cworker *w)
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 10000;
+    lo.fencing = ct->kind == LOCK_FENCED;
+    static const void *const resources[2] = {RESOURCE, RESOURCE_2};
+    static const size_t lens[2] = {sizeof(RESOURCE) - 1, sizeof(RESOURCE_2) - 1};
     w->acquire_start_us = bench_now_us();
-    if (redlock_acquire(w->client, RESOURCE, strlen(RESOURCE), 0, &lo, on_acquired, w) != 0) {
+    if (redlock_acquire_multi(w->client, resources, lens, ct->kind == LOCK_SET ? 2 : 1, 0, &lo,
+                              on_acquired, w) != 0) {
         ct->failures++;
         if (--ct->running == 0)
             ct->done = true;
@@ -352,7 +374,7 @@ static bool wait_flag(uv_loop_t *loop, const int *flag)
     return *flag == 1;
 }
 
-static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool notify)
+static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool notify, lock_kind kind)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -369,6 +391,7 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
     contention ct;
     memset(&ct, 0, sizeof(ct));
     ct.nolock = nolock;
+    ct.kind = kind;
     ct.workers = calloc(w_count, sizeof(cworker));
     int rc = 0;
     for (unsigned i = 0; i < w_count; i++) {
@@ -446,19 +469,30 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
     uint64_t release_quorum_us =
         ct.release_quorum.n > 0 ? samples_percentiles(&ct.release_quorum).p50 : 0;
     double rate = elapsed > 0 ? (double)ct.acquisitions / elapsed : 0;
+    uint64_t attempts_p50 = ct.attempts.n > 0 ? samples_percentiles(&ct.attempts).p50 : 0;
+    double attempts_mean = 0;
+    for (size_t i = 0; i < ct.attempts.n; i++)
+        attempts_mean += (double)ct.attempts.v[i] / (double)ct.attempts.n;
+    double fence_step =
+        kind == LOCK_FENCED && ct.acquisitions > 1
+            ? (double)(ct.last_fence - ct.first_fence) / (double)(ct.acquisitions - 1)
+            : 0;
     if (rc == 0 && nolock) {
         printf("%-11s workers %3u, NO LOCK (control): %8.0f updates/s  lost_updates %lld of "
                "%llu  (must be > 0: proof the check can fail)\n",
                "contention", w_count, rate, lost, (unsigned long long)ct.writes);
     } else if (rc == 0) {
-        printf("%-11s workers %3u, notify %-3s: %8.0f acquisitions/s  handoff p50 %6llu us p99 "
-               "%6llu (rtt %llu us, %llu us during the run; release quorum %llu us)  per-worker "
-               "min %llu max %llu (Jain "
-               "%.2f)  lost_updates %lld  "
-               "expired holds %llu, skipped writes %llu  (%llu failed)\n",
-               "contention", w_count, notify ? "on" : "off", rate, (unsigned long long)ph.p50,
-               (unsigned long long)ph.p99, (unsigned long long)rtt_us,
+        printf("%-11s %-6s workers %3u, notify %-3s: %8.0f acquisitions/s  handoff p50 %6llu us "
+               "p99 %6llu (rtt %llu us, %llu us during the run; release quorum %llu us)  "
+               "attempts per acquisition p50 %llu (mean %.2f)",
+               "contention", lock_kind_names[kind], w_count, notify ? "on" : "off", rate,
+               (unsigned long long)ph.p50, (unsigned long long)ph.p99, (unsigned long long)rtt_us,
                (unsigned long long)rtt_busy_us, (unsigned long long)release_quorum_us,
+               (unsigned long long)attempts_p50, attempts_mean);
+        if (kind == LOCK_FENCED)
+            printf("  fence +%.2f per acquisition", fence_step);
+        printf("  per-worker min %llu max %llu (Jain %.2f)  lost_updates %lld  expired holds "
+               "%llu, skipped writes %llu  (%llu failed)\n",
                (unsigned long long)min, (unsigned long long)max, jain, lost,
                (unsigned long long)ct.overruns, (unsigned long long)ct.skipped,
                (unsigned long long)ct.failures);
@@ -470,11 +504,14 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
             fprintf(f, ",\"control\":\"nolock\"");
         else
             fprintf(f,
-                    ",\"notify\":%s,\"jain_index\":%.3f,\"rtt_us\":%llu,\"rtt_busy_us\":%llu,"
-                    "\"release_quorum_us\":%llu,\"think_us\":%d",
-                    notify ? "true" : "false", jain, (unsigned long long)rtt_us,
-                    (unsigned long long)rtt_busy_us, (unsigned long long)release_quorum_us,
-                    THINK_US);
+                    ",\"lock\":\"%s\",\"notify\":%s,\"jain_index\":%.3f,\"rtt_us\":%llu,"
+                    "\"rtt_busy_us\":%llu,\"release_quorum_us\":%llu,\"think_us\":%d,"
+                    "\"attempts_per_acquisition_p50\":%llu,\"attempts_per_acquisition_mean\":%.3f,"
+                    "\"fence_per_acquisition\":%.3f",
+                    lock_kind_names[kind], notify ? "true" : "false", jain,
+                    (unsigned long long)rtt_us, (unsigned long long)rtt_busy_us,
+                    (unsigned long long)release_quorum_us, THINK_US,
+                    (unsigned long long)attempts_p50, attempts_mean, fence_step);
         fprintf(f,
                 ",\"workers\":%u,\"clients\":%u,\"ttl_ms\":%u,\"acquisitions\":%llu,"
                 "\"acquisitions_per_s\":%.1f,\"handoff_us\":",
@@ -491,6 +528,7 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
     }
     samples_free(&ct.handoff);
     samples_free(&ct.release_quorum);
+    samples_free(&ct.attempts);
     for (unsigned i = 0; i < w_count; i++) {
         cworker *w = &ct.workers[i];
         if (w->data != NULL)
@@ -514,10 +552,16 @@ int bench_contention(bench_config *cfg)
     int rc = 0;
     for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
         for (int notify = 0; notify < 2; notify++)
-            if (run_level(cfg, levels[i], false, notify != 0) != 0)
+            if (run_level(cfg, levels[i], false, notify != 0, LOCK_PLAIN) != 0)
                 rc = -1;
     }
-    if (run_level(cfg, CONTROL_WORKERS, true, false) != 0)
+    /* Fenced locks and sets wait in the queue too (notify on: the library's defaults). */
+    for (lock_kind kind = LOCK_FENCED; kind <= LOCK_SET; kind++) {
+        for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+            if (run_level(cfg, levels[i], false, true, kind) != 0)
+                rc = -1;
+    }
+    if (run_level(cfg, CONTROL_WORKERS, true, false, LOCK_PLAIN) != 0)
         rc = -1;
     return rc;
 }

@@ -4,7 +4,7 @@
  *
  * The commands of one lock cycle, byte for byte as the library sends them (lib/command.c encodes
  * them here too: SET key token NX PX ttl, then EVALSHA of the library's release script from
- * lib/scripts.c on the same key and token), go to every node deeply pipelined, with no lock logic
+ * lib/lua/release.lua on the same key and token), go to every node deeply pipelined, with no lock logic
  * at all. Every node gets the same batches, each BATCH_CYCLES SETs followed by their BATCH_CYCLES
  * releases; WINDOW batches are in flight, and the next batch goes to every node once the oldest
  * has been answered by all of them. So every node does the same work in the same order, as under

@@ -607,8 +607,10 @@ REDLOCK_EXTERN int redlock_client_stats(const redlock_client *client, redlock_st
 
 /* Auto-extension: the client keeps a held lock alive with extend rounds until it is released.
  * If it cannot (the keys were taken, too few nodes answer in time, the cap is reached, the
- * client closes), the lost callback fires exactly once, at the latest lost_margin before the
- * validity deadline - never after it, never silently. */
+ * client closes), the lost callback fires exactly once, never silently, at the latest
+ * lost_margin before the validity deadline - later only if the process itself was paused past
+ * that moment (then on resume; no extension is reported won after the deadline all the same).
+ * A node that comes back as a new server (a restart) triggers an extension at once. */
 typedef void (*redlock_lost_cb)(redlock_lock *lock, int reason, void *data);
 
 typedef struct redlock_auto_opts {
@@ -765,8 +767,10 @@ REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
  * has accepted (docs/safety.md). 0 for a lock taken without fencing, and for an attached one.
  * Extensions keep it. */
 REDLOCK_EXTERN uint64_t redlock_lock_fence(const redlock_lock *lock);
-/* true while now < deadline, until release is called or auto-extension reports the lock lost
- * (an extend the caller starts after that, if won, makes it held again). */
+/* true while now < deadline, until release is called or the lock is reported lost: by
+ * auto-extension, or by the check of every held lock after a node came back as a new server
+ * (a restart), which finds fewer than a quorum holding its token (an extend the caller starts
+ * after that, if won, makes it held again). */
 REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);
 REDLOCK_EXTERN redlock_client *redlock_lock_client(const redlock_lock *lock);
 /* A pointer for the caller; the library never touches it. */
@@ -958,6 +962,7 @@ REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *l
 /* The lock's fencing token (as redlock_lock_fence; 0 without fencing). */
 REDLOCK_EXTERN uint64_t redlock_sync_lock_fence(const redlock_sync_lock *lock);
 /* 0 while held; after an auto-extended lock was lost, the reason given to its lost callback;
+ * REDLOCK_ELOST once the check after a node's restart found a lock without it lost;
  * REDLOCK_ERELEASED after release, whatever the release found (whether the hold had lapsed is
  * the release's own return value); REDLOCK_EEXPIRED once the deadline passed otherwise;
  * REDLOCK_EINVAL for a NULL lock. */

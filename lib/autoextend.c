@@ -76,6 +76,11 @@ static void fire_lost(redlock_lock *lock, int reason)
 static void on_extend_timer(redlock__timer *t);
 static void on_guard_timer(redlock__timer *t);
 
+static bool at_cap(const redlock__auto *a)
+{
+    return a->opts.max_extensions != 0 && a->extensions >= a->opts.max_extensions;
+}
+
 static uint64_t guard_due(const redlock_lock *lock)
 {
     uint64_t margin = lock->autox.margin_us;
@@ -88,12 +93,33 @@ static void schedule(redlock_lock *lock)
     redlock__auto *a = &lock->autox;
     redlock_client *c = lock->client;
     redlock__client_timer_start(c, &a->guard_timer, guard_due(lock), on_guard_timer);
-    if (a->opts.max_extensions != 0 && a->extensions >= a->opts.max_extensions) {
+    if (at_cap(a)) {
         redlock__client_timer_stop(c, &a->extend_timer);
         return; /* the guard ends the hold with REDLOCK_ELIMIT */
     }
     uint64_t after = (uint64_t)((double)lock->ttl_ms * 1000.0 * a->opts.extend_at);
-    redlock__client_timer_start(c, &a->extend_timer, lock->won_start_us + after, on_extend_timer);
+    uint64_t due = lock->won_start_us + after;
+    /* A round that began before a node reached a new server may count the old server's vote:
+     * whether a quorum still holds the lock is known only from a round after the change. */
+    if (lock->won_start_us < c->node_changed_us)
+        due = redlock__client_now(c);
+    redlock__client_timer_start(c, &a->extend_timer, due, on_extend_timer);
+}
+
+bool redlock__auto_recheck(redlock_lock *lock)
+{
+    redlock__auto *a = &lock->autox;
+    if (!a->active || at_cap(a))
+        return false;
+    if (!a->extending)
+        redlock__client_timer_start(lock->client, &a->extend_timer,
+                                    redlock__client_now(lock->client), on_extend_timer);
+    return true;
+}
+
+void redlock__auto_lost(redlock_lock *lock, int reason)
+{
+    fire_lost(lock, reason);
 }
 
 void redlock__auto_moved(redlock_lock *lock)
@@ -140,6 +166,9 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
         return;
     }
     uint64_t wait = REDLOCK__MIN(lock->client->opts.retry_delay_ms * 1000, (guard - now) / 2);
+    /* Begun before a node reached a new server: the next round, after it, is due at once. */
+    if (a->started_us < lock->client->node_changed_us)
+        wait = 0;
     redlock__client_timer_start(lock->client, &a->extend_timer, now + REDLOCK__MAX(wait, 1000),
                                 on_extend_timer);
 }
@@ -151,6 +180,7 @@ static void on_extend_timer(redlock__timer *t)
     if (!a->active || a->extending)
         return;
     a->extending = true;
+    a->started_us = redlock__client_now(lock->client);
     int rc = redlock__extend(lock, lock->ttl_ms, a->opts.extend_flags, on_extended, NULL, false);
     if (rc != 0) {
         a->extending = false;
@@ -164,7 +194,7 @@ static void on_guard_timer(redlock__timer *t)
     redlock_lock *lock = REDLOCK__CONTAINER_OF(t, redlock_lock, autox.guard_timer);
     redlock__auto *a = &lock->autox;
     int reason;
-    if (a->opts.max_extensions != 0 && a->extensions >= a->opts.max_extensions)
+    if (at_cap(a))
         reason = REDLOCK_ELIMIT;
     else if (a->last_failure != 0)
         reason = a->last_failure;

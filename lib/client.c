@@ -172,6 +172,11 @@ static void on_io_notify(redlock__io *io, unsigned node, const char *channel, si
     redlock__ops_notified(io->owner, node, channel, len, message, message_len);
 }
 
+static void on_io_node_changed(redlock__io *io, unsigned node)
+{
+    redlock__recheck_node(io->owner, node);
+}
+
 static void on_wake(redlock__io *io)
 {
     redlock_client *c = io->owner;
@@ -413,6 +418,7 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
     c->io->on_wake = on_wake;
     c->io->on_closed = on_io_closed;
     c->io->on_notify = on_io_notify;
+    c->io->on_node_changed = on_io_node_changed;
     *client_out = c;
     return 0;
 }

@@ -66,12 +66,20 @@ struct redlock_client {
      * sent to, so that a round sent from a completion that came at once encodes per node. */
     redlock__buf wire;
     bool wire_busy;
+    /* A node reached a new server (recheck.c): when the last one did, on the client's clock (0:
+     * never). A round started before it may hold a vote of the old server. */
+    uint64_t node_changed_us;
+    redlock__timer recheck_timer; /* checks every held lock, on the loop turn after a change */
+    /* A check found a lock without auto-extension lost (the blocking client's handle status
+     * follows it); NULL: nobody listens. */
+    void (*on_checked_lost)(redlock_lock *lock);
 };
 
 /* Auto-extension state of one lock (autoextend.c). */
 typedef struct redlock__auto {
     bool active;
-    bool extending; /* an extend round is in flight */
+    bool extending;      /* an extend round is in flight */
+    uint64_t started_us; /* ... and when it began */
     redlock_auto_opts opts;
     uint64_t margin_us;
     redlock_lost_cb lost_cb;
@@ -99,6 +107,8 @@ struct redlock_lock {
     uint64_t validity_ms;
     uint64_t deadline_us;
     uint64_t won_start_us; /* start of the last won round (acquire or extend) */
+    uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
+    uint64_t yes_nodes;    /* bit i: node i said yes in the last won round (recheck.c) */
     redlock__auto autox;
     void *data;
     /* key prefix + resource; the resource starts at key + prefix length. The fence counter's key
@@ -112,13 +122,13 @@ struct redlock_lock {
     redlock__span *more;
     unsigned n_more;
     /* Fair turns (ops.c, "queue"): set while an acquire with a wait (and notifications) takes it
-     * through the resource's queue, and kept for the lock's release. queue_keys holds the queue's
-     * name, the deadlines' name and the waiter's own channel, each NUL-terminated
-     * (REDLOCK__QUEUE_SUFFIX, _DUE_SUFFIX, ops.c). */
+     * through its keys' queues, and kept for the lock's release. channels holds its queue's
+     * channel (its first key's queue name) and its own (that, ":" and its id), each
+     * NUL-terminated (ops.c, queue_join). */
     bool queued;
-    bool channel_watched;       /* its own channel (queue name + ":" + waiter id) is subscribed */
-    bool queue_channel_watched; /* and the queue's (the queue's name) */
-    char *queue_keys;
+    bool channel_watched;       /* its own channel is subscribed */
+    bool queue_channel_watched; /* and the queue's */
+    char *channels;
     uint64_t place_us;
     uint64_t place_ttl_ms; /* how long a node keeps its place after an attempt (ops.c) */
     size_t waiter_len;
@@ -187,6 +197,22 @@ int redlock__check_retake(redlock_lock *lock);
 int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,
                         redlock_lost_cb lost_cb);
 void redlock__auto_cancel_all(redlock_client *c);
+/* A node reached a new server (recheck.c): extend lock at once unless an extension is in flight
+ * (its win is followed by another at once, since it started before the change). Returns false,
+ * doing nothing, when auto-extension cannot extend it (not active, or at its cap). */
+bool redlock__auto_recheck(redlock_lock *lock);
+/* Report an auto-extended lock lost with reason (the lost callback, once); harmless when not
+ * active. */
+void redlock__auto_lost(redlock_lock *lock, int reason);
+
+/* Node node reached a new server (io.h's on_node_changed): on the next loop turn every lock the
+ * client holds is checked - an extension for an auto-extended one, else an inspect round - and
+ * one a quorum no longer holds is reported lost (recheck.c). */
+void redlock__recheck_node(redlock_client *c, unsigned node);
+/* A round of lock was decided (won: it now holds where q's yes votes say): a node that said no
+ * where the last won round had its yes answers as if it had lost its keys, and has every held
+ * lock checked as redlock__recheck_node does. */
+void redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won);
 
 /* The checks every call that names a resource makes: the client is open, the resource is
  * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). */

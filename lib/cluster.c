@@ -629,8 +629,14 @@ static void dispatch(creq *cr, uint64_t now)
     cr->then = THEN_NOTHING;
     cr->answered_by = target->endpoint;
     cr->has_answer = false;
-    cr->inner = (redlock__req){.cmd = &cr->cmd, .cb = on_inner, .sent_us = now, .asking = asking};
     bool wait = cl->replica_wait > 0 && is_write(cr->outer->cmd->kind);
+    /* No grant where a write counts only with its replicas' acks: the grant's SET would be the
+     * releaser's, which no WAIT follows (io.h, grant_tag). */
+    cr->inner = (redlock__req){.cmd = &cr->cmd,
+                               .cb = on_inner,
+                               .sent_us = now,
+                               .asking = asking,
+                               .grant_tag = cl->replica_wait > 0 ? 0 : cr->outer->grant_tag};
     cr->pending += wait ? 2 : 1;
     if (wait) {
         /* WAIT's own timeout: three quarters of what is left, so that its count comes back
@@ -751,12 +757,13 @@ static int cmd_slot(const redlock__cmd *cmd, char *why, size_t why_len)
     if (cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS)
         return 0;
     unsigned slot = redlock__key_slot(cmd->key, cmd->key_len);
-    redlock__span others[3] = {
-        {NULL, 0}, {cmd->queue_key, cmd->queue_key_len}, {cmd->due_key, cmd->due_key_len}};
+    /* The queued scripts' own keys (lib/lua/queue.lua) share their key's hash tag: ops.c queues
+     * only keys that have one on a cluster. */
+    redlock__span fence = {NULL, 0};
     if (redlock__cmd_uses_fence_key(cmd))
-        others[0] = (redlock__span){cmd->fence_key, cmd->fence_key_len};
-    for (unsigned i = 0; i < 3 + cmd->n_more; i++) {
-        redlock__span k = i < 3 ? others[i] : cmd->more[i - 3];
+        fence = (redlock__span){cmd->fence_key, cmd->fence_key_len};
+    for (unsigned i = 0; i < 1 + cmd->n_more; i++) {
+        redlock__span k = i == 0 ? fence : cmd->more[i - 1];
         if (k.ptr == NULL)
             continue;
         unsigned other = redlock__key_slot(k.ptr, k.len);

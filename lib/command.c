@@ -36,9 +36,9 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
 /* The script cmd runs (redlock__cmd_is_script). */
 static const redlock__script *cmd_script(const redlock__cmd *cmd)
 {
-    if (cmd->queue_key != NULL) /* a waiter's: only these two kinds are ever sent with a queue */
-        return cmd->kind == REDLOCK__CMD_ACQUIRE ? &redlock__script_acquire_queued
-                                                 : &redlock__script_release_queued;
+    if (cmd->queued) /* a waiter's: only its acquires and releases are ever sent queued */
+        return cmd->kind == REDLOCK__CMD_RELEASE ? &redlock__script_release_queued
+                                                 : &redlock__script_acquire_queued;
     if (cmd->n_more > 0) { /* a set: only these four kinds are ever sent for one */
         switch (cmd->kind) {
         case REDLOCK__CMD_ACQUIRE:
@@ -133,14 +133,16 @@ int redlock__resp_append(int argc, const char *const *argv, const size_t *argvle
     return 0;
 }
 
-/* A set's command: EVALSHA sha k key... token [ttl [retake]]. Its argv is as long as the set,
- * so it lives on the heap. */
-static int set_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
-                          const redlock__alloc *alloc)
+/* A set's command, or a waiter's (queued, of one key or a set): EVALSHA sha k key... then
+ * token [ttl [retake]] (a set's: acquire, extend, release with its tell flag, inspect), or the
+ * queued scripts' ARGV (lib/lua/acquire_queued.lua, release_queued.lua). Its argv is as long as
+ * the set, so it lives on the heap. */
+static int keys_cmd_append(const redlock__cmd *cmd, unsigned grant_tag, bool use_eval,
+                           redlock__buf *out, const redlock__alloc *alloc)
 {
     const redlock__script *s = cmd_script(cmd);
     unsigned n_keys = cmd->n_more + 1;
-    size_t max = (size_t)n_keys + 6;
+    size_t max = (size_t)n_keys + 12;
     const char **argv = redlock__malloc(alloc, max * sizeof(*argv));
     size_t *argvlen = redlock__malloc(alloc, max * sizeof(*argvlen));
     if (argv == NULL || argvlen == NULL) {
@@ -149,7 +151,8 @@ static int set_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *
         return REDLOCK_ENOMEM;
     }
     int argc = 0;
-    char ttl[24], numkeys[24];
+    char ttl[24], numkeys[24], place[24], place_ttl[24], stamp[24], tag[24];
+    bool stamped = grant_tag != 0 && cmd->stamp_us != 0;
 #define ARG(p, n) (argv[argc] = (p), argvlen[argc] = (n), argc++)
     ARG(use_eval ? "EVAL" : "EVALSHA", use_eval ? 4u : 7u);
     ARG(use_eval ? s->source : s->sha1, use_eval ? s->source_len : 40u);
@@ -159,9 +162,25 @@ static int set_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *
         ARG(cmd->more[i].ptr, cmd->more[i].len);
     if (cmd->kind != REDLOCK__CMD_INSPECT)
         ARG(cmd->token, cmd->token_len);
-    if (cmd->kind == REDLOCK__CMD_ACQUIRE || cmd->kind == REDLOCK__CMD_EXTEND)
+    if (cmd->queued && cmd->kind == REDLOCK__CMD_RELEASE) {
+        ARG(cmd->waiter_len > 0 ? cmd->waiter : "", cmd->waiter_len);
+        ARG(cmd->leave ? "1" : "0", 1);
+        ARG(cmd->tell ? "1" : "0", 1);
+    } else if (cmd->queued) {
         ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
-    if (cmd->kind == REDLOCK__CMD_EXTEND)
+        ARG(cmd->waiter, cmd->waiter_len);
+        ARG(place, u64_decimal(place, cmd->place_us));
+        ARG(place_ttl, u64_decimal(place_ttl, cmd->place_ttl_ms));
+        ARG(stamp, stamped ? u64_decimal(stamp, cmd->stamp_us) : 0);
+        ARG(tag, stamped ? u64_decimal(tag, grant_tag - 1) : 0);
+        ARG(cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED ? "1" : "0", 1);
+        ARG(cmd->channel, cmd->channel_len);
+    } else if (cmd->kind == REDLOCK__CMD_RELEASE) {
+        ARG(cmd->tell ? "1" : "0", 1);
+    } else if (cmd->kind == REDLOCK__CMD_ACQUIRE || cmd->kind == REDLOCK__CMD_EXTEND) {
+        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
+    }
+    if (!cmd->queued && cmd->kind == REDLOCK__CMD_EXTEND)
         ARG(cmd->retake ? "1" : "0", 1);
 #undef ARG
     int rc = redlock__resp_append(argc, argv, argvlen, out, alloc);
@@ -170,53 +189,19 @@ static int set_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *
     return rc;
 }
 
-/* A waiter's command: EVALSHA sha 3 key queue due token (ttl waiter place place_ttl stamp |
- * waiter leave). */
-static int queued_cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
-                             const redlock__alloc *alloc)
-{
-    const redlock__script *s = cmd_script(cmd);
-    const char *argv[12];
-    size_t argvlen[12];
-    int argc = 0;
-    char ttl[24], place[24], place_ttl[24], stamp[24];
-#define ARG(p, n) (argv[argc] = (p), argvlen[argc] = (n), argc++)
-    ARG(use_eval ? "EVAL" : "EVALSHA", use_eval ? 4u : 7u);
-    ARG(use_eval ? s->source : s->sha1, use_eval ? s->source_len : 40u);
-    ARG("3", 1);
-    ARG(cmd->key, cmd->key_len);
-    ARG(cmd->queue_key, cmd->queue_key_len);
-    ARG(cmd->due_key, cmd->due_key_len);
-    ARG(cmd->token, cmd->token_len);
-    if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
-        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
-        ARG(cmd->waiter, cmd->waiter_len);
-        ARG(place, u64_decimal(place, cmd->place_us));
-        ARG(place_ttl, u64_decimal(place_ttl, cmd->place_ttl_ms));
-        ARG(stamp, cmd->stamp_us != 0 ? u64_decimal(stamp, cmd->stamp_us) : 0);
-    } else {
-        ARG(cmd->waiter_len > 0 ? cmd->waiter : "", cmd->waiter_len);
-        ARG(cmd->leave ? "1" : "0", 1);
-    }
-#undef ARG
-    return redlock__resp_append(argc, argv, argvlen, out, alloc);
-}
-
 bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd)
 {
-    if (!redlock__cmd_is_script(cmd) || cmd->queue_key != NULL || cmd->n_more > 0)
+    if (!redlock__cmd_is_script(cmd) || cmd->queued || cmd->n_more > 0)
         return false;
     const redlock__script *s = cmd_script(cmd);
     return s != &redlock__script_extend && s != &redlock__script_release;
 }
 
-int redlock__cmd_encode(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
-                        const redlock__alloc *alloc)
+int redlock__cmd_encode(const redlock__cmd *cmd, unsigned grant_tag, bool use_eval,
+                        redlock__buf *out, const redlock__alloc *alloc)
 {
-    if (cmd->queue_key != NULL)
-        return queued_cmd_append(cmd, use_eval, out, alloc);
-    if (cmd->n_more > 0)
-        return set_cmd_append(cmd, use_eval, out, alloc);
+    if (cmd->queued || cmd->n_more > 0)
+        return keys_cmd_append(cmd, grant_tag, use_eval, out, alloc);
     const char *argv[10];
     size_t argvlen[10];
     int argc = 0;
@@ -254,6 +239,8 @@ int redlock__cmd_encode(const redlock__cmd *cmd, bool use_eval, redlock__buf *ou
             ARG(cmd->fence_key, cmd->fence_key_len);
         if (cmd->kind != REDLOCK__CMD_INSPECT)
             ARG(cmd->token, cmd->token_len);
+        if (cmd->kind == REDLOCK__CMD_RELEASE)
+            ARG(cmd->tell ? "1" : "0", 1);
         if (cmd->kind == REDLOCK__CMD_EXTEND || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED)
             ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
         if (cmd->kind == REDLOCK__CMD_EXTEND)
@@ -442,6 +429,11 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
             data->counter = (uint64_t)reply->integer;
             return REDLOCK_VOTE_YES;
         }
+    } else if (cmd->queued && cmd->kind != REDLOCK__CMD_RELEASE &&
+               reply->type == REDIS_REPLY_INTEGER) {
+        /* A waiter's lost attempt: how long until the node could let it in. */
+        data->pttl_ms = reply->integer >= 0 ? reply->integer : -1;
+        return REDLOCK_VOTE_NO;
     } else if (cmd->kind == REDLOCK__CMD_ACQUIRE) {
         if (reply->type == REDIS_REPLY_STATUS && reply->len == 2 &&
             memcmp(reply->str, "OK", 2) == 0)

@@ -34,15 +34,19 @@ typedef enum {
  * key's prefix (ACL key patterns, SCAN) and its Redis Cluster hash tag, if any. */
 #define REDLOCK__FENCE_SUFFIX ":fence"
 #define REDLOCK__FENCE_SUFFIX_LEN 6
-/* The names of a resource's queue of waiters and of their deadlines: the lock key with these
- * appended (the same prefix and hash tag, as the counter's). */
+/* The names of a key's queue of waiters, of their deadlines and grant records, and (with ":"
+ * and a waiter's id after it) of a waiter's own channel: the lock key with these appended (the
+ * same prefix and hash tag, as the counter's). The queued scripts derive them (lib/lua/queue.lua);
+ * the client names only its channels. */
 #define REDLOCK__QUEUE_SUFFIX ":queue"
 #define REDLOCK__QUEUE_SUFFIX_LEN 6
 #define REDLOCK__DUE_SUFFIX ":queue-due"
 #define REDLOCK__DUE_SUFFIX_LEN 10
 
 /* What a reply carried beyond its vote: INSPECT's value, PTTL and counter, ACQUIRE_FENCED's
- * counter (on a yes). value points into the reply (valid while it lives). */
+ * counter (on a yes), a waiter's lost attempt's wait (pttl_ms: how long until the node could let
+ * it in without a release, -1 no end; -2 when the reply says nothing of it). value points into
+ * the reply (valid while it lives). */
 typedef struct redlock__reply_data {
     const char *value; /* NULL: no key */
     size_t value_len;
@@ -72,21 +76,24 @@ typedef struct redlock__cmd {
      * EXTEND, RELEASE and INSPECT run the scripts of a set (scripts.h), all or none per node. */
     const redlock__span *more;
     unsigned n_more;
-    /* Fair turns (ops.c): a waiter's ACQUIRE, and the RELEASEs of its attempts and its lock, run
-     * the queued scripts (scripts.h) on the resource's queue (queue_key) and its waiters'
-     * deadlines (due_key). waiter: the waiter's id (ACQUIRE and RELEASE; waiter_len 0: none),
-     * leave: a RELEASE that takes the waiter out of the queue. queue_key NULL: a command without
-     * a queue. */
-    const char *queue_key;
-    size_t queue_key_len;
-    const char *due_key;
-    size_t due_key_len;
+    /* A holder's RELEASE: tell the waiters (the scripts publish the release); false for the
+     * release of a lost attempt, which wakes nobody. */
+    bool tell;
+    /* Fair turns (lib/lua/queue.lua): a waiter's ACQUIRE or ACQUIRE_FENCED, and the RELEASEs of
+     * its attempts and its lock, run the queued scripts on every key of the lock. waiter: its id
+     * (waiter_len 0: none); channel: its own channel, which a grant record names; leave: a
+     * RELEASE that takes it out of the queues. */
+    bool queued;
+    bool leave;
     const char *waiter;
     size_t waiter_len;
+    const char *channel;
+    size_t channel_len;
     uint64_t place_us;     /* ACQUIRE: the waiter's place, when it began to wait (wall clock) */
     uint64_t place_ttl_ms; /* ACQUIRE: how long a node keeps the place after an attempt */
-    uint64_t stamp_us;     /* ACQUIRE: its round's send time, for a grant (0: no grant) */
-    bool leave;
+    /* ACQUIRE: its round's send time, which a grant names (0: no grant anywhere). A node gets
+     * it only with a grant tag (redlock__cmd_append_tagged). */
+    uint64_t stamp_us;
     /* The command already encoded (not the EVAL form), which redlock__cmd_append copies instead
      * of encoding again; NULL: encode it. A round sets it only while it sends to its nodes. */
     const char *wire;
@@ -98,36 +105,55 @@ static inline bool redlock__cmd_is_script(const redlock__cmd *cmd)
 {
     if (cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS)
         return false;
-    return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0 || cmd->queue_key != NULL;
+    return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0 || cmd->queued;
 }
 
-/* Whether a reply to this kind of command carries data (redlock__reply_data) for the caller. */
-static inline bool redlock__cmd_has_data(redlock__cmd_kind kind)
+/* Whether a reply to cmd carries data (redlock__reply_data) for the caller. */
+static inline bool redlock__cmd_has_data(const redlock__cmd *cmd)
 {
-    return kind == REDLOCK__CMD_INSPECT || kind == REDLOCK__CMD_ACQUIRE_FENCED ||
-           kind >= REDLOCK__CMD_CLUSTER_SHARDS;
+    return cmd->kind == REDLOCK__CMD_INSPECT || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED ||
+           cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS ||
+           (cmd->queued && cmd->kind == REDLOCK__CMD_ACQUIRE);
 }
 
 /* Whether cmd's script names the fence counter (fence_key) as its second key: INSPECT, the fenced
  * acquire, the commit and a fenced retake. Keys a command names: key; fence_key when this says
- * so; more[] (a set); queue_key and due_key (a waiter's). */
+ * so; more[] (a set). The queued scripts derive the names of their queues and counter. */
 bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd);
 
+/* Whether cmd's bytes differ by node: a waiter's acquire that a grant may answer names the node
+ * (its grant tag), so it is encoded for each node instead of once for all. */
+static inline bool redlock__cmd_per_node(const redlock__cmd *cmd)
+{
+    return cmd->queued && cmd->stamp_us != 0 &&
+           (cmd->kind == REDLOCK__CMD_ACQUIRE || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED);
+}
+
 /* Append the RESP encoding of cmd to out, always encoding it (redlock__cmd_append copies
- * cmd->wire instead when it can). */
-int redlock__cmd_encode(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
-                        const redlock__alloc *alloc);
+ * cmd->wire instead when it can). grant_tag: for a waiter's acquire (redlock__cmd_per_node), 1 +
+ * the node's index, which a grant on that node names, or 0 for a node where no grant may be made
+ * (the record is then not written: lib/lua/acquire_queued.lua); ignored for any other command. */
+int redlock__cmd_encode(const redlock__cmd *cmd, unsigned grant_tag, bool use_eval,
+                        redlock__buf *out, const redlock__alloc *alloc);
 
 /* Append the RESP encoding of cmd to out. Scripts go as EVALSHA, or as EVAL when use_eval (the
  * NOSCRIPT fallback). Returns 0 or REDLOCK_ENOMEM (out unchanged). Inline: a round's shared
  * encoding is copied at every node of every round, and the encoder's frame cost as much as the
  * copy. */
-static inline int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
-                                      const redlock__alloc *alloc)
+static inline int redlock__cmd_append_tagged(const redlock__cmd *cmd, unsigned grant_tag,
+                                             bool use_eval, redlock__buf *out,
+                                             const redlock__alloc *alloc)
 {
     if (cmd->wire != NULL && !use_eval)
         return redlock__buf_append(out, alloc, cmd->wire, cmd->wire_len);
-    return redlock__cmd_encode(cmd, use_eval, out, alloc);
+    return redlock__cmd_encode(cmd, grant_tag, use_eval, out, alloc);
+}
+
+/* The same for a command no grant answers. */
+static inline int redlock__cmd_append(const redlock__cmd *cmd, bool use_eval, redlock__buf *out,
+                                      const redlock__alloc *alloc)
+{
+    return redlock__cmd_append_tagged(cmd, 0, use_eval, out, alloc);
 }
 
 /* Append argv (argc strings of argvlen bytes) as one RESP command (an array of bulk strings) to

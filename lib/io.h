@@ -38,6 +38,12 @@ struct redlock__req {
     /* A Redis Cluster's ASK redirect (cluster.c): the command goes preceded by ASKING, whose
      * reply the node reads and drops (it clears the flag then). Only a node of node.c reads it. */
     bool asking;
+    /* A waiter's acquire (redlock__cmd_per_node): 1 + the index of the node it goes to, which a
+     * grant made on that server names (so a grant counts for the node whose connection asked for
+     * it, whichever subscriber heard it), or 0 where no grant may be made (a cluster node that
+     * waits for replicas: a grant's SET is the releaser's, and no WAIT follows it). Set by the
+     * caller; the IO layer passes it to the encoder and may clear it, never set it. */
+    unsigned grant_tag;
 };
 
 typedef struct redlock__io_ops {
@@ -66,6 +72,10 @@ struct redlock__io {
      * bytes) is the token that held it, or a grant (ops.c); both valid during the call. */
     void (*on_notify)(redlock__io *io, unsigned node, const char *channel, size_t len,
                       const char *message, size_t message_len);
+    /* Node node reconnected to another server than before (a new run_id: it restarted, and may
+     * have lost every key it held). Comes after the new connection is ready, never from inside
+     * send; NULL: nobody listens. */
+    void (*on_node_changed)(redlock__io *io, unsigned node);
 };
 
 #endif

@@ -145,6 +145,15 @@ static void on_sub_message(void *ctx, unsigned node, const char *channel, size_t
         io->base.on_notify(&io->base, node, channel, len, message, message_len);
 }
 
+/* node_config.changed: node index (a plain node, or a connection of a cluster) reached a new
+ * server. */
+static void on_node_changed(void *ctx, unsigned index)
+{
+    io_uv *io = ctx;
+    if (io->base.on_node_changed != NULL)
+        io->base.on_node_changed(&io->base, index);
+}
+
 /* node_config.twin_of: another node connected to the server with this run_id (for a cluster,
  * a connection of another cluster: a cluster's own servers are one vote together). */
 static const char *io_twin_of(void *ctx, const redlock__node *node, const char *run_id)
@@ -210,6 +219,9 @@ int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsign
         redlock__node_config cfg = cfgs[i];
         cfg.twin_of = io_twin_of;
         cfg.twin_ctx = io;
+        cfg.changed = on_node_changed;
+        cfg.changed_ctx = io;
+        cfg.index = i;
         int rc = cfg.url->cluster ? redlock__cluster_new(loop, &cfg, &io->clusters[i])
                                   : redlock__node_new(loop, &cfg, &io->nodes[i]);
         if (rc != 0 || redlock__sub_new(loop, &cfgs[i], i, &io->chans, on_sub_message, io,

@@ -100,7 +100,7 @@ static void lock_destroy(redlock_lock *lock)
     redlock_client *c = lock->client;
     redlock__list_remove(&lock->link);
     redlock__free(&c->alloc, lock->more);
-    redlock__free(&c->alloc, lock->queue_keys);
+    redlock__free(&c->alloc, lock->channels);
     redlock__free(&c->alloc, lock->key);
     if (lock->token != lock->token_small)
         redlock__free(&c->alloc, lock->token);

@@ -49,6 +49,9 @@ struct redlock__node {
     /* The handshake of the current connection (handshake.h): requests are written only once
      * it has succeeded. */
     redlock__handshake handshake;
+    /* The run_id of the server the last ready connection reached ("": none yet, or INFO was
+     * refused): a new connection to another one means the server restarted (changed). */
+    char server_run_id[REDLOCK__RUN_ID_LEN + 1];
     uint64_t last_reply_us;  /* last reply (or connect) time */
     uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
     char last_error[ERR_LEN];
@@ -395,6 +398,21 @@ static void set_ready(redlock__node *n)
     send_kept(n);
 }
 
+/* A ready connection reached the server with run_id: if the last one reached another, the
+ * server restarted (or the address leads elsewhere now) and may have lost every key it held. */
+static void note_server(redlock__node *n, const char *run_id)
+{
+    bool changed = n->server_run_id[0] != '\0' && strcmp(n->server_run_id, run_id) != 0;
+    if (changed)
+        NODE_LOG(n, REDLOCK_LOG_WARN,
+                 "a new server (run_id %.8s..., was %.8s...): it restarted and may have lost its "
+                 "keys; held locks are checked now",
+                 run_id, n->server_run_id);
+    memcpy(n->server_run_id, run_id, sizeof(n->server_run_id));
+    if (changed && n->cfg.changed != NULL)
+        n->cfg.changed(n->cfg.changed_ctx, n->cfg.index);
+}
+
 /* Every handshake reply came: the node is ready unless another node already reached the same
  * server (then it stays down, and tries again after its backoff in case that changes). */
 static void handshake_done(redlock__node *n)
@@ -412,6 +430,8 @@ static void handshake_done(redlock__node *n)
         return;
     }
     set_ready(n);
+    if (n->state == NODE_READY && run_id[0] != '\0')
+        note_server(n, run_id);
 }
 
 static void handshake_reply(redlock__node *n, const redisReply *r)
@@ -445,7 +465,8 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
             return;
         }
     }
-    if (redlock__cmd_append(req->cmd, true, redlock__stream_out(&n->stream), n->cfg.alloc) != 0) {
+    if (redlock__cmd_append_tagged(req->cmd, req->grant_tag, true, redlock__stream_out(&n->stream),
+                                   n->cfg.alloc) != 0) {
         complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
@@ -503,7 +524,7 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
         return;
     }
     complete(n, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
-             redlock__cmd_has_data(req->cmd->kind) ? &data : NULL, now);
+             redlock__cmd_has_data(req->cmd) ? &data : NULL, now);
 }
 
 /* The server's bytes are not RESP, or more than its commands can be answered (reader.h). */
@@ -667,7 +688,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     size_t before = out->len;
     static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
     if ((req->asking && redlock__buf_append(out, n->cfg.alloc, asking, sizeof(asking) - 1) != 0) ||
-        redlock__cmd_append(req->cmd, false, out, n->cfg.alloc) != 0) {
+        redlock__cmd_append_tagged(req->cmd, req->grant_tag, false, out, n->cfg.alloc) != 0) {
         out->len = before;
         req->asking = false;
         complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);

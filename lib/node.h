@@ -46,6 +46,12 @@ typedef struct redlock__node_config {
      * one, this node stays down (a server must count only once in a quorum). NULL: no check. */
     const char *(*twin_of)(void *ctx, const redlock__node *node, const char *run_id);
     void *twin_ctx;
+    /* Told when a connection's handshake reached a server with another run_id than the last
+     * ready connection had (a restart): changed(changed_ctx, index). NULL: nobody is told. A
+     * cluster's connections (cluster.c) inherit it, and the cluster's index, with the config. */
+    void (*changed)(void *ctx, unsigned index);
+    void *changed_ctx;
+    unsigned index;        /* the io's node this connection serves */
     redlock__tls_ctx *tls; /* the client's TLS context, for a rediss:// url; must outlive the
                               node */
     /* Told what happens to the connection (connected, lost, refused, dropped, each failed

@@ -2,7 +2,7 @@
 /* notify.h - a node's subscriber connection: the "freed" notifications that wake waiters.
  *
  * A release that deletes a lock's key on a node also PUBLISHes on that node, on a channel named
- * like the key (scripts.c). A client whose acquires wait (wait_ms) keeps one subscriber
+ * like the key (lib/lua/release.lua). A client whose acquires wait (wait_ms) keeps one subscriber
  * connection per node, SUBSCRIBEd to the keys its waiters wait for, and hands each message's
  * channel and text to its owner, which retries the waiter the message names as the head of the
  * resource's queue, or else its longest-waiting waiter of that key, at once (ops.c).

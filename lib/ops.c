@@ -47,6 +47,33 @@ typedef enum { ROUND_SENDING, ROUND_OPEN, ROUND_CHECKING, ROUND_DONE } round_sta
 
 typedef struct round round;
 
+/* What a node's grants told a waiter (waiter.nodes). */
+typedef struct waiter_node {
+    unsigned keys;      /* keys of the lock the node's grants set for its token */
+    uint64_t oldest_us; /* the oldest stamp among them: the earliest attempt they answer */
+    uint64_t counter;   /* a fenced lock's: the counter the grant read (its yes's counter) */
+} waiter_node;
+
+/* The state of an acquire that waits (wait_ms): only such an operation carries one. */
+typedef struct waiter {
+    bool watching;       /* the io says when its keys are released (notify.h) */
+    bool woken;          /* its retry timer was moved up by a notification */
+    bool notified;       /* a notification came while an attempt was out: retry at once if lost */
+    unsigned collisions; /* its attempts lost in a split vote (notify_jitter_us) */
+    /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
+     * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
+     * node's release may then set its keys for it: a grant, heard on its own channel, counts as
+     * the yes of the node whose connection sent the attempt it names (its tag) for that attempt,
+     * valid from that attempt's send. */
+    bool token_kept;         /* the last attempt lost so: its token stands */
+    uint64_t grant_after_us; /* the stamps of this token's attempts: after this ... */
+    uint64_t grant_until_us; /* ... up to the last one sent (0: none) */
+    uint64_t granted;        /* the nodes whose grants set every key of the lock (bit i: node i) */
+    unsigned n_keys;         /* the lock's keys */
+    waiter_node *nodes;      /* per node */
+    unsigned char *key_bits; /* a set's: per node, which of its keys a grant set (n_keys bits) */
+} waiter;
+
 typedef struct op {
     op_kind kind;
     op_state state;
@@ -68,33 +95,20 @@ typedef struct op {
     int status;                /* final in OP_DECIDED */
     bool has_auto;             /* acquire: start auto-extension on success */
     bool after_lost;           /* extend: called after the lock was reported lost */
-    bool watching;             /* acquire with a wait: the io says when its key is released */
-    unsigned collisions;       /* ... and its attempts lost in a split vote (notify_jitter_us) */
-    bool woken;                /* ... and its retry timer was moved up by a notification */
-    size_t lost_token_len;     /* ... and the token of its last lost attempt, released */
-    bool notified; /* ... and said so while an attempt was out: retry at once if it is lost */
-    /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
-     * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
-     * node's release may then set the key for it: a grant, heard on its own channel, counts as
-     * the yes of the attempt it names by stamp, valid from that attempt's send. */
-    bool token_kept;            /* the last attempt lost so: its token stands */
-    uint64_t grant_after_us;    /* the stamps of this token's attempts: after this ... */
-    uint64_t grant_until_us;    /* ... up to the last one sent (0: none) */
-    uint64_t granted;           /* the nodes whose grant was heard (bit i: node i) */
-    uint64_t granted_oldest_us; /* the oldest stamp among them */
-    bool late;                  /* release: called when the lock's validity had already run out */
+    bool late;                 /* release: called when the lock's validity had already run out */
+    waiter *w;                 /* an acquire with a wait; NULL for any other */
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
-    /* The bytes of lost_token_len. Last: they are written before anything reads them, so
-     * op_new zeroes only what comes before (half the struct). */
-    char lost_token[REDLOCK_TOKEN_MAX];
 } op;
 
 typedef struct round_req {
     redlock__req req;
     round *round;
     unsigned node;
+    /* A waiter's lost attempt: how long (ms) until the node could let it in without a release
+     * (lib/lua/acquire_queued.lua; -1 no end, -2 not said). */
+    int64_t wait_ms;
 } round_req;
 
 struct round {
@@ -119,6 +133,7 @@ struct round {
 static bool round_check(round *r);
 static void op_deliver(op *o);
 static void op_wake(redlock_client *c, op *o, uint64_t delay_us);
+static void attempt_late_yes(op *o);
 
 /* ---- rounds ---------------------------------------------------------------------------------- */
 
@@ -167,29 +182,20 @@ static uint64_t place_ttl_ms(const redlock_client *c)
     return REDLOCK__MIN(ttl, (uint64_t)PLACE_TTL_MAX_MS);
 }
 
-/* A waiter's names in lock->queue_keys (queue_join): the resource's queue, its waiters'
- * deadlines, and the waiter's own channel (the queue's name, ":" and the waiter's id), each
- * NUL-terminated, in that order. */
-static const char *queue_name(const redlock_lock *lock, size_t *len)
+/* A waiter's channels in lock->channels (queue_join): the queue's channel (its first key's queue
+ * name), then its own (that name, ":" and the waiter's id), each NUL-terminated. */
+static const char *queue_channel(const redlock_lock *lock, size_t *len)
 {
     *len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
-    return lock->queue_keys;
+    return lock->channels;
 }
 
-static const char *due_name(const redlock_lock *lock, size_t *len)
+static const char *own_channel(const redlock_lock *lock, size_t *len)
 {
     size_t queue_len;
-    const char *queue = queue_name(lock, &queue_len);
-    *len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
+    const char *queue = queue_channel(lock, &queue_len);
+    *len = queue_len + 1 + lock->waiter_len;
     return queue + queue_len + 1;
-}
-
-static const char *waiter_channel(const redlock_lock *lock, size_t *len)
-{
-    size_t due_len;
-    const char *due = due_name(lock, &due_len);
-    *len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN + 1 + lock->waiter_len;
-    return due + due_len + 1;
 }
 
 static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
@@ -230,19 +236,21 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
     r->cmd.fence_key = lock->key;
     r->cmd.fence_key_len = lock->key_len + REDLOCK__FENCE_SUFFIX_LEN;
     r->cmd.fence = lock->fence; /* what a retake restores; a commit round sets its own */
-    /* A waiter's attempts and releases go through the resource's queue; a release leaves it
-     * only when its caller says so (round_leave_queue). */
-    if (lock->queued && (kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_RELEASE)) {
-        r->cmd.queue_key = queue_name(lock, &r->cmd.queue_key_len);
-        r->cmd.due_key = due_name(lock, &r->cmd.due_key_len);
+    /* A waiter's attempts and releases go through its keys' queues; a release leaves them only
+     * when its caller says so (round_leave_queue). */
+    if (lock->queued && (kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_ACQUIRE_FENCED ||
+                         kind == REDLOCK__CMD_RELEASE)) {
+        r->cmd.queued = true;
         r->cmd.waiter = lock->waiter;
         r->cmd.waiter_len = lock->waiter_len;
+        r->cmd.channel = own_channel(lock, &r->cmd.channel_len);
         r->cmd.place_us = lock->place_us;
         r->cmd.place_ttl_ms = lock->place_ttl_ms;
     }
     for (unsigned i = 0; i < n; i++) {
         r->results[i].url = c->urls[i].redacted;
         r->results[i].pttl_ms = -2;
+        r->reqs[i].wait_ms = -2;
     }
     return r;
 }
@@ -266,6 +274,8 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
     /* The counter a fenced acquire's yes read, or the one inspect saw (0 otherwise). */
     if (data != NULL && (vote == REDLOCK_VOTE_YES || r->cmd.kind == REDLOCK__CMD_INSPECT))
         res->fence = data->counter;
+    if (data != NULL && r->cmd.queued && r->cmd.kind != REDLOCK__CMD_RELEASE)
+        rr->wait_ms = data->pttl_ms;
     if (data != NULL && r->values != NULL) {
         res->pttl_ms = data->pttl_ms;
         if (data->value != NULL) {
@@ -276,16 +286,16 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         }
     }
     r->outstanding--;
-    /* A late answer to an attempt that lost keeping its token: anything but a no may have set
-     * the key for it there, so the waiter retries at once and claims it (ACQUIRE_QUEUED). */
-    op *o = r->op;
-    if (r->state == ROUND_DONE && o != NULL && o->round == r && o->token_kept &&
-        o->state == OP_RETRYING && vote != REDLOCK_VOTE_NO)
-        op_wake(r->client, o, 0);
     if (r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)
         redlock_round_vote_counter(&r->q, i, vote, data != NULL ? data->counter : 0, now_us);
     else
         redlock_round_vote(&r->q, i, vote, now_us);
+    /* A late yes to a waiter's attempt that lost keeping its token: the node set its key after
+     * the round was decided, so a quorum may be in reach sooner than its retry was planned. */
+    op *o = r->op;
+    if (r->state == ROUND_DONE && o != NULL && o->round == r && o->w != NULL && o->w->token_kept &&
+        o->state == OP_RETRYING && vote == REDLOCK_VOTE_YES)
+        attempt_late_yes(o);
     /* Completions can nest (a callback closes the client, which fails every request): only the
      * outermost one acts on the round and may free it. */
     if (r->state != ROUND_OPEN) {
@@ -306,9 +316,9 @@ static void round_send(round *r, bool init_q)
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
     uint64_t now = redlock__client_now(c); /* one clock reading for the round and its sends */
-    if (r->cmd.queue_key != NULL && r->cmd.kind == REDLOCK__CMD_ACQUIRE && r->op != NULL) {
+    if (r->cmd.queued && r->cmd.kind != REDLOCK__CMD_RELEASE && r->op != NULL) {
         r->cmd.stamp_us = now; /* what a grant for this attempt names */
-        r->op->grant_until_us = now;
+        r->op->w->grant_until_us = now;
     }
     if (init_q) {
         int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, now);
@@ -330,7 +340,8 @@ static void round_send(round *r, bool init_q)
     }
     /* Every node gets the same bytes: encode them once (the nodes copy them). A failure here
      * only leaves each node to encode, and to fail, on its own. */
-    bool shared = to_send != 0 && !c->wire_busy &&
+    bool per_node = redlock__cmd_per_node(&r->cmd);
+    bool shared = to_send != 0 && !c->wire_busy && !per_node &&
                   redlock__cmd_append(&r->cmd, false, &c->wire, &c->alloc) == 0;
     if (shared) {
         c->wire_busy = true;
@@ -346,6 +357,7 @@ static void round_send(round *r, bool init_q)
         rr->req.cmd = &r->cmd;
         rr->req.cb = on_req_done;
         rr->req.sent_us = now;
+        rr->req.grant_tag = per_node ? i + 1 : 0;
         c->io->ops->send(c->io, i, &rr->req);
     }
     if (shared) {
@@ -366,12 +378,14 @@ static void round_leave_queue(round *r)
 /* Release the lock's key on every node; nobody waits for the answers. Written after the
  * acquire on each ordered connection, so it runs after it even where the SET's reply is still
  * on its way. leave: the waiter is done (it holds nothing and waits no more), so it leaves the
- * resource's queue too. */
-static void release_everywhere(redlock_client *c, redlock_lock *lock, bool leave)
+ * resource's queue too. tell: a holder's release, which wakes the waiters; the release of an
+ * attempt that lost (or was canceled) wakes nobody: it freed nothing that was anybody's turn. */
+static void release_everywhere(redlock_client *c, redlock_lock *lock, bool leave, bool tell)
 {
     round *r = round_new(c, NULL, lock, REDLOCK__CMD_RELEASE, lock->ttl_ms, false);
     if (r == NULL)
         return; /* out of memory: the keys expire with their ttl, a queue place with its own */
+    r->cmd.tell = tell;
     if (leave)
         round_leave_queue(r);
     if (c->closing) {
@@ -403,6 +417,8 @@ static void op_hold_round(op *o, round *r)
 static void op_free(op *o)
 {
     redlock_client *c = o->client;
+    redlock__free(&c->alloc, o->w);
+    o->w = NULL;
     c->live_ops--;
     redlock__spares_put(&c->spare_ops, &c->alloc, o,
                         REDLOCK__MAX(c->live_ops, REDLOCK__SPARES_KEPT));
@@ -501,16 +517,16 @@ static void op_deliver(op *o)
 
     op_hold_round(o, NULL);
     /* A closing client's io drops every watch itself. */
-    if (o->watching && !c->closing) {
+    if (o->w != NULL && o->w->watching && !c->closing) {
         lock_unwatch(c, lock, lock->n_more + 1);
         size_t len;
         const char *channel;
         if (lock->channel_watched) {
-            channel = waiter_channel(lock, &len);
+            channel = own_channel(lock, &len);
             c->io->ops->watch(c->io, channel, len, false);
         }
         if (lock->queue_channel_watched) {
-            channel = queue_name(lock, &len);
+            channel = queue_channel(lock, &len);
             c->io->ops->watch(c->io, channel, len, false);
         }
     }
@@ -561,7 +577,8 @@ static int op_start_round(op *o);
 
 static uint64_t notify_jitter_us(redlock_client *c, const op *o)
 {
-    uint64_t window_ms = (uint64_t)1 << REDLOCK__MIN(o->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
+    uint64_t window_ms = (uint64_t)1
+                         << REDLOCK__MIN(o->w->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
     if (c->opts.retry_delay_ms > 0 && window_ms > c->opts.retry_delay_ms)
         window_ms = c->opts.retry_delay_ms;
     if (window_ms <= 1)
@@ -576,7 +593,8 @@ static void on_retry_timer(redlock__timer *t)
 {
     op *o = REDLOCK__CONTAINER_OF(t, op, timer);
     o->state = OP_RUNNING;
-    o->woken = false;
+    if (o->w != NULL)
+        o->w->woken = false;
     int rc = op_start_round(o);
     if (rc != 0)
         op_complete(o, rc);
@@ -613,6 +631,7 @@ static int lock_grant(op *o, round *r)
     lock->validity_ms = validity / 1000;
     lock->deadline_us = r->q.decided_us + validity;
     lock->won_start_us = r->q.start_us; /* a commit round's is its acquire's */
+    redlock__recheck_votes(lock, &r->q, true);
     lock->fence = redlock_round_fence(&r->q);
     /* Auto-extension starts before the caller hears of the lock, so no window is left
      * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
@@ -659,6 +678,15 @@ static int commit_start(op *o, round *acquire)
 
 static bool grant_check(op *o);
 
+/* Forget the grants heard so far: they were of keys a release deletes, or of a token given up. */
+static void waiter_forget_grants(waiter *w, unsigned n_nodes)
+{
+    w->granted = 0;
+    memset(w->nodes, 0, n_nodes * sizeof(w->nodes[0]));
+    if (w->key_bits != NULL)
+        memset(w->key_bits, 0, n_nodes * ((w->n_keys + 7) / 8));
+}
+
 /* Whether a waiter's lost attempt r may keep its token: no node said yes or timed out, so none
  * holds its key (an error is a command that was not run, or a script that stopped before any
  * write), and nothing is released. Nodes yet to answer may still say yes: on_req_done. */
@@ -668,50 +696,118 @@ static bool attempt_clean(const op *o, const round *r, int status, bool retry)
            r->q.votes_yes == 0 && r->q.votes_timeout == 0;
 }
 
+/* How long until a quorum of the nodes of a waiter's lost attempt r could let it in without a
+ * release (their keys' holders' ttls, or the deadlines of the heads before it, run out): the
+ * quorum-th shortest of the waits they gave (a node that said yes had let it in: 0), or
+ * UINT64_MAX when fewer than a quorum said. */
+static uint64_t attempt_wait_us(const round *r)
+{
+    int64_t waits[REDLOCK_MAX_NODES];
+    unsigned n = 0;
+    for (unsigned i = 0; i < r->client->n_nodes; i++) {
+        redlock_vote vote = redlock_round_node_vote(&r->q, i);
+        if (vote == REDLOCK_VOTE_YES)
+            waits[n++] = 0;
+        else if (vote == REDLOCK_VOTE_NO && r->reqs[i].wait_ms >= 0)
+            waits[n++] = r->reqs[i].wait_ms;
+    }
+    if (n < r->q.quorum)
+        return UINT64_MAX;
+    for (unsigned i = 1; i < n; i++) { /* at most 64: insertion sort */
+        int64_t v = waits[i];
+        unsigned j = i;
+        for (; j > 0 && waits[j - 1] > v; j--)
+            waits[j] = waits[j - 1];
+        waits[j] = v;
+    }
+    return (uint64_t)waits[r->q.quorum - 1] * 1000;
+}
+
+/* When a waiter's lost attempt retries: at once (on a short jitter) if a notification came while
+ * it was out; else after the retry delay, or as soon as the nodes say a quorum of them could let
+ * it in (attempt_wait_us: the holder's keys run out), whichever is sooner, plus a millisecond of
+ * the servers' clock; never after the wait's deadline. */
+static uint64_t retry_due_us(op *o, uint64_t now)
+{
+    redlock_client *c = o->client;
+    waiter *w = o->w;
+    uint64_t delay = w != NULL && w->notified ? notify_jitter_us(c, o) : retry_delay_us(c);
+    const round *r = o->round;
+    if (w != NULL && !w->notified && r != NULL && r->cmd.queued) {
+        uint64_t wait = attempt_wait_us(r);
+        if (wait < delay && delay - wait > 1000)
+            delay = wait + 1000;
+    }
+    if (w != NULL)
+        w->notified = false;
+    uint64_t due = now + delay;
+    return o->wait_deadline_us != 0 && due > o->wait_deadline_us ? o->wait_deadline_us : due;
+}
+
+/* Release the keys of o's lost attempt everywhere (the release of a lost attempt: it wakes
+ * nobody; leave: o waits no more) and forget what grants told of them; then o's next attempt
+ * gets a token of its own: the release of a lost attempt can reach a node late (written on a
+ * connection that was then dropped, it may be applied after the next attempt's SET on the new
+ * one); with the same token it would delete the winner's key. Returns 0, or the error of a token
+ * that could not be made (o then waits no more: it has left the queues). */
+static int attempt_release(op *o, uint64_t now, bool leave, bool new_token_wanted)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    if (o->w != NULL) {
+        o->w->token_kept = false;
+        waiter_forget_grants(o->w, c->n_nodes);
+        o->w->grant_after_us = now;
+    }
+    release_everywhere(c, lock, leave, false);
+    if (lock->caller_token || !new_token_wanted)
+        return 0;
+    int rc = new_token(c, lock);
+    if (rc != 0 && !leave) /* it waits no more: out of the queue too (nothing to delete) */
+        release_everywhere(c, lock, true, false);
+    return rc;
+}
+
+/* The waiter o, asleep after an attempt that lost keeping its token, heard a late yes to it: the
+ * node set its key after the round was decided, so the attempt did not leave nothing behind
+ * after all. It is released as any lost attempt that held keys (o sleeps on as planned). */
+static void attempt_late_yes(op *o)
+{
+    uint64_t now = redlock__client_now(o->client);
+    int rc = attempt_release(o, now, false, true);
+    if (rc != 0) {
+        redlock__client_timer_stop(o->client, &o->timer);
+        op_complete(o, rc);
+    }
+}
+
 /* The attempt is lost (status): release its key everywhere (unless it keeps its token), then
  * retry or give up. */
 static void lock_attempt_lost(op *o, int status)
 {
     redlock_client *c = o->client;
-    redlock_lock *lock = o->lock;
+    waiter *w = o->w;
     uint64_t now = redlock__client_now(c);
     bool retry = !c->closing && op_may_retry(o, now);
-    o->token_kept = attempt_clean(o, o->round, status, retry);
-    if (o->token_kept) {
+    bool kept = w != NULL && attempt_clean(o, o->round, status, retry);
+    if (w != NULL)
+        w->token_kept = kept;
+    if (kept) {
         if (grant_check(o)) /* grants heard while the attempt was out: a quorum, won */
             return;
     } else {
-        o->granted = 0; /* the grants heard so far were of keys this release deletes */
-        o->grant_after_us = now;
-        release_everywhere(c, lock, !retry);
-        if (o->watching) { /* its release's notification is not for this client (ops_notified) */
-            memcpy(o->lost_token, lock->token, lock->token_len);
-            o->lost_token_len = lock->token_len;
-        }
-        /* Every attempt gets a token of its own: the release of a lost attempt can reach a
-         * node late (written on a connection that was then dropped, it may be applied after the
-         * next attempt's SET on the new one); with the same token it would delete the winner's
-         * key. */
-        if (!lock->caller_token && status != REDLOCK_ENOMEM) {
-            int rc = new_token(c, lock);
-            if (rc != 0) {
-                if (retry) /* it waits no more: out of the queue too (nothing to delete) */
-                    release_everywhere(c, lock, true);
-                op_complete(o, rc);
-                return;
-            }
+        int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);
+        if (rc != 0) {
+            op_complete(o, rc);
+            return;
         }
     }
     if (retry) {
-        /* Released while this attempt was out: the key may be free now. */
-        if (o->watching && o->round != NULL && o->round->q.votes_yes > 0)
-            o->collisions++;
-        uint64_t due = now + (o->notified ? notify_jitter_us(c, o) : retry_delay_us(c));
-        o->notified = false;
-        if (o->wait_deadline_us != 0 && due > o->wait_deadline_us)
-            due = o->wait_deadline_us;
+        /* Others took keys while this attempt was out (a split vote): spread the next wake-ups. */
+        if (w != NULL && w->watching && o->round != NULL && o->round->q.votes_yes > 0)
+            w->collisions++;
         o->state = OP_RETRYING;
-        redlock__client_timer_start(c, &o->timer, due, on_retry_timer);
+        redlock__client_timer_start(c, &o->timer, retry_due_us(o, now), on_retry_timer);
         return;
     }
     op_complete(o, status);
@@ -747,6 +843,7 @@ static void extend_round_done(op *o, round *r)
     if (status == REDLOCK_ELOST)
         lock->lapsed = true; /* the hold may have had a gap: no retake from now on */
     redlock__stats_round(o->client, REDLOCK__CMD_EXTEND, status, &r->q, r->results);
+    redlock__recheck_votes(lock, &r->q, status == 0);
     if (status == 0) {
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->ttl_ms = o->ttl_ms;
@@ -835,8 +932,10 @@ static int op_start_round(op *o)
     round *r = round_new(c, o, o->lock, kind, o->ttl_ms, (o->flags & REDLOCK_EXTEND_RETAKE) != 0);
     if (r == NULL)
         return REDLOCK_ENOMEM;
-    if (o->kind == OP_UNLOCK)
+    if (o->kind == OP_UNLOCK) {
         round_leave_queue(r); /* the holder is done with the resource */
+        r->cmd.tell = true;
+    }
     o->attempts++;
     o->state = OP_RUNNING;
     op_hold_round(o, r);
@@ -852,7 +951,7 @@ static op *op_new(redlock_client *c, op_kind kind, redlock_lock *lock, redlock_c
     if (o == NULL)
         return NULL;
     c->live_ops++;
-    memset(o, 0, offsetof(op, lost_token));
+    memset(o, 0, sizeof(*o));
     o->kind = kind;
     o->cancelable = true;
     o->client = c;
@@ -893,17 +992,17 @@ static void op_cancel(op *o)
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
     switch (o->state) {
-    case OP_DECIDED: /* its delivery is due already */
-        if (o->kind == OP_LOCK && o->status == 0) {
+    case OP_DECIDED:                                /* its delivery is due already */
+        if (o->kind == OP_LOCK && o->status == 0) { /* won: a holder's release */
             redlock__auto_stop(lock);
-            release_everywhere(c, lock, true);
+            release_everywhere(c, lock, true, true);
         }
         o->status = REDLOCK_ECANCELED;
         return;
     case OP_RETRYING: /* the last attempt was released when it was lost, or kept its token */
         redlock__client_timer_stop(c, &o->timer);
         if (lock->queued) /* its place in the queue, and what a release granted it */
-            release_everywhere(c, lock, true);
+            release_everywhere(c, lock, true, false);
         break;
     case OP_RUNNING: {
         round *r = o->round;
@@ -911,7 +1010,7 @@ static void op_cancel(op *o)
         if (r->state == ROUND_OPEN)
             r->state = ROUND_DONE;
         if (o->kind == OP_LOCK)
-            release_everywhere(c, lock, true);
+            release_everywhere(c, lock, true, false);
         break;
     }
     }
@@ -948,23 +1047,14 @@ static bool same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
     return a_len == b_len && memcmp(a, b, a_len) == 0;
 }
 
-/* Whether a release with this token was one of o's own attempts (its last lost one, or the one in
- * flight): such a release frees nothing o, or the client's other waiters, should rush for. */
-static bool own_release(const op *o, const char *token, size_t token_len)
-{
-    return same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||
-           same_bytes(o->lock->token, o->lock->token_len, token, token_len);
-}
-
-/* The waiter of this client that key's queue names as its head (waiter_len bytes), or NULL. */
-static op *queue_head_op(redlock_client *c, const char *key, size_t len, const char *waiter,
-                         size_t waiter_len)
+/* The waiter of this client that is id (id_len bytes) in the queue of of's first key, or NULL. */
+static op *queue_head_op(redlock_client *c, const redlock_lock *of, const char *id, size_t id_len)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (o->watching && o->state != OP_DECIDED && o->lock->queued &&
-            same_bytes(o->lock->waiter, o->lock->waiter_len, waiter, waiter_len) &&
-            redlock__lock_has_key(o->lock, key, len))
+        if (o->w != NULL && o->w->watching && o->state != OP_DECIDED && o->lock->queued &&
+            same_bytes(o->lock->waiter, o->lock->waiter_len, id, id_len) &&
+            same_bytes(o->lock->key, o->lock->key_len, of->key, of->key_len))
             return o;
     }
     return NULL;
@@ -975,10 +1065,11 @@ static op *queue_head_op(redlock_client *c, const char *key, size_t len, const c
  * lose. */
 static void op_wake(redlock_client *c, op *o, uint64_t delay_us)
 {
+    waiter *w = o->w;
     if (o->state == OP_RUNNING) {
-        o->notified = true;
-    } else if (!o->woken) {
-        o->woken = true;
+        w->notified = true;
+    } else if (!w->woken) {
+        w->woken = true;
         uint64_t due = redlock__client_now(c) + delay_us;
         if (due > o->wait_deadline_us)
             due = o->wait_deadline_us;
@@ -986,159 +1077,203 @@ static void op_wake(redlock_client *c, op *o, uint64_t delay_us)
     }
 }
 
-/* A grant the waiter o heard of, from each node of o->granted, won: the lock is o's, with the
- * validity of a round that started when the oldest attempt they name was sent (each node set
- * the key after that attempt reached it, with the attempt's ttl). Not when that attempt is more
- * than half a ttl old (the lock would have little validity left), nor when less than the
- * client's min_validity_ms is left: then o retries at once, and its round renews the granted
- * keys (ACQUIRE_QUEUED). Returns whether o is decided. */
+/* The grants the waiter o heard, from each node of w->granted, won: the lock is o's, as if an
+ * attempt sent when the oldest of the attempts they answer was sent had won on those nodes (each
+ * node set the keys after that attempt reached it, with the attempt's ttl): the validity counts
+ * from that send, never from the grant. A fenced lock's grants carry the counters they read and
+ * raised, as a fenced acquire's yes votes do, and its fence is committed as after such a round
+ * (commit_start). Not when that attempt is more than half a ttl old (the lock would have little
+ * validity left), nor when less than the client's min_validity_ms is left: then o retries at once,
+ * and its round renews the granted keys (lib/lua/acquire_queued.lua). Returns whether o is
+ * decided (won, or its commit round started). */
 static bool grant_win(op *o)
 {
     redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    waiter *w = o->w;
     uint64_t now = redlock__client_now(c);
-    bool fresh = now - o->granted_oldest_us <= o->ttl_ms * 1000 / 2;
-    round *r = fresh ? round_new(c, o, o->lock, REDLOCK__CMD_ACQUIRE, o->ttl_ms, false) : NULL;
+    uint64_t oldest = UINT64_MAX;
+    for (unsigned i = 0; i < c->n_nodes; i++) {
+        if ((w->granted & (UINT64_C(1) << i)) != 0 && w->nodes[i].oldest_us < oldest)
+            oldest = w->nodes[i].oldest_us;
+    }
+    bool fresh = now - oldest <= o->ttl_ms * 1000 / 2;
+    redlock__cmd_kind kind = lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
+    round *r = fresh ? round_new(c, o, lock, kind, o->ttl_ms, false) : NULL;
     if (r != NULL) {
         int rc = redlock_round_init(&r->q, c->n_nodes, o->ttl_ms, c->opts.drift_factor,
-                                    c->opts.min_validity_ms, o->granted_oldest_us);
+                                    c->opts.min_validity_ms, oldest);
+        if (rc == 0 && lock->fencing)
+            rc = redlock_round_fencing(&r->q);
         for (unsigned i = 0; rc == 0 && i < c->n_nodes; i++) {
-            if ((o->granted & (UINT64_C(1) << i)) == 0)
+            if ((w->granted & (UINT64_C(1) << i)) == 0)
                 continue;
             r->results[i].vote = REDLOCK_VOTE_YES;
-            r->results[i].latency_us = now - o->granted_oldest_us;
-            redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
+            r->results[i].latency_us = now - w->nodes[i].oldest_us;
+            r->results[i].fence = lock->fencing ? w->nodes[i].counter : 0;
+            if (lock->fencing)
+                redlock_round_vote_counter(&r->q, i, REDLOCK_VOTE_YES, w->nodes[i].counter, now);
+            else
+                redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
         }
         r->state = ROUND_DONE; /* nothing to send: the nodes have acted */
         op_hold_round(o, r);
         int status = redlock_round_status(&r->q);
-        redlock__stats_round(c, REDLOCK__CMD_ACQUIRE, status, &r->q, r->results);
-        if (status == 0)
+        if (status == 0 && lock->fencing) {
+            /* The commit round runs now: o is an attempt in flight again. */
+            redlock__client_timer_stop(c, &o->timer);
+            o->state = OP_RUNNING;
+            w->woken = false;
+            status = commit_start(o, r);
+        } else {
+            redlock__stats_round(c, kind, status, &r->q, r->results);
+            if (status == 0)
+                status = lock_grant(o, r);
+        }
+        if (status == 0) {
             redlock__stats_granted(c);
-        if (status == 0 && lock_grant(o, r) == 0)
             return true;
+        }
     }
-    o->granted = 0;
-    o->woken = false; /* a sleeping waiter now, not after the grace */
+    waiter_forget_grants(w, c->n_nodes);
+    w->woken = false; /* a sleeping waiter now, not after the grace */
     op_wake(c, o, 0); /* one whose attempt just lost retries at once */
     return false;
 }
 
-/* Whether o has heard of grants from a quorum, and if so won with them (grant_win). */
+/* Whether o has heard of grants from a quorum of nodes, and if so won with them (grant_win). */
 static bool grant_check(op *o)
 {
     unsigned n = 0;
-    for (uint64_t m = o->granted; m != 0; m &= m - 1)
+    for (uint64_t m = o->w->granted; m != 0; m &= m - 1)
         n++;
     return n >= o->client->n_nodes / 2 + 1 && grant_win(o);
 }
 
-/* "g:<stamp>:<token>", the message of a grant (scripts.c, RELEASE_QUEUED): node set the key to
- * o's token for its attempt sent at stamp. One for an earlier token (released since), or for a
- * stamp that is not one of this token's attempts, is ignored. Returns false if message is not a
- * grant. */
-static bool op_granted(op *o, unsigned node, const char *message, size_t len)
+/* The next field of a grant message: a decimal number up to the next ':' (or, empty_ok, an
+ * empty one: *out 0, *empty true). Advances *p past the ':'. */
+static bool grant_field(const char **p, const char *end, uint64_t *out, bool *empty)
 {
-    if (len < 4 || message[0] != 'g' || message[1] != ':')
+    uint64_t v = 0;
+    const char *s = *p;
+    while (s < end && *s >= '0' && *s <= '9' && v < UINT64_MAX / 10)
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    if (s == end || *s != ':' || (s == *p && empty == NULL))
         return false;
-    uint64_t stamp = 0;
-    size_t i = 2;
-    for (; i < len && message[i] >= '0' && message[i] <= '9' && stamp < UINT64_MAX / 10; i++)
-        stamp = stamp * 10 + (uint64_t)(message[i] - '0');
-    if (i == 2 || i >= len || message[i] != ':')
-        return false;
+    if (empty != NULL)
+        *empty = s == *p;
+    *out = v;
+    *p = s + 1;
+    return true;
+}
+
+/* "g:<stamp>:<tag>:<j>:<full>:<counter>:<token>", a grant (lib/lua/release_queued.lua): node tag
+ * (the index of the node whose connection sent the attempt) set key j of o's lock to token for
+ * the attempt sent at stamp, with that attempt's ttl if full is 1, else only until o's place
+ * deadline there; a fenced lock's counter is what the node's counter was before the grant raised
+ * it. A grant counts as that node's yes whichever subscriber heard it (a server listed twice, a
+ * cluster heard through two connections, a replica that forwards its master's messages: still one
+ * node); one for an earlier token (released since), or a stamp that is not one of this token's
+ * attempts, is ignored. */
+static void op_granted(op *o, const char *message, size_t len)
+{
+    redlock_client *c = o->client;
+    waiter *w = o->w;
+    const char *p = message + 2, *end = message + len;
+    uint64_t stamp, tag, key, full, counter;
+    bool no_counter;
+    if (!grant_field(&p, end, &stamp, NULL) || !grant_field(&p, end, &tag, NULL) ||
+        !grant_field(&p, end, &key, NULL) || !grant_field(&p, end, &full, NULL) ||
+        !grant_field(&p, end, &counter, &no_counter))
+        return;
     const redlock_lock *lock = o->lock;
-    if (!same_bytes(lock->token, lock->token_len, message + i + 1, len - i - 1) ||
-        stamp <= o->grant_after_us || stamp > o->grant_until_us || node >= o->client->n_nodes)
-        return true;
-    uint64_t bit = UINT64_C(1) << node;
-    if (o->granted == 0 || stamp < o->granted_oldest_us)
-        o->granted_oldest_us = stamp;
-    o->granted |= bit;
+    if (!same_bytes(lock->token, lock->token_len, p, (size_t)(end - p)) ||
+        stamp <= w->grant_after_us || stamp > w->grant_until_us || tag >= c->n_nodes ||
+        key >= w->n_keys)
+        return;
+    bool as_asked = full == 1 && (lock->fencing ? !no_counter : no_counter);
+    if (!as_asked) {
+        /* Set only until o's place deadline there (or not as o's attempts asked): o claims the
+         * keys with a round of its own at once, which renews them with its ttl. */
+        op_wake(c, o, 0);
+        return;
+    }
+    waiter_node *node = &w->nodes[tag];
+    if (w->key_bits != NULL) {
+        unsigned char *bits = w->key_bits + (size_t)tag * ((w->n_keys + 7) / 8);
+        unsigned char bit = (unsigned char)(1u << (key % 8));
+        if ((bits[key / 8] & bit) != 0)
+            return; /* heard already */
+        bits[key / 8] |= bit;
+    } else if (node->keys > 0) {
+        return;
+    }
+    if (node->keys == 0 || stamp < node->oldest_us)
+        node->oldest_us = stamp;
+    node->counter = counter;
+    if (++node->keys == w->n_keys)
+        w->granted |= UINT64_C(1) << tag;
     /* An attempt in flight claims the granted keys itself, and one that lost keeping its token
      * looks at the grants first (lock_attempt_lost). A sleeping waiter wins with a quorum, or
      * else waits a short grace for the other nodes' grants, which come right behind as a rule,
      * before it runs a round. */
     if (o->state == OP_RUNNING || !grant_check(o))
-        op_wake(o->client, o, GRANT_GRACE_US);
-    return true;
+        op_wake(c, o, GRANT_GRACE_US);
 }
 
-/* Whether channel is o's own (the queue's name, ":" and its id), or its resource's queue's. */
+/* Whether channel is o's own (its first key's queue name, ":" and its id), or that queue's. */
 static bool is_own_channel(const op *o, const char *channel, size_t len)
 {
     size_t own_len;
-    const char *own = waiter_channel(o->lock, &own_len);
+    const char *own = own_channel(o->lock, &own_len);
     return o->lock->channel_watched && same_bytes(own, own_len, channel, len);
 }
 
 static bool is_queue_channel(const op *o, const char *channel, size_t len)
 {
     size_t queue_len;
-    const char *queue = queue_name(o->lock, &queue_len);
+    const char *queue = queue_channel(o->lock, &queue_len);
     return o->lock->queue_channel_watched && same_bytes(queue, queue_len, channel, len);
 }
 
-/* A node says a key was released, on one of three channels (scripts.c):
- *   - a waiter's own: the release names it as the queue's next head; the message is the token,
- *     or "g:<stamp>:<token>" when the node set the key for it (op_granted);
- *   - the resource's queue's: the same, for a head that did not listen on its own channel yet;
- *     the message is "head:token" (a waiter id has no ':');
+/* A node says a key was released, on one of three channels (lib/lua/release_queued.lua):
+ *   - a waiter's own: a grant ("g:...", op_granted), or "w:<token>" when the release names it as
+ *     the queue's next head without setting the key for it;
+ *   - the waiter's queue's: "head:token", for a head that did not listen on its own channel yet;
  *   - the key's: a release with nobody queued, or of a lock taken outside the queue; the message
  *     is the token. It wakes the waiter of this client that has waited longest (c->ops is in
  *     start order); the others sleep on until the next release or their fallback retry.
- * A release of one of this client's own attempts (its lost attempt's keys on the nodes that said
- * yes, in a split vote or while the holder's keys expire) frees nothing its waiters should rush
- * for: the others' release wakes them. */
+ * Only holders' releases say anything: the release of a lost attempt wakes nobody. */
 void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
                            const char *message, size_t message_len)
 {
+    (void)node; /* a grant names its node itself; a wake-up is the same from any */
     if (c->closing)
         return;
-    const char *token = message;
-    size_t token_len = message_len;
-    op *head = NULL;
-    const char *key = channel;
-    size_t key_len = len;
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (!o->watching || o->state == OP_DECIDED || !o->lock->queued)
+        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED || !o->lock->queued)
             continue;
         if (is_own_channel(o, channel, len)) {
-            if (op_granted(o, node, message, message_len))
-                return;
-            head = o;
-            key = o->lock->key;
-            key_len = o->lock->key_len;
-            break;
+            if (message_len >= 2 && message[0] == 'g' && message[1] == ':')
+                op_granted(o, message, message_len);
+            else if (message_len >= 2 && message[0] == 'w' && message[1] == ':')
+                op_wake(c, o, 0); /* the queue's designated head: no jitter */
+            return;
         }
         if (is_queue_channel(o, channel, len)) {
             const char *colon = memchr(message, ':', message_len);
-            if (colon == NULL)
-                return; /* not from this library's script */
-            token = colon + 1;
-            token_len = message_len - (size_t)(token - message);
-            head = queue_head_op(c, o->lock->key, o->lock->key_len, message,
-                                 (size_t)(colon - message));
-            if (head == NULL)
-                return; /* another client's waiter is next */
-            key = o->lock->key;
-            key_len = o->lock->key_len;
-            break;
+            op *head = colon != NULL ? queue_head_op(c, o->lock, message, (size_t)(colon - message))
+                                     : NULL;
+            if (head != NULL) /* else another client's waiter is next */
+                op_wake(c, head, 0);
+            return;
         }
     }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        const op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (o->watching && redlock__lock_has_key(o->lock, key, key_len) &&
-            own_release(o, token, token_len))
-            return;
-    }
-    if (head != NULL) {
-        op_wake(c, head, 0); /* the queue's designated head: no jitter */
-        return;
-    }
-    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         op *o = REDLOCK__CONTAINER_OF(it, op, link);
-        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key(o->lock, key, key_len))
+        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
+            !redlock__lock_has_key(o->lock, channel, len))
             continue;
         op_wake(c, o, notify_jitter_us(c, o));
         return;
@@ -1160,7 +1295,7 @@ void redlock__ops_release_all(redlock_client *c)
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
         redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
         if (lock->user_owned && !lock->released && !lock->attached)
-            release_everywhere(c, lock, true);
+            release_everywhere(c, lock, true, true);
     }
 }
 
@@ -1229,11 +1364,12 @@ int redlock__lock_opts_in(redlock_lock_opts *dst, const redlock_lock_opts *src, 
                               "redlock_lock_opts_init", err, err_len);
 }
 
-/* Make lock a waiter in its resource's queue: a random id, its place (now, on the wall clock: the
- * same number for every node, comparable between clients on machines whose clocks agree), the
- * queue's names, and its channels: its own, on which a release that names it as the next head
- * tells it alone, and the queue's, where such a release names it when it did not listen on its
- * own yet. Without memory or randomness it waits outside the queue, as before. */
+/* Make lock a waiter in its keys' queues: a random id, its place (now, on the wall clock: the
+ * same number for every node, comparable between clients on machines whose clocks agree; one
+ * place in every queue of a set), and its channels: its own (its first key's queue name, ":" and
+ * its id), on which a release tells it alone that it is the next head or that a key was set for
+ * it (a grant), and that queue's, where such a release names it when it did not listen on its
+ * own yet. Without memory or randomness it waits outside the queues, as before. */
 static void queue_join(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__WAITER_BYTES];
@@ -1241,27 +1377,24 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
     if (c->io->ops->random(c->io, raw, sizeof(raw)) != 0 || uv_gettimeofday(&tv) != 0)
         return;
     size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
-    size_t due_len = lock->key_len + REDLOCK__DUE_SUFFIX_LEN;
-    size_t channel_len = queue_len + 1 + 2 * sizeof(raw);
-    char *names = redlock__malloc(&c->alloc, queue_len + 1 + due_len + 1 + channel_len + 1);
+    size_t own_len = queue_len + 1 + 2 * sizeof(raw);
+    char *names = redlock__malloc(&c->alloc, queue_len + 1 + own_len + 1);
     if (names == NULL)
         return;
-    char *queue = names, *due = names + queue_len + 1, *channel = due + due_len + 1;
+    char *queue = names, *own = names + queue_len + 1;
     memcpy(queue, lock->key, lock->key_len);
     memcpy(queue + lock->key_len, REDLOCK__QUEUE_SUFFIX, REDLOCK__QUEUE_SUFFIX_LEN + 1);
-    memcpy(due, lock->key, lock->key_len);
-    memcpy(due + lock->key_len, REDLOCK__DUE_SUFFIX, REDLOCK__DUE_SUFFIX_LEN + 1);
     hex(lock->waiter, raw, sizeof(raw));
     lock->waiter_len = 2 * sizeof(raw);
-    memcpy(channel, queue, queue_len);
-    channel[queue_len] = ':';
-    memcpy(channel + queue_len + 1, lock->waiter, lock->waiter_len + 1);
-    lock->queue_keys = names;
+    memcpy(own, queue, queue_len);
+    own[queue_len] = ':';
+    memcpy(own + queue_len + 1, lock->waiter, lock->waiter_len + 1);
+    lock->channels = names;
     lock->place_us = (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
     lock->place_ttl_ms = place_ttl_ms(c);
     lock->queued = true;
     lock->queue_channel_watched = c->io->ops->watch(c->io, queue, queue_len, true) == 0;
-    lock->channel_watched = c->io->ops->watch(c->io, channel, channel_len, true) == 0;
+    lock->channel_watched = c->io->ops->watch(c->io, own, own_len, true) == 0;
 }
 
 /* On a client with a cluster node, every key of one script must lie in one hash slot (the
@@ -1295,11 +1428,32 @@ static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool
     return 0;
 }
 
-/* Whether a waiter's queue and deadlines lie in its key's slot (always, without a cluster). */
+/* Whether the queues of a waiter's keys lie in their keys' slot (always, without a cluster):
+ * the queued scripts name them without declaring them (lib/lua/queue.lua). */
 static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
 {
-    size_t start = 0, tag_len = 0;
-    return !c->has_cluster || redlock__key_hash_tag(lock->key, lock->key_len, &start, &tag_len);
+    for (unsigned i = 0; c->has_cluster && i <= lock->n_more; i++) {
+        size_t len = 0, start = 0, tag_len = 0;
+        const char *key = redlock__lock_key(lock, i, &len);
+        if (!redlock__key_hash_tag(key, len, &start, &tag_len))
+            return false;
+    }
+    return true;
+}
+
+/* The state of a waiting acquire of lock on c's nodes, or NULL without memory. */
+static waiter *waiter_new(redlock_client *c, const redlock_lock *lock)
+{
+    unsigned n_keys = lock->n_more + 1;
+    size_t bits = n_keys > 1 ? (size_t)c->n_nodes * ((n_keys + 7) / 8) : 0;
+    size_t nodes = (size_t)c->n_nodes * sizeof(waiter_node);
+    waiter *w = redlock__calloc(&c->alloc, 1, sizeof(*w) + nodes + bits);
+    if (w == NULL)
+        return NULL;
+    w->n_keys = n_keys;
+    w->nodes = (waiter_node *)(void *)(w + 1);
+    w->key_bits = bits != 0 ? (unsigned char *)w->nodes + nodes : NULL;
+    return w;
 }
 
 /* The checks of an acquire's or an inspect's resources: one (the messages of the calls for one
@@ -1403,13 +1557,19 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
     o->retries_left = opts->retry_count >= 0 ? opts->retry_count : c->opts.retry_count;
     if (opts->wait_ms > 0) {
         o->wait_deadline_us = o->call_us + opts->wait_ms * 1000;
+        o->w = waiter_new(c, lock);
+        if (o->w == NULL) {
+            redlock__list_remove(&o->link);
+            redlock__lock_unref(lock);
+            op_free(o);
+            return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+        }
         /* Before the first attempt, so a release during it is heard. Without memory for it the
          * waiter only polls. */
         if (!c->opts.no_notify && c->io->ops->watch != NULL && lock_watch(c, lock) == 0)
-            o->watching = true;
-        /* Fair turns for a waiter of one resource (a set, or a fenced acquire's script, waits as
-         * before: woken by the releases, in no queue). */
-        if (o->watching && count == 1 && !opts->fencing && queue_fits(c, lock))
+            o->w->watching = true;
+        /* Fair turns, in every key's queue (plain, fenced and sets alike). */
+        if (o->w->watching && queue_fits(c, lock))
             queue_join(c, lock);
     }
     if (opts->auto_extend != NULL) {

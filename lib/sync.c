@@ -307,6 +307,15 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
     sl->lost_cb(lock, reason, sl->lost_data); /* may free sl */
 }
 
+/* A check after a node's restart found a lock without auto-extension lost (recheck.c): its
+ * handle's status says so from now on. */
+static void on_checked_lost(redlock_lock *lock)
+{
+    redlock_sync_lock *sl = redlock_lock_get_data(lock);
+    if (sl != NULL)
+        atomic_store(&sl->status, REDLOCK_ELOST);
+}
+
 /* A new handle for req's resources (checked by the caller), not yet tied to an async lock. */
 static redlock_sync_lock *handle_new(redlock_sync *s, const sync_req *req)
 {
@@ -705,6 +714,7 @@ int redlock_sync_new(const char *const *node_urls, unsigned n_nodes, const redlo
         unwind_new(s);
         return rc;
     }
+    s->client->on_checked_lost = on_checked_lost;
     int uvrc = start_thread(s);
     if (uvrc != 0) {
         redlock__fmt(err, err_len, "cannot start the loop thread: %s", uv_strerror(uvrc));

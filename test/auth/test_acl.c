@@ -291,12 +291,59 @@ static void recipe_refuses_one_server_twice(void **state)
     h_env_stop(&env);
 }
 
+/* The recipe without +pubsub|numsub, which docs/operations.md calls optional: a release may then
+ * not hand the lock to the queue's next waiter (a grant), and must say so only through the
+ * waiter's wait, never through its own status. A queued holder's release deletes its keys and
+ * reports success (before the rule, its script failed after the delete: ENOQUORUM for a hold that
+ * was continuous), and the waiter takes the lock with a round of its own. */
+static void recipe_without_numsub_releases_cleanly(void **state)
+{
+    (void)state;
+    char *rules = recommended_rules();
+    char *numsub = strstr(rules, " +pubsub|numsub");
+    assert_non_null(numsub);
+    memmove(numsub, numsub + strlen(" +pubsub|numsub"),
+            strlen(numsub + strlen(" +pubsub|numsub")) + 1);
+    char conf[1024];
+    snprintf(conf, sizeof(conf), "user locker on >%s %s\n", ACL_PASS, rules);
+    free(rules);
+    h_env env;
+    h_env_start(&env, 3, conf);
+    urls u;
+    redlock_options o;
+    recipe_options(&o);
+    o.retry_delay_ms = 300;
+    redlock_client *holder = NULL, *waiter = NULL;
+    assert_int_equal(h_client_urls(&env, locker_urls(&u, &env), 3, &o, &holder, NULL, 0), 0);
+    assert_int_equal(h_client_urls(&env, locker_urls(&u, &env), 3, &o, &waiter, NULL, 0), 0);
+    redlock_lock_opts wait;
+    redlock_lock_opts_init(&wait);
+    wait.wait_ms = 20000;
+    h_record held, rec = {0};
+    assert_int_equal(h_acquire(&env, holder, "queue", 10000, &wait, &held), 0);
+    assert_int_equal(redlock_acquire(waiter, "queue", 5, 5000, &wait, h_record_cb, &rec), 0);
+    h_wait_busy_rounds(&env, waiter, 1);
+    h_record rel;
+    int rc = h_release(&env, held.lock, &rel);
+    if (rc != 0 || rel.votes_yes != 3)
+        h_dump_record("the holder's release", &rel);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rel.votes_yes, 3);
+    redlock_lock_free(held.lock);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    assert_int_equal(rec.status, 0);
+    h_release_ok(&env, rec.lock, NULL);
+    h_close_client(&env, waiter);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
     static const struct CMUnitTest tests[] = {
         H_TEST(recipe_runs_whole_api),
         H_TEST(recipe_refuses_one_server_twice),
+        H_TEST(recipe_without_numsub_releases_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

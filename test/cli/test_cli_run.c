@@ -324,6 +324,71 @@ static void run_lock_lost_terminates_command(void **state)
     fixture_stop(&extra);
 }
 
+/* Wait (bounded) until process pid is stopped (state T in /proc/PID/stat). */
+static void wait_stopped(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    long long until = now_ms() + TOOL_TIMEOUT_MS;
+    for (;;) {
+        char buf[512] = "";
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *end = strrchr(buf, ')'); /* "pid (comm) state ..." */
+        if (end != NULL && end[1] == ' ' && end[2] == 'T')
+            return;
+        if (now_ms() >= until)
+            fail_msg("pid %d did not stop within %d ms", (int)pid, TOOL_TIMEOUT_MS);
+        sleep_ms(5);
+    }
+}
+
+/* Two of three servers restart empty while `run` holds a 90 s lock, and another holder takes the
+ * key on them (a quorum with the third) before the tool can see it: the tool is stopped
+ * (SIGSTOP) meanwhile, so that order is the test's, not the scheduler's. Resumed, it reconnects
+ * to new servers (new run_ids), its check (an extension with RETAKE) finds the key taken, and
+ * COMMAND gets SIGTERM within the reconnect backoff (1.5 x 5 s at most) plus one round (the 5 s
+ * node timeout given here), not at the first planned extension, 30 s after the acquire. */
+static void run_lock_forgotten_by_restarts_terminates_command(void **state)
+{
+    (void)state;
+    assert_int_equal(fixture_start(&extra, 3, NULL), 0);
+    char nodes[1024];
+    node_list(&extra, NULL, nodes, sizeof(nodes));
+    proc p;
+    tool_start(&p, NULL,
+               ARGS("-n", nodes, "-T", "5s", "-t", "90s", "run", "cli:amnesia", "--", "sh", "-c",
+                    "trap 'kill $child 2>/dev/null; echo got-TERM; exit 0' TERM; sleep 120 & "
+                    "child=$!; echo ready; wait"));
+    assert_true(proc_wait_for_output(&p, "ready", false, TOOL_TIMEOUT_MS));
+    proc_signal(&p, SIGSTOP);
+    wait_stopped(p.pid);
+    for (unsigned i = 1; i <= 2; i++) {
+        assert_int_equal(fixture_restart(&extra, i), 0);
+        redisReply *r =
+            fixture_command(&extra, i, "SET %s %s NX PX %d", "cli:amnesia", "other", 90000);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    long long resumed = now_ms();
+    proc_signal(&p, SIGCONT);
+    const int bound_ms = 7500 + 5000 + 2500;
+    assert_true(proc_wait_for_output(&p, "lock lost: ", true, bound_ms));
+    long long took = now_ms() - resumed;
+    printf("# lock lost %lld ms after the tool resumed (bound %d ms)\n", took, bound_ms);
+    assert_true(took <= bound_ms);
+    tool_finish(&p, TOOL_TIMEOUT_MS);
+    expect_status(&p, 70);
+    assert_non_null(strstr(p.out, "got-TERM"));
+    assert_non_null(strstr(p.err, ", sending SIGTERM to pid "));
+    proc_free(&p);
+    fixture_stop(&extra);
+}
+
 static fake_redis *hostile;
 
 static int hostile_teardown(void **state)
@@ -392,6 +457,7 @@ int main(void)
         cmocka_unit_test(run_forwards_sigterm_and_releases),
         cmocka_unit_test(run_interrupted_while_waiting),
         cmocka_unit_test(run_lock_lost_terminates_command),
+        cmocka_unit_test(run_lock_forgotten_by_restarts_terminates_command),
         cmocka_unit_test_teardown(run_lost_in_time_with_a_hostile_node, hostile_teardown),
     };
     static const char *const temp_files[] = {"busy-marker", "int-marker",   "not-executable",

@@ -4,12 +4,13 @@
  * master) and two plain servers. Keys go to their slot's master; locks are taken, extended,
  * auto-extended and released over all five; a slot migrates under a loop of locks; a replica is
  * promoted under traffic; a stopped master makes its cluster vote timeout; keys of one request
- * in two slots are refused.
+ * in two slots are refused; masters that restart empty are noticed at once.
  *
  * The clusters are formed once for the group (forming is what costs time); a test that changes
  * one (migration, failover, a paused master) uses its own: b for the migration, a for the
- * failover, c for the paused master, which runs last. Every check reads the servers with plain
- * commands of its own (GET on the master that CLUSTER KEYSLOT and CLUSTER SHARDS name). */
+ * failover, c for the paused master; b and c lose a master's data last. Every check reads the
+ * servers with plain commands of its own (GET on the master that CLUSTER KEYSLOT and CLUSTER SHARDS
+ * name). */
 #include "cluster_fixture.h"
 #include "harness.h"
 
@@ -636,6 +637,72 @@ static void replica_wait_counts_replicas(void **state)
     h_env_stop(&env);
 }
 
+/* 5c. A grant meets the replica wait, or is not made: on a node with wait_replicas, a waiter's
+ * attempt leaves no grant record (the grant's SET would be the releaser's, which no WAIT
+ * follows), so the holder's release only wakes it, and its own round waits for the replica. With
+ * the replica stopped, the waiter has no lock (before the rule, the grant won at once, on the
+ * master alone, and a failover could lose it); once the replica is back, it does. */
+static void grant_waits_for_replicas(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL); /* its loop; the server stays unused */
+    const char *key = "{cl:grant}";
+    int master = fixture_cluster_key_owner(&clusters[A], key, strlen(key));
+    int replica = fixture_cluster_replica_of(&clusters[A], (unsigned)master);
+    assert_true(replica >= 0);
+    /* The URL names the key's master first: the client's subscriber connects there, where a
+     * release's PUBSUB NUMSUB sees it (a cluster counts subscribers per server). */
+    char url[512];
+    snprintf(url, sizeof(url), "cluster://127.0.0.1:%d?timeout_ms=%d&wait_replicas=1",
+             fixture_cluster_port(&clusters[A], (unsigned)master), H_NODE_TIMEOUT_MS);
+    redlock_client *holder = solo_client(&env, url);
+    redlock_lock_opts wait;
+    redlock_lock_opts_init(&wait);
+    wait.wait_ms = 60000;
+    h_record held;
+    assert_int_equal(h_acquire(&env, holder, key, 30000, &wait, &held), 0);
+    const char *urls[1] = {url};
+    redlock_options o;
+    h_test_options(&o);
+    o.retry_delay_ms = 500;
+    o.retry_jitter_ms = 0;
+    redlock_client *w = NULL;
+    assert_int_equal(h_client_urls(&env, urls, 1, &o, &w, NULL, 0), 0);
+    h_record rec = {0};
+    assert_int_equal(redlock_acquire(w, key, strlen(key), 5000, &wait, h_record_cb, &rec), 0);
+    h_wait_busy_rounds(&env, w, 1);
+    /* It listens on its own channel on the master, so a release could grant it the key there. */
+    uint64_t t0 = redlock_now_us();
+    for (;;) {
+        redisReply *r = fixture_cluster_command(&clusters[A], (unsigned)master,
+                                                "PUBSUB CHANNELS {cl:grant}:queue:*");
+        assert_non_null(r);
+        size_t n = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+        freeReplyObject(r);
+        if (n == 1)
+            break;
+        assert_true(h_since_us(t0) < H_WAIT_MS * 1000ull);
+        h_run_for(&env.loop, 10);
+    }
+    assert_int_equal(fixture_cluster_pause(&clusters[A], (unsigned)replica), 0);
+    h_release_ok(&env, held.lock, NULL);
+    h_run_for(&env.loop, 2000);
+    if (rec.calls != 0)
+        h_dump_record("the waiter, with the replica stopped", &rec);
+    assert_int_equal(rec.calls, 0);
+    assert_int_equal(fixture_cluster_resume(&clusters[A], (unsigned)replica), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, 2 * H_WAIT_MS));
+    if (rec.status != 0)
+        h_dump_record("the waiter, with the replica back", &rec);
+    assert_int_equal(rec.status, 0);
+    h_release_ok(&env, rec.lock, NULL);
+    assert_int_equal(fixture_cluster_wait_converged(&clusters[A]), 0);
+    h_close_client(&env, w);
+    h_close_client(&env, holder);
+    h_env_stop(&env);
+}
+
 /* 6. The master of the key's slot is stopped (SIGSTOP): that cluster votes timeout at its
  * deadline, as a plain node would, and the quorum of the other four decides. Runs last: the
  * cluster is left as it was by resuming the master. */
@@ -685,6 +752,60 @@ static void stopped_master_votes_timeout(void **state)
     h_env_stop(&env);
 }
 
+static int lost_reason;
+static void on_lost_reason(redlock_lock *lock, int reason, void *data)
+{
+    (void)lock;
+    (void)data;
+    lost_calls++;
+    lost_reason = reason;
+}
+
+/* 7. The masters of the key's slot in clusters b and c restart empty (they rejoin with their
+ * identity, without their data), and plain server 0 loses the key too: three of five nodes
+ * forgot the lock. The clusters' connections reach new servers (new run_ids) as a plain node's
+ * does, and the auto-extended lock (a 60 s ttl: its first extension 20 s away) is reported lost
+ * within the reconnect backoff (1.5 s at most here) and a round. Runs last: it empties two
+ * masters. */
+static void masters_back_empty_are_noticed(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N_PLAIN, NULL);
+    redlock_options o;
+    h_test_options(&o);
+    o.reconnect_max_ms = 1000;
+    redlock_client *c = client_over_all(&env, &o, NULL);
+    const char *key = "cl:amnesia";
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = on_lost_reason;
+    lost_calls = 0;
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, key, 60000, &lo, &rec), 0);
+    wait_all_hold(&env, key, rec.lock);
+    for (unsigned k = B; k <= C; k++) {
+        int owner = fixture_cluster_key_owner(&clusters[k], key, strlen(key));
+        assert_true(owner >= 0);
+        assert_int_equal(fixture_cluster_restart(&clusters[k], (unsigned)owner), 0);
+    }
+    /* Only the clusters' reconnections can tell: the plain server loses the key without a
+     * restart. */
+    assert_int_equal(h_del(&env, 0, key, strlen(key)), 1);
+    uint64_t back = redlock_now_us();
+    const int bound_ms = 1500 + H_NODE_TIMEOUT_MS + H_SLACK_MS;
+    assert_true(h_run_until(&env.loop, &lost_calls, 1, bound_ms));
+    printf("# lost %llu ms after the masters were back\n",
+           (unsigned long long)(h_since_us(back) / 1000));
+    assert_int_equal(lost_calls, 1);
+    assert_int_equal(lost_reason, REDLOCK_ELOST);
+    redlock_lock_free(rec.lock);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -698,7 +819,9 @@ int main(void)
         cmocka_unit_test(tryagain_while_a_slot_is_split),
         cmocka_unit_test(failover_under_traffic),
         cmocka_unit_test(replica_wait_counts_replicas),
+        cmocka_unit_test(grant_waits_for_replicas),
         cmocka_unit_test(stopped_master_votes_timeout),
+        cmocka_unit_test(masters_back_empty_are_noticed),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

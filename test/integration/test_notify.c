@@ -29,13 +29,24 @@ static redlock_client *sleepy_client(h_env *env, bool no_notify)
     return h_own_client(env, &opts);
 }
 
-/* Start a waiting acquire of key on c. */
-static void start_waiter(redlock_client *c, const char *key, h_record *rec)
+/* A sleepy waiter's place in a queue lasts 10 s after each attempt (ops.c, place_ttl_ms: its
+ * retry delay is longer than that cap). A grant sets the key for the whole ttl only for a ttl
+ * within what is left of the place. */
+#define PLACE_MS 10000
+#define GRANT_TTL_MS 5000
+
+/* Start a waiting acquire of key on c for ttl_ms. */
+static void start_waiter_for(redlock_client *c, const char *key, uint64_t ttl_ms, h_record *rec)
 {
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 2 * SLEEP_MS;
-    assert_int_equal(redlock_acquire(c, key, strlen(key), 30000, &lo, h_record_cb, rec), 0);
+    assert_int_equal(redlock_acquire(c, key, strlen(key), ttl_ms, &lo, h_record_cb, rec), 0);
+}
+
+static void start_waiter(redlock_client *c, const char *key, h_record *rec)
+{
+    start_waiter_for(c, key, 30000, rec);
 }
 
 /* Subscribers to the channel key on server i (PUBSUB NUMSUB). */
@@ -226,6 +237,44 @@ static void own_releases_do_not_wake(void **state)
     h_env_stop(&env);
 }
 
+/* 4b. The release of another client's lost attempt wakes nobody either: it freed nothing that
+ * was anybody's turn. The waiter is queued behind a foreign key on every node; the key goes from
+ * nodes 3 and 4 (a plain DEL: no message); a plain acquire of another client takes those two,
+ * loses the round, and releases them. The waiter must sleep on: one round in 2 s. (Before the
+ * rule, that release published, and the waiter woke to lose again.) */
+static void lost_attempts_wake_nobody(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    for (unsigned i = 0; i < N; i++)
+        h_set(&env, i, "notify:lost", 11, "someone-else");
+    redlock_client *w = sleepy_client(&env, false);
+    h_record rec = {0};
+    start_waiter(w, "notify:lost", &rec);
+    wait_subscribed(&env, "notify:lost", 1);
+    h_wait_busy_rounds(&env, w, 1);
+    h_del(&env, 3, "notify:lost", 11);
+    h_del(&env, 4, "notify:lost", 11);
+    redlock_client *other = h_own_client(&env, NULL);
+    h_record lost;
+    assert_int_equal(h_acquire(&env, other, "notify:lost", 30000, NULL, &lost), REDLOCK_EBUSY);
+    assert_int_equal(lost.votes_yes, 2);
+    h_drain(&env, other);
+    assert_int_equal(h_pttl(&env, 3, "notify:lost", 11), -2); /* released */
+    h_run_for(&env.loop, 2000);
+    redlock_stats st;
+    redlock_stats_init(&st);
+    assert_int_equal(redlock_client_stats(w, &st), 0);
+    assert_int_equal(st.rounds_busy + st.rounds_broken, 1);
+    assert_int_equal(rec.calls, 0);
+    assert_int_equal(redlock_cancel(w, &rec), 0);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    h_close_client(&env, other);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
 /* The client's counters of lost acquire rounds (busy + broken). */
 static uint64_t lost_rounds(redlock_client *c)
 {
@@ -364,7 +413,8 @@ static void wait_channels(h_env *env, const char *pattern, size_t want)
 /* A holder of key that took it through the queue (an acquire with a wait), so its release runs
  * the queue's script; and a sleepy waiter of another client, queued on every node behind it and
  * listening on its own channel. */
-static redlock_client *queued_pair(h_env *env, const char *key, h_record *held, h_record *rec)
+static redlock_client *queued_pair(h_env *env, const char *key, uint64_t ttl_ms, h_record *held,
+                                   h_record *rec)
 {
     h_env_start(env, N, NULL);
     redlock_client *holder = h_client(env, NULL);
@@ -376,7 +426,7 @@ static redlock_client *queued_pair(h_env *env, const char *key, h_record *held, 
     snprintf(pattern, sizeof(pattern), "%s:queue:*", key);
     wait_channels(env, pattern, 0); /* the holder no longer listens on its own channel */
     redlock_client *w = sleepy_client(env, false);
-    start_waiter(w, key, rec);
+    start_waiter_for(w, key, ttl_ms, rec);
     h_wait_busy_rounds(env, w, 1);
     h_drain(env, w);
     wait_channels(env, pattern, 1);
@@ -393,7 +443,7 @@ static void release_grants_the_head_without_a_round(void **state)
     (void)state;
     h_env env;
     h_record held, rec = {0};
-    redlock_client *w = queued_pair(&env, "notify:grant", &held, &rec);
+    redlock_client *w = queued_pair(&env, "notify:grant", GRANT_TTL_MS, &held, &rec);
     uint64_t attempt_sent_before = redlock_now_us();
     long long calls[N];
     for (unsigned i = 0; i < N; i++)
@@ -408,9 +458,9 @@ static void release_grants_the_head_without_a_round(void **state)
     assert_true(rec.votes_yes >= N / 2 + 1);
     uint64_t since_attempt_ms = (rec.at_us - attempt_sent_before) / 1000;
     uint64_t validity = redlock_lock_validity_ms(rec.lock);
-    if (validity + since_attempt_ms > 30000)
-        fail_msg("validity %llu ms, %llu ms after the attempt was sent, of a 30000 ms ttl",
-                 (unsigned long long)validity, (unsigned long long)since_attempt_ms);
+    if (validity + since_attempt_ms > GRANT_TTL_MS)
+        fail_msg("validity %llu ms, %llu ms after the attempt was sent, of a %d ms ttl",
+                 (unsigned long long)validity, (unsigned long long)since_attempt_ms, GRANT_TTL_MS);
     size_t token_len = 0;
     const char *token = redlock_lock_token(rec.lock, &token_len);
     assert_true(h_wait_holding(&env, "notify:grant", 12, token, token_len, N, H_WAIT_MS));
@@ -419,6 +469,39 @@ static void release_grants_the_head_without_a_round(void **state)
     h_release_ok(&env, rec.lock, NULL);
     for (unsigned i = 0; i < N; i++) /* the queue is empty, and gone */
         assert_int_equal(h_dbsize(&env, i), 0);
+    h_close_client(&env, w);
+    h_env_stop(&env);
+}
+
+/* 7b. A grant cut at the head's place deadline (its ttl, 30 s, is longer than what is left of
+ * its 10 s place) is not a lock yet: the head claims the keys with a round of its own at once,
+ * which renews them for its whole ttl, and its validity is that round's. */
+static void grant_cut_at_the_place_is_claimed(void **state)
+{
+    (void)state;
+    enum { TTL_MS = 30000 };
+    h_env env;
+    h_record held, rec = {0};
+    redlock_client *w = queued_pair(&env, "notify:cut", TTL_MS, &held, &rec);
+    h_release_ok(&env, held.lock, NULL);
+    uint64_t released = redlock_now_us();
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    if (rec.status != 0)
+        h_dump_record("the head", &rec);
+    assert_int_equal(rec.status, 0);
+    assert_int_equal(rec.attempts, 2); /* the one the grant answered, and the claim */
+    h_assert_validity(&rec, TTL_MS, redlock_lock_validity_ms(rec.lock));
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    assert_true(h_wait_holding(&env, "notify:cut", 10, token, token_len, N, H_WAIT_MS));
+    for (unsigned i = 0; i < N; i++) {
+        long long pttl = h_pttl(&env, i, "notify:cut", 10);
+        uint64_t since_ms = h_since_us(released) / 1000;
+        if (pttl <= PLACE_MS || (uint64_t)pttl + since_ms < TTL_MS / 2)
+            fail_msg("server %u: the key holds %lld ms more, %llu ms after the release", i, pttl,
+                     (unsigned long long)since_ms);
+    }
+    h_release_ok(&env, rec.lock, NULL);
     h_close_client(&env, w);
     h_env_stop(&env);
 }
@@ -433,7 +516,7 @@ static void grants_from_a_minority_are_no_lock(void **state)
     (void)state;
     h_env env;
     h_record held, rec = {0};
-    redlock_client *w = queued_pair(&env, "notify:minority", &held, &rec);
+    redlock_client *w = queued_pair(&env, "notify:minority", GRANT_TTL_MS, &held, &rec);
     for (unsigned i = 0; i < 3; i++) {
         redisReply *r = fixture_command(&env.cluster, i, "ZADD notify:minority:queue 1 gone");
         assert_non_null(r);
@@ -464,9 +547,11 @@ int main(void)
         H_TEST(no_notify_polls),
         H_TEST(longest_waiting_first),
         H_TEST(own_releases_do_not_wake),
+        H_TEST(lost_attempts_wake_nobody),
         H_TEST(turns_across_clients_follow_the_queue),
         H_TEST(waiter_that_gives_up_leaves_the_queue),
         H_TEST(release_grants_the_head_without_a_round),
+        H_TEST(grant_cut_at_the_place_is_claimed),
         H_TEST(grants_from_a_minority_are_no_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,6 +49,11 @@ def fault(program, cases="*"):
     return {"program": "test/fault/test-fault-" + program, "env": {"H_TEST_FILTER": cases}}
 
 
+def auth(program, cases="*"):
+    return {"program": "test/auth/test-" + program,
+            "env": {"H_TEST_FILTER": cases, "REDLOCK_DOCS": "../src/docs"}}
+
+
 def torture(seconds=10):
     return {"program": "test/torture/torture", "args": ["--seconds", str(seconds)]}
 
@@ -97,12 +102,9 @@ MUTANTS = [
     {
         "name": "release-without-compare",
         "what": "release deletes the key whatever token it holds",
-        "edits": [("lib/scripts.c",
-                   '    "if redis.call(\\"get\\", KEYS[1]) == ARGV[1] then\\n"',
-                   '    "if true then\\n"'),
-                  ("lib/scripts.c",
-                   '"3e1a5debaa508c3ed0e7cf368dc9456c2a9ae080"',
-                   '"@SHA1:release@"')],
+        "edits": [("lib/lua/release.lua",
+                   'if redis.call("get", KEYS[1]) == ARGV[1] then',
+                   'if true then')],
         "killers": [integration("lock", "release_with_wrong_token*"), integration("scripts"),
                     pitfall("3-fixed-del"), torture()],
     },
@@ -119,24 +121,15 @@ MUTANTS = [
         "name": "no-release-everywhere",
         "what": "a lost acquire round leaves its keys where it got them",
         "edits": [("lib/ops.c",
-                   "        release_everywhere(c, lock, !retry);\n        if (o->watching) {",
-                   "        if (o->watching) {")],
+                   "    release_everywhere(c, lock, leave, false);\n    if (lock->caller_token",
+                   "    if (lock->caller_token")],
         "killers": [integration("faults", "lost_round_leaves_no_key"),
                     integration("faults", "three_nodes_down_fails_fast*"), sim("safety_holds")],
     },
     {
         "name": "extend-without-compare",
         "what": "extend renews the key whatever token it holds",
-        "edits": [("lib/scripts.c",
-                   macro("#define EXTEND_SOURCE",
-                         '    "local v = redis.call(\\"get\\", KEYS[1])\\n"',
-                         '    "if v == ARGV[1] then\\n"'),
-                   macro("#define EXTEND_SOURCE",
-                         '    "local v = redis.call(\\"get\\", KEYS[1])\\n"',
-                         '    "if v ~= false then\\n"')),
-                  ("lib/scripts.c",
-                   '"e8d0177eea86a7a2517ed17a5fc662d1c3f5b5df"',
-                   '"@SHA1:extend@"')],
+        "edits": [("lib/lua/extend.lua", "if v == ARGV[1] then", "if v ~= false then")],
         "killers": [integration("extend", "extend_fails_when_quorum_lost_the_key"),
                     integration("scripts"), integration("autoextend")],
     },
@@ -302,29 +295,18 @@ MUTANTS = [
         "name": "acquire-counter-not-raised",
         "what": "the fenced acquire's script reads the counter but does not raise it, so a yes "
                 "counted as a commit ack has not written the fence",
-        "edits": [("lib/scripts.c",
-                   'redis.call(\\"set\\", KEYS[2], up .. string.rep',
-                   'redis.call(\\"exists\\", KEYS[2], up .. string.rep'),
-                  # The source is made of macros, which @SHA1:name@ cannot read: the SHA1 of the
-                  # broken source, so the handshake still loads it.
-                  ("lib/scripts.c",
-                   '"a71b102066fa6b643763f58ccad5f591642324b1"',
-                   '"960a52a44026500f8b556f40a0ae57d182793656"')],
+        "edits": [("lib/lua/fence.lua",
+                   'redis.call("set", ck, up .. string.rep',
+                   'redis.call("exists", ck, up .. string.rep')],
         "killers": [integration("fencing", "acquire_raises_the_counter_by_one"),
                     integration("fencing_order")],
     },
     {
         "name": "commit-without-compare",
         "what": "the commit raises the counter whatever token the key holds",
-        "edits": [("lib/scripts.c",
-                   macro("#define COMMIT_SOURCE",
-                         '    "if redis.call(\\"get\\", KEYS[1]) ~= ARGV[1] then\\n"'),
-                   macro("#define COMMIT_SOURCE", '    "if false then\\n"')),
-                  # The commit's source is made of macros, which @SHA1:name@ cannot read: the
-                  # SHA1 of the broken source, so the handshake still loads it.
-                  ("lib/scripts.c",
-                   '"9a1716c389dfe0762c20559e283c7f955ec2e9fe"',
-                   '"a0eeb2f0641cfc133bc94816c764a709bce6c035"')],
+        "edits": [("lib/lua/commit.lua",
+                   'if redis.call("get", KEYS[1]) ~= ARGV[1] then',
+                   'if false then')],
         "killers": [integration("fencing", "commit_lost_releases_everywhere")],
     },
     {
@@ -358,7 +340,7 @@ MUTANTS = [
         "name": "cancel-keeps-attempt",
         "what": "a canceled acquire with a round in flight leaves its attempt's keys on the nodes",
         "edits": [("lib/ops.c",
-                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock, true);\n"
+                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock, true, false);\n"
                    "        break;",
                    "        break;")],
         "killers": [integration("cancel", "cancel_acquire_in_flight")],
@@ -390,13 +372,9 @@ MUTANTS = [
     {
         "name": "release-without-publish",
         "what": "a release does not tell the node's subscribers: waiters sleep their retry delay",
-        "edits": [("lib/scripts.c",
-                   macro('    "    redis.call(\\"del\\", KEYS[1])\\n"',
-                         '    "    redis.pcall(\\"publish\\", KEYS[1], ARGV[1])\\n"'),
-                   macro('    "    redis.call(\\"del\\", KEYS[1])\\n"', '    ""')),
-                  ("lib/scripts.c",
-                   '"3e1a5debaa508c3ed0e7cf368dc9456c2a9ae080"',
-                   '"@SHA1:release@"')],
+        "edits": [("lib/lua/release.lua",
+                   '    redis.pcall("publish", KEYS[1], ARGV[1])\n',
+                   '')],
         "killers": [integration("notify", "waiter_wakes_on_release")],
     },
     {
@@ -405,19 +383,13 @@ MUTANTS = [
         "edits": [("lib/ops.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
-                   "        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key",
+                   "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
+                   "            !redlock__lock_has_key(o->lock, channel, len))",
                    "    for (redlock__list *it = c->ops.prev; it != &c->ops; it = it->prev) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
-                   "        if (!o->watching || o->state == OP_DECIDED || !redlock__lock_has_key")],
+                   "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
+                   "            !redlock__lock_has_key(o->lock, channel, len))")],
         "killers": [integration("notify", "longest_waiting_first")],
-    },
-    {
-        "name": "wakes-on-own-release",
-        "what": "a client is woken by the release of its own lost attempt, and spins",
-        "edits": [("lib/ops.c",
-                   "    return same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||",
-                   "    return false && same_bytes(o->lost_token, o->lost_token_len, token, token_len) ||")],
-        "killers": [integration("notify", "own_releases_do_not_wake")],
     },
     {
         "name": "lapsed-release-reports-ok",
@@ -448,37 +420,25 @@ MUTANTS = [
         "name": "multi-acquire-over-a-held-key",
         "what": "a set's acquire script does not check that every key is free: a node grants the "
                 "set over another holder's key",
-        "edits": [("lib/scripts.c",
-                   '    "    if redis.call(\\"exists\\", KEYS[i]) == 1 then\\n"',
-                   '    "    if false then\\n"'),
-                  # The SHA1 of the broken source, so the handshake still loads it.
-                  ("lib/scripts.c",
-                   '"fae383dd57921c37ca4fd97a50b098f4fe2a786f"',
-                   '"0ae329b3e7c279a4373d4b81bd56146290e41051"')],
+        "edits": [("lib/lua/acquire_multi.lua",
+                   'if redis.call("exists", KEYS[i]) == 1 then',
+                   'if false then')],
         "killers": [integration("multi", "all_or_none_per_node")],
     },
     {
         "name": "multi-release-yes-for-part",
         "what": "a set's release votes yes where it deleted any key of the set, not all of them: "
                 "a node that no longer held the whole set counts as a holder",
-        "edits": [("lib/scripts.c",
-                   '    "if n == #KEYS then\\n"',
-                   '    "if n > 0 then\\n"'),
-                  ("lib/scripts.c",
-                   '"b2e6aef0f0d3c60b762d31ea2f208539289d2997"',
-                   '"9b3f41eab1ba2e5bd607d2a62b4a8ec286efd608"')],
+        "edits": [("lib/lua/release_multi.lua", "if n == #KEYS then", "if n > 0 then")],
         "killers": [integration("multi", "release_deletes_what_is_ours")],
     },
     {
         "name": "multi-extend-without-compare",
         "what": "a set's extend renews (and re-creates) every key whatever it holds: a node that "
                 "lost part of the set, or gave it to another holder, votes yes",
-        "edits": [("lib/scripts.c",
-                   '    "    if v ~= ARGV[1] and not (v == false and ARGV[3] == \\"1\\") then\\n"',
-                   '    "    if false then\\n"'),
-                  ("lib/scripts.c",
-                   '"109131c414984217197c55453625f096309590c5"',
-                   '"9b51ddf5c5aa720fad79d1e9857d96905af91c90"')],
+        "edits": [("lib/lua/extend_multi.lua",
+                   'if v ~= ARGV[1] and not (v == false and ARGV[3] == "1") then',
+                   'if false then')],
         "killers": [integration("multi", "extend_covers_the_set")],
     },
     {
@@ -507,14 +467,21 @@ MUTANTS = [
     },
     {
         "name": "queue-head-ignored",
-        "what": "a waiter's acquire script grants the free key to any waiter, not the queue's "
-                "head: turns no longer follow the order the waiters began to wait in",
-        "edits": [("lib/scripts.c",
-                   '    "if not v and (not head or head == ARGV[3]) then\\n"',
-                   '    "if not v and true then\\n"'),
-                  ("lib/scripts.c",
-                   '"032468e6d2b2ac9df6a30e03830f7c72b2e6c61c"',
-                   '"3f0adf41dacfa87f585a7146ed9e76c64c2b9c90"')],
+        "what": "a waiter's acquire script takes a free key for any waiter, not the queue's head: "
+                "turns no longer follow the order the waiters began to wait in",
+        "edits": [("lib/lua/acquire_queued.lua",
+                   "        if v or (h and h ~= me) then",
+                   "        if v then")],
+        "killers": [integration("scripts", "queued_scripts_grant_the_head_only")],
+    },
+    {
+        "name": "queue-order-by-arrival",
+        "what": "a waiter's place in the queue is when its attempt reached the node, not when it "
+                "began to wait: the nodes order the same waiters differently, and a waiter that "
+                "asked again later never moves up",
+        "edits": [("lib/lua/acquire_queued.lua",
+                   'redis.call("zadd", q, "nx", ARGV[4], me)',
+                   'redis.call("zadd", q, "nx", now, me)')],
         "killers": [integration("scripts", "queued_scripts_grant_the_head_only")],
     },
     {
@@ -522,8 +489,8 @@ MUTANTS = [
         "what": "a waiter whose wait ran out keeps its place in the queue: every release names it, "
                 "and the waiters behind it sleep out their retry delay",
         "edits": [("lib/ops.c",
-                   "    release_everywhere(c, lock, !retry);",
-                   "    release_everywhere(c, lock, false);")],
+                   "        int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);",
+                   "        int rc = attempt_release(o, now, false, status != REDLOCK_ENOMEM);")],
         "killers": [integration("notify", "waiter_that_gives_up_leaves_the_queue")],
     },
     {
@@ -540,57 +507,147 @@ MUTANTS = [
         "what": "a release that has a next head wakes a waiter of every client, as before the "
                 "queue (it tells the queue's channel, and clients ignore the head it names): all "
                 "of them retry, and all but one lose",
-        "edits": [("lib/scripts.c",
-                   '    "if type(told) ~= \\"number\\" or told == 0 then\\n"',
-                   '    "if true then\\n"'),
-                  ("lib/scripts.c",
-                   '"1dff47f26f9d7882d269481a995a205b81977ba7"',
-                   '"ca407c4d59f7fdfc0853eaa7f09000a6b60d41d3"'),
+        "edits": [("lib/lua/release_queued.lua",
+                   'if type(told) ~= "number" or told == 0 then',
+                   "if true then"),
                   ("lib/ops.c",
-                   "            if (head == NULL)\n"
-                   "                return; /* another client's waiter is next */\n",
-                   "            head = NULL;\n")],
+                   "            if (head != NULL) /* else another client's waiter is next */\n"
+                   "                op_wake(c, head, 0);\n",
+                   "            op_wake(c, o, 0);\n")],
         "killers": [integration("scripts", "queued_scripts_grant_the_head_only"),
                     integration("notify", "turns_across_clients_follow_the_queue")],
     },
     {
         "name": "grant-to-a-head-nobody-hears",
         "what": "a release grants the key to the queue's head even when nobody listens on its "
-                "channel: a waiter whose client vanished holds the key for a whole ttl",
-        "edits": [("lib/scripts.c",
-                   '"    if type(subs) == \\"table\\" and tonumber(subs[2]) > 0 then\\n"',
-                   '"    if type(subs) == \\"table\\" and tonumber(subs[2]) >= 0 then\\n"'),
-                  ("lib/scripts.c",
-                   '"1dff47f26f9d7882d269481a995a205b81977ba7"',
-                   '"74babf9a0b92ff03018d705c334196afd74c2fdf"')],
+                "channel: a waiter whose client vanished holds the key",
+        "edits": [("lib/lua/queue.lua",
+                   'type(subs[2]) == "number" and subs[2] > 0',
+                   'type(subs[2]) == "number" and subs[2] >= 0')],
         "killers": [integration("scripts", "queued_release_grants_a_listening_head")],
     },
     {
         "name": "grant-record-outlives-its-release",
         "what": "the release of a waiter's lost attempt keeps its grant record: a later release "
                 "sets the key to a token the waiter has given up",
-        "edits": [("lib/scripts.c",
-                   '    "    redis.call(\\"hdel\\", KEYS[3], ARGV[2] .. \\":g\\")\\n"',
-                   '    ""'),
-                  ("lib/scripts.c",
-                   '"1dff47f26f9d7882d269481a995a205b81977ba7"',
-                   '"cbd8c32972ce0d567a4c3b6ed516ee72bd5794be"')],
+        "edits": [("lib/lua/release_queued.lua",
+                   '        redis.call("hdel", d, me .. ":g")\n',
+                   "")],
         "killers": [integration("scripts", "queued_release_grants_a_listening_head")],
     },
     {
         "name": "grant-counts-for-every-node",
         "what": "one node's grant is counted as every node's: grants from a minority make a lock",
         "edits": [("lib/ops.c",
-                   "    o->granted |= bit;",
-                   "    o->granted |= (UINT64_C(1) << o->client->n_nodes) - 1;")],
+                   "    return n >= o->client->n_nodes / 2 + 1 && grant_win(o);",
+                   "    return n >= 1 && grant_win(o);"),
+                  ("lib/ops.c",
+                   "            if ((w->granted & (UINT64_C(1) << i)) == 0)\n"
+                   "                continue;\n"
+                   "            r->results[i].vote = REDLOCK_VOTE_YES;",
+                   "            r->results[i].vote = REDLOCK_VOTE_YES;")],
         "killers": [integration("notify", "grants_from_a_minority_are_no_lock")],
+    },
+    {
+        # The first finding of the grants issue: one PUBLISH heard on two subscribers of one
+        # server (listed twice, or a cluster, or a replica) was two grants.
+        "name": "grant-counted-per-subscriber",
+        "what": "a grant counts for the node whose subscriber heard it, not the node whose "
+                "connection sent the attempt: one server listed twice makes two yes votes",
+        "edits": [("lib/ops.c",
+                   "static void op_granted(op *o, const char *message, size_t len)\n",
+                   "static void op_granted(op *o, const char *message, size_t len, unsigned sub)\n"),
+                  ("lib/ops.c",
+                   "        key >= w->n_keys)\n        return;\n",
+                   "        key >= w->n_keys)\n        return;\n    tag = sub;\n"),
+                  ("lib/ops.c",
+                   "                op_granted(o, message, message_len);",
+                   "                op_granted(o, message, message_len, node);")],
+        "killers": [fault("grants", "server_listed_twice_counts_once")],
+    },
+    {
+        "name": "grant-without-replica-wait",
+        "what": "a cluster node with wait_replicas takes grant records: a grant counts with no "
+                "replica having the key, and a failover loses it under a valid lock",
+        "edits": [("lib/cluster.c",
+                   ".grant_tag = cl->replica_wait > 0 ? 0 : cr->outer->grant_tag};",
+                   ".grant_tag = cr->outer->grant_tag};")],
+        "killers": [integration("cluster", "grant_waits_for_replicas")],
+    },
+    {
+        "name": "grant-for-the-full-ttl-to-a-half-open-waiter",
+        "what": "a grant sets the key for the head's whole ttl whatever is left of its place: a "
+                "waiter cut off behind half-open connections holds the next waiters off for it",
+        "edits": [("lib/lua/release_queued.lua",
+                   "    local full = r.ttl <= left",
+                   "    local full = true")],
+        "killers": [integration("scripts", "grant_lasts_no_longer_than_the_place"),
+                    fault("grants", "half_open_waiter_delays_no_longer_than_its_place")],
+    },
+    {
+        "name": "cut-grant-taken-for-a-lock",
+        "what": "a grant cut at the head's place deadline counts as a yes with the head's ttl: "
+                "the lock is reported valid for longer than its keys live",
+        "edits": [("lib/ops.c",
+                   "    bool as_asked = full == 1 && ",
+                   "    bool as_asked = full <= 1 && ")],
+        "killers": [integration("notify", "grant_cut_at_the_place_is_claimed")],
+    },
+    {
+        # The fourth finding of the grants issue.
+        "name": "pubsub-refusal-fails-the-release",
+        "what": "a refused PUBSUB NUMSUB is a Lua error after the key was deleted: the release "
+                "reports failure for a hold that was continuous",
+        "edits": [("lib/lua/queue.lua",
+                   'return type(subs) == "table" and type(subs[2]) == "number" and subs[2] > 0',
+                   'return type(subs) == "table" and tonumber(subs[2]) > 0')],
+        "killers": [integration("scripts", "release_without_pubsub_rights"),
+                    auth("acl", "recipe_without_numsub_releases_cleanly")],
+    },
+    {
+        "name": "lost-attempt-wakes-everyone",
+        "what": "the release of a lost attempt publishes like a holder's: every waiter wakes for "
+                "keys that were nobody's turn, and loses again",
+        "edits": [("lib/ops.c",
+                   "    release_everywhere(c, lock, leave, false);",
+                   "    release_everywhere(c, lock, leave, true);")],
+        "killers": [integration("notify", "lost_attempts_wake_nobody"),
+                    integration("notify", "own_releases_do_not_wake")],
+    },
+    {
+        "name": "fenced-grant-without-counter",
+        "what": "a grant to a fenced waiter sets its key but does not raise the counter: the fence "
+                "its client commits is not above the last holder's",
+        "edits": [("lib/lua/release_queued.lua",
+                   "        c = fence_bump(key .. \":fence\", c)",
+                   "        c = c or \"0\"")],
+        "killers": [integration("scripts", "fenced_grant_raises_the_counter"),
+                    fault("grants", "fenced_waiters_take_turns")],
+    },
+    {
+        "name": "set-granted-on-one-key",
+        "what": "a set's waiter counts a node as a yes once any key of the set was granted there: "
+                "two waiters of overlapping sets hold at once",
+        "edits": [("lib/ops.c",
+                   "    if (++node->keys == w->n_keys)",
+                   "    if (++node->keys >= 1)")],
+        "killers": [fault("grants", "set_waiters_take_turns")],
+    },
+    {
+        "name": "waiter-ignores-how-long-to-wait",
+        "what": "a waiter's lost attempt sleeps its retry delay whatever the nodes said of the "
+                "holder's keys: a crashed holder's waiter wakes a retry delay late",
+        "edits": [("lib/ops.c",
+                   "        if (wait < delay && delay - wait > 1000)",
+                   "        if (false)")],
+        "killers": [fault("grants", "waiter_wakes_when_a_crashed_holders_key_runs_out")],
     },
     {
         "name": "grant-validity-from-the-notice",
         "what": "a lock won by grants has its validity measured from when the grants were heard, "
                 "not from when the attempt they answer was sent (before the keys were set)",
         "edits": [("lib/ops.c",
-                   "c->opts.min_validity_ms, o->granted_oldest_us);",
+                   "c->opts.min_validity_ms, oldest);",
                    "c->opts.min_validity_ms, now);")],
         "killers": [integration("notify", "release_grants_the_head_without_a_round")],
     },
@@ -609,8 +666,8 @@ MUTANTS = [
         "what": "a cluster node follows ASK without ASKING first: the importing master answers "
                 "MOVED back to the source, which answers ASK again, until the request gives up",
         "edits": [("lib/cluster.c",
-                   ".sent_us = now, .asking = asking};",
-                   ".sent_us = now, .asking = false};")],
+                   "                               .asking = asking,",
+                   "                               .asking = false,")],
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop")],
     },
     {
@@ -662,6 +719,51 @@ MUTANTS = [
                    "")],
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop"),
                     integration("cluster")],
+    },
+    {
+        # Issue 36: a node that comes back as a new server (a restart, maybe without its data)
+        # has every held lock checked at once. Without it the holder learns at its next planned
+        # extension (a plain lock: only from its release) and works on while anyone may take it.
+        "name": "restart-unnoticed",
+        "what": "the client ignores a node that came back as a new server (a new run_id)",
+        "edits": [("lib/client.c",
+                   "    redlock__recheck_node(io->owner, node);\n",
+                   "    (void)io;\n    (void)node;\n")],
+        "killers": [sim("amnesia_reported_at_once"), integration("amnesia"),
+                    {"program": "test/threads/test-threads-sync",
+                     "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}},
+                    cli("cli-run", "run_lock_forgotten_by_restarts_terminates_command")],
+    },
+    {
+        "name": "new-run-id-unseen",
+        "what": "a node's reconnection never compares the server's run_id with the last one's",
+        "edits": [("lib/node.c",
+                   "    bool changed = n->server_run_id[0] != '\\0' && strcmp(n->server_run_id, run_id) != 0;",
+                   "    bool changed = false;")],
+        "killers": [integration("amnesia", "plain_lock_reads_as_lost"), integration("amnesia"),
+                    integration("cluster", "masters_back_empty_are_noticed")],
+    },
+    {
+        "name": "plain-lock-not-checked",
+        "what": "after a node came back as a new server only auto-extended locks are checked: a "
+                "plain lock a quorum forgot still reads as held",
+        "edits": [("lib/recheck.c",
+                   "        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)\n"
+                   "            check_start(lock);\n",
+                   "        if (held(lock, now))\n            (void)redlock__auto_recheck(lock);\n")],
+        "killers": [integration("amnesia", "plain_lock_reads_as_lost"),
+                    sim("amnesia_reported_at_once"),
+                    {"program": "test/threads/test-threads-sync",
+                     "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}}],
+    },
+    {
+        "name": "lost-key-unnoticed",
+        "what": "a round that hears a node say no where the lock's last won round had its yes "
+                "(the node lost its keys without a restart) checks no other lock",
+        "edits": [("lib/recheck.c",
+                   "                                \"are checked now\");\n            redlock__recheck_node(c, i);\n",
+                   "                                \"are checked now\");\n")],
+        "killers": [integration("amnesia", "a_key_gone_checks_every_lock")],
     },
     {
         # What hiredis does alone: an array's slots reserved as its header says (2^31 of them for

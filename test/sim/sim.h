@@ -118,6 +118,10 @@ typedef struct sim_config {
     uint64_t restart_down_min_us; /* 0: 1 ms */
     uint64_t restart_down_max_us;
     bool restart_loses_data; /* the restarted node comes back empty (no persistence) */
+    /* The control of the check after a restart: the io never tells the client that a node came
+     * back as a new server (io.h's on_node_changed), as before issue 36. Every restart gives
+     * the node a new run_id otherwise, with or without its data. */
+    bool no_recheck;
 
     /* The negative control of the "no gap" property: read each release's status as the library
      * before issue 17 gave it (0 whenever a quorum answered, whatever it deleted). The library
@@ -162,6 +166,18 @@ typedef struct sim_result {
     unsigned conn_drops;    /* silent connections dropped (drop_silent_conns) */
     unsigned clock_jumps;   /* node clocks that jumped (clock_jumps) */
     unsigned snipes;        /* acquires timed to land as the holder's keys expire */
+
+    /* Holds a quorum of nodes forgot while they were worked (a moment at which a quorum was up
+     * without the token: restarts without data), and of them those the library reported lost
+     * (the lost callback; a plain hold read as not held) before its holder ended it. From the
+     * first such moment (the restart that gave another holder a quorum) to the report, in true
+     * time: the total and the longest; and the time worked after it, over every forgotten
+     * hold. */
+    unsigned forgotten, forgotten_reported;
+    uint64_t report_us_total, report_us_max, unaware_us_total;
+    /* ... reported within a reconnection attempt and one round of that moment: at most the
+     * retry delay, twice the network's delay and the node timeout */
+    unsigned reported_in_time;
 
     /* No hold reported without a gap. gap: the first release (status 0) or won extend whose
      * hold had a moment where another holder could have been granted. */

@@ -110,27 +110,35 @@ static unsigned taken_at(const sim_record *rec, const size_t *idx, size_t n_idx,
     return count;
 }
 
+/* What a scan of a hold's span found: the lowest count of taken nodes and its moment, and the
+ * first moment at which at most `limit` nodes were taken (a quorum free), SIM_NEVER if none. */
+typedef struct gap_scan {
+    unsigned worst, limit;
+    uint64_t worst_at, first_at;
+} gap_scan;
+
 /* Look at t if it is inside (from, to): the lowest count seen so far wins. */
 static void probe(const sim_record *rec, const size_t *idx, size_t n_idx, uint64_t from,
-                  uint64_t to, uint64_t t, unsigned *worst, uint64_t *worst_at)
+                  uint64_t to, uint64_t t, gap_scan *g)
 {
     if (t <= from || t >= to)
         return;
     unsigned count = taken_at(rec, idx, n_idx, t);
-    if (count < *worst) {
-        *worst = count;
-        *worst_at = t;
+    if (count < g->worst) {
+        g->worst = count;
+        g->worst_at = t;
     }
+    if (count <= g->limit && t < g->first_at)
+        g->first_at = t;
 }
 
-int sim_find_gap(const sim_record *rec, const char *key, size_t key_len, const char *token,
-                 size_t token_len, uint64_t from, uint64_t to, uint64_t *at, unsigned *free_nodes)
+/* Scan [from, to) for key's records with token; false when memory ran out. */
+static bool scan_gap(const sim_record *rec, const char *key, size_t key_len, const char *token,
+                     size_t token_len, uint64_t from, uint64_t to, gap_scan *g)
 {
-    if (to <= from)
-        return 0;
     size_t *idx = calloc(rec->n_presence + 1, sizeof(*idx));
     if (idx == NULL)
-        return -1;
+        return false;
     size_t n_idx = 0;
     for (size_t i = 0; i < rec->n_presence; i++) {
         const sim_presence *r = &rec->presence[i];
@@ -139,18 +147,47 @@ int sim_find_gap(const sim_record *rec, const char *key, size_t key_len, const c
             r->until > from && r->from < to)
             idx[n_idx++] = i;
     }
+    g->limit = rec->n_nodes - (rec->n_nodes / 2 + 1);
+    g->worst = taken_at(rec, idx, n_idx, from);
+    g->worst_at = from;
+    g->first_at = g->worst <= g->limit ? from : SIM_NEVER;
     /* The count changes only where a record or a downtime starts or ends: look there. */
-    uint64_t worst_at = from;
-    unsigned worst = taken_at(rec, idx, n_idx, from);
     for (size_t i = 0; i < n_idx; i++) {
-        probe(rec, idx, n_idx, from, to, rec->presence[idx[i]].from, &worst, &worst_at);
-        probe(rec, idx, n_idx, from, to, rec->presence[idx[i]].until, &worst, &worst_at);
+        probe(rec, idx, n_idx, from, to, rec->presence[idx[i]].from, g);
+        probe(rec, idx, n_idx, from, to, rec->presence[idx[i]].until, g);
     }
     for (size_t i = 0; i < rec->n_downtimes; i++) {
-        probe(rec, idx, n_idx, from, to, rec->downtimes[i].from, &worst, &worst_at);
-        probe(rec, idx, n_idx, from, to, rec->downtimes[i].until, &worst, &worst_at);
+        probe(rec, idx, n_idx, from, to, rec->downtimes[i].from, g);
+        probe(rec, idx, n_idx, from, to, rec->downtimes[i].until, g);
     }
     free(idx);
+    return true;
+}
+
+int sim_first_gap(const sim_record *rec, const char *key, size_t key_len, const char *token,
+                  size_t token_len, uint64_t from, uint64_t to, uint64_t *at)
+{
+    if (to <= from)
+        return 0;
+    gap_scan g;
+    if (!scan_gap(rec, key, key_len, token, token_len, from, to, &g))
+        return -1;
+    if (g.first_at == SIM_NEVER)
+        return 0;
+    *at = g.first_at;
+    return 1;
+}
+
+int sim_find_gap(const sim_record *rec, const char *key, size_t key_len, const char *token,
+                 size_t token_len, uint64_t from, uint64_t to, uint64_t *at, unsigned *free_nodes)
+{
+    if (to <= from)
+        return 0;
+    gap_scan g;
+    if (!scan_gap(rec, key, key_len, token, token_len, from, to, &g))
+        return -1;
+    unsigned worst = g.worst;
+    uint64_t worst_at = g.worst_at;
     unsigned n = rec->n_nodes, quorum = n / 2 + 1;
     if (n - worst < quorum)
         return 0; /* fewer than a quorum of nodes were ever free for another holder */

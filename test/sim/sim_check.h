@@ -85,5 +85,9 @@ typedef struct sim_record {
  * *at and their number in *free_nodes; 0 for none; -1 when memory ran out. */
 int sim_find_gap(const sim_record *record, const char *key, size_t key_len, const char *token,
                  size_t token_len, uint64_t from, uint64_t to, uint64_t *at, unsigned *free_nodes);
+/* The same question, answered with the first moment of [from, to) at which a quorum of nodes was
+ * up without the token (in *at): 1, or 0 when there was none, -1 when memory ran out. */
+int sim_first_gap(const sim_record *record, const char *key, size_t key_len, const char *token,
+                  size_t token_len, uint64_t from, uint64_t to, uint64_t *at);
 
 #endif

@@ -16,6 +16,9 @@
 #include "sim_fence.h"
 
 #define SIM_PPM 1000000u
+/* A process retries the connection to a node that is down after this much (true time). */
+#define SIM_RETRY_MIN_US 5000
+#define SIM_RETRY_MAX_US 30000
 
 /* xoshiro256** seeded through splitmix64. */
 typedef struct sim_rng {
@@ -42,7 +45,8 @@ typedef enum {
     EV_PARTITION,
     EV_PAUSE,
     EV_CLOCK_JUMP,
-    EV_STORE, /* a write reaches the fenced store (sim_fence.c) */
+    EV_STORE,      /* a write reaches the fenced store (sim_fence.c) */
+    EV_NEW_SERVER, /* a process reconnected to a node that restarted (io.h's on_node_changed) */
 } sim_ev_kind;
 
 /* A message on a connection: a request (command copied, the round may be gone when it lands)
@@ -82,6 +86,7 @@ typedef struct sim_key {
 
 typedef struct sim_node {
     bool up;
+    uint64_t run_id; /* new at every restart, as a Redis server's */
     uint64_t rate_ppm, offset_us;
     unsigned n_keys;
     sim_key keys[SIM_MAX_RESOURCES * 2];
@@ -102,6 +107,7 @@ typedef struct sim_conn {
     bool client_up; /* the process believes it does (else sends fail fast) */
     uint64_t epoch;
     uint64_t crash_epoch; /* messages of this epoch or older died with their node */
+    uint64_t run_id;      /* of the server it last connected to (0: none yet) */
     /* When the process last heard from the node, and when it last went from owing nothing to
      * owing a reply, on its clock; replies owed to requests that timed out (lib/node.c's
      * last_reply_us, owing_since_us, skip_replies). */
@@ -171,6 +177,7 @@ struct sim_proc {
     uint64_t release_at;  /* true time redlock_release was called on it */
     uint64_t deadline_us; /* the lock's deadline on this process's clock, as last seen */
     uint64_t lost_at;     /* true time of the current hold's lost callback, or SIM_NEVER */
+    bool reported;        /* the library said the current hold is lost, and its work ended */
     sim_auto_hold *autoh; /* the current hold's auto-extension, or NULL */
     bool client_closed;
     /* The token of the lock last released or lost: no extension may carry it any more. */
@@ -250,6 +257,10 @@ void sim_proc_finish(sim_proc *p);
  * token. (A node that is down grants nobody, which is why a delayed restart keeps the lock.) */
 void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t from, uint64_t to,
                       const char *what);
+/* p stops working its hold at end (true time): if a quorum forgot it before (sim.h, forgotten),
+ * count it, and how long after that the library reported it lost (p->reported) or the holder
+ * worked on. */
+void sim_note_forgotten(sim_world *w, sim_proc *p, uint64_t end);
 int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
                    const redlock__alloc *alloc, redlock__io **out);
 /* Node node is down from now on (a crash, or dead from the start). */

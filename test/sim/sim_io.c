@@ -258,6 +258,36 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
     sim_trace(w, "HOLD WITH A GAP: %s", res->gap);
 }
 
+void sim_note_forgotten(sim_world *w, sim_proc *p, uint64_t end)
+{
+    char key[16];
+    size_t key_len = (size_t)snprintf(key, sizeof(key), "res-%u", p->resource);
+    size_t token_len;
+    const char *token = redlock_lock_token(p->lock, &token_len);
+    sim_record record = {w->cfg.n_nodes, w->presence, w->n_presence, w->downtimes, w->n_downtimes};
+    uint64_t at = 0;
+    int gap = sim_first_gap(&record, key, key_len, token, token_len, p->hold_start, end, &at);
+    if (gap < 0)
+        w->oom = true;
+    if (gap <= 0)
+        return;
+    sim_result *res = w->res;
+    res->forgotten++;
+    res->unaware_us_total += end - at;
+    if (!p->reported)
+        return;
+    uint64_t took = w->now - at;
+    res->forgotten_reported++;
+    res->report_us_total += took;
+    res->report_us_max = REDLOCK__MAX(res->report_us_max, took);
+    /* The promise: the next reconnection attempt, then one round (each way a message's delay,
+     * the node's timeout at most). */
+    uint64_t bound = SIM_RETRY_MAX_US + 2 * w->cfg.delay_max_us + w->cfg.node_timeout_ms * 1000;
+    res->reported_in_time += took <= bound;
+    sim_trace(w, "p%u: reported lost %llu us after a quorum forgot its lock", p->id,
+              (unsigned long long)took);
+}
+
 /* ---- completions ------------------------------------------------------------------------------
  */
 
@@ -436,7 +466,8 @@ int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
     for (unsigned i = 0; i < n; i++) {
         bool up = p->w->nodes[i].up; /* down only if dead from the start */
         p->io.timeout_us[i] = cfgs[i].timeout_us;
-        p->conns[i] = (sim_conn){.alive = up, .client_up = up, .epoch = 1};
+        p->conns[i] = (sim_conn){
+            .alive = up, .client_up = up, .epoch = 1, .run_id = up ? p->w->nodes[i].run_id : 0};
         p->conns[i].last_reply_local = sim_proc_now(p);
     }
     *out = &p->io.base;
@@ -498,7 +529,7 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
                                 m->fence,
                                 NULL,
                                 NULL};
-    complete(p, req, m->vote, NULL, redlock__cmd_has_data(m->kind) ? &data : NULL);
+    complete(p, req, m->vote, NULL, redlock__cmd_has_data(req->cmd) ? &data : NULL);
     free(m);
 }
 
@@ -551,6 +582,7 @@ static void on_crash(sim_world *w, const sim_event *ev)
     if (!n->up)
         return;
     n->up = false;
+    n->run_id++; /* the server that comes back is a new one */
     if (w->cfg.restart_loses_data) {
         for (unsigned i = 0; i < n->n_keys; i++)
             if (n->keys[i].presence < w->n_presence)
@@ -639,8 +671,8 @@ static void on_conn_lost(sim_world *w, const sim_event *ev)
         return;
     sim_trace(w, "p%u: connection to n%u lost", ev->proc, ev->node);
     c->client_up = false;
-    sim_push(w, w->now + sim_rng_range(&w->rng, 5000, 30000), EV_CONN_RETRY, ev->proc, ev->node, 0,
-             NULL);
+    sim_push(w, w->now + sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US), EV_CONN_RETRY,
+             ev->proc, ev->node, 0, NULL);
     fail_pending(p, c, "connection lost");
 }
 
@@ -651,8 +683,8 @@ static void on_conn_retry(sim_world *w, const sim_event *ev)
     if (p->io.closing)
         return;
     if (!w->nodes[ev->node].up) {
-        sim_push(w, w->now + sim_rng_range(&w->rng, 5000, 30000), EV_CONN_RETRY, ev->proc, ev->node,
-                 0, NULL);
+        sim_push(w, w->now + sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
+                 EV_CONN_RETRY, ev->proc, ev->node, 0, NULL);
         return;
     }
     sim_trace(w, "p%u: reconnected to n%u", ev->proc, ev->node);
@@ -662,6 +694,13 @@ static void on_conn_retry(sim_world *w, const sim_event *ev)
     c->last_to_node = c->last_to_client = w->now;
     c->last_reply_local = sim_proc_now(p);
     c->skip = 0;
+    /* Another server than before (it restarted): the client is told once the connection is up,
+     * as the real node does after its handshake (a process event: a pause holds it back). */
+    uint64_t run_id = w->nodes[ev->node].run_id;
+    bool changed = c->run_id != 0 && c->run_id != run_id;
+    c->run_id = run_id;
+    if (changed && !w->cfg.no_recheck)
+        sim_push(w, w->now, EV_NEW_SERVER, ev->proc, ev->node, 0, NULL);
 }
 
 void sim_io_event(sim_world *w, const sim_event *ev)
@@ -682,6 +721,13 @@ void sim_io_event(sim_world *w, const sim_event *ev)
     case EV_CONN_RETRY:
         on_conn_retry(w, ev);
         break;
+    case EV_NEW_SERVER: {
+        sim_proc *p = &w->procs[ev->proc];
+        sim_trace(w, "p%u: n%u is a new server", ev->proc, ev->node);
+        if (!p->io.closing && p->io.base.on_node_changed != NULL)
+            p->io.base.on_node_changed(&p->io.base, ev->node);
+        break;
+    }
     case EV_NODE_CRASH:
         on_crash(w, ev);
         break;

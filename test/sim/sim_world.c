@@ -318,7 +318,7 @@ static int start_procs(sim_world *w)
 static bool is_proc_event(sim_ev_kind kind)
 {
     return kind == EV_CLIENT_RECV || kind == EV_REQ_TIMEOUT || kind == EV_CONN_LOST ||
-           kind == EV_WAKE || kind == EV_IO_CLOSED || kind == EV_PROC_STEP;
+           kind == EV_WAKE || kind == EV_IO_CLOSED || kind == EV_PROC_STEP || kind == EV_NEW_SERVER;
 }
 
 static void dispatch(sim_world *w, const sim_event *ev)
@@ -405,6 +405,7 @@ int sim_run(const sim_config *cfg, sim_result *res)
     sim_rng_seed(&w->rng, cfg->seed);
     for (unsigned i = 0; i < cfg->n_nodes; i++) {
         w->nodes[i].up = true;
+        w->nodes[i].run_id = 1;
         w->nodes[i].rate_ppm = pick_rate(&w->rng, cfg->rate_spread, cfg->opposite_clocks ? 1 : 0);
         w->nodes[i].offset_us = sim_rng_range(&w->rng, 1000000, 1000000000000ull);
     }

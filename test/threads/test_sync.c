@@ -1093,6 +1093,52 @@ static void lost_callback_sets_status(void **state)
     fixture_stop(&cluster);
 }
 
+/* Three of five nodes restart empty (a broken assumption, docs/safety.md) under two 60 s locks,
+ * one auto-extended and one not: both are checked as soon as the client reconnects, and each
+ * handle's status reads REDLOCK_ELOST within the reconnect backoff (1.5 reconnect_max_ms) plus
+ * one round (the node timeout) of the restarts, not at the first planned extension, 20 s away. */
+static void restart_empty_sets_status_at_once(void **state)
+{
+    (void)state;
+    fixture_cluster cluster;
+    assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
+    redlock_options o;
+    test_options(&o);
+    o.reconnect_max_ms = 1000;
+    redlock_sync *sync = start_sync(&cluster, &o);
+    static lost_record lost; /* static: see the top of the file */
+    memset(&lost, 0, sizeof(lost));
+    lost.main_thread = uv_thread_self();
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = record_lost;
+    lo.lost_data = &lost;
+    redlock_sync_lock *autol = NULL, *plain = NULL;
+    assert_int_equal(acquire_str(sync, "threads:amnesia-auto", 60000, &lo, &autol, NULL), 0);
+    assert_int_equal(acquire_str(sync, "threads:amnesia-plain", 60000, NULL, &plain, NULL), 0);
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(fixture_restart(&cluster, i), 0);
+    uint64_t back = redlock_now_us(), bound_us = (1500 + NODE_TIMEOUT_MS + SLACK_MS) * 1000ull;
+    while ((redlock_sync_lock_status(autol) == 0 || redlock_sync_lock_status(plain) == 0) &&
+           redlock_now_us() - back < bound_us)
+        sleep_ms(5);
+    printf("# both handles read REDLOCK_ELOST %llu ms after the restarts\n",
+           (unsigned long long)((redlock_now_us() - back) / 1000));
+    assert_int_equal(redlock_sync_lock_status(plain), REDLOCK_ELOST);
+    assert_int_equal(redlock_sync_lock_status(autol), REDLOCK_ELOST);
+    assert_int_equal(atomic_load(&lost.calls), 1);
+    assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
+    assert_int_equal(redlock_sync_release(plain, NULL), REDLOCK_ELOST);
+    assert_int_equal(redlock_sync_release(autol, NULL), REDLOCK_ELOST);
+    redlock_sync_lock_free(plain);
+    redlock_sync_lock_free(autol);
+    free_sync(sync);
+    fixture_stop(&cluster);
+}
+
 /* Freeing an auto-extended handle without releasing stops the extension: the key runs out with
  * its ttl and nobody is told it was lost. */
 static void lock_free_stops_auto_extension(void **state)
@@ -1284,6 +1330,7 @@ int main(void)
         SYNC_TEST(reads_race_free_with_extends),
         SYNC_TEST(auto_extension_keeps_lock),
         SYNC_TEST(lost_callback_sets_status),
+        SYNC_TEST(restart_empty_sets_status_at_once),
         SYNC_TEST(lock_free_stops_auto_extension),
         SYNC_TEST(acquire_out_of_memory_takes_nothing),
         SYNC_TEST(new_survives_every_allocation_failure),

@@ -206,12 +206,32 @@ static void print_release_failure(const worker_thread *w, const torture_hold *ho
                 report->nodes[i].error != NULL ? report->nodes[i].error : "");
 }
 
-/* One attempt on resource: acquire, write, (now and then hold on to the deadline,) release,
- * log. Returns 0, or -1 to stop. */
+/* The other resource of a set, or resource itself for a lock of one: a third of the plain
+ * (odd) resources' locks take two of them at once (redlock_acquire_multi), waiting in both
+ * queues, so overlapping sets, single locks and grants meet under the same faults. */
+static unsigned set_partner(worker_thread *w, unsigned resource)
+{
+    unsigned odd = w->cfg->resources / 2;
+    if (fenced(w, resource) || resource % 2 == 0 || odd < 2 || rand_r(&w->seed) % 3 != 0)
+        return resource;
+    unsigned other = 2 * (unsigned)(rand_r(&w->seed) % (odd - 1)) + 1;
+    return other >= resource ? other + 2 : other; /* an odd resource other than this one */
+}
+
+/* One attempt on resource (and, for a set, its partner): acquire, write each, (now and then hold
+ * on to the deadline,) release, log a hold per resource. Returns 0, or -1 to stop. */
 static int attempt(worker_thread *w, unsigned resource)
 {
-    char name[64];
-    int name_len = snprintf(name, sizeof(name), "torture:lock:%u", resource);
+    unsigned resources[2] = {resource, set_partner(w, resource)};
+    unsigned count = resources[1] != resource ? 2 : 1;
+    char names[2][64];
+    const void *name_ptrs[2];
+    size_t name_lens[2];
+    for (unsigned i = 0; i < count; i++) {
+        name_lens[i] =
+            (size_t)snprintf(names[i], sizeof(names[i]), "torture:lock:%u", resources[i]);
+        name_ptrs[i] = names[i];
+    }
     redlock_lock_opts opts;
     redlock_lock_opts_init(&opts);
     opts.wait_ms = w->cfg->wait_ms;
@@ -222,45 +242,61 @@ static int attempt(worker_thread *w, unsigned resource)
     opts.fencing = fenced(w, resource);
     redlock_sync_lock *lock = NULL;
     uint64_t start_us = redlock_now_us();
-    int rc = redlock_sync_acquire(w->sync, name, (size_t)name_len, ttl_ms, &opts, &lock, NULL);
+    int rc = redlock_sync_acquire_multi(w->sync, name_ptrs, name_lens, count, ttl_ms, &opts, &lock,
+                                        NULL);
     uint64_t done_us = redlock_now_us();
-    if (rc != 0)
-        return log_failure(w, resource, rc, start_us, done_us);
+    if (rc != 0) {
+        for (unsigned i = 0; i < count; i++)
+            if (log_failure(w, resources[i], rc, start_us, done_us) != 0)
+                return -1;
+        return 0;
+    }
 
     w->holds++;
-    torture_hold hold = {.resource = resource,
-                         .process = w->process,
-                         .thread = w->index,
-                         .acquire_start_us = start_us,
-                         .acquire_done_us = done_us,
-                         .deadline_us = redlock_sync_lock_deadline_us(lock)};
-    snprintf(hold.token, sizeof(hold.token), "%s", redlock_sync_lock_token(lock, NULL));
+    torture_hold holds[2];
+    for (unsigned i = 0; i < count; i++) {
+        holds[i] = (torture_hold){.resource = resources[i],
+                                  .process = w->process,
+                                  .thread = w->index,
+                                  .acquire_start_us = start_us,
+                                  .acquire_done_us = done_us,
+                                  .deadline_us = redlock_sync_lock_deadline_us(lock)};
+        snprintf(holds[i].token, sizeof(holds[i].token), "%s", redlock_sync_lock_token(lock, NULL));
+    }
     uint64_t fence = redlock_sync_lock_fence(lock);
     w->fence_outcome = 'n';
     w->fence_seq = w->write_start_us = 0;
-    int result =
-        read_modify_write(w, lock, &hold, w->cfg->margin_ms * 1000 * ttl_ms / w->cfg->ttl_ms);
+    int result = 0;
+    for (unsigned i = 0; result == 0 && i < count; i++)
+        result = read_modify_write(w, lock, &holds[i],
+                                   w->cfg->margin_ms * 1000 * ttl_ms / w->cfg->ttl_ms);
     if (result == 0 && to_deadline) {
         /* The release comes after the deadline: the deadline is what ends this hold, and the
          * others may take the lock from there on (once its keys expired). */
-        sleep_until(hold.deadline_us);
+        sleep_until(holds[0].deadline_us);
         w->to_deadline++;
     }
-    hold.release_us = redlock_now_us();
-    hold.release_status = redlock_sync_release(lock, &w->report);
-    if (hold.release_status != 0 && !(to_deadline && hold.release_status == REDLOCK_ELOST))
-        print_release_failure(w, &hold);
+    uint64_t release_us = redlock_now_us();
+    int release_status = redlock_sync_release(lock, &w->report);
+    for (unsigned i = 0; i < count; i++) {
+        holds[i].release_us = release_us;
+        holds[i].release_status = release_status;
+    }
+    if (release_status != 0 && !(to_deadline && release_status == REDLOCK_ELOST))
+        print_release_failure(w, &holds[0]);
     redlock_sync_lock_free(lock);
 
-    char line[TORTURE_LINE_MAX];
-    int len = torture_hold_format(&hold, line, sizeof(line));
-    if (len < 0 || write_line(w, line, len) != 0)
-        return -1;
+    for (unsigned i = 0; i < count; i++) {
+        char line[TORTURE_LINE_MAX];
+        int len = torture_hold_format(&holds[i], line, sizeof(line));
+        if (len < 0 || write_line(w, line, len) != 0)
+            return -1;
+    }
     /* The fence checker orders holds by their grant. The library granted this one before its
      * deadline; a process paused between that grant and the call's return (SIGSTOP by the
      * chaos) sees the return after the deadline, and another holder may have been granted in
      * between: the grant is then no later than the deadline, not at the return. */
-    uint64_t granted_us = done_us < hold.deadline_us ? done_us : hold.deadline_us;
+    uint64_t granted_us = done_us < holds[0].deadline_us ? done_us : holds[0].deadline_us;
     if (fenced(w, resource) &&
         torture_fence_log(resource, w->process, w->index, fence, start_us, granted_us,
                           w->write_start_us, w->fence_outcome, w->fence_seq) != 0)

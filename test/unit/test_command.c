@@ -92,67 +92,102 @@ static void encodes_scripts_as_evalsha_or_eval(void **state)
     c = make(REDLOCK__CMD_RELEASE, "k", 1);
     assert_int_equal(redlock__cmd_append(&c, true, &b, &alloc), 0);
     a = decode(&b);
-    assert_int_equal(a->elements, 5);
+    assert_int_equal(a->elements, 6);
     assert_arg(a, 0, "EVAL", 4);
     assert_arg(a, 1, redlock__script_release.source, redlock__script_release.source_len);
     assert_arg(a, 3, "k", 1);
     assert_arg(a, 4, "tok", 3);
+    assert_arg(a, 5, "0", 1); /* the release of a lost attempt: it tells nobody */
+    freeReplyObject(a);
+    b.len = 0;
+    c.tell = true;
+    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    a = decode(&b);
+    assert_arg(a, 5, "1", 1); /* a holder's */
     freeReplyObject(a);
     redlock__buf_free(&b, &alloc);
 }
 
-/* A waiter's commands: the acquire names the queue, its place and its attempt's stamp (empty
- * without one: no grant record), the release the waiter and whether it leaves the queue. */
+/* A waiter's commands (lib/lua/acquire_queued.lua, release_queued.lua): the acquire names every
+ * key of the lock, its place, its channel and, per node, its attempt's stamp and the node's tag
+ * (empty where no grant may be made, and without a stamp: no grant record); the release the
+ * waiter, whether it leaves the queues and whether it tells. */
 static void encodes_a_waiters_commands(void **state)
 {
     (void)state;
     redlock__cmd c = make(REDLOCK__CMD_ACQUIRE, "k", 1);
-    c.queue_key = "k:queue";
-    c.queue_key_len = 7;
-    c.due_key = "k:queue-due";
-    c.due_key_len = 11;
+    redlock__span more[1] = {{"m", 1}};
+    c.more = more;
+    c.n_more = 1;
+    c.queued = true;
     c.waiter = "w1";
     c.waiter_len = 2;
+    c.channel = "k:queue:w1";
+    c.channel_len = 10;
     c.place_us = 123;
     c.place_ttl_ms = 800;
     c.stamp_us = 4567;
+    assert_true(redlock__cmd_per_node(&c));
+    assert_true(redlock__cmd_has_data(&c)); /* a lost attempt says how long to wait */
     redlock__buf b = {0};
-    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    assert_int_equal(redlock__cmd_append_tagged(&c, 3, false, &b, &alloc), 0);
     redisReply *a = decode(&b);
-    assert_int_equal(a->elements, 12);
+    assert_int_equal(a->elements, 14);
     assert_arg(a, 1, redlock__script_acquire_queued.sha1, 40);
-    assert_arg(a, 2, "3", 1);
-    assert_arg(a, 5, "k:queue-due", 11);
-    assert_arg(a, 6, "tok", 3);
-    assert_arg(a, 7, "1500", 4);
-    assert_arg(a, 8, "w1", 2);
-    assert_arg(a, 9, "123", 3);
-    assert_arg(a, 10, "800", 3);
-    assert_arg(a, 11, "4567", 4);
+    assert_arg(a, 2, "2", 1);
+    assert_arg(a, 3, "k", 1);
+    assert_arg(a, 4, "m", 1);
+    assert_arg(a, 5, "tok", 3);
+    assert_arg(a, 6, "1500", 4);
+    assert_arg(a, 7, "w1", 2);
+    assert_arg(a, 8, "123", 3);
+    assert_arg(a, 9, "800", 3);
+    assert_arg(a, 10, "4567", 4);
+    assert_arg(a, 11, "2", 1); /* tag 3: node 2 */
+    assert_arg(a, 12, "0", 1); /* not fenced */
+    assert_arg(a, 13, "k:queue:w1", 10);
     freeReplyObject(a);
     b.len = 0;
-    c.stamp_us = 0;
-    assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
+    /* No tag (a node that waits for replicas): no grant there. */
+    assert_int_equal(redlock__cmd_append_tagged(&c, 0, false, &b, &alloc), 0);
     a = decode(&b);
+    assert_arg(a, 10, "", 0);
     assert_arg(a, 11, "", 0);
+    freeReplyObject(a);
+    b.len = 0;
+    c.kind = REDLOCK__CMD_ACQUIRE_FENCED;
+    c.n_more = 0;
+    assert_int_equal(redlock__cmd_append_tagged(&c, 1, false, &b, &alloc), 0);
+    a = decode(&b);
+    assert_int_equal(a->elements, 13);
+    assert_arg(a, 1, redlock__script_acquire_queued.sha1, 40);
+    assert_arg(a, 9, "4567", 4);
+    assert_arg(a, 10, "0", 1);
+    assert_arg(a, 11, "1", 1); /* fenced */
     freeReplyObject(a);
     b.len = 0;
 
     c.kind = REDLOCK__CMD_RELEASE;
     c.leave = true;
+    c.tell = true;
+    assert_false(redlock__cmd_per_node(&c));
     assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
     a = decode(&b);
-    assert_int_equal(a->elements, 9);
+    assert_int_equal(a->elements, 8);
     assert_arg(a, 1, redlock__script_release_queued.sha1, 40);
-    assert_arg(a, 6, "tok", 3);
-    assert_arg(a, 7, "w1", 2);
-    assert_arg(a, 8, "1", 1);
+    assert_arg(a, 2, "1", 1);
+    assert_arg(a, 4, "tok", 3);
+    assert_arg(a, 5, "w1", 2);
+    assert_arg(a, 6, "1", 1);
+    assert_arg(a, 7, "1", 1);
     freeReplyObject(a);
     b.len = 0;
     c.leave = false;
+    c.tell = false;
     assert_int_equal(redlock__cmd_append(&c, false, &b, &alloc), 0);
     a = decode(&b);
-    assert_arg(a, 8, "0", 1);
+    assert_arg(a, 6, "0", 1);
+    assert_arg(a, 7, "0", 1);
     freeReplyObject(a);
     redlock__buf_free(&b, &alloc);
 }
@@ -410,10 +445,13 @@ static void fenced_acquire_reply_carries_the_counter(void **state)
     assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_NO);
     assert_int_equal(data.counter, 0);
     freeReplyObject(r);
-    assert_true(redlock__cmd_has_data(REDLOCK__CMD_ACQUIRE_FENCED));
-    assert_true(redlock__cmd_has_data(REDLOCK__CMD_INSPECT));
-    assert_false(redlock__cmd_has_data(REDLOCK__CMD_ACQUIRE));
-    assert_false(redlock__cmd_has_data(REDLOCK__CMD_COMMIT));
+    assert_true(redlock__cmd_has_data(&c));
+    c.kind = REDLOCK__CMD_INSPECT;
+    assert_true(redlock__cmd_has_data(&c));
+    c.kind = REDLOCK__CMD_ACQUIRE;
+    assert_false(redlock__cmd_has_data(&c));
+    c.kind = REDLOCK__CMD_COMMIT;
+    assert_false(redlock__cmd_has_data(&c));
 }
 
 static void maps_every_reply_to_a_vote(void **state)
@@ -524,7 +562,7 @@ static void encodes_a_set(void **state)
     } cases[] = {
         {REDLOCK__CMD_ACQUIRE, &redlock__script_acquire_multi, 8},
         {REDLOCK__CMD_EXTEND, &redlock__script_extend_multi, 9},
-        {REDLOCK__CMD_RELEASE, &redlock__script_release_multi, 7},
+        {REDLOCK__CMD_RELEASE, &redlock__script_release_multi, 8},
         {REDLOCK__CMD_INSPECT, &redlock__script_inspect_multi, 6},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -554,6 +592,8 @@ static void encodes_a_set(void **state)
                 assert_arg(a, 7, "1500", 4);
             if (cases[i].kind == REDLOCK__CMD_EXTEND)
                 assert_arg(a, 8, "0", 1);
+            if (cases[i].kind == REDLOCK__CMD_RELEASE)
+                assert_arg(a, 7, "0", 1); /* a lost attempt's: it tells nobody */
             freeReplyObject(a);
             redlock__buf_free(&b, &alloc);
         }

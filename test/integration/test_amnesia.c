@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/* test_amnesia.c - nodes that restart empty under a held lock (a broken assumption, docs/safety.md)
+ * are noticed at once: the reconnection reaches a server with a new run_id, and every held lock
+ * is checked with one round then, not at its next planned extension.
+ *
+ * Every lock here has a 60 s ttl, so its first planned extension is 20 s away; the promise is
+ * the reconnect backoff (at most 1.5 reconnect_max_ms once the node is back) plus one round (at
+ * most the node timeout), plus H_SLACK_MS: 9 s with the 1 s reconnect_max_ms used here. A
+ * library that waits for the planned extension fails every bound below. */
+#include "harness.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define N 3
+#define TTL_MS 60000
+#define RECONNECT_MAX_MS 1000
+/* From a node's return to the report: the backoff, one round, slack. */
+#define BOUND_MS (RECONNECT_MAX_MS * 3 / 2 + H_NODE_TIMEOUT_MS + H_SLACK_MS)
+#define FIRST_EXTENSION_MS (TTL_MS / 3)
+
+typedef struct lost_record {
+    int calls;
+    int reason;
+    uint64_t at_us;
+    bool held_in_cb;
+} lost_record;
+
+static void on_lost(redlock_lock *lock, int reason, void *data)
+{
+    lost_record *l = data;
+    l->calls++;
+    l->reason = reason;
+    l->at_us = redlock_now_us();
+    l->held_in_cb = redlock_lock_is_held(lock, l->at_us);
+}
+
+/* Lines the client logged that say a node came back as a new server. */
+static int new_server_lines;
+
+static void count_log(redlock_client *client, redlock_log_level level, const char *url,
+                      const char *message, void *data)
+{
+    (void)client;
+    (void)url;
+    (void)data;
+    if (level == REDLOCK_LOG_WARN && strstr(message, "a new server (run_id ") != NULL)
+        new_server_lines++;
+}
+
+static redlock_client *amnesia_client(h_env *env)
+{
+    redlock_options o;
+    h_test_options(&o);
+    o.reconnect_max_ms = RECONNECT_MAX_MS;
+    o.log_fn = count_log;
+    new_server_lines = 0;
+    redlock_client *c = h_client(env, &o);
+    h_wait_ready(env, c);
+    return c;
+}
+
+/* Acquire name for TTL_MS, auto-extended with flags unless lost is NULL; wait until every node
+ * holds it. */
+static redlock_lock *hold(h_env *env, redlock_client *c, const char *name, unsigned flags,
+                          lost_record *lost)
+{
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    ao.extend_flags = flags;
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    if (lost != NULL) {
+        lo.auto_extend = &ao;
+        lo.lost_cb = on_lost;
+        lo.lost_data = lost;
+    }
+    h_record rec;
+    assert_int_equal(h_acquire(env, c, name, TTL_MS, &lo, &rec), 0);
+    size_t len;
+    const char *token = redlock_lock_token(rec.lock, &len);
+    assert_true(h_wait_holding(env, name, strlen(name), token, len, N, H_WAIT_MS));
+    return rec.lock;
+}
+
+/* Restart nodes 1 and 2 empty while the loop does not run (the client cannot see it before
+ * they are back). Returns when both are back. */
+static uint64_t restart_two(h_env *env)
+{
+    assert_int_equal(fixture_restart(&env->cluster, 1), 0);
+    assert_int_equal(fixture_restart(&env->cluster, 2), 0);
+    return redlock_now_us();
+}
+
+static void expect_lost_in_time(h_env *env, const lost_record *lost, uint64_t back_us)
+{
+    assert_true(h_run_until(&env->loop, &lost->calls, 1, BOUND_MS));
+    uint64_t took_ms = (lost->at_us - back_us) / 1000;
+    printf("# lost callback %llu ms after the nodes were back (bound %d ms, planned extension "
+           "at %d ms)\n",
+           (unsigned long long)took_ms, BOUND_MS, FIRST_EXTENSION_MS);
+    assert_int_equal(lost->calls, 1);
+    assert_int_equal(lost->reason, REDLOCK_ELOST);
+    assert_false(lost->held_in_cb);
+    assert_true(took_ms <= BOUND_MS);
+}
+
+/* Two of three nodes killed, down for a while under an auto-extended lock (the client sees them
+ * down and retries on its backoff with no request waiting), then back empty: the lost callback
+ * says ELOST within the bound of their return. */
+static void majority_back_empty_is_lost_at_once(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_lock *lock = hold(&env, c, "amnesia:auto", 0, &lost);
+    assert_int_equal(fixture_kill(&env.cluster, 1), 0);
+    assert_int_equal(fixture_kill(&env.cluster, 2), 0);
+    /* Down is not lost: nothing is said while they are away (the backoff reaches its cap). */
+    h_run_for(&env.loop, 2 * RECONNECT_MAX_MS);
+    assert_int_equal(lost.calls, 0);
+    assert_true(redlock_lock_is_held(lock, redlock_now_us()));
+    uint64_t back = restart_two(&env);
+    expect_lost_in_time(&env, &lost, back);
+    /* The first node back may decide it: its "no" and the other's error are a lost round. */
+    assert_true(new_server_lines >= 1);
+    h_record rel;
+    assert_int_equal(h_release(&env, lock, &rel), REDLOCK_ELOST);
+    redlock_lock_free(lock);
+    h_env_stop(&env);
+}
+
+/* With REDLOCK_EXTEND_RETAKE and nobody else in between, the check puts the keys back on the
+ * restarted nodes at once: the lock goes on, with a quorum again. */
+static void retake_restores_the_keys_at_once(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_lock *lock = hold(&env, c, "amnesia:retake", REDLOCK_EXTEND_RETAKE, &lost);
+    size_t len;
+    const char *token = redlock_lock_token(lock, &len);
+    uint64_t back = restart_two(&env);
+    assert_int_equal(h_count_holding(&env, "amnesia:retake", 14, token, len), 1);
+    assert_true(h_wait_holding(&env, "amnesia:retake", 14, token, len, N, BOUND_MS));
+    uint64_t took_ms = h_since_us(back) / 1000;
+    printf("# keys back on every node %llu ms after the restarts (bound %d ms)\n",
+           (unsigned long long)took_ms, BOUND_MS);
+    assert_true(took_ms <= BOUND_MS);
+    assert_int_equal(lost.calls, 0);
+    assert_true(redlock_lock_extensions(lock) >= 1);
+    assert_true(redlock_lock_is_held(lock, redlock_now_us()));
+    h_release_ok(&env, lock, NULL);
+    h_env_stop(&env);
+}
+
+/* With REDLOCK_EXTEND_RETAKE, but another holder took the key on the restarted nodes first (a
+ * quorum with the third): the retake is refused there, and the loss is reported at once. */
+static void retake_finds_another_holder(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_lock *lock = hold(&env, c, "amnesia:taken", REDLOCK_EXTEND_RETAKE, &lost);
+    uint64_t back = restart_two(&env);
+    for (unsigned i = 1; i <= 2; i++) {
+        redisReply *r = fixture_command(&env.cluster, i, "SET %s %s NX PX %d", "amnesia:taken",
+                                        "other-holder", TTL_MS);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    expect_lost_in_time(&env, &lost, back);
+    /* The other holder's keys are untouched. */
+    assert_int_equal(h_count_holding(&env, "amnesia:taken", 13, "other-holder", 12), 2);
+    redlock_lock_free(lock);
+    h_env_stop(&env);
+}
+
+/* A lock without auto-extension: the check is an inspect round (nothing changes on the nodes),
+ * and the handle reads as not held from then on; its release says ELOST, and a retake, which
+ * would hide the gap, is refused. */
+static void plain_lock_reads_as_lost(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    redlock_lock *lock = hold(&env, c, "amnesia:plain", 0, NULL);
+    uint64_t deadline = redlock_lock_deadline_us(lock);
+    uint64_t back = restart_two(&env);
+    uint64_t until = back + (uint64_t)BOUND_MS * 1000;
+    while (redlock_lock_is_held(lock, redlock_now_us()) && redlock_now_us() < until)
+        h_run_for(&env.loop, 5);
+    uint64_t took_ms = h_since_us(back) / 1000;
+    printf("# plain lock read as lost %llu ms after the restarts (bound %d ms)\n",
+           (unsigned long long)took_ms, BOUND_MS);
+    assert_false(redlock_lock_is_held(lock, redlock_now_us()));
+    assert_true(redlock_now_us() < deadline); /* lost, not expired */
+    assert_true(took_ms <= BOUND_MS);
+    assert_int_equal(redlock_extend(lock, 0, REDLOCK_EXTEND_RETAKE, h_record_cb, NULL),
+                     REDLOCK_EINVAL);
+    h_record rel;
+    assert_int_equal(h_release(&env, lock, &rel), REDLOCK_ELOST);
+    redlock_lock_free(lock);
+    h_env_stop(&env);
+}
+
+/* One node of three back empty: the checks run (an extension of the auto-extended lock, an
+ * inspect of the other) and find a quorum: both locks are still held, nothing is reported. */
+static void one_node_back_empty_keeps_the_locks(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_lock *autol = hold(&env, c, "amnesia:one-auto", 0, &lost);
+    redlock_lock *plain = hold(&env, c, "amnesia:one-plain", 0, NULL);
+    assert_int_equal(fixture_restart(&env.cluster, 1), 0);
+    /* The check's extension (the same turn of the loop started the plain lock's inspect), then a
+     * drain: an inspect queued behind both on every connection. */
+    uint64_t until = redlock_now_us() + (uint64_t)BOUND_MS * 1000;
+    while (redlock_lock_extensions(autol) < 1 && redlock_now_us() < until)
+        h_run_for(&env.loop, 5);
+    assert_true(redlock_lock_extensions(autol) >= 1);
+    h_drain(&env, c);
+    assert_int_equal(new_server_lines, 1);
+    assert_int_equal(lost.calls, 0);
+    assert_true(redlock_lock_is_held(autol, redlock_now_us()));
+    assert_true(redlock_lock_is_held(plain, redlock_now_us()));
+    h_release_ok(&env, autol, NULL);
+    h_release_ok(&env, plain, NULL);
+    h_env_stop(&env);
+}
+
+/* Keys lost without a restart (FLUSHALL here; a proxy in front of a restarted server, an
+ * eviction): no new run_id tells, but the first round that hears a "no" from a node where the
+ * lock's last won round had a "yes" does, and every held lock is checked then: within one more
+ * round, not at each lock's next planned extension (a plain lock: never). */
+static void a_key_gone_checks_every_lock(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_lock *a = hold(&env, c, "amnesia:flush-a", 0, NULL);
+    redlock_lock *b = hold(&env, c, "amnesia:flush-b", 0, NULL);
+    redlock_lock *autol = hold(&env, c, "amnesia:flush-c", 0, &lost);
+    for (unsigned i = 1; i <= 2; i++) {
+        redisReply *r = fixture_command(&env.cluster, i, "FLUSHALL");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    h_record ext;
+    assert_int_equal(h_extend(&env, a, 0, 0, &ext), REDLOCK_ELOST);
+    uint64_t seen = redlock_now_us(), bound_us = (H_NODE_TIMEOUT_MS + H_SLACK_MS) * 1000ull;
+    while ((lost.calls == 0 || redlock_lock_is_held(b, redlock_now_us())) &&
+           h_since_us(seen) < bound_us)
+        h_run_for(&env.loop, 5);
+    printf("# the other locks were found lost %llu ms after the extend that saw the key gone\n",
+           (unsigned long long)(h_since_us(seen) / 1000));
+    assert_int_equal(lost.calls, 1);
+    assert_int_equal(lost.reason, REDLOCK_ELOST);
+    assert_false(redlock_lock_is_held(b, redlock_now_us()));
+    assert_false(redlock_lock_is_held(a, redlock_now_us()));
+    assert_int_equal(new_server_lines, 0); /* no reconnection told it */
+    h_record rel;
+    assert_int_equal(h_release(&env, b, &rel), REDLOCK_ELOST);
+    redlock_lock_free(a);
+    redlock_lock_free(b);
+    redlock_lock_free(autol);
+    h_env_stop(&env);
+}
+
+/* The client closes while a check is in flight (a stopped node owes its answer): the check ends
+ * with the close (canceled), the close callback runs, and nothing is left behind (the sanitizer
+ * and valgrind runs see to the memory). */
+static void close_during_a_check(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    (void)hold(&env, c, "amnesia:closing", 0, NULL);
+    assert_int_equal(fixture_pause(&env.cluster, 2), 0);
+    assert_int_equal(fixture_restart(&env.cluster, 1), 0);
+    redlock_node_info info;
+    redlock_node_info_init(&info);
+    uint64_t until = redlock_now_us() + H_WAIT_MS * 1000;
+    do {
+        h_run_for(&env.loop, 5);
+        assert_int_equal(redlock_client_node_info(c, 2, &info), 0);
+    } while ((new_server_lines == 0 || info.inflight == 0) && redlock_now_us() < until);
+    assert_int_equal(new_server_lines, 1);
+    assert_int_equal(info.inflight, 1); /* the check's inspect waits for the stopped node */
+    h_close_client_ex(&env, c, REDLOCK_CLOSE_FAST);
+    assert_int_equal(fixture_resume(&env.cluster, 2), 0);
+    h_env_stop(&env);
+}
+
+int main(void)
+{
+    h_test_main_init();
+    const struct CMUnitTest tests[] = {
+        H_TEST(majority_back_empty_is_lost_at_once),
+        H_TEST(retake_restores_the_keys_at_once),
+        H_TEST(retake_finds_another_holder),
+        H_TEST(plain_lock_reads_as_lost),
+        H_TEST(one_node_back_empty_keeps_the_locks),
+        H_TEST(a_key_gone_checks_every_lock),
+        H_TEST(close_during_a_check),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -681,7 +681,7 @@ static void server_text_is_printable(void **state)
     fake_redis *fakes[2] = {NULL, NULL};
     char nodes[256];
     for (int i = 0; i < 2; i++) {
-        fakes[i] = fake_redis_start(FAKE_ERROR, "ERR \x1b[31mred\x1b[0m \x07" "bell");
+        fakes[i] = fake_redis_start(FAKE_ERROR, "ERR \x1b[31mred\x1b[0m \007bell");
         assert_non_null(fakes[i]);
     }
     snprintf(nodes, sizeof(nodes), "redis://127.0.0.1:%d,redis://127.0.0.1:%d,redis://127.0.0.1:%d",

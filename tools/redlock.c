@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char help_text[] =
@@ -672,6 +673,9 @@ static int read_nodes_file(cli_args *a, char *err, size_t err_len)
         snprintf(err, err_len, "%s: %s", what, strerror(errno));
         return CLI_PARSE_USAGE;
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        st.st_mode = 0; /* then nothing to warn of */
     char *text = malloc(NODES_FILE_MAX);
     if (text == NULL) {
         close(fd);
@@ -707,6 +711,7 @@ static int read_nodes_file(cli_args *a, char *err, size_t err_len)
     }
     /* Each URL is checked here, where its line is known (the library's message would name the
      * node by its index); the message is the library's, password redacted. */
+    bool has_password = false;
     for (unsigned i = before; rc == CLI_PARSE_OK && i < a->n_nodes; i++) {
         redlock_url url;
         char why[256];
@@ -714,8 +719,16 @@ static int read_nodes_file(cli_args *a, char *err, size_t err_len)
             snprintf(err, err_len, "%.200s, line %u: %.250s", what, a->node_line[i], why);
             rc = CLI_PARSE_USAGE;
         }
+        has_password = has_password || url.password != NULL;
         redlock_url_free(&url);
     }
+    /* As ssh and libpq do of their secrets: a password that others may read (or change the
+     * nodes it goes to) is one the tool cannot keep. A warning, not a refusal: docs/cli.md. */
+    if (rc == CLI_PARSE_OK && has_password && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+        fprintf(stderr,
+                "redlock: warning: %s holds a password and others can access it (mode %04o): "
+                "chmod 600 it\n",
+                what, (unsigned)(st.st_mode & 07777));
     volatile char *wipe = text; /* passwords */
     for (size_t k = 0; k < len; k++)
         wipe[k] = '\0';

@@ -8,6 +8,7 @@
 #endif
 
 #include "cli_harness.h"
+#include "fake_redis.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -670,6 +671,40 @@ static void any_byte_in_key_is_escaped(void **state)
     free(token);
 }
 
+/* A server's text reaches no terminal raw: the error of a node whose every answer holds escape
+ * sequences and a bell (two fakes of three, so the round is lost and each node's error is
+ * printed) shows them as '?' on stderr and in the JSON, in the acquire's messages and in the
+ * check's table. */
+static void server_text_is_printable(void **state)
+{
+    (void)state;
+    fake_redis *fakes[2] = {NULL, NULL};
+    char nodes[256];
+    for (int i = 0; i < 2; i++) {
+        fakes[i] = fake_redis_start(FAKE_ERROR, "ERR \x1b[31mred\x1b[0m \007bell");
+        assert_non_null(fakes[i]);
+    }
+    snprintf(nodes, sizeof(nodes), "redis://127.0.0.1:%d,redis://127.0.0.1:%d,redis://127.0.0.1:%d",
+             shared.servers[0].port, fake_redis_port(fakes[0]), fake_redis_port(fakes[1]));
+    proc p;
+    TOOL(&p, NULL, "-n", nodes, "acquire", "cli:escape");
+    expect_status(&p, 69);
+    assert_true(printable_text(p.err, p.err_len));
+    assert_true(printable_text(p.out, p.out_len));
+    assert_non_null(strstr(p.err, "ERR ?[31mred?[0m ?bell"));
+    jv *v = json_line(&p);
+    assert_true(jv_is_str(jv_get(jv_at(jv_get(v, "nodes"), 1), "error"), "ERR ?[31mred?[0m ?bell"));
+    jv_free(v);
+    proc_free(&p);
+    TOOL(&p, NULL, "-n", nodes, "check");
+    expect_status(&p, 69);
+    assert_true(printable_text(p.err, p.err_len));
+    assert_non_null(strstr(p.err, "?[31mred"));
+    proc_free(&p);
+    for (int i = 0; i < 2; i++)
+        fake_redis_stop(fakes[i]);
+}
+
 static void nodes_from_environment(void **state)
 {
     (void)state;
@@ -867,6 +902,7 @@ int main(void)
         cmocka_unit_test(no_quorum_exits_69),
         cmocka_unit_test(password_never_shown),
         cmocka_unit_test(any_byte_in_key_is_escaped),
+        cmocka_unit_test(server_text_is_printable),
         cmocka_unit_test(nodes_from_environment),
         cmocka_unit_test(quiet_silences_messages),
         cmocka_unit_test(closed_stdout_is_an_error),

@@ -269,7 +269,8 @@ typedef enum {
     OPT_TLS_INSECURE,
     OPT_NODES_FILE,
     OPT_DELAYED_RESTART,
-    OPT_FENCE
+    OPT_FENCE,
+    OPT_ALL
 } opt_id;
 
 typedef struct option_def {
@@ -293,6 +294,7 @@ static const option_def option_defs[] = {
     {0, "tls-insecure", false, OPT_TLS_INSECURE},
     {0, "nodes-file", true, OPT_NODES_FILE},
     {0, "delayed-restart", false, OPT_DELAYED_RESTART},
+    {0, "all", false, OPT_ALL},
 };
 /* clang-format on */
 #define N_OPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
@@ -389,6 +391,9 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
         return CLI_PARSE_OK;
     case OPT_FENCE:
         a->fence = true;
+        return CLI_PARSE_OK;
+    case OPT_ALL:
+        a->release_all = true;
         return CLI_PARSE_OK;
     }
     return CLI_PARSE_OK;

@@ -84,6 +84,9 @@ static const char help_options[] =
     "  --tls-insecure              do not verify the nodes' certificates (never in production)\n"
     "  --delayed-restart           check: restarted nodes are kept out for longer than the\n"
     "                              longest ttl, so no AOF is needed (no warning without it)\n"
+    "  --all                       release, run: report the release once every node answered\n"
+    "                              (default: once a quorum decided it; the tool exits after\n"
+    "                              every node's delete either way)\n"
     "  -h, --help                  this text\n"
     "  -V, --version               versions of the tool, the library, libuv and TLS\n"
     "\n";
@@ -615,6 +618,7 @@ static int tool_main(tool *t)
         t->opts.connect_timeout_ms =
             t->args.node_timeout_ms > 1000 ? t->args.node_timeout_ms : 1000;
         t->opts.retry_count = 0;
+        t->opts.release_waits_all = t->args.release_all;
         tool_tls_options(t);
         char err[512];
         rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,

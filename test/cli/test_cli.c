@@ -316,7 +316,7 @@ static void release_frees_and_wrong_token_deletes_nothing(void **state)
     expect_key_everywhere(&shared, "cli:release", token);
 
     proc p;
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:release",
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:release",
          "0123456789abcdef0123456789abcdef");
     expect_status(&p, 70); /* this token held nothing: "lapsed" */
     jv *v = json_line(&p);
@@ -330,7 +330,7 @@ static void release_frees_and_wrong_token_deletes_nothing(void **state)
     proc_free(&p);
     expect_key_everywhere(&shared, "cli:release", token);
 
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:release", token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:release", token);
     expect_status(&p, 0);
     v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "status"), "REDLOCK_OK"));
@@ -472,7 +472,7 @@ static void won_round_reaches_slow_node(void **state)
     proc_free(&p);
     expect_pttl(server_pttl(&extra, 2, "cli:slow"), 60000, now_ms() - start);
 
-    TOOL(&p, NULL, "-n", nodes, "release", "cli:slow", token);
+    TOOL(&p, NULL, "-n", nodes, "--all", "release", "cli:slow", token);
     expect_status(&p, 0);
     v = json_line(&p);
     assert_int_equal(jint(v, "released"), 3);
@@ -523,7 +523,7 @@ static void no_quorum_exits_69(void **state)
     assert_non_null(strstr(p.err, "connection refused"));
     proc_free(&p);
 
-    TOOL(&p, NULL, "-n", nodes, "release", "cli:noq", "0123456789abcdef0123456789abcdef");
+    TOOL(&p, NULL, "-n", nodes, "--all", "release", "cli:noq", "0123456789abcdef0123456789abcdef");
     expect_status(&p, 69);
     proc_free(&p);
     TOOL(&p, NULL, "-n", nodes, "run", "cli:noq", "--", "true");
@@ -582,7 +582,7 @@ static void password_never_shown(void **state)
     expect_status(&p, 0);
     expect_no_secret(&p, PASSWORD);
     proc_free(&p);
-    TOOL(&p, NULL, "-n", nodes, "release", "cli:pw", token);
+    TOOL(&p, NULL, "-n", nodes, "--all", "release", "cli:pw", token);
     expect_status(&p, 0);
     expect_no_secret(&p, PASSWORD);
     v = json_line(&p);
@@ -654,11 +654,11 @@ static void any_byte_in_key_is_escaped(void **state)
     proc_free(&p);
 
     /* A token with odd bytes is escaped the same way (and, not ours, deletes nothing: 70). */
-    TOOL(&p, NULL, "-n", shared_nodes, "release", key, "t\x01\"\xfe");
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", key, "t\x01\"\xfe");
     expect_status(&p, 70);
     assert_non_null(strstr(p.out, "\"token\":\"t\\u0001\\\"\\u00fe\""));
     proc_free(&p);
-    TOOL(&p, NULL, "-n", shared_nodes, "release", key, token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", key, token);
     expect_status(&p, 0);
     proc_free(&p);
     expect_key_everywhere(&shared, key, NULL);
@@ -723,7 +723,7 @@ static void nodes_from_environment(void **state)
 
     /* --nodes wins over the environment (here a list that could not work). */
     const char *bad_env[] = {"REDLOCK_NODES=redis://127.0.0.1:1", NULL};
-    TOOL(&p, bad_env, "-n", shared_nodes, "release", "cli:env", token);
+    TOOL(&p, bad_env, "-n", shared_nodes, "--all", "release", "cli:env", token);
     expect_status(&p, 0);
     v = json_line(&p);
     assert_int_equal(jint(v, "released"), 3);
@@ -876,7 +876,8 @@ static void valgrind_clean(void **state)
     valgrind_run(valgrind, 0, ARGS("-n", shared_nodes, "check", "--delayed-restart"));
     valgrind_run(valgrind, 0, ARGS("-n", shared_nodes, "status", "cli:vg"));
     valgrind_run(valgrind, 70, ARGS("-n", shared_nodes, "extend", "cli:vg", "not-the-token"));
-    valgrind_run(valgrind, 70, ARGS("-n", shared_nodes, "release", "cli:vg", "not-the-token"));
+    valgrind_run(valgrind, 70,
+                 ARGS("-n", shared_nodes, "--all", "release", "cli:vg", "not-the-token"));
     valgrind_run(valgrind, 0,
                  ARGS("-n", shared_nodes, "-t", "3s", "run", "cli:vg2", "--", "sleep", "1.5"));
     valgrind_run(valgrind, 127, ARGS("-n", shared_nodes, "run", "cli:vg2", "--", "/nonexistent"));

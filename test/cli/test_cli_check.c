@@ -824,7 +824,7 @@ static void cluster_answers_named(void **state)
         else if (k == 1)
             TOOL(&p, NULL, "-n", nodes, "status", key);
         else
-            TOOL(&p, NULL, "-n", nodes, "release", key, token);
+            TOOL(&p, NULL, "-n", nodes, "--all", "release", key, token);
         expect_status(&p, 0);
         jv *v = json_line(&p);
         if (k == 0)

@@ -102,7 +102,7 @@ static void run_busy_does_not_run_command(void **state)
     sleep_ms(500);
     assert_false(file_exists(marker));
     proc r;
-    TOOL(&r, NULL, "-n", shared_nodes, "release", "cli:run-busy", token);
+    TOOL(&r, NULL, "-n", shared_nodes, "--all", "release", "cli:run-busy", token);
     expect_status(&r, 0);
     proc_free(&r);
     tool_finish(&p, TOOL_TIMEOUT_MS);

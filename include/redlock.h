@@ -740,6 +740,8 @@ REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned 
  *   REDLOCK_ENOQUORUM  otherwise: too few nodes answered to tell (the key may live on some
  *                      nodes until its ttl);
  *   REDLOCK_ECANCELED  the client was closed first.
+ * cb fires as soon as the nodes still out cannot change the status (their deletes go on, and a
+ * close waits for them), or with redlock_options.release_waits_all once every node answered.
  * The handle stays valid (for its token, say) until redlock_lock_free or the client's close.
  * Returns at once REDLOCK_ERELEASED if already released, REDLOCK_EINVAL (NULL lock or cb),
  * REDLOCK_ECLOSING or REDLOCK_ENOMEM. Allowed while an extend is in flight: on each node the

@@ -662,6 +662,33 @@ MUTANTS = [
         "killers": [integration("notify", "release_grants_the_head_without_a_round")],
     },
     {
+        "name": "release-decided-before-its-status",
+        "what": "a release is decided at its first answer, not once the nodes still out cannot "
+                "change its status: a release a quorum would have confirmed reports no quorum",
+        "edits": [("lib/ops.c",
+                   "    if (out == 0)\n        return true;\n    if (o->late",
+                   "    if (true)\n        return true;\n    if (o->late")],
+        "killers": [fault("release", "release_decided_at_the_quorum")],
+    },
+    {
+        "name": "close-forgets-releases-out",
+        "what": "a close does not wait for the deletes of releases decided at the quorum: it "
+                "completes while the far nodes still hold the key",
+        "edits": [("lib/client.c",
+                   "    redlock__ops_close_waits(c);\n",
+                   "")],
+        "killers": [fault("release", "close_after_release_deletes_everything")],
+    },
+    {
+        "name": "release-waits-all-ignored",
+        "what": "release_waits_all is ignored: a caller that asked for every node's answer gets "
+                "the quorum's",
+        "edits": [("lib/ops.c",
+                   "    if (out > 0 && o->client->opts.release_waits_all)",
+                   "    if (false && o->client->opts.release_waits_all)")],
+        "killers": [fault("release", "release_waits_all_hears_every_node")],
+    },
+    {
         "name": "cluster-ask-without-asking",
         "what": "a cluster node follows ASK without ASKING first: the importing master answers "
                 "MOVED back to the source, which answers ASK again, until the request gives up",

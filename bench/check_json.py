@@ -176,7 +176,8 @@ def check(rows, tls, peers=False, cluster=False):
     need(any(len(set(r.get("delays_ms", []))) > 1 for r in wan),
          "no wan row with per-node delays that differ")
     for r in wan:
-        for k in ("delays_ms", "floor_us", "raw_us"):
+        for k in ("delays_ms", "floor_us", "raw_us", "release_p50_minus_floor_ms", "cycle_us",
+                  "cycle_p50_minus_floors_ms"):
             need(k in r, f"wan without {k}", r)
         need(r.get("failures") == 0, "wan with failures", r)
     cont = by.get("contention", [])

@@ -287,7 +287,16 @@ int bench_faults(bench_config *cfg)
     }
     uv_loop_t loop;
     uv_loop_init(&loop);
-    redlock_client *c = bench_client(cfg, &loop, NULL, 0, NULL);
+    /* Its releases wait for every node: what each node did (node 0's delete, every node used
+     * again) is what this scenario reads, and its release rows keep that meaning. */
+    redlock_options o;
+    redlock_options_init(&o);
+    o.ttl_ms = cfg->ttl_ms;
+    o.node_timeout_ms = cfg->node_timeout_ms;
+    o.drift_factor = cfg->drift_factor;
+    o.retry_count = 0;
+    o.release_waits_all = true;
+    redlock_client *c = bench_client(cfg, &loop, NULL, 0, &o);
     double slice = cfg->duration_s / 4;
     phase warm = {.name = "warm"};
     run_phase(&loop, c, 0.2, &warm, false);

@@ -122,6 +122,9 @@ void redlock__spares_put(redlock__spares *s, const redlock__alloc *a, void *bloc
 /* Free every kept block. */
 void redlock__spares_free(redlock__spares *s, const redlock__alloc *a);
 
+/* n bytes of in as 2n lowercase hex digits into out, NUL-terminated (out holds 2n + 1). */
+void redlock__hex(char *out, const unsigned char *in, size_t n);
+
 /* snprintf into a fixed buffer that never fails (truncates). */
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
 #if defined(__GNUC__)

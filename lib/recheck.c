@@ -19,7 +19,9 @@
  * without a restart: a flush, a proxy in front of a restarted server, an eviction) sets off the
  * same checks. A check that began before a later change may have heard the older server: it is
  * run again. */
-#include "client.h"
+#include "recheck.h"
+
+#include "autoextend.h"
 
 #include "stats.h"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "abi.h"
-#include "client.h"
+#include "lock.h"
 #include "io_uv.h"
 
 /* ---- names ----------------------------------------------------------------------------------- */

@@ -61,6 +61,9 @@ typedef struct redlock__io_ops {
      * when a node says the key was released (notify.h). Returns 0 or REDLOCK_ENOMEM (on only:
      * then nothing is watched). NULL: an io without notifications (the simulator's). */
     int (*watch)(redlock__io *io, const char *key, size_t len, bool on);
+    /* Fill out with node's state and counters (redlock_client_node_info); false when node is out
+     * of range. NULL: an io with no node state to tell (the simulator's). */
+    bool (*node_info)(redlock__io *io, unsigned node, redlock_node_info *out);
 } redlock__io_ops;
 
 struct redlock__io {

@@ -173,8 +173,20 @@ static const char *io_twin_of(void *ctx, const redlock__node *node, const char *
     return NULL;
 }
 
+static bool io_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
+{
+    io_uv *io = (io_uv *)base;
+    if (i >= io->n_nodes)
+        return false;
+    if (io->clusters[i] != NULL)
+        redlock__cluster_info(io->clusters[i], out);
+    else
+        redlock__node_info(io->nodes[i], out);
+    return true;
+}
+
 static const redlock__io_ops io_uv_ops = {
-    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch,
+    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch, io_node_info,
 };
 
 redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
@@ -183,18 +195,6 @@ redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
         return NULL;
     io_uv *io = (io_uv *)base;
     return i < io->n_nodes ? io->nodes[i] : NULL;
-}
-
-bool redlock__io_uv_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
-{
-    if (base == NULL || base->ops != &io_uv_ops || i >= ((io_uv *)base)->n_nodes)
-        return false;
-    io_uv *io = (io_uv *)base;
-    if (io->clusters[i] != NULL)
-        redlock__cluster_info(io->clusters[i], out);
-    else
-        redlock__node_info(io->nodes[i], out);
-    return true;
 }
 
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,

@@ -7,7 +7,6 @@
 
 #include "abi.h"
 #include "lock.h"
-#include "io_uv.h"
 
 /* ---- names ----------------------------------------------------------------------------------- */
 
@@ -257,8 +256,8 @@ int redlock_client_node_info(const redlock_client *c, unsigned i, redlock_node_i
     info.state = c->closing ? REDLOCK_NODE_CLOSED : REDLOCK_NODE_CONNECTING;
     /* The io is made last in redlock_client_new (a log line from a connect that failed at once
      * may ask before it exists); the simulator's io has no node state to tell. */
-    if (c->io != NULL)
-        redlock__io_uv_node_info(c->io, i, &info);
+    if (c->io != NULL && c->io->ops->node_info != NULL)
+        c->io->ops->node_info(c->io, i, &info);
     copy_out(out, &info, sizeof(info));
     return 0;
 }

@@ -450,7 +450,7 @@ static void io_close(redlock__io *io)
 /* No notifications (watch NULL): the simulated waiters poll, which is what the safety
  * properties are checked against; notifications only make waiting shorter. */
 static const redlock__io_ops sim_io_ops = {
-    io_send, io_now_us, io_wake_at, io_random, io_close, NULL,
+    io_send, io_now_us, io_wake_at, io_random, io_close, NULL, NULL,
 };
 
 int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,

@@ -174,7 +174,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         return redlock__client_error(c, REDLOCK_EINVAL, "retry_count must be >= -1");
     if (opts->wait_ms > REDLOCK_TTL_MAX_MS)
         return redlock__client_error(c, REDLOCK_EINVAL, "wait_ms is out of range");
-    unsigned quorum = c->n_nodes / 2 + 1;
+    unsigned quorum = redlock__quorum_of(c->n_nodes);
     if (opts->fencing && count > 1)
         return redlock__client_error(c, REDLOCK_EINVAL,
                                      "fencing is for one resource: a lock on %u resources has no "

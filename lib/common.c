@@ -129,6 +129,17 @@ void redlock__buf_free(redlock__buf *b, const redlock__alloc *a)
     b->len = b->cap = 0;
 }
 
+void redlock__vlog(redlock__log_sink sink, void *ctx, redlock_log_level level, const char *url,
+                   const char *prefix, const char *fmt, va_list ap)
+{
+    char msg[400];
+    size_t used = (size_t)snprintf(msg, sizeof(msg), "%s", prefix);
+    if (used >= sizeof(msg))
+        used = sizeof(msg) - 1;
+    vsnprintf(msg + used, sizeof(msg) - used, fmt, ap);
+    sink(ctx, level, url, msg);
+}
+
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
 {
     if (out_len == 0)

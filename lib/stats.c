@@ -54,12 +54,10 @@ void redlock__client_log(redlock_client *c, redlock_log_level level, const char 
 {
     if (c->opts.log_fn == NULL)
         return;
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    redlock__vlog(redlock__client_node_log, c, level, url, "", fmt, ap);
     va_end(ap);
-    c->opts.log_fn(c, level, url, msg, c->opts.log_data);
 }
 
 /* ---- counters -------------------------------------------------------------------------------- */

@@ -288,7 +288,7 @@ bool redlock__grant_check(op *o)
     unsigned n = 0;
     for (uint64_t m = o->w->granted; m != 0; m &= m - 1)
         n++;
-    return n >= o->client->n_nodes / 2 + 1 && grant_win(o);
+    return n >= redlock__quorum_of(o->client->n_nodes) && grant_win(o);
 }
 
 /* The next field of a grant message: a decimal number up to the next ':' (or, empty_ok, an

@@ -721,8 +721,8 @@ MUTANTS = [
         "what": "a cluster node whose servers refuse CLUSTER SHARDS (older than 7, or an ACL) never "
                 "asks CLUSTER SLOTS: it has no slot map and votes error",
         "edits": [("lib/cluster.c",
-                   "!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error)",
-                   "!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error) && false")],
+                   "req->fail == REDLOCK__FAIL_SERVER) {",
+                   "req->fail == REDLOCK__FAIL_SERVER && false) {")],
         "killers": [integration("cluster", "slots_when_shards_refused")],
     },
     {

@@ -187,7 +187,7 @@ typedef struct redlock_options {
     unsigned char reserved_tls_[7]; /* zero; keeps the struct free of tail padding (ABI) */
     redlock_log_fn log_fn;          /* NULL: nothing is logged, or formatted */
     void *log_data;
-    uint64_t slow_round_ms; /* log and count a round longer than this (0: node_timeout_ms / 2) */
+    uint64_t slow_round_ms; /* log and count a round longer than this (0: the default) */
     bool no_notify;         /* waiters only poll: no subscriber connections, queue or grants */
     unsigned char reserved_notify_[7];  /* zero; keeps the struct free of tail padding (ABI) */
     bool release_waits_all;             /* a release waits for every node (since 0.2.0) */
@@ -241,7 +241,7 @@ typedef struct redlock_auto_opts {
     double extend_at;        /* extend when this fraction of the ttl has passed */
     unsigned max_extensions; /* 0: no cap; else lost with REDLOCK_ELIMIT after this many */
     unsigned extend_flags;   /* passed to every extend: REDLOCK_EXTEND_RETAKE or 0 */
-    uint64_t lost_margin_ms; /* report a loss this long before the deadline (0: ttl / 10) */
+    uint64_t lost_margin_ms; /* report a loss this long before the deadline (0: the default) */
     redlock_cb extended_cb;  /* after every extension round (NULL: none) */
     void *extended_data;
     /* New members are appended here (docs/api.md, "ABI policy"). */

@@ -6,11 +6,12 @@
  *   redlock [options] release KEY TOKEN
  *   redlock [options] extend KEY TOKEN
  *   redlock [options] status KEY
+ *   redlock [options] check [PREFIX]        (check.c)
  *
  * Everything is checked before the first lock command leaves: the command line (args.c), then
  * the node URLs by creating the client (which connects, but sends no lock command), then the
  * operation's own arguments, which the library refuses at once without sending anything. See
- * docs/cli.md for the interface, the JSON results and the exit codes. */
+ * docs/cli.md for the interface and the JSON results; the exit statuses and --help are args.c's. */
 #include "tool.h"
 
 #include <errno.h>

@@ -760,6 +760,72 @@ static void docs_list_every_exit_status(void **state)
     free(h);
 }
 
+/* The text of an option's entry: in --help, from its line to the next option's; in the man page,
+ * from its "*-x*, *--name*" line to the next blank line; in cli.md, its table row. NULL if none. */
+static char *entry_of(char *text, const char *start_prefix, const char *name, const char *stop)
+{
+    char needle[80];
+    snprintf(needle, sizeof(needle), "--%s", name);
+    for (char *p = text; (p = strstr(p, needle)) != NULL; p++) {
+        char *line = p;
+        while (line > text && line[-1] != '\n')
+            line--;
+        char after = p[strlen(needle)];
+        if (strncmp(line, start_prefix, strlen(start_prefix)) != 0 ||
+            (after >= 'a' && after <= 'z') || after == '-')
+            continue;
+        char *end = strstr(p, stop);
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        char *out = malloc(len + 1);
+        assert_non_null(out);
+        memcpy(out, line, len);
+        out[len] = '\0';
+        return out;
+    }
+    return NULL;
+}
+
+static void docs_give_the_tools_defaults(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        uint64_t ms;
+    } defaults[] = {{"ttl", CLI_DEFAULT_TTL_MS},
+                    {"node-timeout", CLI_DEFAULT_NODE_TIMEOUT_MS},
+                    {"grace", CLI_DEFAULT_GRACE_MS},
+                    {"wait", 0}};
+    char *h = help_text();
+    char *scd = read_doc("redlock.1.scd");
+    char *cli = read_doc("cli.md");
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+        char text[32], want[64];
+        if (defaults[i].ms == 0)
+            snprintf(text, sizeof(text), "0");
+        else
+            cli_format_duration(defaults[i].ms, text, sizeof(text));
+        char *e = entry_of(h, "  -", defaults[i].name, "\n  -");
+        snprintf(want, sizeof(want), "(default %s", text);
+        if (e == NULL || strstr(e, want) == NULL)
+            fail_msg("--help's --%s does not say \"%s\"", defaults[i].name, want);
+        free(e);
+        e = entry_of(scd, "*-", defaults[i].name, "\n\n");
+        snprintf(want, sizeof(want), "(default *%s*", text);
+        if (e == NULL || strstr(e, want) == NULL)
+            fail_msg("the man page's --%s does not say \"%s\"", defaults[i].name, want);
+        free(e);
+        e = entry_of(cli, "| `-", defaults[i].name, "\n");
+        snprintf(want, sizeof(want), "| `%s` |", text);
+        if (e == NULL || strstr(e, want) == NULL)
+            fail_msg("docs/cli.md's --%s row does not give the default `%s`", defaults[i].name,
+                     text);
+        free(e);
+    }
+    free(h);
+    free(scd);
+    free(cli);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -777,6 +843,7 @@ int main(void)
         cmocka_unit_test(docs_list_every_option),
         cmocka_unit_test(docs_list_every_variable_and_scheme),
         cmocka_unit_test(docs_list_every_exit_status),
+        cmocka_unit_test(docs_give_the_tools_defaults),
     };
     return cmocka_run_group_tests_name("cli-args", tests, NULL, NULL);
 }

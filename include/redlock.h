@@ -12,9 +12,9 @@
  *   node URLs               redlock_url_*
  *   the client's types      options, results, callbacks
  *   the client              redlock_client_new, redlock_client_close, redlock_cancel
- *   observing a client      the log callback, redlock_client_node_info, redlock_client_stats
  *   locks                   redlock_acquire, redlock_extend, redlock_release, redlock_lock_*
  *   auto-extension          redlock_auto_extend
+ *   observing a client      the log callback, redlock_client_node_info, redlock_client_stats
  *   locks taken elsewhere   redlock_lock_attach, redlock_inspect
  *   the blocking API        redlock/sync.h: redlock_sync_*
  *
@@ -47,7 +47,7 @@ extern "C" {
 #define REDLOCK_EXTERN
 #endif
 
-/* ---- Versions and errors (docs/api.md, "Errors") ------------------------------------------- */
+/* ---- Versions and errors (docs/api.md, "Errors") --------------------------------------------- */
 
 #define REDLOCK_VERSION_MAJOR 0
 #define REDLOCK_VERSION_MINOR 2
@@ -89,7 +89,7 @@ REDLOCK_EXTERN const char *redlock_tls_backend(void);
 /* Monotonic time in microseconds, uv_hrtime() / 1000: the clock of lock deadlines. */
 REDLOCK_EXTERN uint64_t redlock_now_us(void);
 
-/* ---- Limits ------------------------------------------------------------------------------- */
+/* ---- Limits ---------------------------------------------------------------------------------- */
 
 #define REDLOCK_MAX_NODES 64                     /* nodes of a client or a round */
 #define REDLOCK_TTL_MAX_MS (UINT64_C(1) << 42)   /* the largest ttl (about 139 years) */
@@ -98,7 +98,7 @@ REDLOCK_EXTERN uint64_t redlock_now_us(void);
 #define REDLOCK_RESOURCES_MAX 1024u              /* resources of one redlock_acquire_multi */
 #define REDLOCK_ERROR_TEXT_MAX 160               /* a per-node error text, NUL included */
 
-/* ---- The quorum core (docs/api.md, "The quorum core") --------------------------------------- */
+/* ---- The quorum core (docs/api.md, "The quorum core") ---------------------------------------- */
 
 #include "redlock/quorum.h"
 
@@ -137,7 +137,7 @@ REDLOCK_EXTERN void redlock_url_free(redlock_url *url);
 /* Write text with any password as "***" into out; returns the length needed, like snprintf. */
 REDLOCK_EXTERN size_t redlock_url_redact(const char *text, char *out, size_t out_len);
 
-/* ---- The client's types (docs/api.md, "The client") ----------------------------------------- */
+/* ---- The client's types (docs/api.md, "The client") ------------------------------------------ */
 
 /* A client: one ordered connection per node on the caller's loop, used from its thread only. */
 typedef struct redlock_client redlock_client;
@@ -271,7 +271,7 @@ typedef struct redlock_lock_opts {
 REDLOCK_EXTERN void redlock_lock_opts_init_sized(redlock_lock_opts *opts, size_t size);
 #define redlock_lock_opts_init(opts) redlock_lock_opts_init_sized((opts), sizeof(redlock_lock_opts))
 
-/* ---- The client (docs/api.md, "The client") ------------------------------------------------ */
+/* ---- The client (docs/api.md, "The client") -------------------------------------------------- */
 
 /* Create a client on loop for n_nodes URLs (opts NULL: defaults; all copied) and start connecting.
  * On failure nothing is left and err says why. */
@@ -299,7 +299,64 @@ REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
 REDLOCK_EXTERN struct uv_loop_s *redlock_client_loop(const redlock_client *client);
 
-/* ---- Observing a client (docs/api.md, "Observing a client") -------------------------------- */
+/* ---- Locks (docs/api.md, "The client" and "The lock handle") --------------------------------- */
+
+/* Acquire resource (len bytes, copied) for ttl_ms (0: the client's); cb fires once, with a new
+ * handle on success. Retries by the client's or opts' policy. */
+REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const void *resource, size_t len,
+                                   uint64_t ttl_ms, const redlock_lock_opts *opts, redlock_cb cb,
+                                   void *data);
+/* Acquire count resources at once, all or none on each node; one handle covers the set. */
+REDLOCK_EXTERN int redlock_acquire_multi(redlock_client *client, const void *const *resources,
+                                         const size_t *lens, unsigned count, uint64_t ttl_ms,
+                                         const redlock_lock_opts *opts, redlock_cb cb, void *data);
+
+/* A flag of redlock_extend: on a node where the key is gone, SET it again (NX). */
+#define REDLOCK_EXTEND_RETAKE 1u
+
+/* Extend the lock to ttl_ms (0: its ttl) from now; won only before its current deadline. */
+REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags,
+                                  redlock_cb cb, void *data);
+/* Release the lock on every node; the status says whether the whole hold was continuous. */
+REDLOCK_EXTERN int redlock_release(redlock_lock *lock, redlock_cb cb, void *data);
+/* Forget the handle, releasing nothing (freed after a callback still in flight). NULL is ok. */
+REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
+
+/* Accessors; pointers live as long as the handle, and a NULL lock reads as empty. */
+/* The resource (the first of a set). */
+REDLOCK_EXTERN const void *redlock_lock_resource(const redlock_lock *lock, size_t *len);
+/* How many resources the lock covers. */
+REDLOCK_EXTERN unsigned redlock_lock_resource_count(const redlock_lock *lock);
+/* Resource i, in the order given (NULL out of range). */
+REDLOCK_EXTERN const void *redlock_lock_resource_at(const redlock_lock *lock, unsigned i,
+                                                    size_t *len);
+/* The token, NUL-terminated (a caller's may hold NULs: use len). */
+REDLOCK_EXTERN const char *redlock_lock_token(const redlock_lock *lock, size_t *len);
+/* Validity left at the last won round, in ms (it does not count down). */
+REDLOCK_EXTERN uint64_t redlock_lock_validity_ms(const redlock_lock *lock);
+/* When that validity runs out, on the redlock_now_us() clock. */
+REDLOCK_EXTERN uint64_t redlock_lock_deadline_us(const redlock_lock *lock);
+REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
+/* The fencing token (0 without fencing): larger than every earlier holder's. */
+REDLOCK_EXTERN uint64_t redlock_lock_fence(const redlock_lock *lock);
+/* True before the deadline, until released or reported lost. */
+REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);
+REDLOCK_EXTERN redlock_client *redlock_lock_client(const redlock_lock *lock);
+/* A pointer for the caller; the library never touches it. */
+REDLOCK_EXTERN void redlock_lock_set_data(redlock_lock *lock, void *data);
+REDLOCK_EXTERN void *redlock_lock_get_data(const redlock_lock *lock);
+
+/* ---- Auto-extension (docs/api.md, "Auto-extension") ------------------------------------------ */
+
+/* Keep a held lock alive until it is released (opts NULL: defaults); lost_cb fires once if not. */
+REDLOCK_EXTERN int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts,
+                                       redlock_lost_cb lost_cb, void *data);
+/* Stop auto-extension, with no lost callback. */
+REDLOCK_EXTERN void redlock_auto_extend_stop(redlock_lock *lock);
+/* Extensions won by auto-extension so far. */
+REDLOCK_EXTERN unsigned redlock_lock_extensions(const redlock_lock *lock);
+
+/* ---- Observing a client (docs/api.md, "Observing a client") ---------------------------------- */
 
 /* "error", "warn", "info", "debug" ("?" for others). */
 REDLOCK_EXTERN const char *redlock_log_level_name(redlock_log_level level);
@@ -373,64 +430,7 @@ REDLOCK_EXTERN void redlock_stats_init_sized(redlock_stats *stats, size_t size);
 /* Fill stats with the client's counters: no IO, loop thread only (a log callback too). */
 REDLOCK_EXTERN int redlock_client_stats(const redlock_client *client, redlock_stats *stats);
 
-/* ---- Locks (docs/api.md, "The client" and "The lock handle") ------------------------------- */
-
-/* Acquire resource (len bytes, copied) for ttl_ms (0: the client's); cb fires once, with a new
- * handle on success. Retries by the client's or opts' policy. */
-REDLOCK_EXTERN int redlock_acquire(redlock_client *client, const void *resource, size_t len,
-                                   uint64_t ttl_ms, const redlock_lock_opts *opts, redlock_cb cb,
-                                   void *data);
-/* Acquire count resources at once, all or none on each node; one handle covers the set. */
-REDLOCK_EXTERN int redlock_acquire_multi(redlock_client *client, const void *const *resources,
-                                         const size_t *lens, unsigned count, uint64_t ttl_ms,
-                                         const redlock_lock_opts *opts, redlock_cb cb, void *data);
-
-/* A flag of redlock_extend: on a node where the key is gone, SET it again (NX). */
-#define REDLOCK_EXTEND_RETAKE 1u
-
-/* Extend the lock to ttl_ms (0: its ttl) from now; won only before its current deadline. */
-REDLOCK_EXTERN int redlock_extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags,
-                                  redlock_cb cb, void *data);
-/* Release the lock on every node; the status says whether the whole hold was continuous. */
-REDLOCK_EXTERN int redlock_release(redlock_lock *lock, redlock_cb cb, void *data);
-/* Forget the handle, releasing nothing (freed after a callback still in flight). NULL is ok. */
-REDLOCK_EXTERN void redlock_lock_free(redlock_lock *lock);
-
-/* Accessors; pointers live as long as the handle, and a NULL lock reads as empty. */
-/* The resource (the first of a set). */
-REDLOCK_EXTERN const void *redlock_lock_resource(const redlock_lock *lock, size_t *len);
-/* How many resources the lock covers. */
-REDLOCK_EXTERN unsigned redlock_lock_resource_count(const redlock_lock *lock);
-/* Resource i, in the order given (NULL out of range). */
-REDLOCK_EXTERN const void *redlock_lock_resource_at(const redlock_lock *lock, unsigned i,
-                                                    size_t *len);
-/* The token, NUL-terminated (a caller's may hold NULs: use len). */
-REDLOCK_EXTERN const char *redlock_lock_token(const redlock_lock *lock, size_t *len);
-/* Validity left at the last won round, in ms (it does not count down). */
-REDLOCK_EXTERN uint64_t redlock_lock_validity_ms(const redlock_lock *lock);
-/* When that validity runs out, on the redlock_now_us() clock. */
-REDLOCK_EXTERN uint64_t redlock_lock_deadline_us(const redlock_lock *lock);
-REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
-/* The fencing token (0 without fencing): larger than every earlier holder's. */
-REDLOCK_EXTERN uint64_t redlock_lock_fence(const redlock_lock *lock);
-/* True before the deadline, until released or reported lost. */
-REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);
-REDLOCK_EXTERN redlock_client *redlock_lock_client(const redlock_lock *lock);
-/* A pointer for the caller; the library never touches it. */
-REDLOCK_EXTERN void redlock_lock_set_data(redlock_lock *lock, void *data);
-REDLOCK_EXTERN void *redlock_lock_get_data(const redlock_lock *lock);
-
-/* ---- Auto-extension (docs/api.md, "Auto-extension") ---------------------------------------- */
-
-/* Keep a held lock alive until it is released (opts NULL: defaults); lost_cb fires once if not. */
-REDLOCK_EXTERN int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *opts,
-                                       redlock_lost_cb lost_cb, void *data);
-/* Stop auto-extension, with no lost callback. */
-REDLOCK_EXTERN void redlock_auto_extend_stop(redlock_lock *lock);
-/* Extensions won by auto-extension so far. */
-REDLOCK_EXTERN unsigned redlock_lock_extensions(const redlock_lock *lock);
-
-/* ---- Locks taken elsewhere, inspecting (docs/api.md) --------------------------------------- */
+/* ---- Locks taken elsewhere, inspecting (docs/api.md) ----------------------------------------- */
 
 /* A handle for a lock another process took (resource and token copied), to extend or release;
  * its validity is unknown until an extend wins. */
@@ -445,7 +445,7 @@ REDLOCK_EXTERN int redlock_inspect_multi(redlock_client *client, const void *con
                                          const size_t *lens, unsigned count, redlock_cb cb,
                                          void *data);
 
-/* ---- The blocking API (docs/api.md, "The blocking API") ------------------------------------ */
+/* ---- The blocking API (docs/api.md, "The blocking API") -------------------------------------- */
 
 #include "redlock/sync.h"
 

@@ -23,7 +23,8 @@ _Static_assert(sizeof(redlock_node_info) == REDLOCK__END_OF(redlock_node_info, l
 _Static_assert(sizeof(redlock_stats) == REDLOCK__END_OF(redlock_stats, acquires_granted),
                "redlock_stats: name its last member here, with no tail padding");
 /* Frozen: callers index arrays of these, or allocate them. A member is added in place of a
- * reserved slot of the same size, never by growing the struct (docs/api.md, "ABI policy"). */
+ * reserved slot of the same size, never by growing the struct (abi/README.md, "The reserved slots
+ * and what they are for"). */
 _Static_assert(sizeof(redlock_node_result) == 120, "redlock_node_result's size is frozen");
 _Static_assert(sizeof(redlock_round) == 184, "redlock_round's size is frozen");
 _Static_assert(sizeof(redlock_url) == 96, "redlock_url's size is frozen");

@@ -8,7 +8,8 @@
  * through redlock__struct_in (by way of the per-struct *_in functions next to their defaults),
  * and every init through redlock__struct_init, so the library never touches a byte past the
  * caller's `size`, and members the caller does not have keep the library's defaults. See
- * docs/api.md, "ABI policy". Nothing here is public. */
+ * abi/README.md (the maintainer's procedure; docs/api.md, "ABI policy", the promise). Nothing
+ * here is public. */
 #ifndef REDLOCK_ABI_H
 #define REDLOCK_ABI_H
 

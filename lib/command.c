@@ -109,7 +109,7 @@ static char *resp_header(char *w, char type, uint64_t n)
  * written in place: room for every header at its widest is made first, so each length is
  * formatted once and nothing is copied twice. hiredis's redisFormatCommandArgv wrote each
  * length with sprintf into memory of its own malloc: over half of a lock cycle's instructions
- * (docs/performance.md). */
+ * (bench/HISTORY.md). */
 int redlock__resp_append(int argc, const char *const *argv, const size_t *argvlen,
                          redlock__buf *out, const redlock__alloc *alloc)
 {

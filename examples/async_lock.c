@@ -53,11 +53,13 @@ static void print_state(redlock_client *client)
                (unsigned long long)st.releases_lapsed);
 }
 
+/* A release is decided at the quorum: the other nodes' deletes go on, and the close waits for
+ * them. */
 static void on_released(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
     app *a = data;
-    printf("released on %u of %u nodes: %s\n", result->votes_yes, result->n_nodes,
-           redlock_strerror(status));
+    printf("released: %s (deleted on %u of %u nodes when decided)\n", redlock_strerror(status),
+           result->votes_yes, result->n_nodes);
     a->exit_code = status != 0;
     print_state(a->client);
     redlock_lock_free(lock);                     /* freed once this callback returns */

@@ -253,7 +253,8 @@ REDLOCK_EXTERN int redlock_round_commit_init(redlock_round *commit, const redloc
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
  *   rediss://[[user]:password@]host[:port][/db][?timeout_ms=N]     (TLS)
  *   unix://[[user]:password@]/path/to.sock[?db=N&timeout_ms=N]
- *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N]
+ *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N
+ *                                            &allow=host|address[/prefix]...]
  *   clusters://...                                                      (the same over TLS)
  *
  * host is an IPv4 address, an IPv6 address in brackets ([::1]) or a host name (resolved at
@@ -266,7 +267,8 @@ REDLOCK_EXTERN int redlock_round_commit_init(redlock_round *commit, const redloc
  * A cluster:// node is a whole Redis Cluster that counts as one vote: host:port and every seed=
  * (repeat the parameter for more; a seed is host:port or [v6]:port, port 6379 by default) are
  * asked for the topology, and each key goes to the master owning its hash slot (docs/cluster.md).
- * A cluster has no db: a path is an error.
+ * With allow= (repeated), the client connects only to servers on the URL's host, a seed's, or an
+ * allowed host name or network. A cluster has no db: a path is an error.
  * ------------------------------------------------------------------------------------------- */
 
 /* A cluster's seed, besides the URL's own host and port. */
@@ -305,8 +307,9 @@ typedef struct redlock_url {
 REDLOCK_EXTERN int redlock_url_parse(redlock_url *url, const char *text, char *err, size_t err_len);
 REDLOCK_EXTERN void redlock_url_free(redlock_url *url);
 /* Write text with any password replaced by "***" into out (always NUL-terminated when
- * out_len > 0); works on text that does not parse too. Returns the length it would have
- * written, like snprintf. */
+ * out_len > 0); works on text that does not parse too (without an '@', what follows the host's
+ * ':' when it is no port is hidden: a password whose "@host" is missing). Returns the length it
+ * would have written, like snprintf. */
 REDLOCK_EXTERN size_t redlock_url_redact(const char *text, char *out, size_t out_len);
 
 /* ---------------------------------------------------------------------------------------------
@@ -392,6 +395,12 @@ typedef struct redlock_options {
      * retry_delay_ms (false). */
     bool no_notify;
     unsigned char reserved_notify_[7]; /* zero; keeps the struct free of tail padding (ABI) */
+    /* A release is decided as soon as its status is known: a quorum deleted the token, or can
+     * no longer (docs/algorithm.md, "Extend and release rounds"); the other nodes' deletes go
+     * on, and a close waits for them. true: a release waits for every node's answer or deadline
+     * (false; since 0.2.0). */
+    bool release_waits_all;
+    unsigned char reserved_release_[7]; /* zero; keeps the struct free of tail padding (ABI) */
     /* New members are appended here, with 0 / NULL as their default (docs/api.md, "ABI
      * policy"). */
 } redlock_options;

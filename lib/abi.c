@@ -12,7 +12,7 @@
  * ignores. When you append a member, name it here; if it leaves tail padding, append an explicit
  * reserved member first. (32-bit targets may pad; the check there is the x86-64 baseline.) */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(redlock_options) == REDLOCK__END_OF(redlock_options, reserved_notify_),
+_Static_assert(sizeof(redlock_options) == REDLOCK__END_OF(redlock_options, reserved_release_),
                "redlock_options: name its last member here, with no tail padding");
 _Static_assert(sizeof(redlock_lock_opts) == REDLOCK__END_OF(redlock_lock_opts, fence_commit),
                "redlock_lock_opts: name its last member here, with no tail padding");

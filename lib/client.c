@@ -255,6 +255,7 @@ int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb 
     /* The io closes once the last release is done; the extra count keeps it open while they
      * are started (a node that is down answers at once). */
     c->close_rounds = 1;
+    redlock__ops_close_waits(c);
     if ((flags & REDLOCK_CLOSE_FAST) == 0)
         redlock__ops_release_all(c);
     redlock__client_close_step(c);
@@ -371,6 +372,7 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
     redlock__timerq_init(&c->timers);
     redlock__list_init(&c->ops);
     redlock__list_init(&c->locks);
+    redlock__list_init(&c->releases);
     c->key_prefix = redlock__strdup(&alloc, o.key_prefix);
     c->urls = redlock__calloc(&alloc, n_nodes, sizeof(c->urls[0]));
     if (c->key_prefix == NULL || c->urls == NULL) {

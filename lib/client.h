@@ -41,7 +41,10 @@ struct redlock_client {
 
     redlock__list ops;   /* operations whose callback has not run */
     redlock__list locks; /* every live lock handle */
-    unsigned api_depth;  /* > 0 while inside a public call: completions are deferred */
+    /* Every release round alive (ops.c): decided at the quorum, its other nodes' deletes go on,
+     * and a closing client waits for them. */
+    redlock__list releases;
+    unsigned api_depth; /* > 0 while inside a public call: completions are deferred */
     bool closing;
     /* A node is a Redis Cluster (cluster:// URL): every key of one request must share a slot. */
     bool has_cluster;
@@ -168,6 +171,10 @@ void redlock__client_timer_stop(redlock_client *c, redlock__timer *t);
 
 /* Deliver every pending operation with REDLOCK_ECANCELED (ops.c); the client is closed. */
 void redlock__ops_cancel_all(redlock_client *c);
+/* The client is closing (ops.c): every release still out (decided at the quorum, or in flight)
+ * counts in close_rounds until its last node answered or timed out, so the close completes after
+ * their deletes. */
+void redlock__ops_close_waits(redlock_client *c);
 /* The client is closing and not fast (ops.c): release on every node each lock the caller holds
  * (handed out, not released, not attached) and each acquire in flight or won and not handed out.
  * Each release round counts in close_rounds and calls redlock__client_close_step when its last

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cluster_allow.h"
 #include "cluster_map.h"
 #include "command.h"
 #include "slot.h"
@@ -136,13 +137,19 @@ static void conn_free(redlock__cluster *cl, conn *k)
     redlock__free(a, k);
 }
 
+/* conn_get's answer for a host the URL does not allow (cluster_allow.h). */
+#define CONN_NOT_ALLOWED (-4)
+
 /* The conn to host:port, made (and started, unless the cluster is not yet) if there is none.
- * Returns its index, or -1 when memory runs out. */
+ * Returns its index, -1 when memory runs out, or CONN_NOT_ALLOWED: no connection is made to a
+ * host outside the URL's allow= (its credentials would go there). */
 static int conn_get(redlock__cluster *cl, const char *host, int port, bool start)
 {
     for (unsigned i = 0; i < cl->n_conns; i++)
         if (cl->conns[i]->url.port == port && same_host(cl->conns[i]->url.host, host))
             return (int)i;
+    if (!redlock__cluster_allows(cl->cfg.url, host))
+        return CONN_NOT_ALLOWED;
     if (cl->n_conns == cl->cap_conns) {
         unsigned cap = cl->cap_conns == 0 ? 8 : cl->cap_conns * 2;
         conn **grown = redlock__realloc(cl->cfg.alloc, cl->conns, cap * sizeof(grown[0]));
@@ -180,6 +187,7 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool start
     cfg.name = k->name;
     cfg.twin_of = conn_twin_of;
     cfg.twin_ctx = cl;
+    cfg.replies = REDLOCK__READER_CLUSTER; /* CLUSTER SHARDS / SLOTS may go on any of them */
     if (k->url.host == NULL || k->endpoint == NULL || k->name == NULL ||
         redlock__node_new(cl->loop, &cfg, &k->node) != 0) {
         conn_free(cl, k);
@@ -192,7 +200,8 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool start
 }
 
 /* The conn of the master owning slot: its index, -1 when no master owns it, -2 out of memory,
- * -3 when the map has no port for this kind of connection (redlock__cluster_master_port). */
+ * -3 when the map has no port for this kind of connection (redlock__cluster_master_port),
+ * CONN_NOT_ALLOWED when the URL does not allow its host. */
 static int conn_of_slot(redlock__cluster *cl, unsigned slot)
 {
     int m = redlock__cluster_map_master(&cl->map, slot);
@@ -213,9 +222,12 @@ static int conn_of_slot(redlock__cluster *cl, unsigned slot)
         int port = redlock__cluster_master_port(master, cl->cfg.url->tls, cl->use_slots);
         if (port == 0)
             return -3;
-        cl->conn_of_master[m] = conn_get(cl, master->host, port, true);
+        int k = conn_get(cl, master->host, port, true);
+        if (k < 0)
+            return k == CONN_NOT_ALLOWED ? k : -2;
+        cl->conn_of_master[m] = k;
     }
-    return cl->conn_of_master[m] >= 0 ? cl->conn_of_master[m] : -2;
+    return cl->conn_of_master[m];
 }
 
 static void forget_masters(redlock__cluster *cl)
@@ -556,6 +568,12 @@ static void retry_later(creq *cr, const char *why, uint64_t now)
     park(cl, cr, at);
 }
 
+static void not_allowed(char *why, size_t len, const char *what, const char *host)
+{
+    redlock__fmt(why, len, "%s %s is not among the hosts this cluster URL allows (allow=)", what,
+                 host);
+}
+
 /* Send cr to the master of its slot (or where an ASK said). */
 static void dispatch(creq *cr, uint64_t now)
 {
@@ -588,14 +606,17 @@ static void dispatch(creq *cr, uint64_t now)
             retry_later(cr, why, now);
             return;
         }
-        if (k == -3) {
+        if (k == -3 || k == CONN_NOT_ALLOWED) {
             char why[ERR_LEN];
             const redlock__cluster_master *m =
                 &cl->map.masters[redlock__cluster_map_master(&cl->map, cr->slot)];
-            redlock__fmt(why, sizeof(why),
-                         "the cluster names no TLS port for master %s:%d (its servers need "
-                         "tls-cluster yes)",
-                         m->host, m->port);
+            if (k == -3)
+                redlock__fmt(why, sizeof(why),
+                             "the cluster names no TLS port for master %s:%d (its servers need "
+                             "tls-cluster yes)",
+                             m->host, m->port);
+            else
+                not_allowed(why, sizeof(why), "master", m->host);
             finish(cr, REDLOCK_VOTE_ERROR, why, NULL, now);
             return;
         }
@@ -673,8 +694,11 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
                 if (m >= 0 && (size_t)m < cl->conn_of_master_len)
                     cl->conn_of_master[m] = -1; /* looked up again: it may have a new port */
                 want_refresh(cl);
-            } else {
-                cr->ask_conn = conn_get(cl, host, rd.port, true);
+            } else if ((cr->ask_conn = conn_get(cl, host, rd.port, true)) == CONN_NOT_ALLOWED) {
+                char why[ERR_LEN];
+                not_allowed(why, sizeof(why), "ASK to", host);
+                finish(cr, REDLOCK_VOTE_ERROR, why, NULL, now);
+                return;
             }
             again(cr, false, error, now);
             return;

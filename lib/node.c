@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/read.h>
-
 #include "command.h"
 #include "handshake.h"
+#include "reader.h"
 #include "relq.h"
+#include "scrub.h"
 #include "stream.h"
 
 #define ERR_LEN REDLOCK_ERROR_TEXT_MAX /* messages end up in per-node error slots */
@@ -37,7 +37,7 @@ struct redlock__node {
     redlock__node_config cfg;
     node_state state;
     redlock__stream stream;
-    redisReader *reader; /* of the current connection: made new at every open */
+    redlock__reader *reader; /* of the current connection: made new at every open */
 
     uv_timer_t deadline_timer; /* armed at or before the FIFO head's deadline */
     redlock__buf held;         /* commands sent while STARTING: written once the first
@@ -478,10 +478,12 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
     redlock__stream_flush(&n->stream);
 }
 
-/* One reply, read at now. */
-static void handle_reply(redlock__node *n, const redisReply *r, uint64_t now)
+/* One reply, read at now. An error's text is scrubbed first (scrub.h): whatever a vote, the
+ * handshake or a log then quotes of it holds no password and no control byte. */
+static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
 {
     n->last_reply_us = now;
+    redlock__scrub_error(r, n->cfg.url->password);
     if (redlock__handshake_pending(&n->handshake)) {
         handshake_reply(n, r);
         return;
@@ -506,6 +508,8 @@ static void handle_reply(redlock__node *n, const redisReply *r, uint64_t now)
     redlock__reply_kind kind;
     redlock__reply_data data;
     redlock_vote vote = redlock__cmd_vote(req->cmd, r, err, sizeof(err), &kind, &data);
+    if (vote == REDLOCK_VOTE_ERROR) /* it may quote a reply that is not an error */
+        redlock__scrub(err, strlen(err), n->cfg.url->password);
     if (kind == REDLOCK__REPLY_NOSCRIPT) {
         resend_with_eval(n, req, now);
         return;
@@ -523,10 +527,12 @@ static void handle_reply(redlock__node *n, const redisReply *r, uint64_t now)
              redlock__cmd_has_data(req->cmd) ? &data : NULL, now);
 }
 
-/* Whether the reader holds nothing: no byte of a reply it has not returned yet. */
-static bool reader_idle(const redisReader *r)
+/* The server's bytes are not RESP, or more than its commands can be answered (reader.h). */
+static void reader_failed(redlock__node *n)
 {
-    return r->pos == r->len && r->ridx == -1;
+    char why[ERR_LEN];
+    redlock__fmt(why, sizeof(why), "protocol error: %s", redlock__reader_error(n->reader));
+    node_fail(n, REDLOCK_LOG_ERROR, why);
 }
 
 static void on_stream_read(redlock__stream *s, const char *data, size_t len)
@@ -542,7 +548,8 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
     /* A lock cycle's replies (+OK, :1, :0, $-1) are taken straight from the bytes while the
      * reader holds nothing, with no reply object to allocate and free; the rest of the bytes,
      * from the first reply that is not one of those (or is cut off), go through the reader. */
-    while (len > 0 && !redlock__handshake_pending(&n->handshake) && reader_idle(n->reader)) {
+    while (len > 0 && !redlock__handshake_pending(&n->handshake) &&
+           redlock__reader_idle(n->reader)) {
         redisReply simple;
         char text[REDLOCK__RESP_SIMPLE_TEXT];
         size_t used = redlock__resp_simple(data, len, &simple, text);
@@ -556,16 +563,14 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
     }
     if (len == 0)
         return;
-    if (redisReaderFeed(n->reader, data, len) != REDIS_OK) {
-        node_fail(n, REDLOCK_LOG_ERROR, "protocol error: cannot buffer the reply");
+    if (redlock__reader_feed(n->reader, data, len) != 0) {
+        reader_failed(n);
         return;
     }
     for (;;) {
-        void *reply = NULL;
-        if (redisReaderGetReply(n->reader, &reply) != REDIS_OK) {
-            char why[ERR_LEN];
-            redlock__fmt(why, sizeof(why), "protocol error: %s", n->reader->errstr);
-            node_fail(n, REDLOCK_LOG_ERROR, why);
+        redisReply *reply = NULL;
+        if (redlock__reader_get(n->reader, &reply) != 0) {
+            reader_failed(n);
             return;
         }
         if (reply == NULL)
@@ -583,9 +588,8 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
 static void on_stream_open(redlock__stream *s)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
-    if (n->reader != NULL)
-        redisReaderFree(n->reader);
-    n->reader = redisReaderCreate();
+    redlock__reader_free(n->reader); /* what a reply cut off held: bounded (reader.h) */
+    n->reader = redlock__reader_new(n->cfg.replies, n->cfg.alloc);
     n->skip_replies = 0;
     n->last_reply_us = now_us();
     if (n->reader == NULL || redlock__handshake_start(&n->handshake, n->cfg.url,
@@ -607,8 +611,7 @@ static void maybe_closed(redlock__node *n)
         return;
     void (*cb)(void *) = n->close_cb;
     void *data = n->close_data;
-    if (n->reader != NULL)
-        redisReaderFree(n->reader);
+    redlock__reader_free(n->reader);
     redlock__buf_free(&n->held, n->cfg.alloc);
     redlock__relq_clear(&n->kept, n->cfg.alloc);
     redlock__free(n->cfg.alloc, n);

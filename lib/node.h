@@ -27,6 +27,7 @@
 
 #include "common.h"
 #include "io.h"
+#include "reader.h"
 #include "stream.h"
 
 typedef struct redlock__node redlock__node;
@@ -57,6 +58,8 @@ typedef struct redlock__node_config {
      * attempt), as one line about this node; NULL: nothing is formatted. */
     void (*log)(void *ctx, redlock_log_level level, const char *url, const char *message);
     void *log_ctx;
+    /* What its connections may be sent (reader.h): a plain node's (0) or a cluster's server's. */
+    redlock__reader_use replies;
 } redlock__node_config;
 
 /* Format one line and hand it to cfg->log as about cfg->name (nothing is formatted when log is

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <hiredis/read.h>
-
 #include "command.h"
 #include "handshake.h"
+#include "reader.h"
+#include "scrub.h"
 #include "stream.h"
 
 /* ---- the set of wanted channels ------------------------------------------------------------ */
@@ -83,7 +83,7 @@ struct redlock__sub {
     bool auth_pending;   /* the reply to AUTH is still owed */
     bool ready;          /* connected, and SUBSCRIBE sent for everything wanted */
     bool refused_said;   /* a refused SUBSCRIBE was logged on this connection */
-    redisReader *reader;
+    redlock__reader *reader;
     uv_timer_t idle_timer;
     unsigned closes_pending;
     void (*close_cb)(void *data);
@@ -110,6 +110,7 @@ sub_log(redlock__sub *s, redlock_log_level level, const char *fmt, ...)
 /* (UN)SUBSCRIBE name onto the stream's output buffer. */
 static int append_sub(redlock__sub *s, const char *verb, const char *name, size_t len)
 {
+    redlock__reader_allow_bulk(s->reader, len); /* the channel comes back in the replies */
     const char *argv[2] = {verb, name};
     size_t argvlen[2] = {strlen(verb), len};
     return redlock__resp_append(2, argv, argvlen, redlock__stream_out(&s->stream), s->cfg.alloc);
@@ -135,9 +136,8 @@ static void sub_ready(redlock__sub *s)
 static void on_open(redlock__stream *st)
 {
     redlock__sub *s = REDLOCK__CONTAINER_OF(st, redlock__sub, stream);
-    if (s->reader != NULL)
-        redisReaderFree(s->reader);
-    s->reader = redisReaderCreate();
+    redlock__reader_free(s->reader);
+    s->reader = redlock__reader_new(REDLOCK__READER_SUBSCRIBER, s->cfg.alloc);
     s->ready = false;
     s->refused_said = false;
     s->auth_pending = false;
@@ -202,20 +202,21 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
 static void on_read(redlock__stream *st, const char *data, size_t len)
 {
     redlock__sub *s = REDLOCK__CONTAINER_OF(st, redlock__sub, stream);
-    if (redisReaderFeed(s->reader, data, len) != REDIS_OK) {
+    if (redlock__reader_feed(s->reader, data, len) != 0) {
         redlock__stream_drop(st);
         return;
     }
     for (;;) {
-        void *reply = NULL;
-        if (redisReaderGetReply(s->reader, &reply) != REDIS_OK) {
-            sub_log(s, REDLOCK_LOG_WARN, "protocol error: %s", s->reader->errstr);
+        redisReply *reply = NULL;
+        if (redlock__reader_get(s->reader, &reply) != 0) {
+            sub_log(s, REDLOCK_LOG_WARN, "protocol error: %s", redlock__reader_error(s->reader));
             s->ready = false;
             redlock__stream_drop(st);
             return;
         }
         if (reply == NULL)
             return;
+        redlock__scrub_error(reply, s->cfg.url->password);
         bool go_on = on_reply(s, reply);
         freeReplyObject(reply);
         /* The message callback may close the client: the stream's state tells. */
@@ -239,8 +240,7 @@ static void maybe_done(redlock__sub *s)
         return;
     void (*cb)(void *) = s->close_cb;
     void *data = s->close_data;
-    if (s->reader != NULL)
-        redisReaderFree(s->reader);
+    redlock__reader_free(s->reader);
     redlock__free(s->cfg.alloc, s);
     if (cb != NULL)
         cb(data);

@@ -120,8 +120,10 @@ struct round {
     redlock_round q;
     unsigned outstanding; /* requests not yet completed */
     round_state state;
-    bool held;          /* the operation keeps it for its callback's result */
-    bool close_release; /* a release a closing client waits for (redlock_client_close) */
+    bool held;       /* the operation keeps it for its callback's result */
+    bool close_wait; /* a release whose answers a closing client waits for (its last answer is a
+                        step of the close: redlock__client_close_step) */
+    redlock__list release_link; /* a release's: client->releases, while it lives */
     redlock_node_result *results;
     char *errors; /* n_nodes * REDLOCK_ERROR_TEXT_MAX */
     char *values; /* INSPECT: n_nodes * REDLOCK_TOKEN_MAX */
@@ -144,7 +146,8 @@ static void round_maybe_free(round *r)
         return;
     redlock_client *c = r->client;
     redlock_lock *lock = r->lock;
-    bool close_release = r->close_release;
+    if (r->cmd.kind == REDLOCK__CMD_RELEASE)
+        redlock__list_remove(&r->release_link);
     c->live_rounds--;
     if (r->values == NULL)
         redlock__spares_put(&c->spare_rounds, &c->alloc, r,
@@ -152,8 +155,6 @@ static void round_maybe_free(round *r)
     else
         redlock__free(&c->alloc, r);
     redlock__lock_unref(lock);
-    if (close_release)
-        redlock__client_close_step(c);
 }
 
 /* Leave ROUND_SENDING or ROUND_CHECKING: done when its operation acted (or none listens - a
@@ -252,15 +253,31 @@ static round *round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__c
         r->results[i].url = c->urls[i].redacted;
         r->results[i].pttl_ms = -2;
     }
+    if (kind == REDLOCK__CMD_RELEASE) /* a closing client waits for its answers */
+        redlock__list_push(&c->releases, &r->release_link);
     return r;
 }
+
+static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote vote,
+                         const char *error, const redlock__reply_data *data, uint64_t now_us);
 
 static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
                         const redlock__reply_data *data, uint64_t now_us)
 {
     round_req *rr = (round_req *)req;
     round *r = rr->round;
-    unsigned i = rr->node;
+    redlock_client *c = r->client;
+    bool close_step = r->close_wait && r->outstanding == 1;    /* its last answer */
+    round_answer(r, rr->node, req, vote, error, data, now_us); /* may free r */
+    if (close_step)
+        redlock__client_close_step(c);
+}
+
+/* Node i answered r (vote, ...): record it, and act if r is open. */
+static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote vote,
+                         const char *error, const redlock__reply_data *data, uint64_t now_us)
+{
+    round_req *rr = &r->reqs[i];
     redlock_node_result *res = &r->results[i];
     res->vote = vote;
     res->latency_us = now_us > req->sent_us ? now_us - req->sent_us : 0;
@@ -390,7 +407,7 @@ static void release_everywhere(redlock_client *c, redlock_lock *lock, bool leave
     if (leave)
         round_leave_queue(r);
     if (c->closing) {
-        r->close_release = true; /* the close waits for it */
+        r->close_wait = true; /* the close waits for its answers */
         c->close_rounds++;
     }
     round_send(r, true);
@@ -883,6 +900,29 @@ static int release_status(const op *o, const redlock_round *q)
     return REDLOCK_ENOQUORUM;
 }
 
+/* Whether a release's status (release_status) is known, whatever the nodes still out answer: a
+ * quorum deleted the token (0), or more than N - quorum said "not ours" (REDLOCK_ELOST), or
+ * neither can happen any more (REDLOCK_ENOQUORUM). A hold known to have lapsed is REDLOCK_ELOST
+ * whatever the nodes say; it is reported once a quorum of them answered, so that its result
+ * says what they deleted. With the client's release_waits_all, only when every node has answered
+ * or timed out. */
+static bool release_decided(const op *o, const round *r, int *status)
+{
+    const redlock_round *q = &r->q;
+    unsigned out = r->outstanding;
+    if (out > 0 && o->client->opts.release_waits_all)
+        return false;
+    *status = release_status(o, q);
+    if (out == 0)
+        return true;
+    if (o->late || o->lock->lapsed)
+        return q->n_nodes - out >= q->quorum;
+    if (*status != REDLOCK_ENOQUORUM)
+        return true;
+    /* No quorum of yes nor of no yet: decided only if neither is in reach any more. */
+    return q->votes_yes + out < q->quorum && q->votes_no + out <= q->n_nodes - q->quorum;
+}
+
 /* An inspect is a picture of the nodes: it succeeds when a quorum answered at all. */
 static int inspect_status(const redlock_round *q)
 {
@@ -898,11 +938,14 @@ static bool round_check(round *r)
     if (o == NULL)
         return true;
     if (o->kind == OP_UNLOCK || o->kind == OP_INSPECT) {
-        /* No early decision: the count of deleted keys, or the picture of every node, is what
-         * the caller asked for. Every node answers or times out within its deadline. */
-        if (r->outstanding > 0)
+        /* An inspect is a picture of every node: it waits for each answer or deadline. A
+         * release is decided as soon as its status is (release_decided); the other nodes'
+         * deletes go on (a closing client waits for them). */
+        int status = 0;
+        if (o->kind == OP_INSPECT ? r->outstanding > 0 : !release_decided(o, r, &status))
             return false;
-        int status = o->kind == OP_UNLOCK ? release_status(o, &r->q) : inspect_status(&r->q);
+        if (o->kind == OP_INSPECT)
+            status = inspect_status(&r->q);
         redlock__stats_round(o->client, r->cmd.kind, status, &r->q, r->results);
         op_complete(o, status);
         return true;
@@ -1278,6 +1321,17 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
             continue;
         op_wake(c, o, notify_jitter_us(c, o));
         return;
+    }
+}
+
+void redlock__ops_close_waits(redlock_client *c)
+{
+    for (redlock__list *it = c->releases.next; it != &c->releases; it = it->next) {
+        round *r = REDLOCK__CONTAINER_OF(it, round, release_link);
+        if (r->outstanding > 0 && !r->close_wait) {
+            r->close_wait = true;
+            c->close_rounds++;
+        }
     }
 }
 

@@ -256,7 +256,10 @@ int redlock__tls_new(redlock__tls_ctx *ctx, const char *host, redlock__tls_resum
         /* No SNI for addresses (RFC 6066); the address must be among the certificate's IPs. */
         ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), name);
     } else {
-        SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        /* Its DNS names only (RFC 6125): a certificate without any is for no host name, whatever
+         * its subject's CN says (OpenSSL would fall back on it). */
+        SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+                                      X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
         ok = SSL_set_tlsext_host_name(t->ssl, name) == 1 && SSL_set1_host(t->ssl, name) == 1;
     }
     if (ok != 1)

@@ -4,7 +4,8 @@
  *   redis://[[user]:password@]host[:port][/db][?timeout_ms=N]
  *   rediss://[[user]:password@]host[:port][/db][?timeout_ms=N]    (TLS)
  *   unix://[[user]:password@]/absolute/path.sock[?db=N&timeout_ms=N]
- *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N]
+ *   cluster://[[user]:password@]host[:port][?timeout_ms=N&seed=host:port...&wait_replicas=N
+ *                                            &allow=host|address[/prefix]...]
  *   clusters://...                                                (a Redis Cluster over TLS)
  *
  * The one rule that matters most: a password never leaves this file except in url->password.
@@ -13,6 +14,8 @@
  * Parsing splits userinfo off where redaction ends it (userinfo_end), so the two cannot disagree
  * about where a password stops. */
 #include "url.h"
+
+#include "cluster_allow.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -35,6 +38,7 @@ typedef struct parser {
     size_t err_len;
     size_t pw_start, pw_end; /* offsets of the raw password in text, valid when has_password */
     int has_password;
+    bool userinfo; /* the text has userinfo: what follows the host's ':' is no password */
 } parser;
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -116,15 +120,49 @@ static const char *userinfo_end(const char *text, size_t authority)
     return at != NULL ? at : strrchr(rest, '@');
 }
 
+static int parse_decimal(span s, long min, long max, int *out);
+
+/* A password in text without userinfo: a URL that lost its "@host" ("redis://user:secret", or
+ * "redis://u:secret,x@h" cut at a comma) reads as host "user" and port "secret". So what follows
+ * the host's ':', when it is not a valid port, is hidden to the end of the text (a password may
+ * hold '/' or '?'); for unix://, whatever follows a ':' of text that is no absolute path. */
+static int stray_span(const char *text, size_t authority, size_t *start, size_t *end)
+{
+    const char *rest = text + authority;
+    const char *colon;
+    if (authority == 7 && equal_nocase(text, 4, "unix")) {
+        if (rest[0] == '/' || (colon = strchr(rest, ':')) == NULL)
+            return 0;
+    } else {
+        if (rest[0] == '[') {
+            colon = strchr(rest, ']');
+            colon = colon != NULL ? colon + 1 : NULL;
+        } else {
+            colon = rest + strcspn(rest, ":/?");
+        }
+        if (colon == NULL || *colon != ':')
+            return 0;
+        size_t n = 0;
+        while (colon[1 + n] > ' ' && colon[1 + n] != '/' && colon[1 + n] != '?')
+            n++;
+        int port;
+        if (n == 0 || parse_decimal((span){colon + 1, n}, 1, 65535, &port) == 0)
+            return 0;
+    }
+    *start = (size_t)(colon + 1 - text);
+    *end = strlen(text);
+    return 1;
+}
+
 /* The bytes redaction hides: the userinfo (see userinfo_end), from after its first ':' when
  * there is one (the user stays), else the whole of it (it may be a password given without ':').
- * Returns 0 when there is no userinfo. */
+ * Without userinfo, a password that lost its '@' (stray_span). Returns 0 when there is none. */
 static int redact_span(const char *text, size_t *start, size_t *end)
 {
     size_t authority = scheme_prefix_len(text);
     const char *at = userinfo_end(text, authority);
     if (at == NULL)
-        return 0;
+        return stray_span(text, authority, start, end);
     const char *colon = memchr(text + authority, ':', (size_t)(at - (text + authority)));
     *start = colon != NULL ? (size_t)(colon + 1 - text) : authority;
     *end = (size_t)(at - text);
@@ -323,8 +361,21 @@ static int check_ipv6(const parser *p, span inner)
 
 static int add_seed(const parser *p, redlock_url *url, span value);
 
+/* A cluster's allow=HOST|ADDRESS[/PREFIX] (cluster_allow.h), checked only: it is read again from
+ * the redacted URL where it is used. */
+static int check_allow(const parser *p, span value)
+{
+    redlock__allow a;
+    if (value.n == 0 || redlock__allow_parse(value.s, value.n, &a) != 0)
+        return fail(p,
+                    "invalid allow \"%.*s\" (expected a host name, an address or "
+                    "address/prefix)",
+                    (int)value.n, value.s);
+    return a.is_address ? 0 : check_host_name(p, (span){a.name, a.name_len});
+}
+
 /* "?k=v&k=v": timeout_ms everywhere, db only for unix (redis:// gives the db in the path), seed
- * (repeated) only for a cluster. */
+ * and allow (repeated) only for a cluster. */
 static int parse_query(const parser *p, redlock_url *url, span query)
 {
     if (query.n == 0)
@@ -364,6 +415,10 @@ static int parse_query(const parser *p, redlock_url *url, span query)
             if (parse_decimal(value, 0, REDLOCK__URL_REPLICAS_MAX, &url->wait_replicas) != 0)
                 return fail(p, "invalid wait_replicas \"%.*s\" (expected 0..%d)", (int)value.n,
                             value.s, REDLOCK__URL_REPLICAS_MAX);
+        } else if (span_is(key, "allow") && url->cluster) {
+            int rc = check_allow(p, value);
+            if (rc != 0)
+                return rc;
         } else if (span_is(key, "seed") && url->cluster) {
             int rc = add_seed(p, url, value);
             if (rc != 0)
@@ -377,8 +432,8 @@ static int parse_query(const parser *p, redlock_url *url, span query)
 
 /* host[:port] at the start of rest, up to the first byte of stop (or the end): the host into
  * *host, the port (6379 when not given) into *port, what follows into *after. */
-static int parse_host_port(const parser *p, const char *rest, const char *stop, span *host_out,
-                           int *port, const char **after_out)
+static int parse_host_port(const parser *p, const char *rest, const char *stop, bool quote_port,
+                           span *host_out, int *port, const char **after_out)
 {
     span host;
     const char *after;
@@ -413,8 +468,12 @@ static int parse_host_port(const parser *p, const char *rest, const char *stop, 
         after = digits.s + digits.n;
         if (digits.n == 0)
             return fail(p, "empty port after ':'");
-        if (parse_decimal(digits, 1, 65535, port) != 0)
+        if (parse_decimal(digits, 1, 65535, port) != 0) {
+            if (!quote_port) /* without userinfo, "redis://user:secret" lands here */
+                return fail(p, "invalid port, not shown: it may be a password that lost its "
+                               "'@' (expected 1..65535, or user:password@host)");
             return fail(p, "invalid port \"%.*s\" (expected 1..65535)", (int)digits.n, digits.s);
+        }
     }
     *host_out = host;
     *after_out = after;
@@ -432,7 +491,7 @@ static int add_seed(const parser *p, redlock_url *url, span value)
     span host;
     int port;
     const char *after;
-    int rc = parse_host_port(p, text, "", &host, &port, &after);
+    int rc = parse_host_port(p, text, "", true, &host, &port, &after);
     if (rc != 0)
         return rc;
     if (*after != '\0')
@@ -454,7 +513,7 @@ static int parse_tcp_rest(const parser *p, redlock_url *url, const char *rest)
 {
     span host;
     const char *after;
-    int rc = parse_host_port(p, rest, "/?", &host, &url->port, &after);
+    int rc = parse_host_port(p, rest, "/?", p->userinfo, &host, &url->port, &after);
     if (rc != 0)
         return rc;
     if (*after == '/' && url->cluster && after[1] != '\0' && after[1] != '?')
@@ -534,6 +593,7 @@ static int parse_url(parser *p, redlock_url *url)
         if ((rc = parse_userinfo(p, url, (span){rest, (size_t)(at - rest)})) != 0)
             return rc;
         rest = at + 1;
+        p->userinfo = true;
     }
     if (strchr(rest, '#') != NULL)
         return fail(p, "unexpected '#' (fragments are not allowed)");

@@ -121,14 +121,46 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+static bool is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Whether s starts a URL: "scheme://" (RFC 3986's scheme characters). */
+static bool starts_url(const char *s)
+{
+    if (!is_alpha(*s))
+        return false;
+    while (is_alpha(*s) || is_digit(*s) || *s == '+' || *s == '-' || *s == '.')
+        s++;
+    return strncmp(s, "://", 3) == 0;
+}
+
+/* Where the URL at p ends: at the first comma followed (blanks aside) by the next URL's scheme,
+ * another comma or the end of the list, else at the end; an element that is empty ends at its
+ * comma. A comma inside a password (or a query) is part of its URL, so "redis://u:se,cret@h" is
+ * one node, not "redis://u:se" (which would read as host "u" and port "se"). */
+static const char *url_end(const char *p)
+{
+    const char *first = p + strspn(p, " \t\r\n");
+    if (*first == ',')
+        return first;
+    for (const char *c = strchr(p, ','); c != NULL; c = strchr(c + 1, ',')) {
+        const char *next = c + 1;
+        while (is_blank(*next))
+            next++;
+        if (*next == '\0' || *next == ',' || starts_url(next))
+            return c;
+    }
+    return p + strlen(p);
+}
+
 int cli_add_nodes(cli_args *a, const char *list, const char *what, char *err, size_t err_len)
 {
     unsigned element = 0;
     const char *p = list;
     for (;;) {
-        const char *end = strchr(p, ',');
-        if (end == NULL)
-            end = p + strlen(p);
+        const char *end = url_end(p);
         element++;
         const char *b = p, *e = end;
         while (b < e && is_blank(*b))
@@ -237,7 +269,8 @@ typedef enum {
     OPT_TLS_INSECURE,
     OPT_NODES_FILE,
     OPT_DELAYED_RESTART,
-    OPT_FENCE
+    OPT_FENCE,
+    OPT_ALL
 } opt_id;
 
 typedef struct option_def {
@@ -261,6 +294,7 @@ static const option_def option_defs[] = {
     {0, "tls-insecure", false, OPT_TLS_INSECURE},
     {0, "nodes-file", true, OPT_NODES_FILE},
     {0, "delayed-restart", false, OPT_DELAYED_RESTART},
+    {0, "all", false, OPT_ALL},
 };
 /* clang-format on */
 #define N_OPTIONS (sizeof(option_defs) / sizeof(option_defs[0]))
@@ -357,6 +391,9 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
         return CLI_PARSE_OK;
     case OPT_FENCE:
         a->fence = true;
+        return CLI_PARSE_OK;
+    case OPT_ALL:
+        a->release_all = true;
         return CLI_PARSE_OK;
     }
     return CLI_PARSE_OK;

@@ -34,6 +34,7 @@
 
 #include "command.h" /* REDLOCK__FENCE_SUFFIX */
 #include "scripts.h"
+#include "scrub.h"
 
 #define PROBE_TTL_MS 10000
 #define EXIT_CHECK_WARN 1
@@ -46,8 +47,10 @@ void check_note(notes *n, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(n->text[n->n++], CHECK_NOTE_LEN, fmt, ap);
+    char *text = n->text[n->n++];
+    vsnprintf(text, CHECK_NOTE_LEN, fmt, ap);
     va_end(ap);
+    redlock__scrub(text, strlen(text), NULL); /* it may quote a server: no control byte */
 }
 
 static uint64_t mono_us(void)
@@ -108,6 +111,7 @@ redisReply *check_command(server_check *sc, check_conn *ctx, int argc, const cha
     }
     if (took < sc->rtt_us)
         sc->rtt_us = took;
+    redlock__scrub_error(r, sc->password); /* before any note quotes it */
     return r;
 }
 
@@ -166,6 +170,7 @@ static void info_field(const char *info, const char *name, char *out, size_t len
             const char *v = p + name_len + 1;
             size_t n = strcspn(v, "\r\n");
             snprintf(out, len, "%.*s", (int)n, v);
+            redlock__scrub(out, strlen(out), NULL); /* shown in the table */
             return;
         }
         p = strchr(p, '\n');
@@ -234,6 +239,7 @@ static void read_appendfsync(checker *ck, server_check *sc, check_conn *ctx, boo
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[1]->type == REDIS_REPLY_STRING)
         snprintf(sc->appendfsync, sizeof(sc->appendfsync), "%.15s", r->element[1]->str);
+    redlock__scrub(sc->appendfsync, strlen(sc->appendfsync), NULL);
     freeReplyObject(r);
 }
 

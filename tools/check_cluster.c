@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_allow.h"
 #include "cluster_map.h"
 #include "command.h" /* the suffixes of a lock's other keys */
+#include "scrub.h"
 #include "slot.h"
 
 /* The most candidate keys tried for the masters' probe keys. A master owning one slot of 16384
@@ -103,6 +105,7 @@ static void read_state(node_check *nc, server_check *asked, check_conn *ctx)
         at += strlen("cluster_state:");
         snprintf(nc->cluster_state, sizeof(nc->cluster_state), "%.*s", (int)strcspn(at, "\r\n"),
                  at);
+        redlock__scrub(nc->cluster_state, strlen(nc->cluster_state), NULL);
     } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) == 0) {
         check_note(&nc->warnings,
                    "CLUSTER INFO is not allowed for this user: the check cannot tell the "
@@ -304,6 +307,9 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
         else if (sc->port == 0)
             check_note(&sc->errors, "the cluster gives it no plain TCP port (TLS only?): give "
                                     "the cluster as clusters://");
+        else if (!redlock__cluster_allows(&nc->url, sc->host))
+            check_note(&sc->errors, "its host is not among those the URL allows (allow=): the "
+                                    "client does not connect to it, and neither does the check");
         else
             check_server(ck, sc);
     }

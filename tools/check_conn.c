@@ -9,6 +9,8 @@
  * encodes the commands and parses the replies. */
 #include "check_conn.h"
 
+#include "reader.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -29,7 +31,7 @@ struct check_conn {
     redlock__tls *tls; /* NULL: plaintext */
     redlock__alloc alloc;
     redlock__buf out; /* ciphertext waiting for the socket */
-    redisReader *reader;
+    redlock__reader *reader;
     bool answered; /* a reply came: the server accepted the connection */
 };
 
@@ -227,12 +229,13 @@ int check_conn_open(const check_conn_target *t, uint64_t timeout_ms, check_conn 
 {
     *out = NULL;
     check_conn *c = calloc(1, sizeof(*c));
-    if (c == NULL || (c->reader = redisReaderCreate()) == NULL) {
+    if (c != NULL)
+        redlock__alloc_init(&c->alloc, NULL, NULL);
+    if (c == NULL || (c->reader = redlock__reader_new(REDLOCK__READER_CHECK, &c->alloc)) == NULL) {
         free(c);
         snprintf(why, why_len, "out of memory");
         return CHECK_CONN_FAILED;
     }
-    redlock__alloc_init(&c->alloc, NULL, NULL);
     uint64_t deadline = now_ms() + timeout_ms;
     c->fd = connect_socket(t, deadline, timeout_ms, why, why_len);
     int rc = c->fd >= 0 ? CHECK_CONN_OK : CHECK_CONN_FAILED;
@@ -251,9 +254,9 @@ int check_conn_open(const check_conn_target *t, uint64_t timeout_ms, check_conn 
 /* Give plaintext to the reply parser. */
 static int parse_bytes(check_conn *c, const char *data, size_t len, char *why, size_t why_len)
 {
-    if (redisReaderFeed(c->reader, data, len) == REDIS_OK)
+    if (redlock__reader_feed(c->reader, data, len) == 0)
         return CHECK_CONN_OK;
-    snprintf(why, why_len, "%s", c->reader->err != 0 ? c->reader->errstr : "out of memory");
+    snprintf(why, why_len, "protocol error: %s", redlock__reader_error(c->reader));
     return CHECK_CONN_FAILED;
 }
 
@@ -299,9 +302,9 @@ int check_conn_command(check_conn *c, int argc, const char **argv, const size_t 
     redisFreeCommand(cmd);
     char buf[READ_CHUNK];
     while (rc == CHECK_CONN_OK) {
-        void *r = NULL;
-        if (redisReaderGetReply(c->reader, &r) != REDIS_OK) {
-            snprintf(why, why_len, "protocol error: %s", c->reader->errstr);
+        redisReply *r = NULL;
+        if (redlock__reader_get(c->reader, &r) != 0) {
+            snprintf(why, why_len, "protocol error: %s", redlock__reader_error(c->reader));
             return CHECK_CONN_FAILED;
         }
         if (r != NULL) {
@@ -330,6 +333,6 @@ void check_conn_close(check_conn *c)
     if (c->tls != NULL)
         redlock__tls_free(c->tls);
     redlock__free(&c->alloc, c->out.data);
-    redisReaderFree(c->reader);
+    redlock__reader_free(c->reader);
     free(c);
 }

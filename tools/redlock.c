@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char help_text[] =
@@ -83,6 +84,9 @@ static const char help_options[] =
     "  --tls-insecure              do not verify the nodes' certificates (never in production)\n"
     "  --delayed-restart           check: restarted nodes are kept out for longer than the\n"
     "                              longest ttl, so no AOF is needed (no warning without it)\n"
+    "  --all                       release, run: report the release once every node answered\n"
+    "                              (default: once a quorum decided it; the tool exits after\n"
+    "                              every node's delete either way)\n"
     "  -h, --help                  this text\n"
     "  -V, --version               versions of the tool, the library, libuv and TLS\n"
     "\n";
@@ -614,6 +618,7 @@ static int tool_main(tool *t)
         t->opts.connect_timeout_ms =
             t->args.node_timeout_ms > 1000 ? t->args.node_timeout_ms : 1000;
         t->opts.retry_count = 0;
+        t->opts.release_waits_all = t->args.release_all;
         tool_tls_options(t);
         char err[512];
         rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
@@ -672,6 +677,9 @@ static int read_nodes_file(cli_args *a, char *err, size_t err_len)
         snprintf(err, err_len, "%s: %s", what, strerror(errno));
         return CLI_PARSE_USAGE;
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        st.st_mode = 0; /* then nothing to warn of */
     char *text = malloc(NODES_FILE_MAX);
     if (text == NULL) {
         close(fd);
@@ -707,6 +715,7 @@ static int read_nodes_file(cli_args *a, char *err, size_t err_len)
     }
     /* Each URL is checked here, where its line is known (the library's message would name the
      * node by its index); the message is the library's, password redacted. */
+    bool has_password = false;
     for (unsigned i = before; rc == CLI_PARSE_OK && i < a->n_nodes; i++) {
         redlock_url url;
         char why[256];
@@ -714,8 +723,16 @@ static int read_nodes_file(cli_args *a, char *err, size_t err_len)
             snprintf(err, err_len, "%.200s, line %u: %.250s", what, a->node_line[i], why);
             rc = CLI_PARSE_USAGE;
         }
+        has_password = has_password || url.password != NULL;
         redlock_url_free(&url);
     }
+    /* As ssh and libpq do of their secrets: a password that others may read (or change the
+     * nodes it goes to) is one the tool cannot keep. A warning, not a refusal: docs/cli.md. */
+    if (rc == CLI_PARSE_OK && has_password && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+        fprintf(stderr,
+                "redlock: warning: %s holds a password and others can access it (mode %04o): "
+                "chmod 600 it\n",
+                what, (unsigned)(st.st_mode & 07777));
     volatile char *wipe = text; /* passwords */
     for (size_t k = 0; k < len; k++)
         wipe[k] = '\0';

@@ -14,6 +14,11 @@ static void say(const char *fmt, va_list ap)
 {
     char line[1024];
     vsnprintf(line, sizeof(line), fmt, ap);
+    /* Whatever it quotes (a server's text), the terminal gets printable ASCII only: a key or a
+     * token is escaped by tool_printable before, anything else unexpected becomes '?'. */
+    for (char *c = line; *c != '\0'; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+            *c = '?';
     fprintf(stderr, "redlock: %s\n", line);
 }
 

@@ -5,10 +5,11 @@
  * fails with an error that names the node (its redacted URL) and says why (WRONGPASS/NOAUTH),
  * and the operation ends in REDLOCK_ENOQUORUM. No password ever appears in anything a user can
  * see: per-node errors, redlock_client_last_error, redlock_client_node_url, URL parse errors,
- * or the output of the redlock tool. The process's stderr goes to a log file from the start, so
- * whatever the test, the harness or the library print is captured; everything the test reads
- * (results, errors, URLs, the tool's output) is written there too, and the last test searches
- * the log for every password used, then copies it to the real stderr. */
+ * or the output of the redlock tool, not even when a server repeats it in an error. The
+ * process's stderr goes to a log file from the start, so whatever the test, the harness or the
+ * library print is captured; everything the test reads (results, errors, URLs, the tool's
+ * output) is written there too, and the last test searches the log for every password used,
+ * then copies it to the real stderr. */
 #include "harness.h"
 
 #include <fcntl.h>
@@ -471,6 +472,78 @@ static void tool_with_password(void **state)
     h_env_stop(&env);
 }
 
+/* Every log line of a client, to the log (which the last test searches) and checked here. */
+static void on_log(redlock_client *client, redlock_log_level level, const char *url,
+                   const char *message, void *data)
+{
+    (void)client;
+    bool *clean = data;
+    say("log %s %s: %s", redlock_log_level_name(level), url != NULL ? url : "-", message);
+    if (contains_secret(message) || (url != NULL && contains_secret(url)))
+        *clean = false;
+}
+
+/* A server that repeats a command's arguments in its error, AUTH's included (here AUTH renamed
+ * away: "unknown command 'AUTH', with args beginning with: 'app' '<password>'"): the node fails,
+ * and the password is in none of its error, its node info, the client's log, the tool's output
+ * (acquire and check). */
+static void server_repeating_the_password(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, "rename-command AUTH \"\"\n");
+    urlset u;
+    redlock_options o;
+    h_test_options(&o);
+    bool clean = true;
+    o.log_fn = on_log;
+    o.log_data = &clean;
+    redlock_client *c = NULL;
+    assert_int_equal(h_client_urls(&env, make_urls(&u, &env, "app:" PASS, false), env.cluster.n, &o,
+                                   &c, NULL, 0),
+                     0);
+    seen s;
+    assert_int_equal(run_acquire(&env, c, "auth:echo", &s), REDLOCK_ENOQUORUM);
+    assert_true(s.errors_ok);
+    assert_true(s.all_failed_have_error);
+    /* The round was decided at its second error: the third node's comes a moment later. */
+    unsigned scrubbed = 0;
+    uint64_t deadline = redlock_now_us() + H_WAIT_MS * 1000;
+    for (unsigned i = 0; i < redlock_client_node_count(c); i++) {
+        redlock_node_info info;
+        redlock_node_info_init(&info);
+        while (redlock_client_node_info(c, i, &info) == 0 && info.connect_failures == 0 &&
+               redlock_now_us() < deadline)
+            h_run_for(&env.loop, 10);
+    }
+    for (unsigned i = 0; i < redlock_client_node_count(c); i++) {
+        redlock_node_info info;
+        redlock_node_info_init(&info);
+        assert_int_equal(redlock_client_node_info(c, i, &info), 0);
+        say("node %u last_error: %s", i, info.last_error);
+        assert_false(contains_secret(info.last_error));
+        /* The server did repeat it: the error shows where it was hidden. */
+        scrubbed += strstr(info.last_error, "unknown command") != NULL &&
+                    strstr(info.last_error, "'***'") != NULL;
+    }
+    assert_int_equal(scrubbed, env.cluster.n);
+    assert_true(clean);
+
+    if (tool_path != NULL && access(tool_path, X_OK) == 0) {
+        char nodes[1024], out[16384];
+        nodes_arg(&env, "app:" PASS, nodes, sizeof(nodes));
+        assert_int_equal(run_tool(ARGS_ACQ(nodes), out, sizeof(out)), 69);
+        assert_false(contains_secret(out));
+        assert_non_null(strstr(out, "'***'"));
+        assert_int_equal(run_tool((const char *const[]){"-T", TOOL_T, "-n", nodes, "check", NULL},
+                                  out, sizeof(out)),
+                         69);
+        assert_false(contains_secret(out));
+        assert_non_null(strstr(out, "'***'"));
+    }
+    h_env_stop(&env);
+}
+
 /* Last: nothing the whole program printed on stderr (the log) holds a password. */
 static void log_has_no_password(void **state)
 {
@@ -516,6 +589,7 @@ int main(void)
         H_TEST(acl_user),
         H_TEST(parse_errors_redacted),
         H_TEST(tool_with_password),
+        H_TEST(server_repeating_the_password),
         H_TEST(log_has_no_password),
     };
     return cmocka_run_group_tests_name("auth", tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #endif
 
 #include "cli_harness.h"
+#include "fake_redis.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -315,7 +316,7 @@ static void release_frees_and_wrong_token_deletes_nothing(void **state)
     expect_key_everywhere(&shared, "cli:release", token);
 
     proc p;
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:release",
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:release",
          "0123456789abcdef0123456789abcdef");
     expect_status(&p, 70); /* this token held nothing: "lapsed" */
     jv *v = json_line(&p);
@@ -329,7 +330,7 @@ static void release_frees_and_wrong_token_deletes_nothing(void **state)
     proc_free(&p);
     expect_key_everywhere(&shared, "cli:release", token);
 
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:release", token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:release", token);
     expect_status(&p, 0);
     v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "status"), "REDLOCK_OK"));
@@ -471,7 +472,7 @@ static void won_round_reaches_slow_node(void **state)
     proc_free(&p);
     expect_pttl(server_pttl(&extra, 2, "cli:slow"), 60000, now_ms() - start);
 
-    TOOL(&p, NULL, "-n", nodes, "release", "cli:slow", token);
+    TOOL(&p, NULL, "-n", nodes, "--all", "release", "cli:slow", token);
     expect_status(&p, 0);
     v = json_line(&p);
     assert_int_equal(jint(v, "released"), 3);
@@ -522,7 +523,7 @@ static void no_quorum_exits_69(void **state)
     assert_non_null(strstr(p.err, "connection refused"));
     proc_free(&p);
 
-    TOOL(&p, NULL, "-n", nodes, "release", "cli:noq", "0123456789abcdef0123456789abcdef");
+    TOOL(&p, NULL, "-n", nodes, "--all", "release", "cli:noq", "0123456789abcdef0123456789abcdef");
     expect_status(&p, 69);
     proc_free(&p);
     TOOL(&p, NULL, "-n", nodes, "run", "cli:noq", "--", "true");
@@ -581,7 +582,7 @@ static void password_never_shown(void **state)
     expect_status(&p, 0);
     expect_no_secret(&p, PASSWORD);
     proc_free(&p);
-    TOOL(&p, NULL, "-n", nodes, "release", "cli:pw", token);
+    TOOL(&p, NULL, "-n", nodes, "--all", "release", "cli:pw", token);
     expect_status(&p, 0);
     expect_no_secret(&p, PASSWORD);
     v = json_line(&p);
@@ -653,11 +654,11 @@ static void any_byte_in_key_is_escaped(void **state)
     proc_free(&p);
 
     /* A token with odd bytes is escaped the same way (and, not ours, deletes nothing: 70). */
-    TOOL(&p, NULL, "-n", shared_nodes, "release", key, "t\x01\"\xfe");
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", key, "t\x01\"\xfe");
     expect_status(&p, 70);
     assert_non_null(strstr(p.out, "\"token\":\"t\\u0001\\\"\\u00fe\""));
     proc_free(&p);
-    TOOL(&p, NULL, "-n", shared_nodes, "release", key, token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", key, token);
     expect_status(&p, 0);
     proc_free(&p);
     expect_key_everywhere(&shared, key, NULL);
@@ -668,6 +669,40 @@ static void any_byte_in_key_is_escaped(void **state)
     expect_status(&p, 0);
     proc_free(&p);
     free(token);
+}
+
+/* A server's text reaches no terminal raw: the error of a node whose every answer holds escape
+ * sequences and a bell (two fakes of three, so the round is lost and each node's error is
+ * printed) shows them as '?' on stderr and in the JSON, in the acquire's messages and in the
+ * check's table. */
+static void server_text_is_printable(void **state)
+{
+    (void)state;
+    fake_redis *fakes[2] = {NULL, NULL};
+    char nodes[256];
+    for (int i = 0; i < 2; i++) {
+        fakes[i] = fake_redis_start(FAKE_ERROR, "ERR \x1b[31mred\x1b[0m \007bell");
+        assert_non_null(fakes[i]);
+    }
+    snprintf(nodes, sizeof(nodes), "redis://127.0.0.1:%d,redis://127.0.0.1:%d,redis://127.0.0.1:%d",
+             shared.servers[0].port, fake_redis_port(fakes[0]), fake_redis_port(fakes[1]));
+    proc p;
+    TOOL(&p, NULL, "-n", nodes, "acquire", "cli:escape");
+    expect_status(&p, 69);
+    assert_true(printable_text(p.err, p.err_len));
+    assert_true(printable_text(p.out, p.out_len));
+    assert_non_null(strstr(p.err, "ERR ?[31mred?[0m ?bell"));
+    jv *v = json_line(&p);
+    assert_true(jv_is_str(jv_get(jv_at(jv_get(v, "nodes"), 1), "error"), "ERR ?[31mred?[0m ?bell"));
+    jv_free(v);
+    proc_free(&p);
+    TOOL(&p, NULL, "-n", nodes, "check");
+    expect_status(&p, 69);
+    assert_true(printable_text(p.err, p.err_len));
+    assert_non_null(strstr(p.err, "?[31mred"));
+    proc_free(&p);
+    for (int i = 0; i < 2; i++)
+        fake_redis_stop(fakes[i]);
 }
 
 static void nodes_from_environment(void **state)
@@ -688,7 +723,7 @@ static void nodes_from_environment(void **state)
 
     /* --nodes wins over the environment (here a list that could not work). */
     const char *bad_env[] = {"REDLOCK_NODES=redis://127.0.0.1:1", NULL};
-    TOOL(&p, bad_env, "-n", shared_nodes, "release", "cli:env", token);
+    TOOL(&p, bad_env, "-n", shared_nodes, "--all", "release", "cli:env", token);
     expect_status(&p, 0);
     v = json_line(&p);
     assert_int_equal(jint(v, "released"), 3);
@@ -841,7 +876,8 @@ static void valgrind_clean(void **state)
     valgrind_run(valgrind, 0, ARGS("-n", shared_nodes, "check", "--delayed-restart"));
     valgrind_run(valgrind, 0, ARGS("-n", shared_nodes, "status", "cli:vg"));
     valgrind_run(valgrind, 70, ARGS("-n", shared_nodes, "extend", "cli:vg", "not-the-token"));
-    valgrind_run(valgrind, 70, ARGS("-n", shared_nodes, "release", "cli:vg", "not-the-token"));
+    valgrind_run(valgrind, 70,
+                 ARGS("-n", shared_nodes, "--all", "release", "cli:vg", "not-the-token"));
     valgrind_run(valgrind, 0,
                  ARGS("-n", shared_nodes, "-t", "3s", "run", "cli:vg2", "--", "sleep", "1.5"));
     valgrind_run(valgrind, 127, ARGS("-n", shared_nodes, "run", "cli:vg2", "--", "/nonexistent"));
@@ -867,6 +903,7 @@ int main(void)
         cmocka_unit_test(no_quorum_exits_69),
         cmocka_unit_test(password_never_shown),
         cmocka_unit_test(any_byte_in_key_is_escaped),
+        cmocka_unit_test(server_text_is_printable),
         cmocka_unit_test(nodes_from_environment),
         cmocka_unit_test(quiet_silences_messages),
         cmocka_unit_test(closed_stdout_is_an_error),

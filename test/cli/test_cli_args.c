@@ -259,6 +259,23 @@ static void command_line_refused(void **state)
     assert_null(strpbrk(err, "\r\x1b"));
     cli_args_free(&a);
 
+    /* A list is split where a URL ends: at a comma before the next URL's scheme (or another
+     * comma, or the end), so a comma in a password stays in its URL. */
+    assert_int_equal(
+        PARSE(&a, NULL, err, "-n", "redis://u:se,cret@h, rediss://v:a,b,c@i:7,", "acquire", "k"),
+        CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "URL 3 of the list is empty"));
+    assert_null(strstr(err, "cret"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, NULL, err, "-n", "redis://u:se,cret@h, rediss://v:a,b,c@i:7", "-n",
+                           "redis://u:secret,x", "acquire", "k"),
+                     CLI_PARSE_OK);
+    assert_int_equal(a.n_nodes, 3);
+    assert_string_equal(a.nodes[0], "redis://u:se,cret@h");
+    assert_string_equal(a.nodes[1], "rediss://v:a,b,c@i:7");
+    assert_string_equal(a.nodes[2], "redis://u:secret,x"); /* one URL: the library refuses it */
+    cli_args_free(&a);
+
     /* 64 nodes are fine, 65 are not. */
     char list[65 * 24] = "";
     for (int i = 0; i < 65; i++)

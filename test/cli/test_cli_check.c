@@ -743,6 +743,33 @@ static void cluster_replicas_counted(void **state)
     fixture_cluster_stop(&rc);
 }
 
+/* allow=: masters outside it are errors the check does not connect to (their master entries say
+ * so); within it they are checked. The URL names the cluster by "localhost", its masters call
+ * themselves 127.0.0.1. */
+static void cluster_allow_respected(void **state)
+{
+    (void)state;
+    assert_int_equal(fixture_cluster_form(&rc, 3, 0, NULL), 0);
+    const char *params[] = {"?allow=127.0.0.2", "?allow=127.0.0.0/8"};
+    for (int k = 0; k < 2; k++) {
+        char nodes[1024];
+        snprintf(nodes, sizeof(nodes), "cluster://localhost:%d%s,%s,%s",
+                 fixture_cluster_port(&rc, 0), params[k], shared.servers[0].url,
+                 shared.servers[1].url);
+        proc p;
+        TOOL(&p, NULL, "-n", nodes, "check", "--delayed-restart");
+        expect_status(&p, k == 0 ? 69 : 0);
+        jv *v = check_result(&p, 3, k == 0 ? "error" : "ok");
+        if (k == 0)
+            expect_masters_say(v, -1, "errors", "not among those the URL allows (allow=)");
+        else
+            expect_masters(&p, v, 3);
+        jv_free(v);
+        proc_free(&p);
+    }
+    fixture_cluster_stop(&rc);
+}
+
 static void refused_before_sending(void **state)
 {
     (void)state;
@@ -797,7 +824,7 @@ static void cluster_answers_named(void **state)
         else if (k == 1)
             TOOL(&p, NULL, "-n", nodes, "status", key);
         else
-            TOOL(&p, NULL, "-n", nodes, "release", key, token);
+            TOOL(&p, NULL, "-n", nodes, "--all", "release", key, token);
         expect_status(&p, 0);
         jv *v = json_line(&p);
         if (k == 0)
@@ -821,7 +848,8 @@ int main(void)
         cmocka_unit_test(evicting_policy_warns),   cmocka_unit_test(replica_is_an_error),
         cmocka_unit_test(recommended_acl_passes),  cmocka_unit_test(unreachable_and_twin_nodes),
         cmocka_unit_test(cluster_masters_checked), cmocka_unit_test(cluster_replicas_counted),
-        cmocka_unit_test(refused_before_sending),  cmocka_unit_test(cluster_answers_named),
+        cmocka_unit_test(cluster_allow_respected), cmocka_unit_test(refused_before_sending),
+        cmocka_unit_test(cluster_answers_named),
     };
     return cli_main("cli-check", tests, sizeof(tests) / sizeof(tests[0]), NULL);
 }

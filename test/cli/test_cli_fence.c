@@ -29,7 +29,7 @@ static int64_t fenced_acquire(const char *key, char **token)
 static void release(const char *key, const char *token)
 {
     proc p;
-    TOOL(&p, NULL, "-n", shared_nodes, "release", key, token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", key, token);
     expect_status(&p, 0);
     proc_free(&p);
 }

@@ -81,7 +81,7 @@ static void release_after_ttl_exits_70(void **state)
     proc_free(&p);
     wait_key_gone("cli:lapse-ttl");
 
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:lapse-ttl", token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:lapse-ttl", token);
     expect_status(&p, 70);
     v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "status"), "REDLOCK_ELOST"));
@@ -95,7 +95,7 @@ static void release_after_ttl_exits_70(void **state)
     proc_free(&p);
 
     /* --quiet does not hide it: a lapsed hold is something wrong. */
-    TOOL(&p, NULL, "-q", "-n", shared_nodes, "release", "cli:lapse-ttl", token);
+    TOOL(&p, NULL, "-q", "-n", shared_nodes, "--all", "release", "cli:lapse-ttl", token);
     expect_status(&p, 70);
     assert_int_equal(lines_with(p.err, "had lapsed"), 1);
     proc_free(&p);
@@ -112,7 +112,7 @@ static void release_after_majority_lost_the_key_exits_70(void **state)
     server_del(&shared, 0, "cli:lapse-restart");
     server_del(&shared, 1, "cli:lapse-restart");
     proc p;
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:lapse-restart", token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:lapse-restart", token);
     expect_status(&p, 70);
     jv *v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "status"), "REDLOCK_ELOST"));
@@ -125,7 +125,7 @@ static void release_after_majority_lost_the_key_exits_70(void **state)
     free(token);
 
     token = acquire_shared("cli:lapse-restart", "60s");
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:lapse-restart", token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:lapse-restart", token);
     expect_status(&p, 0);
     v = json_line(&p);
     assert_false(jbool(v, "lapsed"));
@@ -174,8 +174,8 @@ static void run_exits_70_when_release_finds_lapse(void **state)
         remove(marker);
         proc p;
         tool_start(&p, NULL,
-                   ARGS("-n", shared_nodes, "-t", "60s", "--json", "run", "cli:lapse-run", "--",
-                        "sh", "-c", WAIT_FOR_MARKER("$2"), "sh", marker, cases[i].status));
+                   ARGS("-n", shared_nodes, "-t", "60s", "--json", "--all", "run", "cli:lapse-run",
+                        "--", "sh", "-c", WAIT_FOR_MARKER("$2"), "sh", marker, cases[i].status));
         assert_true(proc_wait_for_output(&p, "ready\n", false, TOOL_TIMEOUT_MS));
         /* COMMAND starts once a quorum said yes; the third SET may still be on its way (its
          * connection was still being set up, say). Delete only once every node has the key, or
@@ -213,7 +213,7 @@ static void run_json_when_nothing_lapsed(void **state)
 {
     (void)state;
     proc p;
-    TOOL(&p, NULL, "-n", shared_nodes, "-j", "run", "cli:lapse-ok", "--", "sh", "-c",
+    TOOL(&p, NULL, "-n", shared_nodes, "-j", "--all", "run", "cli:lapse-ok", "--", "sh", "-c",
          "echo hello; exit 4");
     expect_status(&p, 4);
     assert_int_equal(strncmp(p.out, "hello\n", 6), 0);
@@ -235,7 +235,7 @@ static void run_json_when_nothing_lapsed(void **state)
 
     /* Busy: COMMAND never ran, and the line says so. */
     char *token = acquire_shared("cli:lapse-ok", "10s");
-    TOOL(&p, NULL, "-n", shared_nodes, "--json", "run", "cli:lapse-ok", "--", "true");
+    TOOL(&p, NULL, "-n", shared_nodes, "--json", "--all", "run", "cli:lapse-ok", "--", "true");
     expect_status(&p, 75);
     v = json_line(&p);
     assert_true(jv_is_str(jv_get(v, "status"), "REDLOCK_EBUSY"));
@@ -245,7 +245,7 @@ static void run_json_when_nothing_lapsed(void **state)
     assert_int_equal(jint(v, "exit"), 75);
     jv_free(v);
     proc_free(&p);
-    TOOL(&p, NULL, "-n", shared_nodes, "release", "cli:lapse-ok", token);
+    TOOL(&p, NULL, "-n", shared_nodes, "--all", "release", "cli:lapse-ok", token);
     expect_status(&p, 0);
     proc_free(&p);
     free(token);

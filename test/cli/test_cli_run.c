@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* test_cli_run.c - `redlock run KEY -- COMMAND` against real redis-server processes: the
  * command's exit status, its environment, a busy lock, a missing command, a short ttl kept alive
- * by extension, signals forwarded or giving up the wait, and a lock lost while the command runs.
+ * by extension, signals forwarded or giving up the wait, and a lock lost while the command runs
+ * (with a hostile third node too).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 
 #include "cli_harness.h"
+#include "fake_redis.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -100,7 +102,7 @@ static void run_busy_does_not_run_command(void **state)
     sleep_ms(500);
     assert_false(file_exists(marker));
     proc r;
-    TOOL(&r, NULL, "-n", shared_nodes, "release", "cli:run-busy", token);
+    TOOL(&r, NULL, "-n", shared_nodes, "--all", "release", "cli:run-busy", token);
     expect_status(&r, 0);
     proc_free(&r);
     tool_finish(&p, TOOL_TIMEOUT_MS);
@@ -387,6 +389,63 @@ static void run_lock_forgotten_by_restarts_terminates_command(void **state)
     fixture_stop(&extra);
 }
 
+static fake_redis *hostile;
+
+static int hostile_teardown(void **state)
+{
+    (void)state;
+    fake_redis_stop(hostile);
+    hostile = NULL;
+    fixture_stop(&extra);
+    return 0;
+}
+
+/* Two real servers and a hostile third node (test/fault/fake_redis.h: every lock command is
+ * answered an array of 2^31 elements that never ends, or a bulk string of a billion bytes
+ * trickled in), which the library refuses at once. run holds the lock on the two real servers,
+ * extending it for longer than a ttl; then one of them stops: no extension can win any more, so
+ * the lock's validity ends within a ttl of that moment, and COMMAND must be signalled before:
+ * the hostile node stalls nothing (the tool's loop went silent for seconds at every reconnect
+ * of such a node while hiredis walked 2^31 slots). */
+static void run_lost_in_time_with_a_hostile_node(void **state)
+{
+    (void)state;
+    const fake_mode modes[] = {FAKE_HUGE_ARRAY, FAKE_TRICKLE_BULK};
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        assert_int_equal(fixture_start(&extra, 2, NULL), 0);
+        hostile = fake_redis_start(modes[m], NULL);
+        assert_non_null(hostile);
+        /* The server that stops gets a short deadline of its own, so the release at the end
+         * does not wait the tool's 10 s for it. */
+        char nodes[512];
+        snprintf(nodes, sizeof(nodes),
+                 "redis://127.0.0.1:%d,redis://127.0.0.1:%d?timeout_ms=1000,"
+                 "redis://127.0.0.1:%d?timeout_ms=300",
+                 extra.servers[0].port, extra.servers[1].port, fake_redis_port(hostile));
+        proc p;
+        tool_start(&p, NULL,
+                   ARGS("-n", nodes, "-t", "3s", "-g", "10s", "run", "cli:hostile", "--", "sh",
+                        "-c", TRAP_TERM));
+        assert_true(proc_wait_for_output(&p, "ready", false, TOOL_TIMEOUT_MS));
+        sleep_ms(3200); /* longer than a ttl: the extensions win without the hostile node */
+        proc_wait(&p, 1);
+        assert_false(p.exited);
+        long long stopped = now_ms();
+        assert_int_equal(fixture_pause(&extra, 1), 0);
+        /* Signalled within the 3 s ttl of the stop (slack for a loaded machine). */
+        assert_true(proc_wait_for_output(&p, "got-TERM", false, TOOL_TIMEOUT_MS));
+        assert_true(now_ms() - stopped < 3000 + 2500);
+        tool_finish(&p, TOOL_TIMEOUT_MS);
+        expect_status(&p, 70);
+        assert_non_null(strstr(p.err, "lock lost: "));
+        assert_true(fake_redis_commands(hostile) >= 1);
+        proc_free(&p);
+        fake_redis_stop(hostile);
+        hostile = NULL;
+        fixture_stop(&extra);
+    }
+}
+
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
@@ -399,6 +458,7 @@ int main(void)
         cmocka_unit_test(run_interrupted_while_waiting),
         cmocka_unit_test(run_lock_lost_terminates_command),
         cmocka_unit_test(run_lock_forgotten_by_restarts_terminates_command),
+        cmocka_unit_test_teardown(run_lost_in_time_with_a_hostile_node, hostile_teardown),
     };
     static const char *const temp_files[] = {"busy-marker", "int-marker",   "not-executable",
                                              "env-marker",  "short-marker", NULL};

@@ -414,13 +414,33 @@ static void nodes_file_keeps_urls_out_of_argv(void **state)
     char env_nodes[1100];
     snprintf(env_nodes, sizeof(env_nodes), "REDLOCK_NODES=%s", shared_nodes);
     proc p;
+    assert_int_equal(chmod(path, 0600), 0);
     TOOL(&p, ARGS(env_nodes), "--nodes-file", path, "acquire", "cli:nodes-file");
     expect_status(&p, 0);
     expect_no_secret(&p, secret);
+    assert_null(strstr(p.err, "warning"));
     jv *v = json_line(&p);
     char *token = strdup(jstr(v, "token"));
     jv_free(v);
     proc_free(&p);
+    /* Others may read it: a warning (the file named, the password not), and the lock is taken as
+     * before. Without a password in it the mode does not matter. */
+    assert_int_equal(chmod(path, 0640), 0);
+    TOOL(&p, NULL, "--nodes-file", path, "status", "cli:nodes-file");
+    expect_status(&p, 0);
+    expect_no_secret(&p, secret);
+    assert_non_null(strstr(p.err, "redlock: warning: --nodes-file "));
+    assert_non_null(strstr(p.err, "holds a password and others can access it (mode 0640)"));
+    proc_free(&p);
+    char plain[512];
+    marker_path(plain, sizeof(plain), "nodes-file-plain");
+    write_file(plain, shared_nodes);
+    assert_int_equal(chmod(plain, 0644), 0);
+    TOOL(&p, NULL, "--nodes-file", plain, "status", "cli:nodes-file");
+    expect_status(&p, 0);
+    assert_null(strstr(p.err, "warning"));
+    proc_free(&p);
+    unlink(plain);
     for (unsigned i = 0; i < extra.n; i++) {
         char *got = server_get_pw(&extra, i, secret, "cli:nodes-file", NULL);
         assert_non_null(got);
@@ -465,6 +485,7 @@ int main(void)
         cmocka_unit_test(command_does_not_see_redlock_nodes),
         cmocka_unit_test(nodes_file_keeps_urls_out_of_argv),
     };
-    static const char *const temp_files[] = {"sig-marker", "wait-marker", "nodes-file", NULL};
+    static const char *const temp_files[] = {"sig-marker", "wait-marker", "nodes-file",
+                                             "nodes-file-plain", NULL};
     return cli_main("cli-signals", tests, sizeof(tests) / sizeof(tests[0]), temp_files);
 }

@@ -139,7 +139,7 @@ static void logs_and_prints_every_node(void **state)
     static char out[16384];
     int status = run_example(env, out, sizeof(out));
     assert_int_equal(status, 0);
-    assert_non_null(strstr(out, "released on 3 of 3 nodes"));
+    assert_non_null(strstr(out, "released: success (deleted on "));
     char line[1024];
     for (unsigned i = 0; i < N_NODES; i++) {
         if (last_line(env, out, "[redlock info] ", i, line, sizeof(line)) == NULL ||
@@ -147,7 +147,10 @@ static void logs_and_prints_every_node(void **state)
             fail_msg("no log line of node %u's connection", i);
         if (last_line(env, out, "node ", i, line, sizeof(line)) == NULL)
             fail_msg("node %u's state is not printed", i);
-        if (strstr(line, ": up, rtt ") == NULL || strstr(line, " 2 requests, 0 errors") == NULL)
+        /* A release is decided at the quorum: the slowest node may still be connecting then
+         * (its requests held for the connection), never failed. */
+        if ((strstr(line, ": up, rtt ") == NULL && strstr(line, ": connecting, rtt ") == NULL) ||
+            strstr(line, " 2 requests, 0 errors") == NULL)
             fail_msg("node %u: %s", i, line);
     }
     assert_non_null(strstr(out, "rounds: 1 won, 0 busy, 0 broken; releases: 1 ok, 0 lapsed"));
@@ -164,12 +167,13 @@ static void a_node_down_is_logged_and_shown(void **state)
     int status = run_example(env, out, sizeof(out));
     assert_int_equal(fixture_restart(&env->cluster, 2), 0);
     assert_int_equal(status, 0);
-    assert_non_null(strstr(out, "released on 2 of 3 nodes"));
+    assert_non_null(strstr(out, "released: success (deleted on 2 of 3 nodes"));
     char line[1024];
     if (last_line(env, out, "[redlock warn] ", 2, line, sizeof(line)) == NULL ||
         strstr(line, "connection attempt failed") == NULL)
         fail_msg("no warning about node 2's failed connection");
-    /* The release waited for node 2's vote, so its connection had failed by then. */
+    /* The release's attempt on node 2 failed at once (down), so its connection had failed by
+     * the time the release was decided. */
     if (last_line(env, out, "node ", 2, line, sizeof(line)) == NULL)
         fail_msg("node 2's state is not printed");
     if (strstr(line, ": down, ") == NULL || strstr(line, "last error: ") == NULL)

@@ -24,7 +24,11 @@ typedef struct fake_conn {
     int fd; /* -1 when free */
     char *buf;
     size_t len, cap;
+    bool trickling; /* FAKE_TRICKLE_BULK: a bulk string is being sent, a little at a time */
 } fake_conn;
+
+#define TRICKLE_BYTES 4096
+#define TRICKLE_EVERY_MS 10
 
 struct fake_redis {
     fake_mode mode;
@@ -47,6 +51,7 @@ static void conn_close(fake_conn *c)
     free(c->buf);
     c->buf = NULL;
     c->len = c->cap = 0;
+    c->trickling = false;
 }
 
 static void send_all(int fd, const char *data, size_t len)
@@ -179,10 +184,44 @@ static bool answer(fake_redis *f, fake_conn *c, const char *name, const char *cm
         send_all(c->fd, ok, strlen(ok));
         return true;
     }
+    case FAKE_HUGE_ARRAY: {
+        static const char head[] = "*2147483647\r\n", one[] = ":1\r\n";
+        char *r = malloc(sizeof(head) - 1 + 100000 * (sizeof(one) - 1));
+        if (r == NULL)
+            return false;
+        size_t n = sizeof(head) - 1;
+        memcpy(r, head, n);
+        for (int i = 0; i < 100000; i++, n += sizeof(one) - 1)
+            memcpy(r + n, one, sizeof(one) - 1);
+        send_all(c->fd, r, n); /* fails once the client has closed: then it is gone anyway */
+        free(r);
+        return true;
+    }
+    case FAKE_TRICKLE_BULK: {
+        const char *head = "$1000000000\r\n";
+        send_all(c->fd, head, strlen(head));
+        c->trickling = true;
+        return true;
+    }
     case FAKE_ERROR:
         break;
     }
     return true;
+}
+
+/* A little more of every trickled bulk string, never blocking: a client that does not read gets
+ * nothing more meanwhile. */
+static void trickle(fake_redis *f)
+{
+    static const char chunk[TRICKLE_BYTES] = {0};
+    for (int i = 0; i < MAX_CONNS; i++) {
+        fake_conn *c = &f->conns[i];
+        if (c->fd < 0 || !c->trickling)
+            continue;
+        if (send(c->fd, chunk, sizeof(chunk), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+            errno != EINTR)
+            conn_close(c);
+    }
 }
 
 static void on_readable(fake_redis *f, fake_conn *c)
@@ -236,13 +275,17 @@ static void *run(void *arg)
                 map[n++] = i;
             }
         }
-        if (poll(pfd, n, -1) < 0) {
+        bool trickling = false;
+        for (int i = 0; i < MAX_CONNS; i++)
+            trickling = trickling || (f->conns[i].fd >= 0 && f->conns[i].trickling);
+        if (poll(pfd, n, trickling ? TRICKLE_EVERY_MS : -1) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (pfd[0].revents != 0)
             break;
+        trickle(f);
         for (nfds_t k = 1; k < n; k++) {
             if (pfd[k].revents == 0)
                 continue;

@@ -15,6 +15,11 @@ typedef enum {
     /* A SHA1 to SCRIPT LOAD that is not the script's (what a client sees when its replies are
      * out of step with its commands), "+OK" to the rest. */
     FAKE_BAD_HANDSHAKE,
+    /* "*2147483647" and 100,000 ":1" to a lock command: an array no command of the library is
+     * answered, which never ends (hiredis alone reserves 2^31 slots for it). */
+    FAKE_HUGE_ARRAY,
+    /* "$1000000000" to a lock command, then 4 KiB of it every 10 ms while the connection lasts. */
+    FAKE_TRICKLE_BULK,
 } fake_mode;
 
 typedef struct fake_redis fake_redis;

@@ -83,7 +83,8 @@ static void new_client(peers *p)
     o.node_timeout_ms = NODE_TIMEOUT_MS;
     o.connect_timeout_ms = NODE_TIMEOUT_MS;
     o.retry_count = 0;
-    o.reconnect_max_ms = 500; /* a node that comes good is back within a second */
+    o.reconnect_max_ms = 500;   /* a node that comes good is back within a second */
+    o.release_waits_all = true; /* the release reports the odd node for what it is */
     char err[256] = "";
     int rc = h_client_urls(&p->env, p->urls, N, &o, &p->client, err, sizeof(err));
     if (rc != 0)

@@ -10,8 +10,8 @@
  *   - no message ever quotes a node list: the canary password never appears in one (unless the
  *     input itself holds the canary's text elsewhere);
  *   - on OK without --help/--version: a command, a non-empty KEY, 1..64 trimmed non-empty node
- *     URLs, durations in their documented ranges, run's COMMAND and release/extend's TOKEN as
- *     the parser promises;
+ *     URLs (split only where the next starts: a comma in one never precedes a scheme), durations in
+ * their documented ranges, run's COMMAND and release/extend's TOKEN as the parser promises;
  *   - every argument that parses as a DURATION prints back (cli_format_duration) as a text that
  *     parses to the same number of milliseconds. */
 #include <stdint.h>
@@ -35,6 +35,21 @@ static const char arg_list[] = "redis://:" CANARY "@h3:3";
 static bool blank(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Whether a list is split at a comma followed by s: what follows it (blanks aside) is the end,
+ * another comma, or a URL's "scheme://" (args.c: a comma inside a password stays). */
+static bool split_before(const char *s)
+{
+    while (blank(*s))
+        s++;
+    if (*s == '\0' || *s == ',')
+        return true;
+    size_t n = 0;
+    while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+           (n > 0 && ((s[n] >= '0' && s[n] <= '9') || s[n] == '+' || s[n] == '-' || s[n] == '.')))
+        n++;
+    return n > 0 && strncmp(s + n, "://", 3) == 0;
 }
 
 static void check_duration_round_trip(const char *text)
@@ -109,7 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (unsigned i = 0; i < a.n_nodes; i++) {
             size_t len = strlen(a.nodes[i]);
             CHECK(len > 0 && !blank(a.nodes[i][0]) && !blank(a.nodes[i][len - 1]));
-            CHECK(strchr(a.nodes[i], ',') == NULL);
+            for (const char *c = strchr(a.nodes[i], ','); c != NULL; c = strchr(c + 1, ','))
+                CHECK(c != a.nodes[i] && !split_before(c + 1));
         }
         if (a.nodes_from_env)
             CHECK(env_nodes != NULL && a.n_nodes == 2 && strstr(a.nodes[0], "@h1:1") != NULL);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_cluster.c - libFuzzer target: bytes from a cluster node -> hiredis's redisReader -> the
+/* fuzz_cluster.c - libFuzzer target: bytes from a cluster node -> the library's reader -> the
  * slot map's loaders (CLUSTER SHARDS and CLUSTER SLOTS), the MOVED / ASK parser and MOVED
  * updates (lib/cluster_map.c).
  *
@@ -156,8 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data += 2;
     size -= 2;
     redirect(&r, (const char *)data, size);
-    if (!fuzz_huge_header(data, size))
-        fuzz_replies(data, size, on_reply, &r);
+    fuzz_replies(data, size, REDLOCK__READER_CLUSTER, on_reply, &r);
     redlock__cluster_map_free(&map);
     return 0;
 }

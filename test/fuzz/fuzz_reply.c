@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_reply.c - libFuzzer target: bytes from a node -> hiredis's redisReader -> the vote of
- * each round type (redlock__cmd_vote).
+/* fuzz_reply.c - libFuzzer target: bytes from a node -> the library's reader (lib/reader.h) -> the
+ * vote of each round type (redlock__cmd_vote).
  *
  * The first byte picks the command kind (and EXTEND's retake flag); the rest is fed to the
  * reader in chunks whose sizes come from the input too, as a socket would deliver it. Every
@@ -82,10 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data += 2;
     size -= 2;
 
-    /* Headers no server sends: see fuzz_resp.h. */
-    if (fuzz_huge_header(data, size))
-        return 0;
     vote_run run = {.cmd = &cmd, .err_len = err_len};
-    fuzz_replies(data, size, on_reply, &run);
+    fuzz_replies(data, size, REDLOCK__READER_NODE, on_reply, &run);
     return 0;
 }

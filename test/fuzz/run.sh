@@ -7,7 +7,7 @@
 # Targets: url (parse + redact), reply (reply -> vote of each round type), quorum (the core's
 # vote sequences), handshake (the connection handshake and INFO's run_id), args (the redlock
 # tool's command line), cluster (a cluster node's slot map from CLUSTER SHARDS / SLOTS replies,
-# MOVED / ASK). Each (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined
+# MOVED / ASK), reader (the bounded reply reader's limits). Each (fuzz_<name>.c) is compiled with -fsanitize=fuzzer,address,undefined
 # together with the sources it needs into a temp dir, then all run at once for SECONDS each.
 #
 # The corpus accumulates: test/fuzz/corpus/<name>/ is committed, minimized, and every run starts
@@ -32,7 +32,7 @@ fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(url reply quorum handshake args cluster)
+[ ${#targets[@]} -eq 0 ] && targets=(url reply quorum handshake args cluster reader)
 
 cc="${FUZZ_CC:-clang}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/redlock-fuzz.XXXXXX")"
@@ -51,9 +51,20 @@ flags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra
        -I"$root/include" -I"$root/lib" $(pkg-config --cflags libuv hiredis))
 libs=($(pkg-config --libs libuv hiredis) -lpthread -lm)
 
+# The Lua scripts as C (scripts_gen.c/.h), generated as lib/meson.build does, in its order.
+scripts=($(sed -n "/^lua_scripts = files(/,/^)/p" "$root/lib/meson.build" |
+           grep -o "'lua/[a-z_]*\.lua'" | tr -d "'"))
+if ! python3 "$root/lib/lua/generate.py" "$work/scripts_gen.c" "$work/scripts_gen.h" \
+    "${scripts[@]/#/$root/lib/}" 2>"$work/build.log"; then
+    cat "$work/build.log" >&2
+    for i in "${!targets[@]}"; do echo "not ok $((i + 1)) - ${targets[$i]} # build failed"; done
+    exit 1
+fi
+flags+=(-I"$work")
+
 # The library once, instrumented for coverage (fuzzer-no-link) and the sanitizers.
 objs=()
-for src in "$root"/lib/*.c; do
+for src in "$root"/lib/*.c "$work/scripts_gen.c"; do
     obj="$work/$(basename "$src" .c).o"
     if ! "$cc" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" 2>"$work/build.log"; then
         cat "$work/build.log" >&2

@@ -92,7 +92,7 @@ void h_env_stop(h_env *env);
 /* A client on the env's servers with opts (NULL: h_test_options). */
 redlock_client *h_client(h_env *env, const redlock_options *opts);
 /* redlock_options_init, then the tests' defaults: node and connect timeouts H_NODE_TIMEOUT_MS
- * and H_CONNECT_TIMEOUT_MS, retry_count 0. */
+ * and H_CONNECT_TIMEOUT_MS, retry_count 0, release_waits_all. */
 void h_test_options(redlock_options *opts);
 /* cmocka teardown for every test (H_TEST): a failed check longjmps out of the test past its
  * h_env_stop, so this stops whatever servers the test left running (fixture_stop_all) and the

@@ -355,6 +355,67 @@ static void slots_when_shards_refused(void **state)
     h_env_stop(&env);
 }
 
+/* Connections cluster b's master i has accepted so far (each fixture command is one more). */
+static long long connections_received(unsigned i)
+{
+    redisReply *r = fixture_cluster_command(&clusters[B], i, "INFO stats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "total_connections_received:");
+    assert_non_null(at);
+    long long n = atoll(at + strlen("total_connections_received:"));
+    freeReplyObject(r);
+    return n;
+}
+
+/* 3b. allow= keeps the client's connections (and its credentials) within the hosts named. The
+ * URL names cluster b by "localhost"; its masters call themselves 127.0.0.1. allow=127.0.0.2:
+ * no master is allowed, so every request is an error vote that says why, and no master but the
+ * one reached as "localhost" (the URL's own) ever sees a connection from the client. A network
+ * that holds them, or a seed on their host, lets the locks through. */
+static void masters_kept_within_allow(void **state)
+{
+    (void)state;
+    fixture_redis_cluster *rc = &clusters[B];
+    h_env env;
+    h_env_start(&env, 1, NULL);
+    long long before[MASTERS];
+    for (unsigned i = 1; i < MASTERS; i++)
+        before[i] = connections_received(i);
+    char url[256];
+    snprintf(url, sizeof(url), "cluster://localhost:%d?allow=127.0.0.2",
+             fixture_cluster_port(rc, 0));
+    redlock_client *c = solo_client(&env, url);
+    for (unsigned r = 0; r < N_SPREAD; r++) {
+        h_record rec;
+        assert_int_equal(h_acquire(&env, c, spread[r], 10000, NULL, &rec), REDLOCK_ENOQUORUM);
+        assert_int_equal(rec.node_vote[0], REDLOCK_VOTE_ERROR);
+        assert_non_null(strstr(rec.node_error[0], "master 127.0.0.1 is not among the hosts this "
+                                                  "cluster URL allows (allow=)"));
+    }
+    h_close_client(&env, c);
+    for (unsigned i = 1; i < MASTERS; i++) /* only this query's own connection */
+        assert_int_equal(connections_received(i), before[i] + 1);
+
+    static const char *const allowing[] = {"?allow=127.0.0.0/8", "?allow=::ffff:127.0.0.1/128",
+                                           "?allow=10.0.0.1&seed=127.0.0.1:%d"};
+    for (size_t k = 0; k < sizeof(allowing) / sizeof(allowing[0]); k++) {
+        char params[96];
+        snprintf(params, sizeof(params), allowing[k], fixture_cluster_port(rc, 1));
+        snprintf(url, sizeof(url), "cluster://localhost:%d%s", fixture_cluster_port(rc, 0), params);
+        c = solo_client(&env, url);
+        for (unsigned r = 0; r < N_SPREAD; r++) {
+            h_record rec;
+            if (h_acquire(&env, c, spread[r], 10000, NULL, &rec) != 0)
+                h_dump_record(url, &rec);
+            assert_int_equal(rec.status, 0);
+            h_release_ok(&env, rec.lock, NULL);
+        }
+        h_close_client(&env, c);
+    }
+    h_env_stop(&env);
+}
+
 /* 4. A slot migrates (half way: the source answers ASK for keys it no longer has; then
  * finished: MOVED) while a loop takes and releases a lock on a key of that slot and bumps a
  * counter on a plain server under it: every round is won, no update is lost. */
@@ -753,6 +814,7 @@ int main(void)
         cmocka_unit_test(auto_extension_over_clusters),
         cmocka_unit_test(keys_of_one_request_share_a_slot),
         cmocka_unit_test(slots_when_shards_refused),
+        cmocka_unit_test(masters_kept_within_allow),
         cmocka_unit_test(slot_migrating_under_a_lock_loop),
         cmocka_unit_test(tryagain_while_a_slot_is_split),
         cmocka_unit_test(failover_under_traffic),

@@ -22,6 +22,7 @@
 #include "pitfalls.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define N 5

@@ -486,7 +486,7 @@ static void auto_extension_broken_assumptions(void **state)
         assert_int_equal(b.contract_failures, 0);
         assert_int_equal(b.broken_promises, 0);
         assert_true(b.auto_holds > 0);
-        assert_true(b.violations >= BROKEN_SEEDS / 10);
+        assert_true(b.violations >= BROKEN_SEEDS / 25);
     }
 }
 

@@ -46,6 +46,7 @@ static void test_options(redlock_options *opts)
     opts->retry_count = 0;
     opts->retry_delay_ms = 3;
     opts->retry_jitter_ms = 2;
+    opts->release_waits_all = true; /* "every node deleted it" is there when a release returns */
 }
 
 /* The sync clients the running test has not freed yet, for sync_teardown. */

@@ -135,6 +135,7 @@ int tls_certs_make(const char *dir, char *err, size_t err_len)
         {"other-server", "localhost", local_san, "server", true, -DAY_S, 30 * DAY_S},
         {"other-client", "redlock-other-client", NULL, "client", true, -DAY_S, 30 * DAY_S},
         {"wrongname", "wrong.example", "DNS:wrong.example", "server", false, -DAY_S, 30 * DAY_S},
+        {"cn-only", "localhost", NULL, "server", false, -DAY_S, 30 * DAY_S},
         {"expired", "localhost", "DNS:localhost,IP:127.0.0.1", "server", false, -30 * DAY_S,
          -DAY_S},
     };

@@ -11,6 +11,7 @@
  *   other-server.crt/.key signed by the unrelated CA, for localhost, 127.0.0.1 and ::1
  *   other-client.crt/.key signed by the unrelated CA (clientAuth)
  *   wrongname.crt/.key    signed by the CA, for wrong.example only
+ *   cn-only.crt/.key      signed by the CA, CN localhost and no subjectAltName: for no name
  *   expired.crt/.key      signed by the CA, for localhost and 127.0.0.1, expired a day ago
  *   ca-dir/               ca.crt under its subject-hash name (<hash>.0), for a CA directory
  */

@@ -150,6 +150,30 @@ static void bad_certificates_vote_error(void **state)
     t_stop(&env);
 }
 
+/* A certificate whose subject's CN is localhost but that names no host (no subjectAltName) is
+ * refused for localhost: host names are matched against the DNS names only (RFC 6125). */
+static void cn_only_certificate_refused(void **state)
+{
+    (void)state;
+    t_env env;
+    fixture_tls_conf confs[3] = {t_conf("cn-only", false), t_conf("server", false),
+                                 t_conf("server", false)};
+    t_start(&env, 3, confs, false);
+    const char *urls[3] = {env.tls->servers[0].name_url, env.tls->servers[1].name_url,
+                           env.tls->servers[2].name_url};
+    redlock_options o;
+    t_options(&o);
+    redlock_client *c = t_client(&env, urls, 3, &o);
+    h_record rec, rel;
+    assert_int_equal(h_acquire(&env.h, c, "tls-cn-only", 10000, NULL, &rec), 0);
+    assert_int_equal(h_release(&env.h, rec.lock, &rel), 0);
+    redlock_lock_free(rec.lock);
+    assert_int_equal(rel.votes_yes, 2);
+    t_expect_error(&rel, 0, "tls: host name mismatch (the certificate is not for localhost)");
+    h_close_client(&env.h, c);
+    t_stop(&env);
+}
+
 /* Two of five nodes require a client certificate and the client has none: they vote error and
  * say why; with a certificate from an unrelated CA they say it was rejected. */
 static void missing_client_certificate(void **state)
@@ -354,6 +378,7 @@ int main(void)
         cmocka_unit_test(mutual_tls),
         cmocka_unit_test(mixed_tls_and_plain),
         cmocka_unit_test(bad_certificates_vote_error),
+        cmocka_unit_test(cn_only_certificate_refused),
         cmocka_unit_test(missing_client_certificate),
         cmocka_unit_test(options_checked_at_creation),
         cmocka_unit_test(ca_dir_and_server_name),

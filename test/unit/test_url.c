@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "cluster_allow.h"
 #include "redlock.h"
 #include "url.h"
 
@@ -192,6 +193,13 @@ static const invalid_case invalid_cases[] = {
     {"cluster://h?seed=h2:0", "invalid port \"0\"", NULL},
     {"cluster://h?seed=h2:1/x", "invalid port \"1/x\"", NULL},
     {"cluster://h?seed=[::1", "unclosed '['", NULL},
+    {"cluster://h?allow=", "invalid allow \"\"", NULL},
+    {"cluster://h?allow=10.0.0.0/33", "invalid allow \"10.0.0.0/33\"", NULL},
+    {"cluster://h?allow=::1/129", "invalid allow", NULL},
+    {"cluster://h?allow=10.0.0.0/", "invalid allow", NULL},
+    {"cluster://h?allow=name/8", "invalid allow", NULL},
+    {"cluster://h?allow=bad_host-", "invalid host name", NULL},
+    {"redis://h?allow=10.0.0.1", "unknown query parameter \"allow\"", NULL},
     {"cluster://:pw9@h?seed=bad_host-", "invalid host name", "pw9"},
     {"cluster://h?wait_replicas=65", "invalid wait_replicas \"65\"", NULL},
     {"cluster://h?wait_replicas=1&wait_replicas=1", "duplicate query parameter", NULL},
@@ -212,9 +220,9 @@ static const invalid_case invalid_cases[] = {
     {"redis://a..b", "1..63", NULL},
     {"redis://a.b.", "1..63", NULL},
     {"redis://h$x", "invalid character in host", NULL},
-    {"redis://h:0", "invalid port \"0\"", NULL},
-    {"redis://h:65536", "invalid port \"65536\"", NULL},
-    {"redis://h:abc", "invalid port \"abc\"", NULL},
+    {"redis://h:0", "invalid port, not shown", "h:0"},
+    {"redis://h:65536", "invalid port, not shown", "65536"},
+    {"redis://h:abc", "invalid port, not shown", "abc"},
     {"redis://h:-1", "invalid port", NULL},
     {"redis://h:+1", "invalid port", NULL},
     {"redis://h:99999999999", "invalid port", NULL},
@@ -222,7 +230,17 @@ static const invalid_case invalid_cases[] = {
     {"redis://h:/0", "empty port", NULL},
     {"redis://:pw3@h:70000", "invalid port \"70000\" (expected 1..65535) in redis://:***@h:70000",
      "pw3"},
-    {"redis://h:6379x", "invalid port \"6379x\"", NULL},
+    {"redis://h:6379x", "invalid port, not shown", "6379x"},
+    /* A password that lost its "@host" reads as a port: never shown, nor what follows it. */
+    {"redis://user:secret", "invalid port, not shown", "secret"},
+    {"redis://u:secret,x", "invalid port, not shown", "secret"},
+    {"redis://user:s/cr?t", "invalid port, not shown", "s/cr?t"},
+    {"rediss://user:99999", "invalid port, not shown", "99999"},
+    {"redis://:hunter2", "empty host", "hunter2"},
+    {"redis://[::1]:s3kr1t", "invalid port, not shown", "s3kr1t"},
+    {"user:secret", "missing scheme", "secret"},
+    {"unix://user:secret/tmp/s.sock", "absolute", "secret"},
+    {"cluster://u:p4ss?seed=h:1", "invalid port, not shown", "p4ss"},
     {"redis://h/-1", "invalid db \"-1\"", NULL},
     {"redis://h/abc", "invalid db \"abc\"", NULL},
     {"redis://h/2147483648", "invalid db \"2147483648\"", NULL},
@@ -383,6 +401,15 @@ static const struct {
     {":pa://ss@h", ":***@h"},
     {"pw@h", "***@h"},
     {"redis://h:6379/0", "redis://h:6379/0"},
+    /* No userinfo, and what follows the host's ':' is no port: a password that lost its '@'. */
+    {"redis://user:secret", "redis://user:***"},
+    {"redis://user:s/cr?t#x", "redis://user:***"},
+    {"redis://[::1]:p", "redis://[::1]:***"},
+    {"redis://h:0", "redis://h:***"},
+    {"user:secret", "user:***"},
+    {"unix://u:secret/tmp/s.sock", "unix://u:***"},
+    {"redis://h:6379?timeout_ms=1", "redis://h:6379?timeout_ms=1"},
+    {"redis://h:/0", "redis://h:/0"},
     {"unix:///tmp/s.sock", "unix:///tmp/s.sock"},
     {"not a url", "not a url"},
     {"", ""},
@@ -522,6 +549,56 @@ static void test_endpoint(void **state)
 
 /* cluster:// and clusters://: the first seed is host:port, the others come in order from
  * repeated seed= parameters (IPv6 in brackets, 6379 by default), each a string of its own. */
+/* allow=: which hosts a cluster URL lets the client connect to (cluster_allow.h). */
+static void test_cluster_allow(void **state)
+{
+    (void)state;
+    redlock_url u;
+    char err[ERR_LEN];
+    /* None: any host, the default. */
+    assert_int_equal(redlock_url_parse(&u, "cluster://:pw@10.0.0.1:7000", err, sizeof(err)), 0);
+    assert_true(redlock__cluster_allows(&u, "203.0.113.9"));
+    assert_true(redlock__cluster_allows(&u, "evil.example"));
+    redlock_url_free(&u);
+
+    /* The password may hold what looks like a query: only the real one counts. */
+    assert_int_equal(redlock_url_parse(&u,
+                                       "cluster://u:p?allow=0.0.0.0/0@Redis-1.Example:7000?seed="
+                                       "10.0.0.2:7001&allow=10.1.0.0/16&allow=192.0.2.7&allow=["
+                                       "fd00::]/8&allow=node-9.example",
+                                       err, sizeof(err)),
+                     0);
+    static const struct {
+        const char *host;
+        bool allowed;
+    } cases[] = {
+        {"redis-1.example", true}, /* the URL's own host */
+        {"10.0.0.2", true},        /* a seed's */
+        {"10.1.255.255", true},
+        {"10.2.0.1", false},
+        {"192.0.2.7", true},
+        {"192.0.2.8", false},
+        {"fd12::1", true},
+        {"fe80::1", false},
+        {"::ffff:10.1.0.9", true},
+        {"NODE-9.example", true},
+        {"node-9.example.evil", false}, /* names are whole */
+        {"10.1.0.1.evil", false},
+        {"203.0.113.9", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (redlock__cluster_allows(&u, cases[i].host) != cases[i].allowed)
+            fail_msg("%s: allowed should be %d", cases[i].host, cases[i].allowed);
+    redlock_url_free(&u);
+    /* Names are not resolved: a name matches no address, an address no name. */
+    assert_int_equal(redlock_url_parse(&u, "cluster://localhost?allow=127.0.0.2", err, sizeof(err)),
+                     0);
+    assert_true(redlock__cluster_allows(&u, "LOCALHOST"));
+    assert_false(redlock__cluster_allows(&u, "127.0.0.1"));
+    assert_true(redlock__cluster_allows(&u, "127.0.0.2"));
+    redlock_url_free(&u);
+}
+
 static void test_cluster(void **state)
 {
     (void)state;
@@ -596,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_redact_tables), cmocka_unit_test(test_redact_truncation),
         cmocka_unit_test(test_same_node),     cmocka_unit_test(test_endpoint),
         cmocka_unit_test(test_url_free),      cmocka_unit_test(test_cluster),
+        cmocka_unit_test(test_cluster_allow),
     };
     return cmocka_run_group_tests_name("url", tests, NULL, NULL);
 }

@@ -174,7 +174,7 @@ static const char *io_twin_of(void *ctx, const redlock__node *node, const char *
 }
 
 static const redlock__io_ops io_uv_ops = {
-    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch,
+    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch, NULL,
 };
 
 redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)

@@ -2,6 +2,7 @@
 /* sim_db.c - a simulated Redis server's keyspace (sim_db.h). */
 #include "sim_db.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,7 @@ static sim_db_key *new_key(sim_db *db, const char *name, size_t len, sim_db_type
     k->name_len = len;
     k->type = type;
     k->expire_us = SIM_DB_PERSIST;
+    k->mark = SIZE_MAX;
     db->keys[db->n++] = k;
     return k;
 }
@@ -288,40 +290,58 @@ bool sim_db_hdel(sim_db *db, sim_db_key *k, const char *field, size_t len)
     return true;
 }
 
+/* A copy of s in dst (which has no key of that name), without the observer. */
+static bool copy_key(sim_db *dst, const sim_db_key *s)
+{
+    sim_db_key *k = new_key(dst, s->name, s->name_len, s->type);
+    if (k == NULL)
+        return false;
+    k->expire_us = s->expire_us;
+    if (s->type == SIM_DB_STRING) {
+        k->value = dup_bytes(s->value, s->value_len);
+        k->value_len = s->value_len;
+        return k->value != NULL;
+    }
+    for (size_t j = 0; j < s->n_items; j++) {
+        const sim_db_item *it = &s->items[j];
+        if (!grow_items(dst, k))
+            return false;
+        sim_db_item copy = {dup_bytes(it->name, it->name_len), it->name_len, NULL, 0, it->score};
+        if (it->value != NULL) {
+            copy.value = dup_bytes(it->value, it->value_len);
+            copy.value_len = it->value_len;
+        }
+        k->items[k->n_items++] = copy;
+        if (copy.name == NULL || (it->value != NULL && copy.value == NULL))
+            return false;
+    }
+    return true;
+}
+
 bool sim_db_copy(sim_db *dst, const sim_db *src)
 {
     sim_db_clear(dst);
     for (size_t i = 0; i < src->n; i++) {
-        const sim_db_key *s = src->keys[i];
-        sim_db_key *k = new_key(dst, s->name, s->name_len, s->type);
-        if (k == NULL)
-            goto oom;
-        k->expire_us = s->expire_us;
-        if (s->type == SIM_DB_STRING) {
-            k->value = dup_bytes(s->value, s->value_len);
-            k->value_len = s->value_len;
-            if (k->value == NULL)
-                goto oom;
-            continue;
-        }
-        for (size_t j = 0; j < s->n_items; j++) {
-            const sim_db_item *it = &s->items[j];
-            if (!grow_items(dst, k))
-                goto oom;
-            sim_db_item copy = {dup_bytes(it->name, it->name_len), it->name_len, NULL, 0,
-                                it->score};
-            if (it->value != NULL) {
-                copy.value = dup_bytes(it->value, it->value_len);
-                copy.value_len = it->value_len;
-            }
-            k->items[k->n_items++] = copy;
-            if (copy.name == NULL || (it->value != NULL && copy.value == NULL))
-                goto oom;
+        if (!copy_key(dst, src->keys[i])) {
+            sim_db_clear(dst);
+            dst->oom = true;
+            return false;
         }
     }
     return true;
-oom:
-    sim_db_clear(dst);
-    dst->oom = true;
-    return false;
+}
+
+bool sim_db_restore(sim_db *dst, const sim_db_key *key)
+{
+    sim_db_key *old = sim_db_peek(dst, key->name, key->name_len);
+    if (old != NULL)
+        sim_db_delete(dst, old);
+    if (key->type == SIM_DB_STRING)
+        return sim_db_set(dst, key->name, key->name_len, key->value, key->value_len,
+                          key->expire_us) != NULL;
+    if (!copy_key(dst, key)) {
+        dst->oom = true;
+        return false;
+    }
+    return true;
 }

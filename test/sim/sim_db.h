@@ -61,6 +61,10 @@ void sim_db_free(sim_db *db);
  * false without memory (dst then empty, oom set). */
 bool sim_db_copy(sim_db *dst, const sim_db *src);
 
+/* A copy of key (its type, content and expiry) into dst, replacing any key of its name there (a
+ * slot migration's RESTORE); the observer sees a string. Returns false without memory. */
+bool sim_db_restore(sim_db *dst, const sim_db_key *key);
+
 /* The key named name, or NULL: absent, or expired at now_us (then removed). */
 sim_db_key *sim_db_find(sim_db *db, const char *name, size_t len, uint64_t now_us);
 /* The same without expiring anything (NULL only when absent). */

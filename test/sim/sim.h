@@ -261,6 +261,7 @@ typedef struct sim_result {
     char starved_what[512];
     unsigned served;
     uint64_t wait_max_us;
+    unsigned wait_bound_permille; /* the longest wait against its bound, in thousandths */
     bool out_of_turn;
     char out_of_turn_what[512];
     unsigned turn_checks;

@@ -176,6 +176,8 @@ batch run_batch(const char *scenario, uint64_t first, unsigned count, const char
         b.overstays += r.overstays;
         b.served += r.served;
         b.wait_max_us = r.wait_max_us > b.wait_max_us ? r.wait_max_us : b.wait_max_us;
+        if (r.wait_bound_permille > b.wait_bound_permille)
+            b.wait_bound_permille = r.wait_bound_permille;
         b.grants += r.grants;
         b.queued_waits += r.queued_waits;
         b.notes_lost += r.notes_lost;
@@ -256,13 +258,13 @@ batch run_batch(const char *scenario, uint64_t first, unsigned count, const char
                " vanished processes; %" PRIu64 " grants overstayed a place), %" PRIu64
                " releases misreported (%" PRIu64 " mid-migration apart), %" PRIu64
                " cluster redirects, %" PRIu64 " replica waits, %" PRIu64 " failovers, %" PRIu64
-               " migrations; %" PRIu64 " waiters served (longest wait %.1f ms, %u seeds "
-               "starved)\n",
+               " migrations; %" PRIu64 " waiters served (longest wait %.1f ms, at most %.1f%% of "
+               "its bound; %u seeds starved)\n",
                b.grants, b.queued_waits, b.gap_checks, b.gap_grants, b.fenced_holds,
                b.fence_problems, b.multi_holds, b.notes_lost, b.half_open, b.vanished, b.overstays,
                b.dishonest_releases, b.migration_release_errors, b.cluster_redirects,
                b.replica_waits, b.failovers, b.migrations, b.served, b.wait_max_us / 1000.0,
-               b.starved);
+               b.wait_bound_permille / 10.0, b.starved);
     if (b.auto_holds > 0)
         printf("#   auto-extension: %" PRIu64 " holds (%" PRIu64 " worked over a ttl, %" PRIu64
                " ended as planned, %" PRIu64 " stopped first, %" PRIu64

@@ -31,6 +31,7 @@ typedef struct batch {
      * liveness (sim.h) */
     unsigned fence_problems, dishonest, overstayed, starved, out_of_turn;
     uint64_t dishonest_releases, migration_release_errors, overstays, served, wait_max_us;
+    unsigned wait_bound_permille;
     /* what the seeds exercised (sim_result's coverage) */
     uint64_t grants, queued_waits, notes_lost, half_open, multi_holds, fenced_holds;
     uint64_t cluster_redirects, replica_waits, vanished, failovers, migrations;

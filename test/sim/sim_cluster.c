@@ -280,13 +280,14 @@ static void migrate_step(sim_world *w, unsigned node, unsigned r)
         sim_db_key *k = src->master.keys[i];
         if (key_slot(k->name, k->name_len) != st->slot)
             continue;
-        if (sim_db_find(&src->master, k->name, k->name_len, now) == NULL)
-            break; /* expired (and gone): look again at the next step */
-        /* MIGRATE: the key with its ttl onto the target, then off the source. */
-        if (!sim_db_restore(&dst->master, k))
-            w->oom = true;
-        sim_db_delete(&src->master, k);
-        replicate(w, node, (unsigned)st->migrating_to);
+        /* MIGRATE: the key with its ttl onto the target, then off the source (a key that has
+         * expired is only gone from the source). */
+        if (sim_db_find(&src->master, k->name, k->name_len, now) != NULL) {
+            if (!sim_db_restore(&dst->master, k))
+                w->oom = true;
+            sim_db_delete(&src->master, k);
+            replicate(w, node, (unsigned)st->migrating_to);
+        }
         replicate(w, node, st->owner);
         sim_push(w, next, EV_MIGRATE, 0, node, 1 | (r << 8), NULL);
         return;

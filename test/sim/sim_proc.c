@@ -584,6 +584,8 @@ static void check_served(sim_proc *p, int status)
     uint64_t bound = sim_wait_bound_us(&cfg, res->vanished);
     res->served += status == 0;
     res->wait_max_us = REDLOCK__MAX(res->wait_max_us, waited);
+    unsigned permille = (unsigned)(waited * 1000 / (bound != 0 ? bound : 1));
+    res->wait_bound_permille = REDLOCK__MAX(res->wait_bound_permille, permille);
     if ((status == 0 && waited <= bound) || res->starved)
         return;
     res->starved = true;

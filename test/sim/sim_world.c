@@ -588,6 +588,12 @@ static bool waiting_scenario(sim_config *c, const char *name, sim_rng *r)
     }
     if (sim_rng_chance(r, 1.0 / 3)) /* one node's ACL refuses PUBSUB NUMSUB and PUBLISH */
         c->refuse_pubsub_mask = 1u << sim_rng_range(r, 0, c->n_nodes - 1);
+    if (sim_rng_chance(r, 0.25)) {
+        /* A ttl longer than a waiter's place (ops.c: 180 ms here): a grant is then cut at the
+         * head's place deadline, and its head must claim the keys with a round. */
+        c->ttl_ms = 300;
+        c->horizon_us = c->cycles * c->ttl_ms * 2000;
+    }
     if (alias)
         c->alias_node = c->n_nodes; /* node 4 is node 0 */
     if (cluster) {

@@ -22,8 +22,8 @@
  *   - A failover: the replica takes over with what it had, losing what its master wrote since;
  *     the shard answers CLUSTERDOWN for a moment, every connection to the node drops (the client
  *     reconnects to a new server: io.h's on_node_changed), and the shard has no replica until one
- *     has synced. Failovers come at random, and with chance failover_prob right after a write
- *     that is not yet on the replica.
+ *     has synced. Failovers come at random, and (up to three a node) right after a write that
+ *     is not yet on the replica: with chance failover_prob, and always after a grant's.
  *   - The replica wait (wait_replicas): a write's yes counts only when WAIT says the replica has
  *     it within three quarters of the time left to the request's deadline (else ERROR, as
  *     lib/cluster.c's on_wait); a node with the replica wait takes no grant record (the grant
@@ -164,6 +164,27 @@ const sim_db_key *sim_cluster_find(sim_node *n, const char *key, size_t len, uin
     return NULL;
 }
 
+bool sim_cluster_holds(sim_node *n, const char *key, size_t len, const char *value,
+                       size_t value_len, bool replicated, uint64_t now_us)
+{
+    for (unsigned s = 0; s < SHARDS; s++) {
+        shard *sh = &n->cluster->shards[s];
+        const sim_db_key *k = sim_db_find(&sh->master, key, len, now_us);
+        if (k == NULL || k->type != SIM_DB_STRING || k->value_len != value_len ||
+            memcmp(k->value, value, value_len) != 0)
+            continue;
+        /* A shard without a replica (since its failover, until one syncs) cannot fail over:
+         * what its master holds stays. A key a migration moved here reaches the replica as
+         * the cluster's own write, which no WAIT of the library's covers: counted. */
+        if (!replicated || !sh->has_replica || k->moved)
+            return true;
+        const sim_db_key *r = sim_db_find(&sh->replica, key, len, now_us);
+        return r != NULL && r->type == SIM_DB_STRING && r->value_len == value_len &&
+               memcmp(r->value, value, value_len) == 0;
+    }
+    return false;
+}
+
 uint64_t sim_cluster_run_id(const sim_node *n)
 {
     return n->cluster->gen;
@@ -285,6 +306,9 @@ static void migrate_step(sim_world *w, unsigned node, unsigned r)
         if (sim_db_find(&src->master, k->name, k->name_len, now) != NULL) {
             if (!sim_db_restore(&dst->master, k))
                 w->oom = true;
+            sim_db_key *moved = sim_db_peek(&dst->master, k->name, k->name_len);
+            if (moved != NULL)
+                moved->moved = true;
             sim_db_delete(&src->master, k);
             replicate(w, node, (unsigned)st->migrating_to);
         }
@@ -397,9 +421,11 @@ static void run(sim_world *w, sim_proc *p, unsigned node, sim_msg *m, unsigned s
         if (redlock__cmd_vote(&cmd, &reply, err, sizeof(err), &kind, &data) == REDLOCK_VOTE_YES)
             leave_at = acked ? REDLOCK__MAX(w->now, sh->last_rep_at) : w->now + timeout;
     }
-    /* The adversary: fail over before this write reaches the replica. */
+    /* The adversary: fail over before this write reaches the replica - always after a grant,
+     * whose write no WAIT follows. */
     if (m->reply.wrote && sh->has_replica && sh->last_rep_at > w->now + 1 &&
-        cl->adversarial_left > 0 && sim_rng_chance(&w->rng, w->cfg.failover_prob)) {
+        cl->adversarial_left > 0 &&
+        (w->exec_granted || sim_rng_chance(&w->rng, w->cfg.failover_prob))) {
         cl->adversarial_left--;
         sim_push(w, w->now + sim_rng_range(&w->rng, 1, sh->last_rep_at - w->now - 1), EV_FAILOVER,
                  0, node, s, NULL);

@@ -150,6 +150,7 @@ sim_db_key *sim_db_set(sim_db *db, const char *name, size_t len, const char *val
     k->value = v;
     k->value_len = value_len;
     k->expire_us = expire_us;
+    k->moved = false;
     if (db->observer != NULL)
         db->observer(db->observer_ctx, db, k, false);
     return k;

@@ -37,6 +37,7 @@ typedef struct sim_db_key {
     size_t n_items, cap_items;
     uint64_t expire_us; /* on the server's clock; SIM_DB_PERSIST: none */
     size_t mark;        /* the owner's (the simulation keeps its presence record here) */
+    bool moved;         /* the owner's: set by a slot migration, cleared by the next SET */
 } sim_db_key;
 
 typedef struct sim_db sim_db;

@@ -274,8 +274,9 @@ struct sim_world {
     sim_subscription *subscriptions; /* every server's (sim_pubsub.c) */
     size_t n_subscriptions, cap_subscriptions;
     redlock__alloc alloc; /* the encodings of the commands */
-    /* A release is being run on a node (sim_node.c): the keys it sets are grants. */
-    bool exec_release;
+    /* A release is being run on a node (sim_node.c): the keys it sets are grants; and whether
+     * the last command run granted any. */
+    bool exec_release, exec_granted;
 };
 
 /* The event queue (sim_world.c). seq 0: a new sequence number. */
@@ -348,6 +349,10 @@ void sim_node_db_closed(sim_world *w, sim_db *db);
  * delayed restart keeps the lock.) */
 void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t from, uint64_t to,
                       const char *what);
+/* p was handed lock now: a quorum of the nodes must hold each of its keys with its token (a node
+ * that is down counts: it grants nobody), a cluster node with the replica wait only when its
+ * replica has the key too (a failover keeps only that). Counted in gap_grants otherwise. */
+void sim_check_handed_out(sim_world *w, sim_proc *p, redlock_lock *lock);
 /* p stops working its hold at end (true time): if a quorum forgot it before (sim.h, forgotten),
  * count it, and how long after that the library reported it lost (p->reported) or the holder
  * worked on. */
@@ -407,6 +412,10 @@ void sim_cluster_free(sim_node *n);
 void sim_cluster_recv(sim_world *w, sim_proc *p, unsigned node, sim_msg *m);
 /* The shard that owns resource r's slot now. */
 unsigned sim_cluster_owner(const sim_node *n, unsigned r);
+/* Whether a master holds key with value (and, replicated, its replica too, if it has one and
+ * the key is not one a migration moved: a failover keeps it). */
+bool sim_cluster_holds(sim_node *n, const char *key, size_t len, const char *value,
+                       size_t value_len, bool replicated, uint64_t now_us);
 /* key on whichever master holds it (NULL: none). */
 const sim_db_key *sim_cluster_find(sim_node *n, const char *key, size_t len, uint64_t now_us);
 /* The cluster's run_id as its clients see it (changes with each failover), and the server a

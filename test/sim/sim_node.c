@@ -146,8 +146,10 @@ static void on_key(void *ctx, sim_db *db, sim_db_key *k, bool gone)
     if (gone)
         return;
     presence_open(w, n, k);
-    if (w->exec_release)
+    if (w->exec_release) {
+        w->exec_granted = true;
         check_overstay(w, n, k);
+    }
     if (!renewed)
         note_taken(w, n, k);
 }
@@ -295,6 +297,7 @@ void sim_node_exec(sim_world *w, sim_proc *p, unsigned node, sim_db *db, int sha
     if (attempt) /* before it runs: its keys taken are noted by their token */
         note_attempt(w, p, node, now, argv, lens, argc, false);
     w->exec_release = is_script(argv, lens, argc, &redlock__script_release_queued);
+    w->exec_granted = false;
     sim_server_exec(db, now, &hooks, w->cfg.breaks, argc, argv, lens, &m->reply);
     w->exec_release = false;
     if (db->oom)
@@ -329,8 +332,6 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
             continue;
         if (strncmp(what, "released", 8) == 0)
             res->gap_releases++;
-        else if (strncmp(what, "was handed", 10) == 0)
-            res->gap_grants++;
         else
             res->gap_extends++;
         if (res->gap_found)
@@ -342,6 +343,47 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
                  p->id, what, key, (unsigned long long)from, (unsigned long long)to,
                  (unsigned long long)at, free_nodes, w->cfg.n_nodes);
         sim_trace(w, "HOLD WITH A GAP: %s", res->gap);
+        return;
+    }
+}
+
+void sim_check_handed_out(sim_world *w, sim_proc *p, redlock_lock *lock)
+{
+    sim_result *res = w->res;
+    res->gap_checks++;
+    size_t token_len;
+    const char *token = redlock_lock_token(lock, &token_len);
+    for (unsigned i = 0; i < p->n_res; i++) {
+        char key[32];
+        size_t key_len = sim_resource_key(w, p->res[i], key, sizeof(key));
+        unsigned free_nodes = 0;
+        for (unsigned j = 0; j < w->cfg.n_nodes; j++) {
+            sim_node *n = &w->nodes[j];
+            if (!n->up)
+                continue; /* grants nobody */
+            uint64_t now = sim_node_now(w, n);
+            bool holds;
+            if (n->cluster != NULL) {
+                holds = sim_cluster_holds(n, key, key_len, token, token_len,
+                                          w->cfg.wait_replicas > 0, now);
+            } else {
+                const sim_db_key *k = sim_db_find(&n->db, key, key_len, now);
+                holds = k != NULL && k->type == SIM_DB_STRING && k->value_len == token_len &&
+                        memcmp(k->value, token, token_len) == 0;
+            }
+            free_nodes += !holds;
+        }
+        if (free_nodes < w->cfg.n_nodes / 2 + 1)
+            continue;
+        res->gap_grants++;
+        if (res->gap_found)
+            return;
+        res->gap_found = true;
+        snprintf(res->gap, sizeof(res->gap),
+                 "p%u was handed %s at %llu us (true time) while %u of %u nodes were up without "
+                 "its token (on a cluster node with the replica wait: not on the replica)",
+                 p->id, key, (unsigned long long)w->now, free_nodes, w->cfg.n_nodes);
+        sim_trace(w, "HANDED OUT WITHOUT A QUORUM: %s", res->gap);
         return;
     }
 }

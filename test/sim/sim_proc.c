@@ -657,7 +657,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     p->state = PROC_HOLDING;
     /* Handed out: at this moment a quorum holds its keys (the no-gap property at the grant). */
     if (sim_proc_now(p) < redlock_lock_deadline_us(lock))
-        sim_check_no_gap(w, p, lock, w->now, w->now + 1, "was handed out");
+        sim_check_handed_out(w, p, lock);
     sim_fence_granted(p, lock);
     if (p->autoh != NULL) {
         auto_begin(p);

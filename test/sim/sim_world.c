@@ -536,8 +536,8 @@ static void base_config(sim_config *c, uint64_t seed)
 /* The worlds of waiting holds (queues, grants, notifications), mixed with fenced holds and sets:
  * "grants" (the safe world's faults on 3 or 5 nodes, lagging and dropping subscribers, processes
  * that vanish, now and then a node whose ACL refuses pub/sub), "grants-alias" (the same on 5
- * nodes, the last being node 0 listed again), "cluster" (3 nodes, the first or the first two
- * Redis Clusters with wait_replicas=1, failovers and slot migrations; no sets: a cluster needs
+ * nodes, the last being node 0 listed again), "cluster" (3 nodes, the first, the first two or
+ * all Redis Clusters with wait_replicas=1, failovers and slot migrations; no sets: a cluster needs
  * one slot per request), "turns" (liveness: no faults but lagging and dropping subscribers and
  * processes that vanish; every acquire waits, and must be served in time). */
 static bool waiting_scenario(sim_config *c, const char *name, sim_rng *r)
@@ -597,7 +597,7 @@ static bool waiting_scenario(sim_config *c, const char *name, sim_rng *r)
     if (alias)
         c->alias_node = c->n_nodes; /* node 4 is node 0 */
     if (cluster) {
-        c->cluster_mask = sim_rng_chance(r, 0.5) ? 1 : 3;
+        c->cluster_mask = (1u << sim_rng_range(r, 1, 3)) - 1; /* node 0, 0 and 1, or all */
         c->wait_replicas = 1;
         c->failovers = (unsigned)sim_rng_range(r, 0, 3);
         c->failover_prob = 0.3;

@@ -1051,6 +1051,9 @@ int main(void)
     const char *seed = getenv("SIM_DIFF_SEED");
     if (seed != NULL && *seed != '\0')
         return replay(seed);
+    const char *filter = getenv("SIM_TEST_FILTER");
+    if (filter != NULL && *filter != '\0')
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(models_match_the_scripts),
         cmocka_unit_test(broken_models_differ),

@@ -178,6 +178,8 @@ void sim_node_db_closed(sim_world *w, sim_db *db)
 
 int sim_node_init(sim_world *w, unsigned i)
 {
+    if (i >= SIM_MAX_NODES)
+        return -1;
     sim_node *n = &w->nodes[i];
     n->w = w;
     n->index = i;
@@ -381,8 +383,11 @@ void sim_check_handed_out(sim_world *w, sim_proc *p, redlock_lock *lock)
         res->gap_found = true;
         snprintf(res->gap, sizeof(res->gap),
                  "p%u was handed %s at %llu us (true time) while %u of %u nodes were up without "
-                 "its token (on a cluster node with the replica wait: not on the replica)",
-                 p->id, key, (unsigned long long)w->now, free_nodes, w->cfg.n_nodes);
+                 "its token%s",
+                 p->id, key, (unsigned long long)w->now, free_nodes, w->cfg.n_nodes,
+                 w->cfg.cluster_mask != 0 && w->cfg.wait_replicas > 0
+                     ? " (on a cluster node with the replica wait: on its replica)"
+                     : "");
         sim_trace(w, "HANDED OUT WITHOUT A QUORUM: %s", res->gap);
         return;
     }

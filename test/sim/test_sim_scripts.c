@@ -731,6 +731,8 @@ static void waiter_keys(const world *w, unsigned i, cmd_build *b)
     unsigned k0 = w->wkeys[i][0];
     b->cmd.key = w->key[k0];
     b->cmd.key_len = strlen(w->key[k0]);
+    b->cmd.fence_key = w->fence_key[k0]; /* as a round names it (ops.c, round_new) */
+    b->cmd.fence_key_len = strlen(w->fence_key[k0]);
     for (unsigned j = 1; j < w->n_wkeys[i]; j++) {
         const char *k = w->key[w->wkeys[i][j]];
         b->more[j - 1] = (redlock__span){k, strlen(k)};

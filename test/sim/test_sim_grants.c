@@ -49,7 +49,7 @@
 #define SIM_SANITIZED 0
 #endif
 
-#define GRANT_SEEDS (SIM_SANITIZED ? 200u : 1000u) /* per world */
+#define GRANT_SEEDS (SIM_SANITIZED ? 150u : 600u) /* per world */
 #define CONTROL_SEEDS 2000u /* at most, per control: each stops at its first finding */
 
 static unsigned grant_seeds(void)

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* sim.h - a deterministic simulation of libredlock in virtual time.
  *
- * One run, from one seed: N simulated Redis masters (SET NX PX and the three scripts, each key
- * expiring on its node's own clock), a simulated network (seeded per-message delays, stalls that
- * keep TCP's order, drops, client-node partitions), node restarts with or without their data,
- * and several client processes. Each process runs a real redlock_client (the production round
- * code, made with redlock__client_new_io on the simulator's io) on its own drifting clock, may be
- * paused (a GC pause, SIGSTOP), and loops: acquire, work while it believes it holds the lock
- * (never past its validity deadline on its own clock), release. Some holds may be auto-extended
- * (redlock_auto_extend, or the acquire option): kept for several ttls, worked only up to the
- * deadline the library reports at each moment, stopped at once by the lost callback.
+ * One run, from one seed: N simulated Redis masters (every command the library sends, run by C
+ * models of its scripts: sim_scripts.h; each key expiring on its node's own clock), or Redis
+ * Clusters (sim_cluster.c), a simulated network (seeded per-message delays, stalls that keep
+ * TCP's order, drops, client-node partitions) with subscriber connections (sim_pubsub.c), node
+ * restarts with or without their data, and several client processes. Each process runs a real
+ * redlock_client (the production round code, made with redlock__client_new_io on the simulator's
+ * io) on its own drifting clock, may be paused (a GC pause, SIGSTOP), and loops: acquire, work
+ * while it believes it holds the lock (never past its validity deadline on its own clock), release.
+ * Some holds may be auto-extended (redlock_auto_extend, or the acquire option): kept for several
+ * ttls, worked only up to the deadline the library reports at each moment, stopped at once by the
+ * lost callback.
  *
  * A checker (sim_check.h) records every hold as an interval of true (global) time and reports two
  * holds of one resource that overlap: a violation of mutual exclusion. The promises of the
@@ -285,7 +287,9 @@ typedef struct sim_result {
  * wire, and in a third of the seeds clocks at opposite edges of the allowance and a fast
  * network. "slow-clock": process 0's clock runs 30% slow. "amnesia": nodes restart without
  * their data. "clock-jump": node clocks jump forward by 30-80% of the ttl, four times a run.
- * "calm": no faults at all. "reconnect": silent connections are dropped and re-made.
+ * "calm": no faults at all. "reconnect": silent connections are dropped and re-made. The worlds
+ * of waiting holds (sim_world.c: "grants", "grants-alias", "cluster", "turns") mix waiting,
+ * fenced and set holds with subscribers, vanishing processes and cluster nodes.
  * Each name with "-auto" appended ("safe-auto", ...) is the same world with auto-extended holds
  * (all of them in "slow-clock-auto" and "amnesia-auto", most in the others), running longer.
  * Returns false for an unknown name. */

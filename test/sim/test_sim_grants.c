@@ -5,7 +5,7 @@
  * test_sim_scripts.c holds to the real scripts).
  *
  *   every path keeps its promises: over the "grants", "grants-alias", "cluster" and "turns"
- *       worlds, and the first two with auto-extended holds too (plain, fenced, waiting,
+ *       worlds, "grants" and "cluster" with auto-extended holds too (plain, fenced, waiting,
  *       granted and set holds, mixed), no two holders of one
  *       resource (of overlapping sets) at one true time; no lock handed out, released with
  *       status 0 or extended without a quorum holding its keys all along; fences strictly

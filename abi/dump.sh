@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # abi/dump.sh LIB OUT - write the ABI of the shared object LIB (built with debug info) as
-# libabigail XML to OUT: every exported function, and the types redlock.h defines; types the
+# libabigail XML to OUT: every exported function, and the types include/ defines; types the
 # library defines elsewhere (redlock_client's members, say) stay opaque, as they are to callers.
 # The same command writes the baseline (abi/redlock.abi, through `ninja -C build abi-update`)
 # and the dump that test/packaging/check.sh compares with it, so both see the same things.

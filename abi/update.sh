@@ -3,7 +3,7 @@
 # abi/update.sh LIB CC... - rewrite the ABI baseline from the shared object LIB: abi/redlock.abi
 # (abi/dump.sh) and abi/constants.txt (abi/constants.c compiled with CC). Run it through
 # `ninja -C build abi-update` when a change of the ABI is intended, and commit the result with
-# that change (docs/api.md, "ABI policy").
+# that change (abi/README.md).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [ $# -ge 2 ] || { echo "usage: abi/update.sh LIB CC..." >&2; exit 64; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench/check_json.py JSONL [--tls] [--peers] [--cluster] - what docs/performance.md promises of
+"""bench/check_json.py JSONL [--tls] [--peers] [--cluster] - what bench/README.md promises of
 redlock-bench's JSON lines, checked on a run's output (bench/smoke.sh runs it on a --quick run).
 Lines of another implementation (bench/run --peers: "impl":"node-redlock") are checked apart from
 the library's, whenever present; --peers wants them for latency, throughput and contention.
@@ -16,7 +16,7 @@ PEERS = {"node-redlock"}
 
 def check_peers(peer_rows, lib_by, peers, need):
     """bench/peers/node-redlock.mjs's lines: the workloads of the library's rows they are compared
-    with (docs/performance.md, "Peers")."""
+    with (docs/performance.md, "peers")."""
     by = {}
     for r in peer_rows:
         need(r.get("impl") in PEERS, f"unknown impl (known: {sorted(PEERS)})", r)
@@ -176,7 +176,8 @@ def check(rows, tls, peers=False, cluster=False):
     need(any(len(set(r.get("delays_ms", []))) > 1 for r in wan),
          "no wan row with per-node delays that differ")
     for r in wan:
-        for k in ("delays_ms", "floor_us", "raw_us"):
+        for k in ("delays_ms", "floor_us", "raw_us", "release_p50_minus_floor_ms", "cycle_us",
+                  "cycle_p50_minus_floors_ms"):
             need(k in r, f"wan without {k}", r)
         need(r.get("failures") == 0, "wan with failures", r)
     cont = by.get("contention", [])

@@ -11,18 +11,9 @@
 #include <hiredis/hiredis.h>
 
 #include "redlock.h"
+#include "scripts.h"
 #include "stats.h"
 
-/* The library's release script (lib/lua/release.lua), byte for byte, so its SHA1 is the library's and
- * the servers do the same work for both sides (the redlock-bench scenarios check the SHA1:
- * raw_release_sha1). */
-#define RELEASE_LUA                                                                                \
-    "if redis.call(\"get\", KEYS[1]) == ARGV[1] then\n"                                            \
-    "    redis.call(\"del\", KEYS[1])\n"                                                           \
-    "    redis.pcall(\"publish\", KEYS[1], ARGV[1])\n"                                             \
-    "    return 1\n"                                                                               \
-    "end\n"                                                                                        \
-    "return 0\n"
 #define READ_BYTES (64 * 1024)
 #define TOKEN_CHARS 32 /* the library's tokens: 128 bits as 32 hex digits */
 
@@ -71,6 +62,7 @@ struct raw {
     size_t err_len;
     uint64_t next_token;
     unsigned closing;
+    unsigned live_cycles; /* cycles some node still owes an answer */
     rnode *nodes[REDLOCK_MAX_NODES];
 };
 
@@ -79,8 +71,8 @@ struct cycle {
     raw_wait wait;
     raw_done_cb cb;
     void *data;
-    unsigned set_owed, yes, no, release_owed;
-    bool decided;
+    unsigned set_owed, yes, no, release_owed, release_yes;
+    bool decided, reported;
     uint64_t start_us, decided_us;
     size_t key_len;
     char token[TOKEN_CHARS + 1];
@@ -202,9 +194,10 @@ static void release_all(cycle *c)
     c->decided_us = bench_now_us();
     c->release_owed = r->n;
     for (unsigned i = 0; i < r->n; i++) {
-        const char *argv[5] = {"EVALSHA", r->sha, "1", c->key, c->token};
-        size_t argvlen[5] = {7, 40, 1, c->key_len, TOKEN_CHARS};
-        command(r->nodes[i], WANT_RELEASE, c, 5, argv, argvlen);
+        /* A holder's release: it tells the waiters ("1"), as the library's does. */
+        const char *argv[6] = {"EVALSHA", r->sha, "1", c->key, c->token, "1"};
+        size_t argvlen[6] = {7, 40, 1, c->key_len, TOKEN_CHARS, 1};
+        command(r->nodes[i], WANT_RELEASE, c, 6, argv, argvlen);
         flush(r->nodes[i]);
     }
 }
@@ -225,15 +218,28 @@ static void on_set_reply(cycle *c, const redisReply *rep)
         release_all(c);
 }
 
-static void on_release_reply(cycle *c)
+/* The release is decided as the library's is: at a quorum of deletes, or once that is out of
+ * reach (RAW_WAIT_QUORUM), or at the last answer (RAW_WAIT_ALL); the cycle lives until its last
+ * answer, which the FIFOs owe it. */
+static void on_release_reply(cycle *c, bool deleted)
 {
-    if (--c->release_owed > 0)
-        return;
-    /* Every SET was answered before: each node answers in order, and the releases went out
-     * after the SETs on every connection. */
-    uint64_t now = bench_now_us();
-    c->cb(c->data, c->yes >= c->r->quorum, c->decided_us - c->start_us, now - c->decided_us);
-    free(c);
+    c->release_owed--;
+    c->release_yes += deleted;
+    unsigned q = c->r->quorum;
+    bool decided = c->wait == RAW_WAIT_ALL
+                       ? c->release_owed == 0
+                       : c->release_yes >= q || c->release_yes + c->release_owed < q;
+    if (decided && !c->reported) {
+        /* Every SET was answered before: each node answers in order, and the releases went out
+         * after the SETs on every connection. */
+        c->reported = true;
+        uint64_t now = bench_now_us();
+        c->cb(c->data, c->yes >= q, c->decided_us - c->start_us, now - c->decided_us);
+    }
+    if (c->release_owed == 0) {
+        c->r->live_cycles--;
+        free(c);
+    }
 }
 
 void raw_cycle(raw *r, const char *key, size_t key_len, uint64_t ttl_ms, raw_wait wait,
@@ -241,6 +247,7 @@ void raw_cycle(raw *r, const char *key, size_t key_len, uint64_t ttl_ms, raw_wai
 {
     cycle *c = xrealloc(NULL, sizeof(*c) + key_len + 1);
     memset(c, 0, sizeof(*c));
+    r->live_cycles++;
     c->r = r;
     c->wait = wait;
     c->cb = cb;
@@ -287,7 +294,7 @@ static void on_reply(rnode *n, redisReply *rep)
     case WANT_RELEASE:
         if (rep->type == REDIS_REPLY_ERROR)
             die(rep->str);
-        on_release_reply(p.c);
+        on_release_reply(p.c, rep->type == REDIS_REPLY_INTEGER && rep->integer == 1);
         break;
     }
 }
@@ -408,8 +415,10 @@ static int node_open(raw *r, unsigned i, const char *url)
         command(n, WANT_SETUP, NULL, 2, argv, argvlen);
         r->setup_owed++;
     }
-    const char *argv[3] = {"SCRIPT", "LOAD", RELEASE_LUA};
-    size_t argvlen[3] = {6, 4, strlen(RELEASE_LUA)};
+    /* The library's release script, its own bytes (lib/lua/release.lua): the SHA1 is the
+     * library's, and the servers do the same work for both sides (the scenarios check it). */
+    const char *argv[3] = {"SCRIPT", "LOAD", redlock__script_release.source};
+    size_t argvlen[3] = {6, 4, redlock__script_release.source_len};
     command(n, WANT_SETUP, NULL, 3, argv, argvlen);
     r->setup_owed++;
     redlock_url_free(&u);
@@ -461,6 +470,9 @@ void raw_free(raw *r)
 {
     if (r == NULL)
         return;
+    /* A cycle is reported at its release's quorum: the other nodes' answers are owed to it. */
+    while (r->live_cycles > 0)
+        uv_run(r->loop, UV_RUN_ONCE);
     r->closing = 1; /* held until every node is looked at */
     for (unsigned i = 0; i < r->n; i++) {
         rnode *n = r->nodes[i];

@@ -3,14 +3,14 @@
  *
  * A cycle writes SET key token NX PX ttl to every node at once and decides exactly as the
  * library does: at the quorum-th (N/2+1) OK, or as soon as a quorum can no longer be reached;
- * then it writes the library's release script (compare-and-delete, EVALSHA) to every node and waits
- * for every answer, as the library's release does. What it leaves out is everything else the
- * library does: validity arithmetic, per-node deadlines, retries, tokens from a CSPRNG, result
+ * then it writes the library's release script (compare-and-delete, EVALSHA) to every node and
+ * decides it as the library's release does, at the quorum. What it leaves out is everything else
+ * the library does: validity arithmetic, per-node deadlines, retries, tokens from a CSPRNG, result
  * objects, handles, callbacks per operation.
  *
  * Its IO is what a careful user would write, and the library's own shape: libuv owns the sockets
  * (TCP_NODELAY), hiredis only encodes (redisFormatCommandArgv, which the library used too before it
- * got an encoder of its own, lib/command.c: cheaper, docs/performance.md) and parses (redisReader);
+ * got an encoder of its own, lib/command.c: cheaper, bench/HISTORY.md) and parses (redisReader);
  * each node has one output buffer that goes out at once when no write is in flight and otherwise
  * rides with the next write; replies are matched to requests by a FIFO per connection. So `lock /
  * raw` says what the lock logic adds, not how two kinds of glue differ.
@@ -42,16 +42,17 @@ const char *raw_wait_name(raw_wait wait);
  * and load the release script; runs the loop until ready. NULL with a message in err on
  * failure (nothing left open). */
 raw *raw_new(uv_loop_t *loop, const char *const *urls, unsigned n, char *err, size_t err_len);
-/* Closes the connections; run the loop afterwards to let the handles close. No cycle may be in
- * flight. */
+/* Runs the loop until no node owes a cycle an answer, then closes the connections; run the loop
+ * afterwards to let the handles close. No cycle may be waiting for its callback. */
 void raw_free(raw *r);
 
 /* won: the SET reached a quorum. set_us: from the first write to the decision; release_us: from
- * the decision to the last release answer. */
+ * the decision to the release's (at the quorum of deletes, or the last answer with RAW_WAIT_ALL).
+ */
 typedef void (*raw_done_cb)(void *data, int won, uint64_t set_us, uint64_t release_us);
 
 /* One cycle on key (len bytes, copied): the SET to every node, the decision per wait, then the
- * release to every node; cb once every release has been answered. A connection that fails ends
+ * release to every node; cb once the release is decided. A connection that fails ends
  * the program with a message (the baseline runs on healthy nodes only). */
 void raw_cycle(raw *r, const char *key, size_t key_len, uint64_t ttl_ms, raw_wait wait,
                raw_done_cb cb, void *data);

@@ -4,14 +4,14 @@
  *
  * The commands of one lock cycle, byte for byte as the library sends them (lib/command.c encodes
  * them here too: SET key token NX PX ttl, then EVALSHA of the library's release script from
- * lib/lua/release.lua on the same key and token), go to every node deeply pipelined, with no lock logic
- * at all. Every node gets the same batches, each BATCH_CYCLES SETs followed by their BATCH_CYCLES
- * releases; WINDOW batches are in flight, and the next batch goes to every node once the oldest
- * has been answered by all of them. So every node does the same work in the same order, as under
- * lock cycles, and the pace is that of the nodes together (the slowest sets it, as it does for a
- * release that waits for every node). The client's own part is as small as it can be: the batches
- * are encoded once, a batch is one write per node, and the replies (each one line: +OK, :1) are
- * checked by their bytes, without a RESP parser; no event library, poll(2) on the sockets.
+ * lib/lua/release.lua on the same key and token), go to every node deeply pipelined, with no lock
+ * logic at all. Every node gets the same batches, each BATCH_CYCLES SETs followed by their
+ * BATCH_CYCLES releases; WINDOW batches are in flight, and the next batch goes to every node once
+ * the oldest has been answered by all of them. So every node does the same work in the same order,
+ * as under lock cycles, and the pace is that of the nodes together (the slowest sets it, as it does
+ * for a release that waits for every node). The client's own part is as small as it can be: the
+ * batches are encoded once, a batch is one write per node, and the replies (each one line: +OK, :1)
+ * are checked by their bytes, without a RESP parser; no event library, poll(2) on the sockets.
  *
  * commands_per_s counts every node's answers; a lock cycle is commands_per_cycle = 2 x nodes of
  * them, so cycles_per_s_limit = commands_per_s / commands_per_cycle. Where the client and the
@@ -86,6 +86,7 @@ static int make_batch(limit_run *L, unsigned s, uint64_t ttl_ms)
             cmd.token = tokens[i];
             cmd.token_len = 32;
             cmd.ttl_ms = ttl_ms;
+            cmd.tell = true; /* a holder's release, as a lock cycle's */
             if (redlock__cmd_append(&cmd, false, &L->batch[s], &L->alloc) != 0)
                 return -1;
         }

@@ -84,9 +84,9 @@ then
 else
     echo "not ok 2 - JSON check"
 fi
-# What docs/performance.md promises of every line (bench/check_json.py).
+# What bench/README.md promises of every line (bench/check_json.py).
 if python3 "$here/check_json.py" "$out" ${certs:+--tls} --cluster >"$out.check" 2>&1; then
-    echo "ok 3 - every line has the fields docs/performance.md names; the no-lock control lost updates"
+    echo "ok 3 - every line has the fields bench/README.md names; the no-lock control lost updates"
 else
     echo "not ok 3 - JSON fields"; sed 's/^/# /' "$out.check"
 fi

@@ -44,7 +44,7 @@ void json_percentiles(FILE *f, const percentiles *p);
 /* [a,b,...] with one decimal. */
 void json_doubles(FILE *f, const double *v, size_t n);
 /* The JSON lines' schema version: every line carries it as "schema". 2: nearest-rank
- * percentiles, a quorum-waiting raw fan-out, slices, the fields of docs/performance.md. */
+ * percentiles, a quorum-waiting raw fan-out, slices, the fields of bench/README.md. */
 #define BENCH_SCHEMA 2
 /* Starts a line: {"schema":BENCH_SCHEMA,"scenario":"name" (the caller adds ,... and }\n). */
 void json_begin(FILE *f, const char *scenario);

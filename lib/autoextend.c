@@ -5,7 +5,9 @@
  * failed extension), and the guard, at deadline - margin. Every won extension moves both. If the
  * guard fires, nothing renewed the lock in time and it is reported lost, before its validity
  * runs out: the holder hears of it while it is still safe to stop. */
-#include "client.h"
+#include "autoextend.h"
+
+#include "op.h"
 
 #include "abi.h"
 

@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* client.c - the client's life: options, creation, the timer queue, close.
- *
- * Operations (ops.c) and auto-extension (autoextend.c) run on it; every node and every clock
- * reading goes through the io interface (io.h). */
+/* client.c - the client core (client.h): options, creation, the timer queue and clock, the
+ * close's steps. Every node and every clock reading goes through the io (io.h); what the layers
+ * above must hear of goes through the hooks api.c installs. */
 #include "client.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "abi.h"
-#include "io_uv.h"
 #include "node.h"
 #include "url.h"
 
@@ -81,6 +79,21 @@ int redlock__check_resources(redlock_client *c, const void *const *resources, co
     if (hash != stack)
         redlock__free(&c->alloc, hash);
     return rc;
+}
+
+int redlock__check_call(redlock_client *c, const void *const *resources, const size_t *lens,
+                        unsigned count, redlock_cb cb)
+{
+    if (c == NULL)
+        return REDLOCK_EINVAL;
+    int rc = count == 1 && resources != NULL && lens != NULL
+                 ? redlock__check_resource(c, resources[0], lens[0])
+                 : redlock__check_resources(c, resources, lens, count);
+    if (rc != 0)
+        return rc;
+    if (cb == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "callback is NULL");
+    return 0;
 }
 
 const char *redlock_client_last_error(const redlock_client *c)
@@ -169,12 +182,14 @@ static void rearm(redlock_client *c)
 static void on_io_notify(redlock__io *io, unsigned node, const char *channel, size_t len,
                          const char *message, size_t message_len)
 {
-    redlock__ops_notified(io->owner, node, channel, len, message, message_len);
+    redlock_client *c = io->owner;
+    c->hooks->notified(c, node, channel, len, message, message_len);
 }
 
 static void on_io_node_changed(redlock__io *io, unsigned node)
 {
-    redlock__recheck_node(io->owner, node);
+    redlock_client *c = io->owner;
+    c->hooks->node_changed(c, node);
 }
 
 static void on_wake(redlock__io *io)
@@ -224,21 +239,14 @@ static void on_io_closed(redlock__io *io)
     redlock_client *c = io->owner;
     /* Every request has completed: rounds are gone but those the operations hold. Pending
      * operations, then auto-extended locks, hear of the close before the close callback. */
-    redlock__ops_cancel_all(c);
-    redlock__auto_cancel_all(c);
-    redlock__lock_free_all(c);
+    c->hooks->io_closed(c);
     if (c->close_cb != NULL)
         c->close_cb(c, c->close_data);
     client_free(c);
 }
 
-int redlock_client_close(redlock_client *c, redlock_close_cb close_cb, void *data)
-{
-    return redlock_client_close_ex(c, 0, close_cb, data);
-}
-
-int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb close_cb,
-                            void *data)
+int redlock__client_close_begin(redlock_client *c, unsigned flags, redlock_close_cb close_cb,
+                                void *data)
 {
     if (c == NULL)
         return REDLOCK_EINVAL;
@@ -252,13 +260,9 @@ int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb 
     /* Pending retries and deferred deliveries will not run: the close delivers them. */
     while (redlock__timerq_pop_due(&c->timers, UINT64_MAX) != NULL)
         ;
-    /* The io closes once the last release is done; the extra count keeps it open while they
-     * are started (a node that is down answers at once). */
+    /* The io closes once the last release is done; this count keeps it open while they are
+     * started (a node that is down answers at once), until the caller's last step. */
     c->close_rounds = 1;
-    redlock__ops_close_waits(c);
-    if ((flags & REDLOCK_CLOSE_FAST) == 0)
-        redlock__ops_release_all(c);
-    redlock__client_close_step(c);
     return 0;
 }
 
@@ -311,29 +315,10 @@ static int parse_nodes(redlock_client *c, const char *const *urls, char *err, si
     return 0;
 }
 
-static int make_uv_io(void *ctx, const redlock__node_config *cfgs, unsigned n,
-                      const redlock__alloc *alloc, redlock__io **out)
-{
-    return redlock__io_uv_new(ctx, cfgs, n, alloc, out);
-}
-
-int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
-                       const redlock_options *opts, redlock_client **client_out, char *err,
-                       size_t err_len)
-{
-    if (loop == NULL) {
-        char scratch[1];
-        redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
-        redlock__fmt(err, err_len, "loop must not be NULL");
-        return REDLOCK_EINVAL;
-    }
-    return redlock__client_new_io(loop, node_urls, n_nodes, opts, make_uv_io, loop, client_out, err,
-                                  err_len);
-}
-
-int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
+int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
                            const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
-                           redlock_client **client_out, char *err, size_t err_len)
+                           const redlock__hooks *hooks, redlock_client **client_out, char *err,
+                           size_t err_len)
 {
     char scratch[1];
     redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
@@ -365,6 +350,7 @@ int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsign
         return REDLOCK_ENOMEM;
     }
     c->alloc = alloc;
+    c->hooks = hooks;
     c->loop = loop;
     c->opts = o;
     c->n_nodes = n_nodes;

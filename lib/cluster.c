@@ -82,34 +82,23 @@ struct redlock__cluster {
 
     creq *head, *tail; /* outstanding requests, in deadline order (deadlines grow: one timeout) */
     creq *parked;      /* waiting for a map or for a retry */
-    creq *spare;       /* finished requests kept for the next ones (linked by parked), up to
-                          SPARE_MAX: no allocation per request on the lock path */
-    unsigned n_spare;
+    redlock__spares spare; /* finished requests kept for the next ones, up to SPARE_MAX: no
+                              allocation per request on the lock path */
     unsigned inflight;
     uv_timer_t deadline_timer, retry_timer;
 
-    unsigned closes_pending;
-    void (*close_cb)(void *data);
-    void *close_data;
+    redlock__closing closing; /* its connections, its two timers */
 
-    uint64_t requests, answers, errors, timeouts;
-    uint64_t rtt_us;
-    unsigned consecutive_failures;
-    uint64_t state_since_us;
-    char last_error[ERR_LEN];
+    /* Its counters (its last_failure also says why it is down, or has no map) */
+    redlock__tally tally;
 
     redlock__cluster_map map; /* about 32 KiB: last */
 };
 
-static uint64_t now_us(void)
-{
-    return uv_hrtime() / 1000;
-}
-
 static void set_state(redlock__cluster *cl, cl_state state)
 {
     if (cl->state != state)
-        cl->state_since_us = now_us();
+        redlock__tally_state(&cl->tally);
     cl->state = state;
 }
 
@@ -241,11 +230,9 @@ static void forget_masters(redlock__cluster *cl)
 /* A request's memory: a spare one, zeroed, or a new one. */
 static creq *creq_new(redlock__cluster *cl)
 {
-    creq *cr = cl->spare;
+    creq *cr = redlock__spares_take(&cl->spare);
     if (cr == NULL)
         return redlock__calloc(cl->cfg.alloc, 1, sizeof(*cr));
-    cl->spare = cr->parked;
-    cl->n_spare--;
     memset(cr, 0, sizeof(*cr));
     return cr;
 }
@@ -256,13 +243,7 @@ static void creq_free(creq *cr)
     redlock__cluster *cl = cr->cl;
     redlock__free(cl->cfg.alloc, cr->counter);
     cr->counter = NULL;
-    if (cl->n_spare < SPARE_MAX && cl->state != CL_CLOSING) {
-        cr->parked = cl->spare;
-        cl->spare = cr;
-        cl->n_spare++;
-        return;
-    }
-    redlock__free(cl->cfg.alloc, cr);
+    redlock__spares_put(&cl->spare, cl->cfg.alloc, cr, cl->state != CL_CLOSING ? SPARE_MAX : 0);
 }
 
 static void creq_maybe_free(creq *cr)
@@ -309,20 +290,9 @@ static void finish(creq *cr, redlock_vote vote, const char *error, const redlock
     unlink_deadline(cl, cr);
     if (cr->is_parked)
         unpark(cl, cr);
-    if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) {
-        cl->answers++;
-        cl->consecutive_failures = 0;
-        uint64_t sample = now > outer->sent_us ? now - outer->sent_us : 1;
-        cl->rtt_us = redlock__rtt_average(cl->rtt_us, sample);
-    } else {
-        cl->consecutive_failures++;
-        if (vote == REDLOCK_VOTE_TIMEOUT)
-            cl->timeouts++;
-        else
-            cl->errors++;
-        if (error != NULL)
-            redlock__fmt(cl->last_error, sizeof(cl->last_error), "%s", error);
-    }
+    if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO)
+        redlock__tally_answer(&cl->tally, now > outer->sent_us ? now - outer->sent_us : 1);
+    redlock__tally_vote(&cl->tally, vote, error);
     redlock__reply_data mine;
     if (data == NULL) {
         mine = (redlock__reply_data){.pttl_ms = -2};
@@ -342,17 +312,15 @@ static void arm_deadline(redlock__cluster *cl, uint64_t now)
 {
     if (cl->head == NULL || cl->state == CL_CLOSING)
         return;
-    uint64_t due = cl->head->outer->deadline_us;
-    uv_timer_start(&cl->deadline_timer, on_deadline, due > now ? (due - now + 999) / 1000 : 0, 0);
+    redlock__timer_at(&cl->deadline_timer, on_deadline, cl->head->outer->deadline_us, now);
 }
 
 static void on_deadline(uv_timer_t *t)
 {
     redlock__cluster *cl = REDLOCK__CONTAINER_OF(t, redlock__cluster, deadline_timer);
-    uint64_t now = now_us();
+    uint64_t now = redlock_now_us();
     char why[ERR_LEN];
-    redlock__fmt(why, sizeof(why), "no answer within %llu ms",
-                 (unsigned long long)(cl->cfg.timeout_us / 1000));
+    redlock__node_cfg_timeout_why(&cl->cfg, why, sizeof(why));
     while (cl->head != NULL && cl->head->outer->deadline_us <= now && cl->state != CL_CLOSING)
         finish(cl->head, REDLOCK_VOTE_TIMEOUT, why, NULL, now);
     arm_deadline(cl, now);
@@ -383,7 +351,7 @@ static creq *take_parked(redlock__cluster *cl, bool for_map, uint64_t now)
 static void on_retry(uv_timer_t *t)
 {
     redlock__cluster *cl = REDLOCK__CONTAINER_OF(t, redlock__cluster, retry_timer);
-    uint64_t now = now_us();
+    uint64_t now = redlock_now_us();
     /* Taken off the list first: a dispatch may park again. */
     creq *due = take_parked(cl, false, now);
     uint64_t next = UINT64_MAX;
@@ -391,7 +359,7 @@ static void on_retry(uv_timer_t *t)
         if (cr->retry_at_us != 0)
             next = REDLOCK__MIN(next, cr->retry_at_us);
     if (next != UINT64_MAX)
-        uv_timer_start(&cl->retry_timer, on_retry, (next - now + 999) / 1000, 0);
+        redlock__timer_at(&cl->retry_timer, on_retry, next, now);
     while (due != NULL) {
         creq *cr = due;
         due = cr->parked;
@@ -408,13 +376,12 @@ static void park(redlock__cluster *cl, creq *cr, uint64_t retry_at)
     cr->parked = cl->parked;
     cl->parked = cr;
     if (retry_at != 0) {
-        uint64_t now = now_us();
+        uint64_t now = redlock_now_us();
         uint64_t due = uv_is_active((uv_handle_t *)&cl->retry_timer)
                            ? now + uv_timer_get_due_in(&cl->retry_timer) * 1000
                            : UINT64_MAX;
         if (retry_at < due)
-            uv_timer_start(&cl->retry_timer, on_retry,
-                           retry_at > now ? (retry_at - now + 999) / 1000 : 0, 0);
+            redlock__timer_at(&cl->retry_timer, on_retry, retry_at, now);
     }
 }
 
@@ -426,7 +393,7 @@ static void fetch_send(redlock__cluster *cl);
 /* Every request waiting for a map: dispatched (a map came) or failed (none could be had). */
 static void release_waiting(redlock__cluster *cl, const char *why)
 {
-    uint64_t now = now_us();
+    uint64_t now = redlock_now_us();
     creq *list = take_parked(cl, true, now);
     while (list != NULL) {
         creq *cr = list;
@@ -437,16 +404,6 @@ static void release_waiting(redlock__cluster *cl, const char *why)
         else
             finish(cr, REDLOCK_VOTE_ERROR, why, NULL, now);
     }
-}
-
-/* Whether error is a server's error reply ("ERR unknown subcommand ...", "NOPERM ..."): its first
- * word is upper case, where the node layer's own texts ("node down: ...") are not. */
-static bool server_refused(const char *error)
-{
-    size_t n = 0;
-    while (error != NULL && error[n] >= 'A' && error[n] <= 'Z')
-        n++;
-    return n >= 2 && (error[n] == ' ' || error[n] == '\0');
 }
 
 /* The topology request was answered (or failed). */
@@ -477,7 +434,7 @@ static void on_topology(redlock__req *req, redlock_vote vote, const char *error,
                 fetch(cl);
             return;
         }
-    } else if (!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error)) {
+    } else if (!cl->use_slots && vote == REDLOCK_VOTE_ERROR && req->fail == REDLOCK__FAIL_SERVER) {
         /* A server older than 7 (unknown subcommand), or a user not allowed cluster|shards: ask
          * the same one again, the old way, from now on. */
         cl_log(cl, REDLOCK_LOG_INFO, "CLUSTER SHARDS refused by %s (%s): asking CLUSTER SLOTS",
@@ -498,7 +455,7 @@ static void on_topology(redlock__req *req, redlock_vote vote, const char *error,
     if (!cl->have_map) {
         char msg[ERR_LEN];
         redlock__fmt(msg, sizeof(msg), "cluster topology unknown: %s", why);
-        redlock__fmt(cl->last_error, sizeof(cl->last_error), "%s", msg);
+        redlock__fmt(cl->tally.last_failure, sizeof(cl->tally.last_failure), "%s", msg);
         set_state(cl, CL_DOWN);
         release_waiting(cl, msg);
     }
@@ -510,7 +467,7 @@ static void fetch_send(redlock__cluster *cl)
 {
     cl->fetching = true;
     cl->refresh_wanted = false;
-    cl->last_fetch_us = now_us();
+    cl->last_fetch_us = redlock_now_us();
     cl->topo_cmd = (redlock__cmd){.kind = cl->use_slots ? REDLOCK__CMD_CLUSTER_SLOTS
                                                         : REDLOCK__CMD_CLUSTER_SHARDS};
     cl->topo_req =
@@ -524,7 +481,7 @@ static void fetch(redlock__cluster *cl)
 {
     if (cl->fetching || cl->state == CL_CLOSING)
         return;
-    if (cl->last_fetch_us != 0 && now_us() - cl->last_fetch_us < REFRESH_MIN_US) {
+    if (cl->last_fetch_us != 0 && redlock_now_us() - cl->last_fetch_us < REFRESH_MIN_US) {
         cl->refresh_wanted = true;
         return;
     }
@@ -589,7 +546,7 @@ static void dispatch(creq *cr, uint64_t now)
         if (!cl->have_map) {
             if (cl->state == CL_DOWN && !cl->fetching && now - cl->last_fetch_us < REFRESH_MIN_US) {
                 char why[ERR_LEN + 16];
-                redlock__fmt(why, sizeof(why), "node down: %s", cl->last_error);
+                redlock__fmt(why, sizeof(why), "node down: %s", cl->tally.last_failure);
                 finish(cr, REDLOCK_VOTE_ERROR, why, NULL, now);
                 return;
             }
@@ -709,7 +666,7 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
             again(cr, true, error, now);
             return;
         }
-        if (strncmp(error, "node down", 9) == 0 || strncmp(error, "connection", 10) == 0)
+        if (req->fail == REDLOCK__FAIL_LINK)
             want_refresh(cl); /* a failover, maybe: the next round sees it */
     }
     if (vote == REDLOCK_VOTE_YES && cr->pending > 0) { /* the vote waits for the replicas */
@@ -810,7 +767,7 @@ static void cmd_for_cluster(redlock__cluster *cl, creq *cr)
 void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock (io.h), as a node's */
-    cl->requests++;
+    cl->tally.requests++;
     req->deadline_us = now + cl->cfg.timeout_us;
     if (cl->state == CL_CLOSING) {
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
@@ -819,13 +776,13 @@ void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
     if (cl->refresh_wanted)
         fetch(cl);
     if (cl->inflight >= cl->cfg.max_inflight) {
-        cl->errors++;
+        cl->tally.errors++;
         req->cb(req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", NULL, now);
         return;
     }
     creq *cr = creq_new(cl);
     if (cr == NULL) {
-        cl->errors++;
+        cl->tally.errors++;
         req->cb(req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
         return;
     }
@@ -835,7 +792,7 @@ void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
     char why[ERR_LEN];
     int slot = cmd_slot(&cr->cmd, why, sizeof(why));
     if (slot < 0) {
-        cl->errors++;
+        cl->tally.errors++;
         creq_free(cr);
         req->cb(req, REDLOCK_VOTE_ERROR, why, NULL, now);
         return;
@@ -864,7 +821,7 @@ int redlock__cluster_new(uv_loop_t *loop, const redlock__node_config *cfg, redlo
     cl->loop = loop;
     cl->cfg = *cfg;
     cl->state = CL_STARTING;
-    cl->state_since_us = now_us();
+    redlock__tally_state(&cl->tally);
     cl->replica_wait = cfg->url->wait_replicas > 0 ? (unsigned)cfg->url->wait_replicas : 0;
     redlock__cluster_map_init(&cl->map, cfg->alloc);
     const redlock_url *u = cfg->url;
@@ -894,7 +851,7 @@ void redlock__cluster_start(redlock__cluster *cl)
 {
     uv_timer_init(cl->loop, &cl->deadline_timer);
     uv_timer_init(cl->loop, &cl->retry_timer);
-    redlock__fmt(cl->last_error, sizeof(cl->last_error), "not connected yet");
+    redlock__fmt(cl->tally.last_failure, sizeof(cl->tally.last_failure), "not connected yet");
     for (unsigned i = 0; i < cl->n_conns; i++) /* the seeds */
         redlock__node_start(cl->conns[i]->node);
     fetch(cl);
@@ -902,23 +859,17 @@ void redlock__cluster_start(redlock__cluster *cl)
 
 static void maybe_closed(redlock__cluster *cl)
 {
-    if (--cl->closes_pending > 0)
+    if (!redlock__closing_done(&cl->closing))
         return;
-    void (*cb)(void *) = cl->close_cb;
-    void *data = cl->close_data;
+    redlock__closing told = cl->closing;
     for (unsigned i = 0; i < cl->n_conns; i++)
         conn_free(cl, cl->conns[i]);
     redlock__free(cl->cfg.alloc, cl->conns);
     redlock__free(cl->cfg.alloc, cl->conn_of_master);
-    while (cl->spare != NULL) {
-        creq *cr = cl->spare;
-        cl->spare = cr->parked;
-        redlock__free(cl->cfg.alloc, cr);
-    }
+    redlock__spares_free(&cl->spare, cl->cfg.alloc);
     redlock__cluster_map_free(&cl->map);
     redlock__free(cl->cfg.alloc, cl);
-    if (cb != NULL)
-        cb(data);
+    redlock__closing_tell(told);
 }
 
 static void on_part_closed(void *data)
@@ -934,10 +885,8 @@ static void on_timer_closed(uv_handle_t *h)
 void redlock__cluster_close(redlock__cluster *cl, void (*cb)(void *data), void *data)
 {
     set_state(cl, CL_CLOSING);
-    cl->close_cb = cb;
-    cl->close_data = data;
-    cl->closes_pending = cl->n_conns + 2;
-    uint64_t now = now_us();
+    cl->closing = (redlock__closing){.pending = cl->n_conns + 2, .cb = cb, .data = data};
+    uint64_t now = redlock_now_us();
     while (cl->head != NULL) /* parked ones are freed here, in-flight ones when their node ends
                                 them */
         finish(cl->head, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
@@ -978,7 +927,6 @@ void redlock__cluster_info(const redlock__cluster *cl, redlock_node_info *out)
     out->state = states[cl->state];
     out->inflight = cl->inflight;
     out->owed = 0;
-    out->consecutive_failures = cl->consecutive_failures;
     out->connect_failures = 0;
     out->connects = out->disconnects = 0;
     for (unsigned i = 0; i < cl->n_conns; i++) {
@@ -989,12 +937,7 @@ void redlock__cluster_info(const redlock__cluster *cl, redlock_node_info *out)
         out->disconnects += one.disconnects;
         out->connect_failures += one.connect_failures;
     }
-    out->requests = cl->requests;
-    out->answers = cl->answers;
-    out->errors = cl->errors;
-    out->timeouts = cl->timeouts;
-    out->rtt_us = cl->rtt_us;
-    out->state_since_us = cl->state_since_us;
-    redlock__fmt(out->last_error, sizeof(out->last_error), "%s",
-                 cl->state == CL_STARTING ? "" : cl->last_error);
+    redlock__tally_info(&cl->tally, out);
+    if (cl->state == CL_STARTING) /* "not connected yet" is no failure */
+        out->last_error[0] = '\0';
 }

@@ -129,6 +129,17 @@ void redlock__buf_free(redlock__buf *b, const redlock__alloc *a)
     b->len = b->cap = 0;
 }
 
+void redlock__vlog(redlock__log_sink sink, void *ctx, redlock_log_level level, const char *url,
+                   const char *prefix, const char *fmt, va_list ap)
+{
+    char msg[400];
+    size_t used = (size_t)snprintf(msg, sizeof(msg), "%s", prefix);
+    if (used >= sizeof(msg))
+        used = sizeof(msg) - 1;
+    vsnprintf(msg + used, sizeof(msg) - used, fmt, ap);
+    sink(ctx, level, url, msg);
+}
+
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
 {
     if (out_len == 0)
@@ -174,4 +185,14 @@ uint64_t redlock__hash(const void *data, size_t len)
         h *= UINT64_C(1099511628211);
     }
     return h;
+}
+
+void redlock__hex(char *out, const unsigned char *in, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
 }

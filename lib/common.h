@@ -4,6 +4,8 @@
 #ifndef REDLOCK_COMMON_H
 #define REDLOCK_COMMON_H
 
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,6 +19,47 @@
 
 #define REDLOCK__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define REDLOCK__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Microseconds as whole milliseconds, rounded up: a timer armed for them never fires early. */
+static inline uint64_t redlock__ms_ceil(uint64_t us)
+{
+    return us / 1000 + (us % 1000 != 0);
+}
+
+/* Arm the one-shot timer t to fire cb at due_us (the monotonic clock of redlock_now_us), now
+ * being now_us; a due time already past fires on the loop's next turn. */
+static inline void redlock__timer_at(uv_timer_t *t, uv_timer_cb cb, uint64_t due_us,
+                                     uint64_t now_us)
+{
+    uv_timer_start(t, cb, due_us > now_us ? redlock__ms_ceil(due_us - now_us) : 0, 0);
+}
+
+/* A close that waits for several handles (uv_close is asynchronous) before its owner frees itself
+ * and tells whoever asked (cb may be NULL). */
+typedef struct redlock__closing {
+    unsigned pending; /* closes started and not yet complete */
+    void (*cb)(void *data);
+    void *data;
+} redlock__closing;
+
+/* n more closes started. */
+static inline void redlock__closing_add(redlock__closing *c, unsigned n)
+{
+    c->pending += n;
+}
+
+/* One close completed: whether it was the last one pending. */
+static inline bool redlock__closing_done(redlock__closing *c)
+{
+    return --c->pending == 0;
+}
+
+/* Tell whoever asked (a copy taken before the owner freed itself). */
+static inline void redlock__closing_tell(redlock__closing told)
+{
+    if (told.cb != NULL)
+        told.cb(told.data);
+}
 
 /* A node's moving average of answer latencies (weight 1/8), with sample the next one; 0 means
  * none yet, so the first sample counts at least 1. */
@@ -121,6 +164,22 @@ void *redlock__spares_take(redlock__spares *s);
 void redlock__spares_put(redlock__spares *s, const redlock__alloc *a, void *block, unsigned keep);
 /* Free every kept block. */
 void redlock__spares_free(redlock__spares *s, const redlock__alloc *a);
+
+/* n bytes of in as 2n lowercase hex digits into out, NUL-terminated (out holds 2n + 1). */
+void redlock__hex(char *out, const unsigned char *in, size_t n);
+
+/* Where a layer's log lines go: a node's, a cluster's or a subscriber's config (node.h), or the
+ * client's (stats.h), which hands them to the caller's redlock_options.log_fn. */
+typedef void (*redlock__log_sink)(void *ctx, redlock_log_level level, const char *url,
+                                  const char *message);
+
+/* Format prefix and fmt into one line (truncated at 400 bytes) and hand it to sink. The callers
+ * check first that someone listens: nothing is formatted otherwise. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 6, 0)))
+#endif
+void redlock__vlog(redlock__log_sink sink, void *ctx, redlock_log_level level, const char *url,
+                   const char *prefix, const char *fmt, va_list ap);
 
 /* snprintf into a fixed buffer that never fails (truncates). */
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)

@@ -21,6 +21,16 @@
 typedef struct redlock__req redlock__req;
 typedef struct redlock__io redlock__io;
 
+/* Why a request got an ERROR vote: what a caller that retries or refreshes decides on, never by
+ * matching the error's text (cluster.c on the requests it sends to its masters). */
+typedef enum redlock__fail {
+    REDLOCK__FAIL_NONE,   /* not an ERROR vote */
+    REDLOCK__FAIL_SERVER, /* the server answered with an error reply */
+    REDLOCK__FAIL_LINK,   /* the connection: down, lost, or out of step with its replies */
+    REDLOCK__FAIL_LOCAL,  /* here: out of memory, too many in flight, closing, or an answer that
+                             is not an error reply but none the command expects */
+} redlock__fail;
+
 /* error: NULL unless vote is ERROR or TIMEOUT; data: NULL except for answers to INSPECT and
  * ACQUIRE_FENCED (redlock__cmd_has_data). Both are
  * valid only during the call. */
@@ -44,6 +54,9 @@ struct redlock__req {
      * waits for replicas: a grant's SET is the releaser's, and no WAIT follows it). Set by the
      * caller; the IO layer passes it to the encoder and may clear it, never set it. */
     unsigned grant_tag;
+    /* Set by a node (node.c) before the callback: why the vote is ERROR (else
+     * REDLOCK__FAIL_NONE). */
+    redlock__fail fail;
 };
 
 typedef struct redlock__io_ops {
@@ -61,7 +74,10 @@ typedef struct redlock__io_ops {
      * when a node says the key was released (notify.h). Returns 0 or REDLOCK_ENOMEM (on only:
      * then nothing is watched). NULL: an io without notifications. */
     int (*watch)(redlock__io *io, const char *key, size_t len, bool on);
-    /* The wall clock (us since the epoch) that places a waiter in a queue (ops.c, queue_join);
+    /* Fill out with node's state and counters (redlock_client_node_info); false when node is out
+     * of range. NULL: an io with no node state to tell (the simulator's). */
+    bool (*node_info)(redlock__io *io, unsigned node, redlock_node_info *out);
+    /* The wall clock (us since the epoch) that places a waiter in a queue (wait.c, queue_join);
      * NULL: the system's (uv_gettimeofday). The simulator gives each process its own. */
     uint64_t (*wall_us)(redlock__io *io);
 } redlock__io_ops;

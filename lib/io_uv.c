@@ -16,7 +16,7 @@ typedef struct io_uv {
     redlock__alloc alloc; /* a copy: the io outlives the client's memory by a moment at close */
     uv_timer_t timer;
     unsigned n_nodes;
-    unsigned closes_pending;
+    redlock__closing closing; /* its timer, each node's subscriber and node */
     /* Tokens take 16 bytes each; one getrandom() per 32 of them keeps syscalls off the lock
      * path without weakening the randomness. */
     unsigned char pool[RANDOM_POOL];
@@ -30,7 +30,7 @@ typedef struct io_uv {
 static uint64_t io_now_us(redlock__io *io)
 {
     (void)io;
-    return uv_hrtime() / 1000;
+    return redlock_now_us();
 }
 
 static void io_send(redlock__io *base, unsigned node, redlock__req *req)
@@ -55,9 +55,7 @@ static void io_wake_at(redlock__io *base, uint64_t due_us)
         uv_timer_stop(&io->timer);
         return;
     }
-    uint64_t now = io_now_us(base);
-    uint64_t wait_ms = due_us > now ? (due_us - now + 999) / 1000 : 0;
-    uv_timer_start(&io->timer, on_timer, wait_ms, 0);
+    redlock__timer_at(&io->timer, on_timer, due_us, redlock_now_us());
 }
 
 static int io_random(redlock__io *base, void *buf, size_t len)
@@ -84,7 +82,7 @@ static int io_random(redlock__io *base, void *buf, size_t len)
 
 static void maybe_closed(io_uv *io)
 {
-    if (--io->closes_pending > 0)
+    if (!redlock__closing_done(&io->closing))
         return;
     /* on_closed may free the client; the io frees itself after, with its own copy of the
      * allocator, so the client can still use the io (its clock) while it delivers. */
@@ -110,7 +108,7 @@ static void on_timer_closed(uv_handle_t *h)
 static void io_close(redlock__io *base)
 {
     io_uv *io = (io_uv *)base;
-    io->closes_pending = 2 * io->n_nodes + 1;
+    io->closing = (redlock__closing){.pending = 2 * io->n_nodes + 1}; /* it tells on_closed */
     io->timer.data = io;
     uv_close((uv_handle_t *)&io->timer, on_timer_closed);
     for (unsigned i = 0; i < io->n_nodes; i++)
@@ -173,8 +171,20 @@ static const char *io_twin_of(void *ctx, const redlock__node *node, const char *
     return NULL;
 }
 
+static bool io_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
+{
+    io_uv *io = (io_uv *)base;
+    if (i >= io->n_nodes)
+        return false;
+    if (io->clusters[i] != NULL)
+        redlock__cluster_info(io->clusters[i], out);
+    else
+        redlock__node_info(io->nodes[i], out);
+    return true;
+}
+
 static const redlock__io_ops io_uv_ops = {
-    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch, NULL,
+    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch, io_node_info, NULL,
 };
 
 redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
@@ -183,18 +193,6 @@ redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)
         return NULL;
     io_uv *io = (io_uv *)base;
     return i < io->n_nodes ? io->nodes[i] : NULL;
-}
-
-bool redlock__io_uv_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
-{
-    if (base == NULL || base->ops != &io_uv_ops || i >= ((io_uv *)base)->n_nodes)
-        return false;
-    io_uv *io = (io_uv *)base;
-    if (io->clusters[i] != NULL)
-        redlock__cluster_info(io->clusters[i], out);
-    else
-        redlock__node_info(io->nodes[i], out);
-    return true;
 }
 
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,

@@ -15,12 +15,8 @@
  * io). Nodes start connecting at once. Returns 0 or REDLOCK_ENOMEM (nothing left allocated). */
 int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsigned n,
                        const redlock__alloc *alloc, redlock__io **out);
-
 /* Node i of an io made by redlock__io_uv_new, or NULL (another io, such as the simulator's, or
  * i out of range, or a node that is a Redis Cluster). For tests and the bench. */
 redlock__node *redlock__io_uv_node(redlock__io *io, unsigned i);
-/* Node i's state and counters (node.h / cluster.h), whichever kind it is; false (out untouched)
- * for another io or i out of range. */
-bool redlock__io_uv_node_info(redlock__io *io, unsigned i, redlock_node_info *out);
 
 #endif

@@ -4,7 +4,7 @@
  * A handle is referenced by the user (once a lock callback handed it out), by each operation on
  * it and by each round still waiting for replies (late replies read the key and token), and is
  * freed when the last reference goes - or all at once when the client is closed. */
-#include "client.h"
+#include "lock.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -107,6 +107,20 @@ static void lock_destroy(redlock_lock *lock)
     redlock__free(&c->alloc, lock);
 }
 
+const char *redlock__lock_queue_channel(const redlock_lock *lock, size_t *len)
+{
+    *len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
+    return lock->channels;
+}
+
+const char *redlock__lock_own_channel(const redlock_lock *lock, size_t *len)
+{
+    size_t queue_len;
+    const char *queue = redlock__lock_queue_channel(lock, &queue_len);
+    *len = queue_len + 1 + lock->waiter_len;
+    return queue + queue_len + 1;
+}
+
 void redlock__lock_ref(redlock_lock *lock)
 {
     lock->refs++;
@@ -128,7 +142,7 @@ void redlock_lock_free(redlock_lock *lock)
 {
     if (lock == NULL || !lock->user_owned)
         return;
-    redlock__auto_stop(lock);
+    lock->client->hooks->lock_ended(lock); /* its auto-extension stops */
     lock->user_owned = false;
     redlock__lock_unref(lock);
 }

@@ -58,38 +58,76 @@ struct redlock__node {
     /* Releases that found the node down, sent when it is up again (relq.h). */
     redlock__relq kept;
 
-    unsigned closes_pending; /* the deadline timer and the stream */
-    void (*close_cb)(void *data);
-    void *close_data;
+    redlock__closing closing; /* the deadline timer and the stream */
 
     /* What redlock_client_node_info reports (counted here, never used for decisions). */
-    uint64_t connects, disconnects, requests, answers, errors, timeouts;
-    uint64_t rtt_us; /* moving average of answered requests' latencies, weight 1/8 */
-    unsigned consecutive_failures, connect_failures;
-    uint64_t state_since_us;
-    char last_failure[ERR_LEN]; /* of a request or of the connection; "" before the first */
+    redlock__tally tally;
+    uint64_t connects, disconnects;
+    unsigned connect_failures;
 };
 
 static void node_fail(redlock__node *n, redlock_log_level level, const char *why);
 
-static uint64_t now_us(void)
+/* ---- what it tells ------------------------------------------------------------------------- */
+
+void redlock__tally_answer(redlock__tally *t, uint64_t sample_us)
 {
-    return uv_hrtime() / 1000;
+    t->answers++;
+    t->rtt_us = redlock__rtt_average(t->rtt_us, sample_us);
 }
 
-/* ---- what it tells ------------------------------------------------------------------------- */
+void redlock__tally_vote(redlock__tally *t, redlock_vote vote, const char *error)
+{
+    if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) {
+        t->consecutive_failures = 0;
+        return;
+    }
+    t->consecutive_failures++;
+    if (vote == REDLOCK_VOTE_TIMEOUT)
+        t->timeouts++;
+    else
+        t->errors++;
+    if (error != NULL)
+        redlock__fmt(t->last_failure, sizeof(t->last_failure), "%s", error);
+}
+
+void redlock__tally_state(redlock__tally *t)
+{
+    t->state_since_us = redlock_now_us();
+}
+
+void redlock__tally_info(const redlock__tally *t, redlock_node_info *out)
+{
+    out->requests = t->requests;
+    out->answers = t->answers;
+    out->errors = t->errors;
+    out->timeouts = t->timeouts;
+    out->rtt_us = t->rtt_us;
+    out->consecutive_failures = t->consecutive_failures;
+    out->state_since_us = t->state_since_us;
+    redlock__fmt(out->last_error, sizeof(out->last_error), "%s", t->last_failure);
+}
+
+void redlock__node_cfg_vlog(const redlock__node_config *cfg, redlock_log_level level,
+                            const char *prefix, const char *fmt, va_list ap)
+{
+    if (cfg->log != NULL)
+        redlock__vlog(cfg->log, cfg->log_ctx, level, cfg->name, prefix, fmt, ap);
+}
+
+void redlock__node_cfg_timeout_why(const redlock__node_config *cfg, char *out, size_t out_len)
+{
+    redlock__fmt(out, out_len, "no answer within %llu ms",
+                 (unsigned long long)(cfg->timeout_us / 1000));
+}
 
 void redlock__node_cfg_log(const redlock__node_config *cfg, redlock_log_level level,
                            const char *fmt, ...)
 {
-    if (cfg->log == NULL)
-        return;
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    redlock__node_cfg_vlog(cfg, level, "", fmt, ap);
     va_end(ap);
-    cfg->log(cfg->log_ctx, level, cfg->name, msg);
 }
 
 #define node_log(n, ...) redlock__node_cfg_log(&(n)->cfg, __VA_ARGS__)
@@ -104,7 +142,7 @@ void redlock__node_cfg_log(const redlock__node_config *cfg, redlock_log_level le
 static void set_state(redlock__node *n, node_state state)
 {
     if (n->state != state)
-        n->state_since_us = now_us();
+        redlock__tally_state(&n->tally);
     n->state = state;
 }
 
@@ -131,28 +169,14 @@ static void maybe_keep(redlock__node *n, const redlock__req *req, uint64_t now)
 }
 
 /* Every request ends here: counted, then completed. */
-static void complete(redlock__node *n, redlock__req *req, redlock_vote vote, const char *error,
-                     const redlock__reply_data *data, uint64_t now)
+static void complete(redlock__node *n, redlock__req *req, redlock_vote vote, redlock__fail fail,
+                     const char *error, const redlock__reply_data *data, uint64_t now)
 {
+    req->fail = vote == REDLOCK_VOTE_ERROR ? fail : REDLOCK__FAIL_NONE;
     if (vote == REDLOCK_VOTE_ERROR)
         maybe_keep(n, req, now);
-    if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) {
-        n->consecutive_failures = 0;
-    } else {
-        n->consecutive_failures++;
-        if (vote == REDLOCK_VOTE_TIMEOUT)
-            n->timeouts++;
-        else
-            n->errors++;
-        if (error != NULL)
-            redlock__fmt(n->last_failure, sizeof(n->last_failure), "%s", error);
-    }
+    redlock__tally_vote(&n->tally, vote, error);
     req->cb(req, vote, error, data, now);
-}
-
-static uint64_t ms_ceil(uint64_t us)
-{
-    return (us + 999) / 1000;
 }
 
 /* ---- FIFO ---------------------------------------------------------------------------------- */
@@ -183,16 +207,16 @@ static redlock__req *fifo_pop(redlock__node *n)
 
 /* Complete every request in the FIFO with an error. Completions may re-enter (send again), so
  * the FIFO is detached first: anything sent from a callback belongs to the new state. */
-static void fail_all(redlock__node *n, const char *why)
+static void fail_all(redlock__node *n, redlock__fail fail, const char *why)
 {
     redlock__req *req = n->head;
     n->head = n->tail = NULL;
     n->fifo_len = 0;
-    uint64_t now = now_us();
+    uint64_t now = redlock_now_us();
     while (req != NULL) {
         redlock__req *next = req->next;
         req->next = NULL;
-        complete(n, req, REDLOCK_VOTE_ERROR, why, NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, fail, why, NULL, now);
         req = next;
     }
 }
@@ -205,23 +229,20 @@ static void start_deadline_timer(redlock__node *n, uint64_t now)
 {
     if (n->head == NULL || n->state == NODE_CLOSING)
         return;
-    uint64_t due = n->head->deadline_us;
-    uint64_t wait_ms = due > now ? ms_ceil(due - now) : 0;
-    uv_timer_start(&n->deadline_timer, on_deadline, wait_ms, 0);
+    redlock__timer_at(&n->deadline_timer, on_deadline, n->head->deadline_us, now);
 }
 
 static void on_deadline(uv_timer_t *t)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(t, redlock__node, deadline_timer);
-    uint64_t now = now_us();
+    uint64_t now = redlock_now_us();
     char why[ERR_LEN];
-    redlock__fmt(why, sizeof(why), "no answer within %llu ms",
-                 (unsigned long long)(n->cfg.timeout_us / 1000));
+    redlock__node_cfg_timeout_why(&n->cfg, why, sizeof(why));
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
         redlock__req *req = fifo_pop(n);
         n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, are dropped */
         req->asking = false;
-        complete(n, req, REDLOCK_VOTE_TIMEOUT, why, NULL, now);
+        complete(n, req, REDLOCK_VOTE_TIMEOUT, REDLOCK__FAIL_NONE, why, NULL, now);
     }
     if (n->state == NODE_CLOSING)
         return;
@@ -256,7 +277,7 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
                 strstr(why, REDLOCK__TLS_INSECURE_NOTE) == NULL;
     redlock__fmt(n->last_error, sizeof(n->last_error), "%s%s", why,
                  note ? REDLOCK__TLS_INSECURE_NOTE : "");
-    memcpy(n->last_failure, n->last_error, sizeof(n->last_failure));
+    memcpy(n->tally.last_failure, n->last_error, sizeof(n->tally.last_failure));
     bool was_up = n->state == NODE_READY;
     if (was_up)
         n->disconnects++;
@@ -264,7 +285,7 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
         n->connect_failures++;
     set_state(n, NODE_DOWN);
     unsigned long long next_ms =
-        (unsigned long long)((n->stream.stats.next_attempt_us + 999) / 1000);
+        (unsigned long long)redlock__ms_ceil(n->stream.stats.next_attempt_us);
     if (was_up)
         NODE_LOG(n, level != 0 ? level : REDLOCK_LOG_WARN,
                  "connection lost: %s (reconnecting in %llu ms)", n->last_error, next_ms);
@@ -282,7 +303,7 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
     uv_timer_stop(&n->deadline_timer);
     char msg[ERR_LEN];
     redlock__fmt(msg, sizeof(msg), "%s", n->last_error); /* last_error may change meanwhile */
-    fail_all(n, msg);
+    fail_all(n, REDLOCK__FAIL_LINK, msg);
 }
 
 /* The node gives up its connection (a protocol error, a refused handshake, silence): the stream
@@ -329,7 +350,7 @@ static void send_kept(redlock__node *n)
 {
     if (n->kept.len == 0)
         return;
-    uint64_t now = now_us();
+    uint64_t now = redlock_now_us();
     unsigned sent = 0, expired = 0;
     redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
     memset(&n->kept, 0, sizeof(n->kept));
@@ -355,7 +376,7 @@ static void set_ready(redlock__node *n)
 {
     set_state(n, NODE_READY);
     n->last_error[0] = '\0';
-    n->last_reply_us = now_us();
+    n->last_reply_us = redlock_now_us();
     n->connects++;
     if (n->cfg.log != NULL) {
         const redlock__stream_stats *st = &n->stream.stats;
@@ -460,14 +481,14 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
 {
     for (redlock__req *r = n->head; r != NULL; r = r->next) {
         if (same_lock(r->cmd, req->cmd)) {
-            complete(n, req, REDLOCK_VOTE_ERROR,
+            complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL,
                      "NOSCRIPT, and a later command of the same lock is already queued", NULL, now);
             return;
         }
     }
     if (redlock__cmd_append_tagged(req->cmd, req->grant_tag, true, redlock__stream_out(&n->stream),
                                    n->cfg.alloc) != 0) {
-        complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL, "out of memory", NULL, now);
         return;
     }
     req->deadline_us = now + n->cfg.timeout_us;
@@ -501,9 +522,7 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
         node_fail(n, REDLOCK_LOG_ERROR, "protocol error: reply without a request");
         return;
     }
-    n->answers++;
-    uint64_t sample = now > req->sent_us ? now - req->sent_us : 0;
-    n->rtt_us = redlock__rtt_average(n->rtt_us, sample);
+    redlock__tally_answer(&n->tally, now > req->sent_us ? now - req->sent_us : 0);
     char err[ERR_LEN];
     redlock__reply_kind kind;
     redlock__reply_data data;
@@ -520,10 +539,11 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
         char why[ERR_LEN];
         redlock__fmt(why, sizeof(why), "protocol error: %s (connection dropped)", err);
         node_fail(n, REDLOCK_LOG_ERROR, why);
-        complete(n, req, REDLOCK_VOTE_ERROR, why, NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LINK, why, NULL, now);
         return;
     }
-    complete(n, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
+    redlock__fail fail = r->type == REDIS_REPLY_ERROR ? REDLOCK__FAIL_SERVER : REDLOCK__FAIL_LOCAL;
+    complete(n, req, vote, fail, vote == REDLOCK_VOTE_ERROR ? err : NULL,
              redlock__cmd_has_data(req->cmd) ? &data : NULL, now);
 }
 
@@ -535,6 +555,21 @@ static void reader_failed(redlock__node *n)
     node_fail(n, REDLOCK_LOG_ERROR, why);
 }
 
+/* The replies of one read, handled at the clock reading taken for all of them. */
+struct read_batch {
+    redlock__node *n;
+    uint64_t now;
+};
+
+static bool batch_reply(void *ctx, redisReply *reply)
+{
+    struct read_batch *batch = ctx;
+    handle_reply(batch->n, reply, batch->now);
+    /* A callback may have dropped this connection or closed the client; a new connection never
+     * opens from inside one, so the stream's state tells. */
+    return redlock__stream_is_open(&batch->n->stream);
+}
+
 static void on_stream_read(redlock__stream *s, const char *data, size_t len)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
@@ -544,7 +579,7 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
      * deadlines count from their start; an extend is won in time only if the time of its
      * deciding vote is before the old deadline). A reply handled later in the batch (behind a
      * callback that ran long) is not made later by the wait. */
-    uint64_t now = now_us();
+    uint64_t now = redlock_now_us();
     /* A lock cycle's replies (+OK, :1, :0, $-1) are taken straight from the bytes while the
      * reader holds nothing, with no reply object to allocate and free; the rest of the bytes,
      * from the first reply that is not one of those (or is cut off), go through the reader. */
@@ -563,25 +598,9 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
     }
     if (len == 0)
         return;
-    if (redlock__reader_feed(n->reader, data, len) != 0) {
+    struct read_batch batch = {n, now};
+    if (redlock__reader_each(n->reader, data, len, batch_reply, &batch) != 0)
         reader_failed(n);
-        return;
-    }
-    for (;;) {
-        redisReply *reply = NULL;
-        if (redlock__reader_get(n->reader, &reply) != 0) {
-            reader_failed(n);
-            return;
-        }
-        if (reply == NULL)
-            return;
-        handle_reply(n, reply, now);
-        freeReplyObject(reply);
-        /* A callback may have dropped this connection or closed the client; a new connection
-         * never opens from inside one, so the stream's state tells. */
-        if (!redlock__stream_is_open(&n->stream))
-            return;
-    }
 }
 
 /* A new connection: it says its handshake first; requests follow once every answer came. */
@@ -591,7 +610,7 @@ static void on_stream_open(redlock__stream *s)
     redlock__reader_free(n->reader); /* what a reply cut off held: bounded (reader.h) */
     n->reader = redlock__reader_new(n->cfg.replies, n->cfg.alloc);
     n->skip_replies = 0;
-    n->last_reply_us = now_us();
+    n->last_reply_us = redlock_now_us();
     if (n->reader == NULL || redlock__handshake_start(&n->handshake, n->cfg.url,
                                                       redlock__stream_out(s), n->cfg.alloc) != 0) {
         node_fail(n, 0, "connect: out of memory");
@@ -605,25 +624,21 @@ static void on_stream_open(redlock__stream *s)
 
 /* ---- public (internal) API ----------------------------------------------------------------- */
 
-static void maybe_closed(redlock__node *n)
+static void part_closed(redlock__node *n)
 {
-    if (n->closes_pending > 0)
+    if (!redlock__closing_done(&n->closing))
         return;
-    void (*cb)(void *) = n->close_cb;
-    void *data = n->close_data;
+    redlock__closing told = n->closing;
     redlock__reader_free(n->reader);
     redlock__buf_free(&n->held, n->cfg.alloc);
     redlock__relq_clear(&n->kept, n->cfg.alloc);
     redlock__free(n->cfg.alloc, n);
-    if (cb != NULL)
-        cb(data);
+    redlock__closing_tell(told);
 }
 
 static void on_stream_closed(redlock__stream *s)
 {
-    redlock__node *n = REDLOCK__CONTAINER_OF(s, redlock__node, stream);
-    n->closes_pending--;
-    maybe_closed(n);
+    part_closed(REDLOCK__CONTAINER_OF(s, redlock__node, stream));
 }
 
 int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock__node **out)
@@ -634,7 +649,7 @@ int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock_
     n->loop = loop;
     n->cfg = *cfg;
     n->state = NODE_STARTING;
-    n->state_since_us = now_us();
+    redlock__tally_state(&n->tally);
     redlock__stream_config scfg = {
         .url = cfg->url,
         .connect_timeout_us = cfg->connect_timeout_us,
@@ -667,20 +682,22 @@ void redlock__node_start(redlock__node *n)
 void redlock__node_send(redlock__node *n, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock: one reading for a round's nodes */
-    n->requests++;
+    n->tally.requests++;
     req->deadline_us = now + n->cfg.timeout_us;
     if (n->state == NODE_CLOSING) {
-        complete(n, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL, "canceled: client closing", NULL,
+                 now);
         return;
     }
     if (n->state == NODE_DOWN) { /* reconnecting: fail fast */
         char why[ERR_LEN + 16];
         redlock__fmt(why, sizeof(why), "node down: %s", n->last_error);
-        complete(n, req, REDLOCK_VOTE_ERROR, why, NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LINK, why, NULL, now);
         return;
     }
     if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight) {
-        complete(n, req, REDLOCK_VOTE_ERROR, "too many requests in flight on this node", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL,
+                 "too many requests in flight on this node", NULL, now);
         return;
     }
     bool ready = n->state == NODE_READY;
@@ -691,7 +708,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         redlock__cmd_append_tagged(req->cmd, req->grant_tag, false, out, n->cfg.alloc) != 0) {
         out->len = before;
         req->asking = false;
-        complete(n, req, REDLOCK_VOTE_ERROR, "out of memory", NULL, now);
+        complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL, "out of memory", NULL, now);
         return;
     }
     if (n->head == NULL && n->skip_replies == 0)
@@ -721,9 +738,7 @@ const char *redlock__node_run_id(const redlock__node *n)
 
 static void on_timer_closed(uv_handle_t *h)
 {
-    redlock__node *n = h->data;
-    n->closes_pending--;
-    maybe_closed(n);
+    part_closed(h->data);
 }
 
 void redlock__node_info(const redlock__node *n, redlock_node_info *out)
@@ -738,27 +753,18 @@ void redlock__node_info(const redlock__node *n, redlock_node_info *out)
     out->state = states[n->state];
     out->inflight = n->fifo_len;
     out->owed = n->skip_replies;
-    out->consecutive_failures = n->consecutive_failures;
     out->connect_failures = n->connect_failures;
     out->connects = n->connects;
     out->disconnects = n->disconnects;
-    out->requests = n->requests;
-    out->answers = n->answers;
-    out->errors = n->errors;
-    out->timeouts = n->timeouts;
-    out->rtt_us = n->rtt_us;
-    out->state_since_us = n->state_since_us;
-    redlock__fmt(out->last_error, sizeof(out->last_error), "%s", n->last_failure);
+    redlock__tally_info(&n->tally, out);
 }
 
 void redlock__node_close(redlock__node *n, void (*cb)(void *data), void *data)
 {
     set_state(n, NODE_CLOSING);
-    n->close_cb = cb;
-    n->close_data = data;
-    n->closes_pending = 2; /* the deadline timer and the stream */
+    n->closing = (redlock__closing){.pending = 2, .cb = cb, .data = data}; /* timer, stream */
     n->skip_replies = 0;
-    fail_all(n, "canceled: client closing");
+    fail_all(n, REDLOCK__FAIL_LOCAL, "canceled: client closing");
     redlock__stream_close(&n->stream);
     n->deadline_timer.data = n;
     uv_close((uv_handle_t *)&n->deadline_timer, on_timer_closed);

@@ -32,6 +32,25 @@
 
 typedef struct redlock__node redlock__node;
 
+/* What redlock_client_node_info reports of a node's requests, kept the same way by a node and a
+ * cluster node (counted, never used for decisions). */
+typedef struct redlock__tally {
+    uint64_t requests, answers, errors, timeouts;
+    uint64_t rtt_us; /* moving average of the answers' latencies (redlock__rtt_average) */
+    unsigned consecutive_failures;
+    uint64_t state_since_us;                   /* when its state last changed */
+    char last_failure[REDLOCK_ERROR_TEXT_MAX]; /* of a request (or of a connection); "" at first */
+} redlock__tally;
+
+/* An answer came sample_us after its request was sent. */
+void redlock__tally_answer(redlock__tally *t, uint64_t sample_us);
+/* A request ended with vote (error: its text, or NULL). */
+void redlock__tally_vote(redlock__tally *t, redlock_vote vote, const char *error);
+/* The state changes (to one that differs from the last). */
+void redlock__tally_state(redlock__tally *t);
+/* Its counters into out (the members named like them; last_error from last_failure). */
+void redlock__tally_info(const redlock__tally *t, redlock_node_info *out);
+
 typedef struct redlock__node_config {
     const redlock_url *url; /* must outlive the node */
     const char *name;       /* redacted URL for messages; must outlive the node */
@@ -56,19 +75,28 @@ typedef struct redlock__node_config {
                               node */
     /* Told what happens to the connection (connected, lost, refused, dropped, each failed
      * attempt), as one line about this node; NULL: nothing is formatted. */
-    void (*log)(void *ctx, redlock_log_level level, const char *url, const char *message);
+    redlock__log_sink log;
     void *log_ctx;
     /* What its connections may be sent (reader.h): a plain node's (0) or a cluster's server's. */
     redlock__reader_use replies;
 } redlock__node_config;
 
 /* Format one line and hand it to cfg->log as about cfg->name (nothing is formatted when log is
- * NULL). For the node and for a cluster (cluster.c), which share this config. */
+ * NULL). For the node, a cluster (cluster.c) and a subscriber (notify.c), which share this
+ * config; the v form puts prefix ("subscriber: ") before the text. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
 void redlock__node_cfg_log(const redlock__node_config *cfg, redlock_log_level level,
                            const char *fmt, ...);
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 0)))
+#endif
+void redlock__node_cfg_vlog(const redlock__node_config *cfg, redlock_log_level level,
+                            const char *prefix, const char *fmt, va_list ap);
+
+/* Why a request of a node (or a cluster node) with cfg timed out: "no answer within N ms". */
+void redlock__node_cfg_timeout_why(const redlock__node_config *cfg, char *out, size_t out_len);
 
 /* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
 int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock__node **out);

@@ -85,9 +85,7 @@ struct redlock__sub {
     bool refused_said;   /* a refused SUBSCRIBE was logged on this connection */
     redlock__reader *reader;
     uv_timer_t idle_timer;
-    unsigned closes_pending;
-    void (*close_cb)(void *data);
-    void *close_data;
+    redlock__closing closes; /* the idle timer, and the stream if it ever started */
 };
 
 #if defined(__GNUC__)
@@ -96,15 +94,10 @@ __attribute__((format(printf, 3, 4)))
 static void
 sub_log(redlock__sub *s, redlock_log_level level, const char *fmt, ...)
 {
-    if (s->cfg.log == NULL)
-        return;
-    char msg[300] = "subscriber: ";
-    size_t used = strlen(msg);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg + used, sizeof(msg) - used, fmt, ap);
+    redlock__node_cfg_vlog(&s->cfg, level, "subscriber: ", fmt, ap);
     va_end(ap);
-    s->cfg.log(s->cfg.log_ctx, level, s->cfg.name, msg);
 }
 
 /* (UN)SUBSCRIBE name onto the stream's output buffer. */
@@ -199,29 +192,21 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
     return true;
 }
 
+static bool each_reply(void *ctx, redisReply *reply)
+{
+    redlock__sub *s = ctx;
+    redlock__scrub_error(reply, s->cfg.url->password);
+    /* The message callback may close the client: the stream's state tells. */
+    return on_reply(s, reply) && redlock__stream_is_open(&s->stream);
+}
+
 static void on_read(redlock__stream *st, const char *data, size_t len)
 {
     redlock__sub *s = REDLOCK__CONTAINER_OF(st, redlock__sub, stream);
-    if (redlock__reader_feed(s->reader, data, len) != 0) {
+    if (redlock__reader_each(s->reader, data, len, each_reply, s) != 0) {
+        sub_log(s, REDLOCK_LOG_WARN, "protocol error: %s", redlock__reader_error(s->reader));
+        s->ready = false;
         redlock__stream_drop(st);
-        return;
-    }
-    for (;;) {
-        redisReply *reply = NULL;
-        if (redlock__reader_get(s->reader, &reply) != 0) {
-            sub_log(s, REDLOCK_LOG_WARN, "protocol error: %s", redlock__reader_error(s->reader));
-            s->ready = false;
-            redlock__stream_drop(st);
-            return;
-        }
-        if (reply == NULL)
-            return;
-        redlock__scrub_error(reply, s->cfg.url->password);
-        bool go_on = on_reply(s, reply);
-        freeReplyObject(reply);
-        /* The message callback may close the client: the stream's state tells. */
-        if (!go_on || !redlock__stream_is_open(st))
-            return;
     }
 }
 
@@ -236,14 +221,12 @@ static void on_down(redlock__stream *st, const char *why)
 
 static void maybe_done(redlock__sub *s)
 {
-    if (--s->closes_pending > 0)
+    if (!redlock__closing_done(&s->closes))
         return;
-    void (*cb)(void *) = s->close_cb;
-    void *data = s->close_data;
+    redlock__closing told = s->closes;
     redlock__reader_free(s->reader);
     redlock__free(s->cfg.alloc, s);
-    if (cb != NULL)
-        cb(data);
+    redlock__closing_tell(told);
 }
 
 static void start_stream(redlock__sub *s);
@@ -352,11 +335,9 @@ static void on_timer_closed(uv_handle_t *h)
 void redlock__sub_close(redlock__sub *s, void (*cb)(void *data), void *data)
 {
     s->closing = true;
-    s->close_cb = cb;
-    s->close_data = data;
-    s->closes_pending = 1; /* the idle timer */
+    s->closes = (redlock__closing){.pending = 1, .cb = cb, .data = data}; /* the idle timer */
     if (s->stream_live) {
-        s->closes_pending++;
+        redlock__closing_add(&s->closes, 1);
         if (!s->stream_closing)
             close_stream(s);
     }

@@ -47,8 +47,8 @@ int redlock_round_init(redlock_round *round, unsigned n_nodes, uint64_t ttl_ms, 
         return REDLOCK_EINVAL;
 
     round->n_nodes = n_nodes;
-    round->quorum = n_nodes / 2 + 1; /* a strict majority: two rounds can never both win */
-    round->ttl_us = ttl_ms * 1000;   /* cannot overflow: ttl_ms <= 2^42 */
+    round->quorum = redlock__quorum_of(n_nodes);
+    round->ttl_us = ttl_ms * 1000; /* cannot overflow: ttl_ms <= 2^42 */
     round->drift_us = drift_product_us(round->ttl_us, drift_factor) + REDLOCK_DRIFT_FIXED_US;
     /* The contract puts no bound on min_validity_ms. Saturate instead of wrapping: any minimum
      * above the ttl already means "never won", so the exact value no longer matters. */

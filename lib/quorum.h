@@ -10,4 +10,10 @@
 
 #include "redlock.h"
 
+/* The votes that decide among n nodes: a strict majority, so two rounds can never both win. */
+static inline unsigned redlock__quorum_of(unsigned n)
+{
+    return n / 2 + 1;
+}
+
 #endif /* REDLOCK_QUORUM_H */

@@ -277,6 +277,24 @@ int redlock__reader_get(redlock__reader *rd, redisReply **reply)
     return check_pending(rd);
 }
 
+int redlock__reader_each(redlock__reader *rd, const char *data, size_t len,
+                         bool (*on)(void *ctx, redisReply *reply), void *ctx)
+{
+    if (redlock__reader_feed(rd, data, len) != 0)
+        return -1;
+    for (;;) {
+        redisReply *reply = NULL;
+        if (redlock__reader_get(rd, &reply) != 0)
+            return -1;
+        if (reply == NULL)
+            return 0;
+        bool go_on = on(ctx, reply);
+        freeReplyObject(reply);
+        if (!go_on)
+            return 0;
+    }
+}
+
 const char *redlock__reader_error(const redlock__reader *rd)
 {
     if (rd->why[0] != '\0')

@@ -59,6 +59,10 @@ int redlock__reader_feed(redlock__reader *rd, const char *data, size_t len);
  * bytes fed so far end inside one. 0, or -1 with *reply NULL: the bytes are not RESP, or exceed a
  * limit (what the reply held is freed by then); the reader stays failed. */
 int redlock__reader_get(redlock__reader *rd, redisReply **reply);
+/* Give it data, then each whole reply in turn to on (the reply is freed after it returns) until
+ * on returns false or none is whole. 0, or -1: the reader failed (redlock__reader_error). */
+int redlock__reader_each(redlock__reader *rd, const char *data, size_t len,
+                         bool (*on)(void *ctx, redisReply *reply), void *ctx);
 /* Why it failed, for "protocol error: <why>". */
 const char *redlock__reader_error(const redlock__reader *rd);
 /* Whether it holds nothing: no byte of a reply it has not returned yet. */

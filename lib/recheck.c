@@ -19,8 +19,10 @@
  * without a restart: a flush, a proxy in front of a restarted server, an eviction) sets off the
  * same checks. A check that began before a later change may have heard the older server: it is
  * run again. */
-#include "client.h"
+#include "recheck.h"
 
+#include "autoextend.h"
+#include "quorum.h"
 #include "stats.h"
 
 static void check_start(redlock_lock *lock);
@@ -119,7 +121,7 @@ static void on_checked(redlock_lock *unused, int status, const redlock_result *r
     if (status != REDLOCK_ECANCELED && !c->closing && !stale &&
         held(lock, redlock__client_now(c))) {
         unsigned free_nodes = count_free(lock, result);
-        if (free_nodes > result->n_nodes - (result->n_nodes / 2 + 1))
+        if (free_nodes > result->n_nodes - redlock__quorum_of(result->n_nodes))
             found_lost(lock, free_nodes, result->n_nodes);
         else if (started < c->node_changed_us)
             check_start(lock); /* another node changed meanwhile: ask again */

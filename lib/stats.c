@@ -6,8 +6,7 @@
 #include <stdio.h>
 
 #include "abi.h"
-#include "client.h"
-#include "io_uv.h"
+#include "lock.h"
 
 /* ---- names ----------------------------------------------------------------------------------- */
 
@@ -55,12 +54,10 @@ void redlock__client_log(redlock_client *c, redlock_log_level level, const char 
 {
     if (c->opts.log_fn == NULL)
         return;
-    char msg[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    redlock__vlog(redlock__client_node_log, c, level, url, "", fmt, ap);
     va_end(ap);
-    c->opts.log_fn(c, level, url, msg, c->opts.log_data);
 }
 
 /* ---- counters -------------------------------------------------------------------------------- */
@@ -257,8 +254,8 @@ int redlock_client_node_info(const redlock_client *c, unsigned i, redlock_node_i
     info.state = c->closing ? REDLOCK_NODE_CLOSED : REDLOCK_NODE_CONNECTING;
     /* The io is made last in redlock_client_new (a log line from a connect that failed at once
      * may ask before it exists); the simulator's io has no node state to tell. */
-    if (c->io != NULL)
-        redlock__io_uv_node_info(c->io, i, &info);
+    if (c->io != NULL && c->io->ops->node_info != NULL)
+        c->io->ops->node_info(c->io, i, &info);
     copy_out(out, &info, sizeof(info));
     return 0;
 }

@@ -32,21 +32,13 @@ typedef redlock__stream_conn conn;
 
 static void stream_connect(redlock__stream *s);
 
-static uint64_t ms_ceil(uint64_t us)
-{
-    return (us + 999) / 1000;
-}
-
-static uint64_t now_us(void)
-{
-    return uv_hrtime() / 1000;
-}
-
 /* ---- teardown ------------------------------------------------------------------------------ */
 
-static void maybe_closed(redlock__stream *s)
+/* One of its handles (or a connection's, or the lookup) closed: the stream is closed once it is
+ * asked to and none is left. */
+static void part_closed(redlock__stream *s)
 {
-    if (s->state != REDLOCK__STREAM_CLOSED || s->closes_pending > 0)
+    if (!redlock__closing_done(&s->closes) || s->state != REDLOCK__STREAM_CLOSED)
         return;
     redlock__buf_free(&s->out, s->cfg.alloc);
     redlock__tls_resume_clear(&s->resume);
@@ -59,8 +51,7 @@ static void on_conn_closed(uv_handle_t *h)
     redlock__stream *s = c->stream;
     redlock__buf_free(&c->inflight, s->cfg.alloc);
     redlock__free(s->cfg.alloc, c);
-    s->closes_pending--;
-    maybe_closed(s);
+    part_closed(s);
 }
 
 /* Stop using the current connection; its memory goes in its close callback. */
@@ -73,7 +64,7 @@ static void detach_conn(redlock__stream *s)
     c->detached = true;
     redlock__tls_free(c->tls); /* nothing reads or writes through it any more */
     c->tls = NULL;
-    s->closes_pending++; /* the stream outlives every connection it ever had */
+    redlock__closing_add(&s->closes, 1); /* the stream outlives every connection it ever had */
     uv_close(&c->h.handle, on_conn_closed);
 }
 
@@ -108,7 +99,7 @@ static void go_idle(redlock__stream *s)
     uint64_t delay = jitter(s, s->backoff_us);
     s->stats.next_attempt_us = delay;
     s->backoff_us = REDLOCK__MIN(s->backoff_us * 2, s->cfg.reconnect_max_us);
-    uv_timer_start(&s->reconnect_timer, on_reconnect_timer, ms_ceil(delay), 0);
+    uv_timer_start(&s->reconnect_timer, on_reconnect_timer, redlock__ms_ceil(delay), 0);
 }
 
 /* The stream failed on its own: go IDLE, then tell the owner. */
@@ -369,7 +360,7 @@ static bool tls_secure(redlock__stream *s, conn *c)
     s->stats.tls_handshakes++;
     s->stats.tls_resumed += resumed;
     s->stats.last_resumed = resumed;
-    s->stats.last_handshake_us = now_us() - s->secure_start_us;
+    s->stats.last_handshake_us = redlock_now_us() - s->secure_start_us;
     s->state = REDLOCK__STREAM_OPEN;
     s->cfg.on_open(s);
     return !c->detached;
@@ -413,7 +404,7 @@ static void tls_begin(redlock__stream *s, conn *c)
         return;
     }
     s->state = REDLOCK__STREAM_SECURING;
-    s->secure_start_us = now_us();
+    s->secure_start_us = redlock_now_us();
     tls_secure(s, c); /* writes the ClientHello */
 }
 
@@ -516,8 +507,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     s->gai_active = false;
     if (s->state == REDLOCK__STREAM_CLOSED) {
         uv_freeaddrinfo(res);
-        s->closes_pending--;
-        maybe_closed(s);
+        part_closed(s);
         return;
     }
     /* Only an attempt still waiting for an address takes the answer; otherwise it is stale (a
@@ -560,7 +550,8 @@ static void stream_connect(redlock__stream *s)
     /* libuv times timers from the loop's cached clock, which is stale when the caller was busy
      * before creating the client: refresh it, or the timeout fires early. */
     uv_update_time(s->loop);
-    uv_timer_start(&s->connect_timer, on_connect_timeout, ms_ceil(s->cfg.connect_timeout_us), 0);
+    uv_timer_start(&s->connect_timer, on_connect_timeout,
+                   redlock__ms_ceil(s->cfg.connect_timeout_us), 0);
 
     const redlock_url *u = s->cfg.url;
     if (u->is_unix) {
@@ -618,8 +609,7 @@ void redlock__stream_start(redlock__stream *s)
 static void on_handle_closed(uv_handle_t *h)
 {
     redlock__stream *s = h->data;
-    s->closes_pending--;
-    maybe_closed(s);
+    part_closed(s);
 }
 
 void redlock__stream_close(redlock__stream *s)
@@ -628,10 +618,10 @@ void redlock__stream_close(redlock__stream *s)
     s->state = REDLOCK__STREAM_CLOSED;
     s->flush_due = false;
     /* the two timers and the two flush handles; connections and the lookup count themselves */
-    s->closes_pending += 4;
+    redlock__closing_add(&s->closes, 4);
     detach_conn(s);
     if (s->gai_active) {
-        s->closes_pending++;
+        redlock__closing_add(&s->closes, 1);
         uv_cancel((uv_req_t *)&s->gai);
     }
     s->connect_timer.data = s;

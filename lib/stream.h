@@ -127,8 +127,8 @@ struct redlock__stream {
     unsigned n_addrs, next_addr;
 
     uint64_t backoff_us;
-    uint64_t rng; /* xorshift state for backoff jitter (not a secret) */
-    unsigned closes_pending;
+    uint64_t rng;               /* xorshift state for backoff jitter (not a secret) */
+    redlock__closing closes;    /* connections and the lookup while alive; at the close, the rest */
     redlock__tls_resume resume; /* TLS: the session the next connection offers */
     uint64_t secure_start_us;   /* TLS: when the handshake began */
     redlock__stream_stats stats;
@@ -139,11 +139,6 @@ void redlock__stream_init(redlock__stream *s, uv_loop_t *loop, const redlock__st
 
 /* Initialise the timers and the flush handles, and make the first connection attempt. */
 void redlock__stream_start(redlock__stream *s);
-
-static inline redlock__stream_state redlock__stream_get_state(const redlock__stream *s)
-{
-    return s->state;
-}
 
 /* true in OPEN and ESTABLISHED: bytes flow. */
 static inline bool redlock__stream_is_open(const redlock__stream *s)

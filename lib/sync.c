@@ -24,7 +24,7 @@
  * and gives auto-extended locks their lost callback), then closes its own handles, so uv_run
  * returns and the thread ends. redlock_sync_free joins it, waits until every woken caller has
  * left the mutex, and frees the rest. */
-#include "client.h"
+#include "lock.h"
 
 #include <assert.h>
 #include <stdatomic.h>

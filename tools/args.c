@@ -565,3 +565,143 @@ int cli_parse(cli_args *a, int argc, char **argv, const char *env_nodes, char *e
     }
     return CLI_PARSE_OK;
 }
+
+/* ---- --help ----------------------------------------------------------------------------- */
+
+static const char help_usage[] =
+    "usage: redlock [options] run KEY -- COMMAND [ARG...]\n"
+    "       redlock [options] acquire KEY\n"
+    "       redlock [options] release KEY TOKEN\n"
+    "       redlock [options] extend KEY TOKEN\n"
+    "       redlock [options] status KEY\n"
+    "       redlock [options] check [PREFIX]\n"
+    "\n"
+    "A distributed lock over N Redis masters (Redlock): flock(1) for a fleet.\n"
+    "\n"
+    "commands:\n"
+    "  run      take the lock, keep it alive while COMMAND runs, release it when COMMAND exits;\n"
+    "           exit with COMMAND's status (128+N if it died of signal N), or 70 if the lock was\n"
+    "           lost or the release finds it had lapsed. COMMAND gets REDLOCK_KEY and\n"
+    "           REDLOCK_TOKEN (and REDLOCK_FENCE with --fence) in its environment, not\n"
+    "           REDLOCK_NODES. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
+    "           --grace. SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH\n"
+    "           and SIGCONT are forwarded to COMMAND; if it dies of one of them, redlock\n"
+    "           releases the lock and dies of it too\n"
+    "  acquire  take the lock and leave it held for its ttl; print one JSON line with the token\n"
+    "  release  release a lock taken with acquire (compare-and-delete: only with its token);\n"
+    "           exit 70 if the lock had lapsed (fewer than a quorum still held the token)\n"
+    "  extend   extend a held lock to --ttl from now (compare-and-pexpire)\n"
+    "  status   show who holds KEY on every node, and its remaining ttl\n"
+    "  check    check that every node is fit to hold locks (a master, reachable, the commands\n"
+    "           allowed, no eviction, persistence, one server per URL); one JSON line on\n"
+    "           stdout, a table on stderr; exit 0 all well, 1 warnings only, 69 a node cannot\n"
+    "           serve locks. It sets and deletes one probe key, PREFIX + \"redlock-check-\" +\n"
+    "           random hex (give the start of your lock keys, to match the ACL's key pattern)\n"
+    "\n";
+
+/* In parts: C11 compilers need not take a literal over 4095 bytes. */
+static const char help_options[] =
+    "options (before KEY; '--' ends them, so a KEY may start with '-'):\n"
+    "  -n, --nodes URL[,URL...]    Redis masters, e.g. redis://:secret@10.0.1.5:6379/0;\n"
+    "                              default $REDLOCK_NODES; may be repeated\n"
+    "  --nodes-file FILE           read node URLs from FILE, one per line ('#' comments): keeps\n"
+    "                              passwords out of argv and the environment\n"
+    "  -t, --ttl DURATION          lock ttl, also for extend (default 10s, at least 10ms)\n"
+    "  -w, --wait DURATION         keep retrying while the lock is busy for up to this long\n"
+    "                              (default 0: one try)\n"
+    "  -T, --node-timeout DURATION per-request deadline on each node, including connection\n"
+    "                              setup on the first request (default 500ms, at most 1h)\n"
+    "  -g, --grace DURATION        run: time between SIGTERM and SIGKILL when the lock is\n"
+    "                              lost (default 5s)\n"
+    "  -q, --quiet                 nothing on stderr unless something is wrong (a busy lock\n"
+    "                              is not: it is silent)\n"
+    "  -j, --json                  run: print one JSON line on stdout at the end, after\n"
+    "                              COMMAND exited (the other commands always print one)\n"
+    "  -f, --fence                 take a fencing token with the lock, a number that grows\n"
+    "                              with every holder: acquire prints it (\"fence\"), run\n"
+    "                              exports REDLOCK_FENCE; status shows each node's counter\n"
+    "  --tls-ca FILE               rediss:// nodes: CA certificates (PEM) to verify them with;\n"
+    "                              default $REDLOCK_TLS_CA, else the system's CA store\n"
+    "  --tls-ca-dir DIR            a directory of hashed CA certificates ($REDLOCK_TLS_CA_DIR)\n"
+    "  --tls-cert FILE             client certificate for mutual TLS ($REDLOCK_TLS_CERT) ...\n"
+    "  --tls-key FILE              ... and its key, without a passphrase ($REDLOCK_TLS_KEY)\n"
+    "  --tls-server-name NAME      verify this name (and send it as SNI) instead of each host\n"
+    "  --tls-insecure              do not verify the nodes' certificates (never in production)\n"
+    "  --delayed-restart           check: restarted nodes are kept out for longer than the\n"
+    "                              longest ttl, so no AOF is needed (no warning without it)\n"
+    "  --all                       release, run: report the release once every node answered\n"
+    "                              (default: once a quorum decided it; the tool exits after\n"
+    "                              every node's delete either way)\n"
+    "  -h, --help                  this text\n"
+    "  -V, --version               versions of the tool, the library, libuv and TLS\n"
+    "\n";
+static const char help_more[] =
+    "DURATION is an integer or decimal with a unit: ms, s, m or h (500ms, 1.5s, 2m, 1h);\n"
+    "a bare number is seconds.\n"
+    "\n"
+    "nodes: redis://, rediss:// (TLS: see the --tls-* options), unix://, and cluster:// or\n"
+    "clusters:// for a Redis Cluster that counts as one node. A node whose TLS handshake fails\n"
+    "votes error with the reason. Passwords in node URLs never appear in any output.\n"
+    "\n"
+    "environment: REDLOCK_NODES (the nodes, when no --nodes or --nodes-file is given);\n"
+    "REDLOCK_TLS_CA, REDLOCK_TLS_CA_DIR, REDLOCK_TLS_CERT, REDLOCK_TLS_KEY (the --tls-* files);\n"
+    "run sets REDLOCK_KEY, REDLOCK_TOKEN and, with --fence, REDLOCK_FENCE for COMMAND.\n"
+    "\n"
+    "acquire, release, extend and status print one JSON line on stdout, also when they fail.\n"
+    "See docs/cli.md and redlock(1).\n"
+    "\n"
+    "exit status:\n";
+
+typedef struct exit_status {
+    const char *shown, *help;
+} exit_status;
+
+static const exit_status exit_statuses[] = {
+#define CLI_EXIT_HELP_(name, status, shown, help) {shown, help},
+    CLI_EXIT_MAP(CLI_EXIT_HELP_)
+#undef CLI_EXIT_HELP_
+};
+
+/* One exit status: "   64  text", the text wrapped at 92 columns under itself. */
+static int write_exit_status(FILE *out, const exit_status *e)
+{
+    int indent = fprintf(out, "%5s  ", e->shown);
+    if (indent < 0)
+        return -1;
+    const char *p = e->help;
+    int col = indent;
+    while (*p != '\0') {
+        size_t word = strcspn(p, " ");
+        if (col > indent && col + 1 + (int)word > 92) {
+            if (fprintf(out, "\n%*s", indent, "") < 0)
+                return -1;
+            col = indent;
+        } else if (col > indent) {
+            if (fputc(' ', out) == EOF)
+                return -1;
+            col++;
+        }
+        if (fwrite(p, 1, word, out) != word)
+            return -1;
+        col += (int)word;
+        p += word;
+        p += strspn(p, " ");
+    }
+    return fputc('\n', out) == EOF ? -1 : 0;
+}
+
+int cli_write_help(FILE *out)
+{
+    if (fputs(help_usage, out) == EOF || fputs(help_options, out) == EOF ||
+        fputs(help_more, out) == EOF)
+        return -1;
+    for (size_t i = 0; i < sizeof(exit_statuses) / sizeof(exit_statuses[0]); i++)
+        if (write_exit_status(out, &exit_statuses[i]) != 0)
+            return -1;
+    return 0;
+}
+
+const char *cli_option_name(unsigned i)
+{
+    return i < N_OPTIONS ? option_defs[i].long_name : NULL;
+}

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* args.h - the command line of the redlock tool: durations, node lists, options, commands.
+/* args.h - the command line of the redlock tool: durations, node lists, options, commands, exit
+ * statuses and the help text.
  *
- * Pure functions: no IO, no library calls, no globals, so the unit tests drive them directly and
- * every usage error is found before the tool touches the network. Error texts never quote a node
+ * Pure functions (cli_write_help aside, which writes to a stream): no library calls, no globals,
+ * so the unit tests drive them directly and every usage error is found before the tool touches
+ * the network. Error texts never quote a node
  * URL (it may hold a password); they name the URL by its position instead. */
 #ifndef REDLOCK_TOOL_ARGS_H
 #define REDLOCK_TOOL_ARGS_H
@@ -10,18 +12,37 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-/* sysexits(3) codes and the shell's conventions, as documented in docs/cli.md. */
+/* The tool's exit statuses: XX(name, status, shown, help). The one source of them: it gives the
+ * EXIT_* enum and --help's table, and test/cli/test_cli_args.c checks that docs/cli.md and the man
+ * page (docs/redlock.1.scd) list exactly these statuses, written as `shown`. */
+#define CLI_EXIT_MAP(XX)                                                                           \
+    XX(OK_, 0, "0", "success (run: COMMAND's own status)")                                         \
+    XX(CHECK_WARN, 1, "1", "check: every node can serve locks, with warnings")                     \
+    XX(USAGE, 64, "64",                                                                            \
+       "usage error: bad option, duration, key, node URL, duplicate node; "                        \
+       "nothing sent")                                                                             \
+    XX(UNAVAILABLE, 69, "69",                                                                      \
+       "no quorum: too many nodes failed or were too slow (ENOQUORUM, "                            \
+       "EEXPIRED); check: a node cannot serve locks")                                              \
+    XX(LOST, 70, "70",                                                                             \
+       "the lock was lost or had lapsed (ELOST): run: lost while COMMAND ran, "                    \
+       "or found lapsed by the final release; release: it had lapsed; extend: "                    \
+       "it is gone")                                                                               \
+    XX(OSERR, 71, "71", "system error (out of memory, no randomness, cannot write the result)")    \
+    XX(BUSY, 75, "75", "the lock is held by someone else (EBUSY), also after --wait")              \
+    XX(CANNOT_EXEC, 126, "126", "run: COMMAND could not be executed")                              \
+    XX(NOT_FOUND, 127, "127", "run: COMMAND not found")                                            \
+    XX(SIGNAL_BASE, 128, "128+N",                                                                  \
+       "run: COMMAND died of signal N; or redlock got N while "                                    \
+       "waiting for the lock or a node, cleaned up, and died of it "                               \
+       "itself (so a shell loop stops on Ctrl-C)")
+
 enum {
-    EXIT_OK_ = 0,
-    EXIT_USAGE = 64,       /* EX_USAGE: bad command line; nothing was sent */
-    EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no quorum, too many nodes failed */
-    EXIT_LOST = 70,        /* EX_SOFTWARE: the lock was lost (run), or extend found it gone */
-    EXIT_OSERR = 71,       /* EX_OSERR: out of memory, a libuv call failed */
-    EXIT_BUSY = 75,        /* EX_TEMPFAIL: held by someone else (within --wait) */
-    EXIT_CANNOT_EXEC = 126,
-    EXIT_NOT_FOUND = 127,
-    EXIT_SIGNAL_BASE = 128 /* + signal number */
+#define CLI_EXIT_ENUM_(name, status, shown, help) EXIT_##name = (status),
+    CLI_EXIT_MAP(CLI_EXIT_ENUM_)
+#undef CLI_EXIT_ENUM_
 };
 
 /* The largest duration accepted (2^42 ms, about 139 years: the library's ttl limit). */
@@ -118,5 +139,12 @@ void cli_args_free(cli_args *a);
 
 /* Write a duration in ms as the shortest exact text: "10s", "500ms", "2m", "1h". */
 void cli_format_duration(uint64_t ms, char *out, size_t out_len);
+
+/* The long name of option i of the parser ("nodes", "ttl", ...), NULL past the last. */
+const char *cli_option_name(unsigned i);
+
+/* Write --help's text (usage, commands, options, exit statuses from CLI_EXIT_MAP) to out.
+ * Returns 0, or -1 when writing failed. */
+int cli_write_help(FILE *out);
 
 #endif /* REDLOCK_TOOL_ARGS_H */

@@ -37,7 +37,6 @@
 #include "scrub.h"
 
 #define PROBE_TTL_MS 10000
-#define EXIT_CHECK_WARN 1
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 

@@ -6,11 +6,12 @@
  *   redlock [options] release KEY TOKEN
  *   redlock [options] extend KEY TOKEN
  *   redlock [options] status KEY
+ *   redlock [options] check [PREFIX]        (check.c)
  *
  * Everything is checked before the first lock command leaves: the command line (args.c), then
  * the node URLs by creating the client (which connects, but sends no lock command), then the
  * operation's own arguments, which the library refuses at once without sending anything. See
- * docs/cli.md for the interface, the JSON results and the exit codes. */
+ * docs/cli.md for the interface and the JSON results; the exit statuses and --help are args.c's. */
 #include "tool.h"
 
 #include <errno.h>
@@ -22,97 +23,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char help_text[] =
-    "usage: redlock [options] run KEY -- COMMAND [ARG...]\n"
-    "       redlock [options] acquire KEY\n"
-    "       redlock [options] release KEY TOKEN\n"
-    "       redlock [options] extend KEY TOKEN\n"
-    "       redlock [options] status KEY\n"
-    "       redlock [options] check [PREFIX]\n"
-    "\n"
-    "A distributed lock over N Redis masters (Redlock): flock(1) for a fleet.\n"
-    "\n"
-    "commands:\n"
-    "  run      take the lock, keep it alive while COMMAND runs, release it when COMMAND exits;\n"
-    "           exit with COMMAND's status (128+N if it died of signal N), or 70 if the lock was\n"
-    "           lost or the release finds it had lapsed. COMMAND gets REDLOCK_KEY and\n"
-    "           REDLOCK_TOKEN (and REDLOCK_FENCE with --fence) in its environment, not\n"
-    "           REDLOCK_NODES. If the lock is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
-    "           --grace. SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH\n"
-    "           and SIGCONT are forwarded to COMMAND; if it dies of one of them, redlock\n"
-    "           releases the lock and dies of it too\n"
-    "  acquire  take the lock and leave it held for its ttl; print one JSON line with the token\n"
-    "  release  release a lock taken with acquire (compare-and-delete: only with its token);\n"
-    "           exit 70 if the lock had lapsed (fewer than a quorum still held the token)\n"
-    "  extend   extend a held lock to --ttl from now (compare-and-pexpire)\n"
-    "  status   show who holds KEY on every node, and its remaining ttl\n"
-    "  check    check that every node is fit to hold locks (a master, reachable, the commands\n"
-    "           allowed, no eviction, persistence, one server per URL); one JSON line on\n"
-    "           stdout, a table on stderr; exit 0 all well, 1 warnings only, 69 a node cannot\n"
-    "           serve locks. It sets and deletes one probe key, PREFIX + \"redlock-check-\" +\n"
-    "           random hex (give the start of your lock keys, to match the ACL's key pattern)\n"
-    "\n";
-
-/* Two strings: C11 compilers need not take a literal over 4095 bytes. */
-static const char help_options[] =
-    "options (before KEY; '--' ends them, so a KEY may start with '-'):\n"
-    "  -n, --nodes URL[,URL...]    Redis masters, e.g. redis://:secret@10.0.1.5:6379/0;\n"
-    "                              default $REDLOCK_NODES; may be repeated\n"
-    "  --nodes-file FILE           read node URLs from FILE, one per line ('#' comments): keeps\n"
-    "                              passwords out of argv and the environment\n"
-    "  -t, --ttl DURATION          lock ttl, also for extend (default 10s, at least 10ms)\n"
-    "  -w, --wait DURATION         keep retrying while the lock is busy for up to this long\n"
-    "                              (default 0: one try)\n"
-    "  -T, --node-timeout DURATION per-request deadline on each node, including connection\n"
-    "                              setup on the first request (default 500ms, at most 1h)\n"
-    "  -g, --grace DURATION        run: time between SIGTERM and SIGKILL when the lock is\n"
-    "                              lost (default 5s)\n"
-    "  -q, --quiet                 nothing on stderr unless something is wrong (a busy lock\n"
-    "                              is not: it is silent)\n"
-    "  -j, --json                  run: print one JSON line on stdout at the end, after\n"
-    "                              COMMAND exited (the other commands always print one)\n"
-    "  -f, --fence                 take a fencing token with the lock, a number that grows\n"
-    "                              with every holder: acquire prints it (\"fence\"), run\n"
-    "                              exports REDLOCK_FENCE; status shows each node's counter\n"
-    "  --tls-ca FILE               rediss:// nodes: CA certificates (PEM) to verify them with;\n"
-    "                              default $REDLOCK_TLS_CA, else the system's CA store\n"
-    "  --tls-ca-dir DIR            a directory of hashed CA certificates ($REDLOCK_TLS_CA_DIR)\n"
-    "  --tls-cert FILE             client certificate for mutual TLS ($REDLOCK_TLS_CERT) ...\n"
-    "  --tls-key FILE              ... and its key, without a passphrase ($REDLOCK_TLS_KEY)\n"
-    "  --tls-server-name NAME      verify this name (and send it as SNI) instead of each host\n"
-    "  --tls-insecure              do not verify the nodes' certificates (never in production)\n"
-    "  --delayed-restart           check: restarted nodes are kept out for longer than the\n"
-    "                              longest ttl, so no AOF is needed (no warning without it)\n"
-    "  --all                       release, run: report the release once every node answered\n"
-    "                              (default: once a quorum decided it; the tool exits after\n"
-    "                              every node's delete either way)\n"
-    "  -h, --help                  this text\n"
-    "  -V, --version               versions of the tool, the library, libuv and TLS\n"
-    "\n";
-/* In two parts: C compilers need only take string literals up to 4095 bytes. */
-static const char help_text_more[] =
-    "DURATION is an integer or decimal with a unit: ms, s, m or h (500ms, 1.5s, 2m, 1h);\n"
-    "a bare number is seconds.\n"
-    "\n"
-    "exit status:\n"
-    "    0  success (run: COMMAND's own status, 128+N if it died of signal N)\n"
-    "   64  usage error: bad option, duration, key, node URL, duplicate node; nothing sent\n"
-    "   69  no quorum: too many nodes failed or were too slow (ENOQUORUM, EEXPIRED)\n"
-    "   70  the lock was lost or had lapsed (ELOST): run: lost while COMMAND ran, or found\n"
-    "       lapsed by the final release; release: it had lapsed; extend: it is gone\n"
-    "   71  system error (out of memory, cannot write the result)\n"
-    "   75  the lock is held by someone else (EBUSY), also after --wait\n"
-    "  126  run: COMMAND could not be executed\n"
-    "  127  run: COMMAND not found\n"
-    "  128+N  interrupted by signal N while waiting for the lock or a node: redlock cleans\n"
-    "         up, then dies of signal N itself (so a shell loop stops on Ctrl-C)\n"
-    "\n"
-    "rediss:// nodes use TLS (see the --tls-* options); a node whose TLS handshake fails votes\n"
-    "error with the reason, and too many such nodes exit 69.\n"
-    "\n"
-    "acquire, release and extend print one JSON line on stdout, also when they fail; status\n"
-    "prints one too. Passwords in node URLs never appear in any output. See docs/cli.md.\n";
 
 /* ---- the end -------------------------------------------------------------------------------- */
 
@@ -760,10 +670,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "redlock: %s\n", err);
         code = EXIT_USAGE;
     } else if (t.args.help) {
-        fputs(help_text, stdout);
-        fputs(help_options, stdout);
-        fputs(help_text_more, stdout);
-        code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
+        code = cli_write_help(stdout) == 0 && fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else if (t.args.version) {
         const char *tls = redlock_tls_backend();
         printf("redlock %s (libredlock %s, libuv %s, TLS: %s)\n", REDLOCK_VERSION_STRING,

@@ -321,6 +321,12 @@ static void recipe_without_numsub_releases_cleanly(void **state)
     wait.wait_ms = 20000;
     h_record held, rec = {0};
     assert_int_equal(h_acquire(&env, holder, "queue", 10000, &wait, &held), 0);
+    /* Every node holds it before the waiter asks: on a node that had not run the holder's SET
+     * yet, the waiter would take the key first (the queue was empty) and the release there
+     * would find it not the holder's. */
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(held.lock, &token_len);
+    assert_true(h_wait_holding(&env, "locks:queue", 11, token, token_len, 3, H_WAIT_MS));
     assert_int_equal(redlock_acquire(waiter, "queue", 5, 5000, &wait, h_record_cb, &rec), 0);
     h_wait_busy_rounds(&env, waiter, 1);
     h_record rel;

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* test_cli_args.c - the tool's pure parts: durations, node lists, the command line, and the JSON
- * writer (checked against the strict parser the other cli tests use). */
+/* test_cli_args.c - the tool's pure parts: durations, node lists, the command line, the JSON
+ * writer (checked against the strict parser the other cli tests use), and the docs of all of it:
+ * --help, docs/cli.md and the man page (docs/redlock.1.scd, from $REDLOCK_DOCS) list the same
+ * options (those the parser takes), environment variables, URL schemes and exit statuses (those
+ * of CLI_EXIT_MAP). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -469,15 +472,378 @@ static void json_document_shape(void **state)
     jw_free(&w);
 }
 
+/* ---- the docs: --help, docs/cli.md and the man page agree ----------------------------------- */
+
+#define MAX_WORDS 64
+
+typedef struct words {
+    char w[MAX_WORDS][64];
+    int n;
+} words;
+
+static bool has_word(const words *ws, const char *w)
+{
+    for (int i = 0; i < ws->n; i++)
+        if (strcmp(ws->w[i], w) == 0)
+            return true;
+    return false;
+}
+
+static void add_word(words *ws, const char *w, size_t len)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.*s", (int)len, w);
+    if (!has_word(ws, buf)) {
+        assert_true(ws->n < MAX_WORDS);
+        snprintf(ws->w[ws->n++], sizeof(ws->w[0]), "%s", buf);
+    }
+}
+
+/* a == b as sets, or the test fails naming what one has and the other lacks. */
+static void expect_same(const char *what, const char *a_name, const words *a, const char *b_name,
+                        const words *b)
+{
+    for (int i = 0; i < a->n; i++)
+        if (!has_word(b, a->w[i]))
+            fail_msg("%s: %s has %s, %s does not", what, a_name, a->w[i], b_name);
+    for (int i = 0; i < b->n; i++)
+        if (!has_word(a, b->w[i]))
+            fail_msg("%s: %s has %s, %s does not", what, b_name, b->w[i], a_name);
+}
+
+/* A file of docs/, malloc'ed; scdoc's escapes (\_, \*) are dropped, so the man page reads as it
+ * renders. */
+static char *read_doc(const char *name)
+{
+    const char *dir = getenv("REDLOCK_DOCS");
+    if (dir == NULL)
+        fail_msg("REDLOCK_DOCS is not set (meson sets it to the source's docs/)");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot read %s", path);
+    char *text = malloc(1 << 20);
+    assert_non_null(text);
+    size_t len = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++)
+        if (!(text[i] == '\\' && (text[i + 1] == '_' || text[i + 1] == '*')))
+            text[o++] = text[i];
+    text[o] = '\0';
+    return text;
+}
+
+/* The lines of the section that starts with the line heading, up to the next line starting with
+ * stop (NUL-terminated in place; text is modified). */
+static char *section(char *text, const char *heading, const char *stop, const char *file)
+{
+    char *at = text;
+    size_t hl = strlen(heading);
+    while ((at = strstr(at, heading)) != NULL &&
+           !((at == text || at[-1] == '\n') && (at[hl] == '\n' || at[hl] == '\0')))
+        at += hl;
+    if (at == NULL)
+        fail_msg("%s has no line \"%s\"", file, heading);
+    at += hl;
+    char *end = at;
+    while ((end = strstr(end, stop)) != NULL && end[-1] != '\n')
+        end++;
+    if (end != NULL)
+        *end = '\0';
+    return at;
+}
+
+/* Every "--name" in text, into ws (a lone "--" is no option). */
+static void long_options_in(const char *text, size_t len, words *ws)
+{
+    for (size_t i = 0; i + 2 < len; i++) {
+        if (text[i] == '-' && text[i + 1] == '-' && text[i + 2] >= 'a' && text[i + 2] <= 'z' &&
+            (i == 0 || (text[i - 1] != '-' && (text[i - 1] < 'a' || text[i - 1] > 'z')))) {
+            size_t j = i + 2;
+            while (j < len && ((text[j] >= 'a' && text[j] <= 'z') || text[j] == '-'))
+                j++;
+            add_word(ws, text + i, j - i);
+            i = j;
+        }
+    }
+}
+
+/* Every word of the form prefix[A-Z_]* in text (REDLOCK_NODES, ...), or [a-z]+:// (schemes). */
+static void names_in(const char *text, const char *prefix, words *ws)
+{
+    size_t pl = strlen(prefix);
+    for (const char *p = strstr(text, prefix); p != NULL; p = strstr(p + 1, prefix)) {
+        size_t j = pl;
+        while ((p[j] >= 'A' && p[j] <= 'Z') || p[j] == '_')
+            j++;
+        add_word(ws, p, j);
+    }
+}
+
+static void schemes_in(const char *text, words *ws)
+{
+    for (const char *p = strstr(text, "://"); p != NULL; p = strstr(p + 3, "://")) {
+        const char *s = p;
+        while (s > text && s[-1] >= 'a' && s[-1] <= 'z')
+            s--;
+        if (s < p)
+            add_word(ws, s, (size_t)(p - s) + 3);
+    }
+}
+
+/* Each line of a section that starts with start (after blanks), from its first occurrence of
+ * needle on: the lines' first cells. */
+typedef void (*line_fn)(const char *line, size_t len, words *ws);
+
+static void each_line(const char *text, const char *start, line_fn fn, words *ws)
+{
+    size_t sl = strlen(start);
+    for (const char *p = text; *p != '\0';) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol != NULL ? (size_t)(eol - p) : strlen(p);
+        if (len >= sl && strncmp(p, start, sl) == 0)
+            fn(p, len, ws);
+        if (eol == NULL)
+            break;
+        p = eol + 1;
+    }
+}
+
+/* The first cell of a markdown table row. */
+static size_t first_cell(const char *line, size_t len)
+{
+    const char *bar = memchr(line + 1, '|', len - 1);
+    return bar != NULL ? (size_t)(bar - line) : len;
+}
+
+static void options_of_row(const char *line, size_t len, words *ws)
+{
+    long_options_in(line, first_cell(line, len), ws);
+}
+
+static void options_of_entry(const char *line, size_t len, words *ws)
+{
+    long_options_in(line, len, ws);
+}
+
+/* --help, written by the tool's own function. */
+static char *help_text(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(cli_write_help(f), 0);
+    fclose(f);
+    return buf;
+}
+
+static void docs_list_every_option(void **state)
+{
+    (void)state;
+    words parser = {0}, help = {0}, man = {0}, md = {0};
+    for (unsigned i = 0; cli_option_name(i) != NULL; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "--%s", cli_option_name(i));
+        add_word(&parser, name, strlen(name));
+    }
+    char *h = help_text();
+    char *opts = section(
+        h, "options (before KEY; '--' ends them, so a KEY may start with '-'):", "\n", "--help");
+    each_line(opts, "  -", options_of_entry, &help);
+    free(h);
+    char *scd = read_doc("redlock.1.scd");
+    each_line(section(scd, "# OPTIONS", "# ", "redlock.1.scd"), "*-", options_of_entry, &man);
+    free(scd);
+    char *cli = read_doc("cli.md");
+    each_line(section(cli, "## Options", "## ", "cli.md"), "| `-", options_of_row, &md);
+    free(cli);
+    expect_same("options", "the parser", &parser, "--help", &help);
+    expect_same("options", "--help", &help, "the man page's OPTIONS", &man);
+    expect_same("options", "--help", &help, "docs/cli.md's options table", &md);
+}
+
+static void env_of_entry(const char *line, size_t len, words *ws)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%.*s", (int)len, line);
+    names_in(buf, "REDLOCK_", ws);
+}
+
+static void env_of_row(const char *line, size_t len, words *ws)
+{
+    env_of_entry(line, first_cell(line, len), ws);
+}
+
+static void docs_list_every_variable_and_scheme(void **state)
+{
+    (void)state;
+    words help = {0}, man = {0}, md = {0};
+    char *h = help_text();
+    names_in(h, "REDLOCK_", &help);
+    words help_schemes = {0}, man_schemes = {0}, md_schemes = {0};
+    schemes_in(h, &help_schemes);
+    free(h);
+    char *scd = read_doc("redlock.1.scd");
+    char *scd2 = read_doc("redlock.1.scd");
+    each_line(section(scd, "# ENVIRONMENT", "# ", "redlock.1.scd"), "*REDLOCK_", env_of_entry,
+              &man);
+    schemes_in(section(scd2, "# NODES", "# ", "redlock.1.scd"), &man_schemes);
+    free(scd);
+    free(scd2);
+    char *cli = read_doc("cli.md");
+    char *cli2 = read_doc("cli.md");
+    each_line(section(cli, "## Nodes and the environment", "## ", "cli.md"), "| `REDLOCK_",
+              env_of_row, &md);
+    schemes_in(section(cli2, "## Nodes and the environment", "## ", "cli.md"), &md_schemes);
+    free(cli);
+    free(cli2);
+    expect_same("environment variables", "--help", &help, "the man page's ENVIRONMENT", &man);
+    expect_same("environment variables", "--help", &help, "docs/cli.md's variables table", &md);
+    for (int i = 0; i < help_schemes.n; i++) {
+        if (!has_word(&man_schemes, help_schemes.w[i]))
+            fail_msg("the man page's NODES lacks %s, which --help lists", help_schemes.w[i]);
+        if (!has_word(&md_schemes, help_schemes.w[i]))
+            fail_msg("docs/cli.md's nodes section lacks %s, which --help lists", help_schemes.w[i]);
+    }
+    assert_true(help_schemes.n >= 5); /* redis, rediss, unix, cluster, clusters */
+}
+
+/* "*64*" or "*128+N*" at the start of a man page line; "| 64 |" in cli.md's table. */
+static void status_of_entry(const char *line, size_t len, words *ws)
+{
+    if (len < 2 || line[1] < '0' || line[1] > '9')
+        return;
+    size_t j = 1;
+    while (j < len && line[j] != '*')
+        j++;
+    add_word(ws, line + 1, j - 1);
+}
+
+static void status_of_row(const char *line, size_t len, words *ws)
+{
+    size_t cell = first_cell(line, len);
+    size_t a = 1;
+    while (a < cell && line[a] == ' ')
+        a++;
+    size_t b = cell;
+    while (b > a && line[b - 1] == ' ')
+        b--;
+    if (b > a && line[a] >= '0' && line[a] <= '9')
+        add_word(ws, line + a, b - a);
+}
+
+static void docs_list_every_exit_status(void **state)
+{
+    (void)state;
+    words source = {0}, man = {0}, md = {0};
+#define CLI_EXIT_SHOWN_(name, status, shown, help) add_word(&source, shown, strlen(shown));
+    CLI_EXIT_MAP(CLI_EXIT_SHOWN_)
+#undef CLI_EXIT_SHOWN_
+    char *scd = read_doc("redlock.1.scd");
+    each_line(section(scd, "# EXIT STATUS", "# ", "redlock.1.scd"), "*", status_of_entry, &man);
+    free(scd);
+    char *cli = read_doc("cli.md");
+    each_line(section(cli, "## Exit status", "## ", "cli.md"), "| ", status_of_row, &md);
+    free(cli);
+    expect_same("exit statuses", "CLI_EXIT_MAP", &source, "the man page's EXIT STATUS", &man);
+    expect_same("exit statuses", "CLI_EXIT_MAP", &source, "docs/cli.md's exit status table", &md);
+    char *h = help_text();
+#define CLI_EXIT_HELP_(name, status, shown, help)                                                  \
+    if (strstr(h, help) == NULL && strstr(h, shown "  ") == NULL)                                  \
+        fail_msg("--help lacks exit status %s", shown);
+    CLI_EXIT_MAP(CLI_EXIT_HELP_)
+#undef CLI_EXIT_HELP_
+    free(h);
+}
+
+/* The text of an option's entry: in --help, from its line to the next option's; in the man page,
+ * from its "*-x*, *--name*" line to the next blank line; in cli.md, its table row. NULL if none. */
+static char *entry_of(char *text, const char *start_prefix, const char *name, const char *stop)
+{
+    char needle[80];
+    snprintf(needle, sizeof(needle), "--%s", name);
+    for (char *p = text; (p = strstr(p, needle)) != NULL; p++) {
+        char *line = p;
+        while (line > text && line[-1] != '\n')
+            line--;
+        char after = p[strlen(needle)];
+        if (strncmp(line, start_prefix, strlen(start_prefix)) != 0 ||
+            (after >= 'a' && after <= 'z') || after == '-')
+            continue;
+        char *end = strstr(p, stop);
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        char *out = malloc(len + 1);
+        assert_non_null(out);
+        memcpy(out, line, len);
+        out[len] = '\0';
+        return out;
+    }
+    return NULL;
+}
+
+static void docs_give_the_tools_defaults(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        uint64_t ms;
+    } defaults[] = {{"ttl", CLI_DEFAULT_TTL_MS},
+                    {"node-timeout", CLI_DEFAULT_NODE_TIMEOUT_MS},
+                    {"grace", CLI_DEFAULT_GRACE_MS},
+                    {"wait", 0}};
+    char *h = help_text();
+    char *scd = read_doc("redlock.1.scd");
+    char *cli = read_doc("cli.md");
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+        char text[32], want[64];
+        if (defaults[i].ms == 0)
+            snprintf(text, sizeof(text), "0");
+        else
+            cli_format_duration(defaults[i].ms, text, sizeof(text));
+        char *e = entry_of(h, "  -", defaults[i].name, "\n  -");
+        snprintf(want, sizeof(want), "(default %s", text);
+        if (e == NULL || strstr(e, want) == NULL)
+            fail_msg("--help's --%s does not say \"%s\"", defaults[i].name, want);
+        free(e);
+        e = entry_of(scd, "*-", defaults[i].name, "\n\n");
+        snprintf(want, sizeof(want), "(default *%s*", text);
+        if (e == NULL || strstr(e, want) == NULL)
+            fail_msg("the man page's --%s does not say \"%s\"", defaults[i].name, want);
+        free(e);
+        e = entry_of(cli, "| `-", defaults[i].name, "\n");
+        snprintf(want, sizeof(want), "| `%s` |", text);
+        if (e == NULL || strstr(e, want) == NULL)
+            fail_msg("docs/cli.md's --%s row does not give the default `%s`", defaults[i].name,
+                     text);
+        free(e);
+    }
+    free(h);
+    free(scd);
+    free(cli);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(durations_accepted),   cmocka_unit_test(durations_refused),
-        cmocka_unit_test(durations_formatted),  cmocka_unit_test(command_line_parsed),
-        cmocka_unit_test(command_line_refused), cmocka_unit_test(json_option_parsed),
-        cmocka_unit_test(json_strings_escaped), cmocka_unit_test(json_every_byte_round_trips),
-        cmocka_unit_test(json_document_shape),  cmocka_unit_test(node_lines_parsed),
+        cmocka_unit_test(durations_accepted),
+        cmocka_unit_test(durations_refused),
+        cmocka_unit_test(durations_formatted),
+        cmocka_unit_test(command_line_parsed),
+        cmocka_unit_test(command_line_refused),
+        cmocka_unit_test(json_option_parsed),
+        cmocka_unit_test(json_strings_escaped),
+        cmocka_unit_test(json_every_byte_round_trips),
+        cmocka_unit_test(json_document_shape),
+        cmocka_unit_test(node_lines_parsed),
         cmocka_unit_test(check_command_parsed),
+        cmocka_unit_test(docs_list_every_option),
+        cmocka_unit_test(docs_list_every_variable_and_scheme),
+        cmocka_unit_test(docs_list_every_exit_status),
+        cmocka_unit_test(docs_give_the_tools_defaults),
     };
     return cmocka_run_group_tests_name("cli-args", tests, NULL, NULL);
 }

@@ -427,6 +427,49 @@ long long h_dbsize(h_env *env, unsigned i)
     return v;
 }
 
+/* How many nodes answer an inspect of name (a yes or a no: the key's state, whatever it is). An
+ * inspect waits for every node, where a release is decided at the quorum. */
+static unsigned nodes_answering(h_env *env, redlock_client *c, const char *name, h_record *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    if (redlock_inspect(c, name, strlen(name), h_record_cb, rec) != 0)
+        return 0;
+    assert_true(h_run_until(&env->loop, &rec->calls, 1, H_WAIT_MS + H_NODE_TIMEOUT_MS));
+    unsigned answered = 0;
+    for (unsigned i = 0; i < rec->n_nodes && i < H_MAX_NODES; i++)
+        answered += rec->node_vote[i] == REDLOCK_VOTE_YES || rec->node_vote[i] == REDLOCK_VOTE_NO;
+    return answered;
+}
+
+/* A lock taken and released, then an inspect that want nodes answer (whatever the client's
+ * release_waits_all). */
+static bool probe(h_env *env, redlock_client *c, const char *name, unsigned want, bool verbose)
+{
+    h_record rec, rel, look;
+    memset(&rel, 0, sizeof(rel));
+    int rc = h_acquire(env, c, name, 2000, NULL, &rec);
+    if (rc != 0) {
+        if (verbose)
+            h_dump_record("h_wait_ready: acquire", &rec);
+        return false;
+    }
+    rc = h_release(env, rec.lock, &rel);
+    redlock_lock_free(rec.lock);
+    if (rc != 0) {
+        if (verbose)
+            h_dump_record("h_wait_ready: release", &rel);
+        return false;
+    }
+    unsigned answered = nodes_answering(env, c, name, &look);
+    if (answered == want)
+        return true;
+    if (verbose) {
+        fprintf(stderr, "h_wait_ready: %u of %u nodes answered\n", answered, want);
+        h_dump_record("h_wait_ready: inspect", &look);
+    }
+    return false;
+}
+
 bool h_wait_release_votes(h_env *env, redlock_client *c, unsigned want, uint64_t timeout_ms)
 {
     uint64_t deadline = redlock_now_us() + timeout_ms * 1000;
@@ -438,6 +481,12 @@ bool h_wait_release_votes(h_env *env, redlock_client *c, unsigned want, uint64_t
             h_record rel;
             int rc = h_release(env, rec.lock, &rel);
             redlock_lock_free(rec.lock);
+            unsigned unheard = rel.n_nodes - rel.votes_yes - rel.votes_no - rel.votes_error -
+                               rel.votes_timeout;
+            if (unheard > 0)
+                fail_msg("h_wait_release_votes: the release was decided with %u nodes unheard "
+                         "(the client needs redlock_options.release_waits_all)",
+                         unheard);
             if (rc == 0 && rel.votes_yes == want)
                 return true;
         }
@@ -497,22 +546,10 @@ void h_wait_ready(h_env *env, redlock_client *c)
     char name[64];
     snprintf(name, sizeof(name), "h-ready-%llu", (unsigned long long)redlock_now_us());
     for (int attempt = 1;; attempt++) {
-        h_record rec, rel;
-        memset(&rel, 0, sizeof(rel));
-        int rc = h_acquire(env, c, name, 2000, NULL, &rec);
-        if (rc == 0) {
-            rc = h_release(env, rec.lock, &rel);
-            redlock_lock_free(rec.lock);
-            if (rc == 0 && rel.votes_yes == running)
-                return;
-            fprintf(stderr, "h_wait_ready: probe %d: release confirmed by %u of %u\n", attempt,
-                    rel.votes_yes, running);
-            h_dump_record("  release", &rel);
-        } else {
-            fprintf(stderr, "h_wait_ready: probe %d failed\n", attempt);
-            h_dump_record("  acquire", &rec);
-        }
-        if (redlock_now_us() >= deadline)
+        bool last = redlock_now_us() >= deadline;
+        if (probe(env, c, name, running, last || attempt % 50 == 0))
+            return;
+        if (last)
             fail_msg("client not ready after %d ms", H_WAIT_MS);
         h_run_for(&env->loop, 20);
     }

@@ -162,7 +162,9 @@ long long h_del(h_env *env, unsigned i, const void *key, size_t key_len);
 /* DBSIZE of server i (-1 on error). */
 long long h_dbsize(h_env *env, unsigned i);
 /* Probe the client with short acquire/release cycles on a throwaway resource until a release is
- * confirmed by want nodes (votes_yes == want), at most timeout_ms. Returns true if reached. */
+ * confirmed by want nodes (votes_yes == want), at most timeout_ms. Returns true if reached. The
+ * client must have redlock_options.release_waits_all (h_test_options sets it): a release decided
+ * with nodes unheard fails the test. */
 bool h_wait_release_votes(h_env *env, redlock_client *c, unsigned want, uint64_t timeout_ms);
 /* SCRIPT LOAD the library's extend and release scripts on every running server, so that EVALSHA
  * finds them (a test that is not about the NOSCRIPT fallback should not depend on it). */
@@ -175,8 +177,9 @@ void h_dump_record(const char *what, const h_record *rec);
  * '?' wildcards). */
 void h_test_main_init(void);
 /* Wait (at most H_WAIT_MS, else fail the test) until the client has every running server of the env
- * connected and working: a probe acquire/release on each of them confirmed by all. Probes that
- * fail on the way are printed on stderr (so a flaky start leaves a trace in the test log). */
+ * connected and working: a probe acquire/release succeeds and every running server answers the
+ * inspect after it. Every 50th failing probe and the last are printed on stderr (so a flaky start
+ * leaves a trace in the test log). */
 void h_wait_ready(h_env *env, redlock_client *c);
 /* Run the loop until c has lost n acquire rounds to a holder (redlock_stats.rounds_busy), at
  * most H_WAIT_MS, else fail the test: its waiters then sleep on their retry timers. */

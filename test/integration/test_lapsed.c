@@ -171,7 +171,9 @@ static void release_after_extend_found_it_lost_is_lost(void **state)
     assert_int_equal(h_extend(&env, lock, 0, 0, &ext), REDLOCK_ELOST);
     h_set(&env, 0, "lapsed:ext", 10, "tok-ext");
     h_set(&env, 1, "lapsed:ext", 10, "tok-ext");
-    assert_true(redlock_lock_is_held(lock, redlock_now_us())); /* the deadline is still ahead */
+    /* The deadline is still ahead (whether the lock still reads as held depends on whether the
+     * check after the extend's "no" votes has finished: issue 36). */
+    assert_true(redlock_lock_deadline_us(lock) > redlock_now_us());
     assert_int_equal(h_release(&env, lock, &rel), REDLOCK_ELOST);
     assert_int_equal(rel.votes_yes, 3);
     assert_key_nowhere(&env, "lapsed:ext");

@@ -131,8 +131,8 @@ MUTANTS = [
     {
         "name": "no-release-everywhere",
         "what": "a lost acquire round leaves its keys where it got them",
-        "edits": [("lib/ops.c",
-                   "    release_everywhere(c, lock, leave, false);\n    if (lock->caller_token",
+        "edits": [("lib/acquire.c",
+                   "    redlock__release_everywhere(c, lock, leave, false);\n    if (lock->caller_token",
                    "    if (lock->caller_token")],
         "killers": [integration("faults", "lost_round_leaves_no_key"),
                     integration("faults", "three_nodes_down_fails_fast*"), sim("safety_holds")],
@@ -147,7 +147,7 @@ MUTANTS = [
     {
         "name": "token-16-bits",
         "what": "tokens carry 16 bits of randomness instead of 128",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/acquire.c",
                    "    int rc = c->io->ops->random(c->io, raw, sizeof(raw));\n",
                    "    int rc = c->io->ops->random(c->io, raw, sizeof(raw));\n"
                    "    memset(raw + 2, 0, sizeof(raw) - 2);\n")],
@@ -274,10 +274,9 @@ MUTANTS = [
     {
         "name": "fence-without-commit",
         "what": "a fenced lock is granted on the acquire round alone: the fence is never committed",
-        "edits": [("lib/ops.c",
-                   "status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? commit_start(o, r) : "
-                   "lock_grant(o, r);",
-                   "status = lock_grant(o, r);")],
+        "edits": [("lib/acquire.c",
+                   "status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? redlock__commit_start(o, r)",
+                   "status = true ? redlock__lock_grant(o, r)")],
         "killers": [integration("fencing", "fences_grow_from_one"), integration("fencing_order"),
                     sim_fence("fences_increase*"), torture()],
     },
@@ -296,7 +295,7 @@ MUTANTS = [
         "name": "pre-ack-any-yes",
         "what": "every yes of a fenced acquire counts as a commit ack, also where the node's "
                 "counter is below the fence",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/acquire.c",
                    "a->fence + 1 == fence",
                    "a->fence + 1 <= fence")],
         "killers": [integration("fencing", "commit_only_where_the_fence_is_missing"),
@@ -323,7 +322,7 @@ MUTANTS = [
     {
         "name": "commit-acks-ignored",
         "what": "the commit round is won by the quorum whatever fence_commit asks for",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/acquire.c",
                    "redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);",
                    "redlock_round_commit_init(&r->q, &acquire->q, 0);")],
         "killers": [sim_fence("amnesia_with_one_more_ack*"),
@@ -350,10 +349,9 @@ MUTANTS = [
     {
         "name": "cancel-keeps-attempt",
         "what": "a canceled acquire with a round in flight leaves its attempt's keys on the nodes",
-        "edits": [("lib/ops.c",
-                   "        if (o->kind == OP_LOCK)\n            release_everywhere(c, lock, true, false);\n"
-                   "        break;",
-                   "        break;")],
+        "edits": [("lib/acquire.c",
+                   "    case OP_RUNNING:\n        redlock__release_everywhere(c, lock, true, false);\n",
+                   "    case OP_RUNNING:\n")],
         "killers": [integration("cancel", "cancel_acquire_in_flight")],
     },
     {
@@ -367,7 +365,7 @@ MUTANTS = [
     {
         "name": "close-strands-locks",
         "what": "closing the client releases nothing it holds",
-        "edits": [("lib/client.c",
+        "edits": [("lib/api.c",
                    "    if ((flags & REDLOCK_CLOSE_FAST) == 0)\n        redlock__ops_release_all(c);\n",
                    "")],
         "killers": [integration("cancel", "close_releases_held_locks")],
@@ -391,7 +389,7 @@ MUTANTS = [
     {
         "name": "newest-waiter-first",
         "what": "a release wakes the waiter that started last instead of the longest-waiting one",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/wait.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
                    "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
@@ -406,7 +404,7 @@ MUTANTS = [
         "name": "lapsed-release-reports-ok",
         "what": "a release reports success whenever a quorum answered, as before issue 17: a hold "
                 "that lapsed (released after its validity, or its keys gone) looks continuous",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/hold.c",
                    "    if (o->late || o->lock->lapsed)\n"
                    "        return REDLOCK_ELOST;\n"
                    "    if (q->votes_yes >= q->quorum)\n"
@@ -422,7 +420,7 @@ MUTANTS = [
         "name": "attached-retake-allowed",
         "what": "an attached handle may extend with REDLOCK_EXTEND_RETAKE: it re-creates keys "
                 "another holder took and released meanwhile, as if its hold had no gap",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/hold.c",
                    "    if (lock->attached)\n        return redlock__client_error(",
                    "    if (false)\n        return redlock__client_error(")],
         "killers": [integration("lapsed", "attached_retake_after_another_holder_is_refused")],
@@ -499,7 +497,7 @@ MUTANTS = [
         "name": "queue-kept-by-a-waiter-that-gave-up",
         "what": "a waiter whose wait ran out keeps its place in the queue: every release names it, "
                 "and the waiters behind it sleep out their retry delay",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/acquire.c",
                    "        int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);",
                    "        int rc = attempt_release(o, now, false, status != REDLOCK_ENOMEM);")],
         "killers": [integration("notify", "waiter_that_gives_up_leaves_the_queue")],
@@ -508,9 +506,9 @@ MUTANTS = [
         "name": "queue-kept-by-the-releasing-holder",
         "what": "a holder's release does not take it out of the queue: it stays the head, and the "
                 "next waiter is never named",
-        "edits": [("lib/ops.c",
-                   "        round_leave_queue(r); /* the holder is done with the resource */",
-                   "        (void)0;")],
+        "edits": [("lib/hold.c",
+                   "    r->cmd.leave = true;",
+                   "    (void)0;")],
         "killers": [sim_grants(), integration("notify", "turns_across_clients_follow_the_queue")],
     },
     {
@@ -521,7 +519,7 @@ MUTANTS = [
         "edits": [("lib/lua/release_queued.lua",
                    'if type(told) ~= "number" or told == 0 then',
                    "if true then"),
-                  ("lib/ops.c",
+                  ("lib/wait.c",
                    "            if (head != NULL) /* else another client's waiter is next */\n"
                    "                op_wake(c, head, 0);\n",
                    "            op_wake(c, o, 0);\n")],
@@ -549,10 +547,10 @@ MUTANTS = [
     {
         "name": "grant-counts-for-every-node",
         "what": "one node's grant is counted as every node's: grants from a minority make a lock",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/wait.c",
                    "    return n >= o->client->n_nodes / 2 + 1 && grant_win(o);",
                    "    return n >= 1 && grant_win(o);"),
-                  ("lib/ops.c",
+                  ("lib/wait.c",
                    "            if ((w->granted & (UINT64_C(1) << i)) == 0)\n"
                    "                continue;\n"
                    "            r->results[i].vote = REDLOCK_VOTE_YES;",
@@ -565,13 +563,13 @@ MUTANTS = [
         "name": "grant-counted-per-subscriber",
         "what": "a grant counts for the node whose subscriber heard it, not the node whose "
                 "connection sent the attempt: one server listed twice makes two yes votes",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/wait.c",
                    "static void op_granted(op *o, const char *message, size_t len)\n",
                    "static void op_granted(op *o, const char *message, size_t len, unsigned sub)\n"),
-                  ("lib/ops.c",
+                  ("lib/wait.c",
                    "        key >= w->n_keys)\n        return;\n",
                    "        key >= w->n_keys)\n        return;\n    tag = sub;\n"),
-                  ("lib/ops.c",
+                  ("lib/wait.c",
                    "                op_granted(o, message, message_len);",
                    "                op_granted(o, message, message_len, node);")],
         "killers": [sim_grants(), fault("grants", "server_listed_twice_counts_once")],
@@ -599,7 +597,7 @@ MUTANTS = [
         "name": "cut-grant-taken-for-a-lock",
         "what": "a grant cut at the head's place deadline counts as a yes with the head's ttl: "
                 "the lock is reported valid for longer than its keys live",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/wait.c",
                    "    bool as_asked = full == 1 && ",
                    "    bool as_asked = full <= 1 && ")],
         "killers": [sim_grants(), integration("notify", "grant_cut_at_the_place_is_claimed")],
@@ -619,9 +617,9 @@ MUTANTS = [
         "name": "lost-attempt-wakes-everyone",
         "what": "the release of a lost attempt publishes like a holder's: every waiter wakes for "
                 "keys that were nobody's turn, and loses again",
-        "edits": [("lib/ops.c",
-                   "    release_everywhere(c, lock, leave, false);",
-                   "    release_everywhere(c, lock, leave, true);")],
+        "edits": [("lib/acquire.c",
+                   "    redlock__release_everywhere(c, lock, leave, false);\n    if (lock->caller_token",
+                   "    redlock__release_everywhere(c, lock, leave, true);\n    if (lock->caller_token")],
         "killers": [integration("notify", "lost_attempts_wake_nobody"),
                     integration("notify", "own_releases_do_not_wake")],
     },
@@ -639,7 +637,7 @@ MUTANTS = [
         "name": "set-granted-on-one-key",
         "what": "a set's waiter counts a node as a yes once any key of the set was granted there: "
                 "two waiters of overlapping sets hold at once",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/wait.c",
                    "    if (++node->keys == w->n_keys)",
                    "    if (++node->keys >= 1)")],
         "killers": [sim_grants(), fault("grants", "set_waiters_take_turns")],
@@ -648,7 +646,7 @@ MUTANTS = [
         "name": "waiter-ignores-how-long-to-wait",
         "what": "a waiter's lost attempt sleeps its retry delay whatever the nodes said of the "
                 "holder's keys: a crashed holder's waiter wakes a retry delay late",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/acquire.c",
                    "        if (wait < delay && delay - wait > 1000)",
                    "        if (false)")],
         "killers": [fault("grants", "waiter_wakes_when_a_crashed_holders_key_runs_out")],
@@ -657,7 +655,7 @@ MUTANTS = [
         "name": "grant-validity-from-the-notice",
         "what": "a lock won by grants has its validity measured from when the grants were heard, "
                 "not from when the attempt they answer was sent (before the keys were set)",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/wait.c",
                    "c->opts.min_validity_ms, oldest);",
                    "c->opts.min_validity_ms, now);")],
         "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
@@ -667,10 +665,37 @@ MUTANTS = [
         "what": "every lost attempt of a waiter is released and gets a new token, as before the "
                 "grants: the release's grant is never for the waiter's token, and every handoff "
                 "costs the waiter a round",
-        "edits": [("lib/ops.c",
+        "edits": [("lib/acquire.c",
                    "    return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&",
                    "    return false && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&")],
         "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
+    },
+    {
+        "name": "release-decided-before-its-status",
+        "what": "a release is decided at its first answer, not once the nodes still out cannot "
+                "change its status: a release a quorum would have confirmed reports no quorum",
+        "edits": [("lib/hold.c",
+                   "    if (out == 0)\n        return true;\n    if (o->late",
+                   "    if (true)\n        return true;\n    if (o->late")],
+        "killers": [fault("release", "release_decided_at_the_quorum")],
+    },
+    {
+        "name": "close-forgets-releases-out",
+        "what": "a close does not wait for the deletes of releases decided at the quorum: it "
+                "completes while the far nodes still hold the key",
+        "edits": [("lib/api.c",
+                   "    redlock__ops_close_waits(c);\n",
+                   "")],
+        "killers": [fault("release", "close_after_release_deletes_everything")],
+    },
+    {
+        "name": "release-waits-all-ignored",
+        "what": "release_waits_all is ignored: a caller that asked for every node's answer gets "
+                "the quorum's",
+        "edits": [("lib/hold.c",
+                   "    if (out > 0 && o->client->opts.release_waits_all)",
+                   "    if (false && o->client->opts.release_waits_all)")],
+        "killers": [fault("release", "release_waits_all_hears_every_node")],
     },
     {
         "name": "cluster-ask-without-asking",
@@ -707,8 +732,8 @@ MUTANTS = [
         "what": "a cluster node whose servers refuse CLUSTER SHARDS (older than 7, or an ACL) never "
                 "asks CLUSTER SLOTS: it has no slot map and votes error",
         "edits": [("lib/cluster.c",
-                   "!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error)",
-                   "!cl->use_slots && vote == REDLOCK_VOTE_ERROR && server_refused(error) && false")],
+                   "req->fail == REDLOCK__FAIL_SERVER) {",
+                   "req->fail == REDLOCK__FAIL_SERVER && false) {")],
         "killers": [integration("cluster", "slots_when_shards_refused")],
     },
     {
@@ -737,9 +762,12 @@ MUTANTS = [
         # extension (a plain lock: only from its release) and works on while anyone may take it.
         "name": "restart-unnoticed",
         "what": "the client ignores a node that came back as a new server (a new run_id)",
-        "edits": [("lib/client.c",
-                   "    redlock__recheck_node(io->owner, node);\n",
-                   "    (void)io;\n    (void)node;\n")],
+        "edits": [("lib/api.c",
+                   "    .node_changed = redlock__recheck_node,\n",
+                   "    .node_changed = NULL,\n"),
+                  ("lib/client.c",
+                   "    c->hooks->node_changed(c, node);\n",
+                   "    if (c->hooks->node_changed != NULL)\n        c->hooks->node_changed(c, node);\n")],
         "killers": [sim("amnesia_reported_at_once"), integration("amnesia"),
                     {"program": "test/threads/test-threads-sync",
                      "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}},

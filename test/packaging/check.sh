@@ -3,8 +3,8 @@
 # check.sh SRC_ROOT - the library as a distribution and other projects take it. Prints TAP.
 #
 #   1. meson install into a temporary prefix installs the library (soname libredlock.so.1),
-#      the header, the pkg-config file, the tool and its man page, and nothing else; the .so
-#      exports only redlock_* symbols
+#      the headers (redlock.h, redlock/quorum.h, redlock/sync.h), the pkg-config file, the tool
+#      and its man page, and nothing else; the .so exports only redlock_* symbols
 #   2. a program built with nothing but `pkg-config --cflags --libs redlock` links and runs
 #   3. the installed header compiles for C99 and C11 (-Wpedantic -Werror, with uv.h included
 #      before it, after it, or not at all) and for C++17
@@ -55,6 +55,8 @@ installed_ok=1
         diff -u - "$tmp/files" <<'FILES' &&
 ./bin/redlock
 ./include/redlock.h
+./include/redlock/quorum.h
+./include/redlock/sync.h
 ./lib/libredlock.a
 ./lib/libredlock.so
 ./lib/libredlock.so.1

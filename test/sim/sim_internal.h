@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "io.h"
+#include "lock.h"
 #include "notify.h"
 #include "sim.h"
 #include "sim_check.h"

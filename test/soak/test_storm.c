@@ -276,6 +276,7 @@ static void reconnect_storm(void **state)
     o.node_timeout_ms = NODE_TIMEOUT_MS;
     o.connect_timeout_ms = NODE_TIMEOUT_MS;
     o.retry_count = 0;
+    o.release_waits_all = true; /* a round reads every node's release answer */
     for (unsigned i = 0; i < CLIENTS; i++) {
         member *m = &st->members[i];
         m->st = st;

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/* acquire.c - an acquire's attempts (op.h): a fresh token for each, the won round and the
+ * fencing commit, and a lost attempt released everywhere (or kept, for a waiter's grants) and
+ * retried per policy; the acquire kind's table. The waiting (queue, notifications, grants) is
+ * wait.c's. Calls down only: rounds and operations, the client core and its hooks, lock handles,
+ * the counters, the quorum core. */
+#include "op.h"
+
+#include "stats.h"
+
+int redlock__new_token(redlock_client *c, redlock_lock *lock)
+{
+    unsigned char raw[REDLOCK__TOKEN_BYTES];
+    char text[2 * REDLOCK__TOKEN_BYTES + 1];
+    int rc = c->io->ops->random(c->io, raw, sizeof(raw));
+    if (rc != 0)
+        return REDLOCK_ENOMEM;
+    redlock__hex(text, raw, sizeof(raw));
+    return redlock__lock_set_token(lock, text, 2 * sizeof(raw)); /* inline: never fails */
+}
+
+/* The attempt's last round was won (the acquire, or a fenced acquire's commit): the lock is
+ * granted. Returns 0, or why it is not worth handing out after all. */
+int redlock__lock_grant(op *o, round *r)
+{
+    redlock_lock *lock = o->lock;
+    uint64_t validity = redlock_round_validity_us(&r->q);
+    lock->validity_ms = validity / 1000;
+    lock->deadline_us = r->q.decided_us + validity;
+    lock->won_start_us = r->q.start_us; /* a commit round's is its acquire's */
+    o->client->hooks->votes(lock, &r->q, true);
+    lock->fence = redlock_round_fence(&r->q);
+    /* Auto-extension starts before the caller hears of the lock, so no window is left
+     * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
+     * validity already gone, and then the lock is not worth handing out. */
+    int rc = o->has_auto
+                 ? o->client->hooks->auto_start(lock, &o->auto_opts, o->lost_cb, o->lost_data)
+                 : 0;
+    if (rc == 0) {
+        redlock__op_complete(o, 0);
+        return 0;
+    }
+    lock->fence = 0;
+    return rc;
+}
+
+/* A fenced acquire round was won: commit its fence on every node (docs/algorithm.md). The lock
+ * is granted only if the commit round is won too. Returns 0, or REDLOCK_ENOMEM. */
+int redlock__commit_start(op *o, round *acquire)
+{
+    redlock_client *c = o->client;
+    round *r = redlock__round_new(c, o, o->lock, REDLOCK__CMD_COMMIT, o->ttl_ms, false);
+    if (r == NULL)
+        return REDLOCK_ENOMEM;
+    int rc = redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);
+    (void)rc; /* acquire is a won fenced round; fence_commit was checked by redlock_acquire */
+    uint64_t fence = redlock_round_fence(&r->q);
+    r->cmd.fence = fence;
+    uint64_t now = redlock__client_now(c);
+    for (unsigned i = 0; i < c->n_nodes; i++) {
+        const redlock_node_result *a = &acquire->results[i];
+        /* The commit round's result is the one the caller sees: it keeps what each node's
+         * counter was when its key was set. */
+        r->results[i].fence = a->fence;
+        /* A yes that read fence - 1 raised its counter to the fence in the script that set the
+         * key, while the key stood: what the commit would do there, done. Its ack counts now. */
+        if (redlock_round_node_vote(&acquire->q, i) == REDLOCK_VOTE_YES && a->fence + 1 == fence) {
+            r->results[i].vote = REDLOCK_VOTE_YES;
+            r->results[i].latency_us = a->latency_us;
+            redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
+        }
+    }
+    redlock__op_hold_round(o, r);
+    redlock__round_send(r, false); /* q was set up from the acquire round */
+    return 0;
+}
+
+/* Whether a waiter's lost attempt r may keep its token: no node said yes or timed out, so none
+ * holds its key (an error is a command that was not run, or a script that stopped before any
+ * write), and nothing is released. Nodes yet to answer may still say yes: on_req_done. */
+static bool attempt_clean(const op *o, const round *r, int status, bool retry)
+{
+    return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&
+           r->q.votes_yes == 0 && r->q.votes_timeout == 0;
+}
+
+/* How long until a quorum of the nodes of a waiter's lost attempt r could let it in without a
+ * release (their keys' holders' ttls, or the deadlines of the heads before it, run out): the
+ * quorum-th shortest of the waits they gave (a node that said yes had let it in: 0), or
+ * UINT64_MAX when fewer than a quorum said. */
+static uint64_t attempt_wait_us(const round *r)
+{
+    int64_t waits[REDLOCK_MAX_NODES];
+    unsigned n = 0;
+    for (unsigned i = 0; i < r->client->n_nodes; i++) {
+        redlock_vote vote = redlock_round_node_vote(&r->q, i);
+        if (vote == REDLOCK_VOTE_YES)
+            waits[n++] = 0;
+        else if (vote == REDLOCK_VOTE_NO && r->reqs[i].wait_ms >= 0)
+            waits[n++] = r->reqs[i].wait_ms;
+    }
+    if (n < r->q.quorum)
+        return UINT64_MAX;
+    for (unsigned i = 1; i < n; i++) { /* at most 64: insertion sort */
+        int64_t v = waits[i];
+        unsigned j = i;
+        for (; j > 0 && waits[j - 1] > v; j--)
+            waits[j] = waits[j - 1];
+        waits[j] = v;
+    }
+    return (uint64_t)waits[r->q.quorum - 1] * 1000;
+}
+
+/* When a waiter's lost attempt retries: at once (on a short jitter) if a notification came while
+ * it was out; else after the retry delay, or as soon as the nodes say a quorum of them could let
+ * it in (attempt_wait_us: the holder's keys run out), whichever is sooner, plus a millisecond of
+ * the servers' clock; never after the wait's deadline. */
+static uint64_t retry_due_us(op *o, uint64_t now)
+{
+    redlock_client *c = o->client;
+    waiter *w = o->w;
+    uint64_t delay =
+        w != NULL && w->notified ? redlock__notify_jitter_us(c, o) : redlock__retry_delay_us(c);
+    const round *r = o->round;
+    if (w != NULL && !w->notified && r != NULL && r->cmd.queued) {
+        uint64_t wait = attempt_wait_us(r);
+        if (wait < delay && delay - wait > 1000)
+            delay = wait + 1000;
+    }
+    if (w != NULL)
+        w->notified = false;
+    uint64_t due = now + delay;
+    return o->wait_deadline_us != 0 && due > o->wait_deadline_us ? o->wait_deadline_us : due;
+}
+
+/* Release the keys of o's lost attempt everywhere (the release of a lost attempt: it wakes
+ * nobody; leave: o waits no more) and forget what grants told of them; then o's next attempt
+ * gets a token of its own: the release of a lost attempt can reach a node late (written on a
+ * connection that was then dropped, it may be applied after the next attempt's SET on the new
+ * one); with the same token it would delete the winner's key. Returns 0, or the error of a token
+ * that could not be made (o then waits no more: it has left the queues). */
+static int attempt_release(op *o, uint64_t now, bool leave, bool new_token_wanted)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    if (o->w != NULL) {
+        o->w->token_kept = false;
+        redlock__waiter_forget_grants(o->w, c->n_nodes);
+        o->w->grant_after_us = now;
+    }
+    redlock__release_everywhere(c, lock, leave, false);
+    if (lock->caller_token || !new_token_wanted)
+        return 0;
+    int rc = redlock__new_token(c, lock);
+    if (rc != 0 && !leave) /* it waits no more: out of the queue too (nothing to delete) */
+        redlock__release_everywhere(c, lock, true, false);
+    return rc;
+}
+
+/* A late vote to o's last round: a late yes to a waiter's attempt that lost keeping its token
+ * (asleep now) means the node set its key after the round was decided, so the attempt did not
+ * leave nothing behind after all. It is released as any lost attempt that held keys (o sleeps on
+ * as planned). */
+static void acquire_late_vote(op *o, round *r, redlock_vote vote)
+{
+    (void)r;
+    if (o->w == NULL || !o->w->token_kept || o->state != OP_RETRYING || vote != REDLOCK_VOTE_YES)
+        return;
+    uint64_t now = redlock__client_now(o->client);
+    int rc = attempt_release(o, now, false, true);
+    if (rc != 0) {
+        redlock__client_timer_stop(o->client, &o->timer);
+        redlock__op_complete(o, rc);
+    }
+}
+
+/* The attempt is lost (status): release its key everywhere (unless it keeps its token), then
+ * retry or give up. */
+static void lock_attempt_lost(op *o, int status)
+{
+    redlock_client *c = o->client;
+    waiter *w = o->w;
+    uint64_t now = redlock__client_now(c);
+    bool retry = !c->closing && redlock__op_may_retry(o, now);
+    bool kept = w != NULL && attempt_clean(o, o->round, status, retry);
+    if (w != NULL)
+        w->token_kept = kept;
+    if (kept) {
+        if (redlock__grant_check(o)) /* grants heard while the attempt was out: a quorum, won */
+            return;
+    } else {
+        int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);
+        if (rc != 0) {
+            redlock__op_complete(o, rc);
+            return;
+        }
+    }
+    if (retry) {
+        /* Others took keys while this attempt was out (a split vote): spread the next wake-ups. */
+        if (w != NULL && w->watching && o->round != NULL && o->round->q.votes_yes > 0)
+            w->collisions++;
+        o->state = OP_RETRYING;
+        redlock__client_timer_start(c, &o->timer, retry_due_us(o, now), redlock__on_retry_timer);
+        return;
+    }
+    redlock__op_complete(o, status);
+}
+
+/* An acquire's round (the acquire round, or a fenced acquire's commit round) is decided. A lost
+ * commit is a lost attempt like a lost acquire: released everywhere, retried per policy. */
+static void lock_round_done(op *o, round *r)
+{
+    int status = redlock_round_status(&r->q);
+    /* An attempt counts once: a won fenced acquire round is counted with its commit round. */
+    if (status != 0 || r->cmd.kind != REDLOCK__CMD_ACQUIRE_FENCED)
+        redlock__stats_round(o->client, r->cmd.kind, status, &r->q, r->results);
+    if (status == 0)
+        status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? redlock__commit_start(o, r)
+                                                            : redlock__lock_grant(o, r);
+    if (status != 0)
+        lock_attempt_lost(o, status);
+}
+
+/* ---- the kind ------------------------------------------------------------------------------ */
+
+/* A plain acquire stays a plain SET NX PX; a fenced one reads and raises the counter. */
+static redlock__cmd_kind acquire_command(const op *o)
+{
+    return o->lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
+}
+
+/* Decided at the quorum (won, or a quorum out of reach), the acquire round and the commit round
+ * alike. */
+static bool acquire_check(op *o, round *r)
+{
+    if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
+        return false;
+    if (o->client->closing)
+        redlock__op_complete(o, REDLOCK_ECANCELED);
+    else
+        lock_round_done(o, r);
+    return true;
+}
+
+/* The won lock, now the caller's too; none for a lost or canceled acquire. */
+static redlock_lock *acquire_handed(op *o)
+{
+    redlock_lock *lock = o->lock;
+    if (o->status == 0) {
+        lock->user_owned = true;
+        redlock__lock_ref(lock);
+        return lock;
+    }
+    /* Won but canceled by a close before delivery: the caller never sees this lock, so its
+     * auto-extension must not report on it either. */
+    o->client->hooks->lock_ended(lock);
+    return NULL;
+}
+
+static void acquire_delivered(op *o)
+{
+    if (o->w != NULL)
+        redlock__wait_end(o);
+}
+
+/* An acquire's attempt in flight, or its lock won but not yet handed out, is released on every
+ * node (written after the attempt's commands on each ordered connection); a waiter asleep gives
+ * back its place in the queue and what a release may have granted it. */
+static void acquire_cancel(op *o)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    switch (o->state) {
+    case OP_DECIDED:
+        if (o->status == 0) { /* won: a holder's release */
+            c->hooks->lock_ended(lock);
+            redlock__release_everywhere(c, lock, true, true);
+        }
+        break;
+    case OP_RETRYING: /* the last attempt was released when it was lost, or kept its token */
+        if (lock->queued)
+            redlock__release_everywhere(c, lock, true, false);
+        break;
+    case OP_RUNNING:
+        redlock__release_everywhere(c, lock, true, false);
+        break;
+    }
+}
+
+const op_kind_def redlock__acquire_kind = {
+    .command = acquire_command,
+    .check = acquire_check,
+    .late_vote = acquire_late_vote,
+    .handed = acquire_handed,
+    .delivered = acquire_delivered,
+    .cancel = acquire_cancel,
+    .release_on_close = true,
+};

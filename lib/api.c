@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/* api.c - the top of the library: where the layers are put together. Making a client installs
+ * the hooks through which the client core reaches the layers above it (client.h); closing one
+ * runs the close in order (the releases still out waited for, what the caller holds released,
+ * then, once the io is closed, every operation delivered, every auto-extension told, every handle
+ * freed); an acquire is checked here, its options read, and its operation started with what it
+ * asked for (a wait, auto-extension). Everything below calls down only. */
+#include "op.h"
+
+#include <string.h>
+
+#include "abi.h"
+#include "autoextend.h"
+#include "io_uv.h"
+#include "recheck.h"
+#include "slot.h"
+
+/* ---- the client ------------------------------------------------------------------------------ */
+
+/* The io closed: every operation delivered (canceled), then every auto-extension told, then
+ * every handle freed, before the close callback. */
+static void io_closed(redlock_client *c)
+{
+    redlock__ops_cancel_all(c);
+    redlock__auto_cancel_all(c);
+    redlock__lock_free_all(c);
+}
+
+static const redlock__hooks hooks = {
+    .notified = redlock__ops_notified,
+    .node_changed = redlock__recheck_node,
+    .io_closed = io_closed,
+    .votes = redlock__recheck_votes,
+    .auto_start = redlock_auto_extend,
+    .deadline_moved = redlock__auto_moved,
+    .lock_ended = redlock__auto_stop,
+};
+
+static int make_uv_io(void *ctx, const redlock__node_config *cfgs, unsigned n,
+                      const redlock__alloc *alloc, redlock__io **out)
+{
+    return redlock__io_uv_new(ctx, cfgs, n, alloc, out);
+}
+
+int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
+                       const redlock_options *opts, redlock_client **client_out, char *err,
+                       size_t err_len)
+{
+    if (loop == NULL) {
+        char scratch[1];
+        redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
+        redlock__fmt(err, err_len, "loop must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    return redlock__client_create(loop, node_urls, n_nodes, opts, make_uv_io, loop, &hooks,
+                                  client_out, err, err_len);
+}
+
+int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
+                           const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
+                           redlock_client **client_out, char *err, size_t err_len)
+{
+    return redlock__client_create(loop, node_urls, n_nodes, opts, make_io, make_ctx, &hooks,
+                                  client_out, err, err_len);
+}
+
+int redlock_client_close(redlock_client *c, redlock_close_cb close_cb, void *data)
+{
+    return redlock_client_close_ex(c, 0, close_cb, data);
+}
+
+int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb close_cb,
+                            void *data)
+{
+    int rc = redlock__client_close_begin(c, flags, close_cb, data);
+    if (rc != 0)
+        return rc;
+    redlock__ops_close_waits(c);
+    if ((flags & REDLOCK_CLOSE_FAST) == 0)
+        redlock__ops_release_all(c);
+    redlock__client_close_step(c); /* the step begin counted: the releases are started */
+    return 0;
+}
+
+/* ---- acquire --------------------------------------------------------------------------------- */
+
+static void lock_opts_defaults(redlock_lock_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
+    o->retry_count = -1;
+}
+
+void redlock_lock_opts_init_sized(redlock_lock_opts *o, size_t size)
+{
+    redlock_lock_opts defaults;
+    lock_opts_defaults(&defaults);
+    redlock__struct_init(o, size, &defaults, sizeof(defaults));
+}
+
+int redlock__lock_opts_in(redlock_lock_opts *dst, const redlock_lock_opts *src, char *err,
+                          size_t err_len)
+{
+    lock_opts_defaults(dst);
+    if (src == NULL)
+        return 0;
+    return redlock__struct_in(dst, sizeof(*dst), src, REDLOCK__LOCK_OPTS_MIN, "opts",
+                              "redlock_lock_opts_init", err, err_len);
+}
+
+/* On a client with a cluster node, every key of one script must lie in one hash slot (the
+ * cluster refuses it otherwise): the keys of a set, and a fenced lock's key and counter. The
+ * library never renames keys (plain nodes keep theirs), so the caller gives the resources a hash
+ * tag. Returns 0 or REDLOCK_EINVAL with a message. */
+static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool fencing)
+{
+    size_t len = 0;
+    const char *key = redlock__lock_key(lock, 0, &len);
+    unsigned slot = redlock__key_slot(key, len);
+    for (unsigned i = 1; i < redlock_lock_resource_count(lock); i++) {
+        size_t other_len = 0;
+        const char *other = redlock__lock_key(lock, i, &other_len);
+        if (redlock__key_slot(other, other_len) != slot)
+            return redlock__client_error(
+                c, REDLOCK_EINVAL,
+                "resources 0 and %u lie in different hash slots of a cluster node: give them one "
+                "hash tag, as in {orders}:a and {orders}:b (docs/cluster.md)",
+                i);
+    }
+    size_t tag_start = 0, tag_len = 0;
+    if (fencing && !redlock__key_hash_tag(key, len, &tag_start, &tag_len)) /* the counter's slot
+                                                                                is the tag's */
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "a fenced lock on a cluster node needs a resource with a hash tag, as in "
+            "{orders}, so that its counter (<resource>%s) lies in the same slot "
+            "(docs/cluster.md)",
+            REDLOCK__FENCE_SUFFIX);
+    return 0;
+}
+
+int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint64_t ttl_ms,
+                    const redlock_lock_opts *opts, redlock_cb cb, void *data)
+{
+    return redlock_acquire_multi(c, &resource, &len, 1, ttl_ms, opts, cb, data);
+}
+
+int redlock_acquire_multi(redlock_client *c, const void *const *resources, const size_t *lens,
+                          unsigned count, uint64_t ttl_ms, const redlock_lock_opts *caller_opts,
+                          redlock_cb cb, void *data)
+{
+    int rc = redlock__check_call(c, resources, lens, count, cb);
+    if (rc != 0)
+        return rc;
+    if (ttl_ms == 0)
+        ttl_ms = c->opts.ttl_ms;
+    rc = redlock__check_ttl(c, ttl_ms);
+    if (rc != 0)
+        return rc;
+    /* The caller's structs are read once, by their size (abi.h); only the copies are used. */
+    redlock_lock_opts lock_opts;
+    redlock_auto_opts auto_opts;
+    char why[256];
+    rc = redlock__lock_opts_in(&lock_opts, caller_opts, why, sizeof(why));
+    if (rc == 0 && lock_opts.auto_extend != NULL)
+        rc = redlock__auto_opts_in(&auto_opts, lock_opts.auto_extend, why, sizeof(why));
+    if (rc != 0)
+        return redlock__client_error(c, rc, "%s", why);
+    const redlock_lock_opts *opts = &lock_opts;
+    if (opts->token != NULL && (opts->token_len == 0 || opts->token_len > REDLOCK_TOKEN_MAX))
+        return redlock__client_error(c, REDLOCK_EINVAL, "token length must be 1..%d",
+                                     REDLOCK_TOKEN_MAX);
+    if (opts->retry_count < -1)
+        return redlock__client_error(c, REDLOCK_EINVAL, "retry_count must be >= -1");
+    if (opts->wait_ms > REDLOCK_TTL_MAX_MS)
+        return redlock__client_error(c, REDLOCK_EINVAL, "wait_ms is out of range");
+    unsigned quorum = redlock__quorum_of(c->n_nodes);
+    if (opts->fencing && count > 1)
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "fencing is for one resource: a lock on %u resources has no "
+                                     "fence (take a fenced lock per resource that needs one)",
+                                     count);
+    if (opts->fence_commit != 0 && !opts->fencing)
+        return redlock__client_error(c, REDLOCK_EINVAL, "fence_commit is set without fencing");
+    if (opts->fence_commit != 0 && (opts->fence_commit < quorum || opts->fence_commit > c->n_nodes))
+        return redlock__client_error(c, REDLOCK_EINVAL,
+                                     "fence_commit %u is out of range %u..%u (the quorum..the "
+                                     "number of nodes)",
+                                     opts->fence_commit, quorum, c->n_nodes);
+    if (opts->auto_extend != NULL) {
+        rc = redlock__auto_check(c, &auto_opts, ttl_ms, opts->lost_cb);
+        if (rc != 0)
+            return rc;
+    }
+
+    redlock_lock *lock = redlock__lock_new_set(c, resources, lens, count);
+    if (lock == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    if (c->has_cluster && (rc = check_cluster_slots(c, lock, opts->fencing)) != 0) {
+        redlock__lock_unref(lock);
+        return rc;
+    }
+    lock->ttl_ms = ttl_ms;
+    lock->fencing = opts->fencing;
+    lock->fence_commit = opts->fence_commit;
+    if (opts->token != NULL) {
+        if ((rc = redlock__lock_set_token(lock, opts->token, opts->token_len)) != 0) {
+            redlock__lock_unref(lock);
+            return redlock__client_error(c, rc, "out of memory");
+        }
+        lock->caller_token = true;
+    } else if ((rc = redlock__new_token(c, lock)) != 0) {
+        redlock__lock_unref(lock);
+        return redlock__client_error(c, REDLOCK_ENOMEM, "no randomness for the token");
+    }
+
+    op *o = redlock__op_new(c, &redlock__acquire_kind, lock, cb, data);
+    if (o == NULL) {
+        redlock__lock_unref(lock);
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    }
+    o->ttl_ms = ttl_ms;
+    o->retries_left = opts->retry_count >= 0 ? opts->retry_count : c->opts.retry_count;
+    if (opts->wait_ms > 0) {
+        o->wait_deadline_us = o->call_us + opts->wait_ms * 1000;
+        o->w = redlock__waiter_new(c, lock);
+        if (o->w == NULL) {
+            redlock__list_remove(&o->link);
+            redlock__lock_unref(lock);
+            redlock__op_free(o);
+            return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+        }
+        redlock__wait_start(o);
+    }
+    if (opts->auto_extend != NULL) {
+        o->has_auto = true;
+        o->auto_opts = auto_opts;
+        o->lost_cb = opts->lost_cb;
+        o->lost_data = opts->lost_data;
+    }
+    return redlock__op_launch(o); /* the op holds the lock's first reference */
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* lock.h - a lock handle (lock.c): its keys, token, validity, the state the layers above keep
+ * on it (an auto-extension's, a waiter's), and its references. Nothing here is public. Above the
+ * client core (client.h); the operations (op.h), the auto-extension and the check after a
+ * restart use it. */
+#ifndef REDLOCK_LOCK_H
+#define REDLOCK_LOCK_H
+
+#include "client.h"
+
+#define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
+#define REDLOCK__WAITER_BYTES 8 /* a waiter's id in a resource's queue: 64 random bits, in hex */
+/* A lock's token up to this many bytes is kept in the lock itself (the library's own, 32 hex
+ * digits, and a caller's UUID fit); a longer caller's token gets an allocation of its own. */
+#define REDLOCK__TOKEN_INLINE 47
+_Static_assert(2 * REDLOCK__TOKEN_BYTES <= REDLOCK__TOKEN_INLINE,
+               "the library's tokens fit inline");
+
+/* Auto-extension state of one lock (autoextend.c). */
+typedef struct redlock__auto {
+    bool active;
+    bool extending;      /* an extend round is in flight */
+    uint64_t started_us; /* ... and when it began */
+    redlock_auto_opts opts;
+    uint64_t margin_us;
+    redlock_lost_cb lost_cb;
+    void *lost_data;
+    redlock__timer extend_timer; /* the next extension (or retry) */
+    redlock__timer guard_timer;  /* deadline - margin: "lost" if nothing renewed the lock */
+    unsigned extensions;
+    int last_failure; /* status of the last failed extension, 0 if none */
+} redlock__auto;
+
+struct redlock_lock {
+    redlock_client *client;
+    redlock__list link; /* client->locks */
+    unsigned refs;      /* the user's (once handed out), each operation's, each round's */
+    bool user_owned;
+    bool released;     /* unlock was called */
+    bool lost;         /* auto-extension reported it lost; only an extend called since clears it */
+    bool attached;     /* made by redlock_lock_attach: validity unknown until an extend wins */
+    bool lapsed;       /* an extend ended REDLOCK_ELOST: RETAKE refused until a plain one wins */
+    bool caller_token; /* the caller chose the token: retries reuse it */
+    bool fencing;      /* acquire with a fence (redlock_lock_opts.fencing) */
+    unsigned fence_commit; /* commit acks a fenced acquire needs (0: the quorum) */
+    uint64_t fence;        /* the fence the lock was granted with; 0: none */
+    uint64_t ttl_ms;
+    uint64_t validity_ms;
+    uint64_t deadline_us;
+    uint64_t won_start_us; /* start of the last won round (acquire or extend) */
+    uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
+    uint64_t yes_nodes;    /* bit i: node i said yes in the last won round (recheck.c) */
+    redlock__auto autox;
+    void *data;
+    /* key prefix + resource; the resource starts at key + prefix length. The fence counter's key
+     * is the same bytes with REDLOCK__FENCE_SUFFIX after them (key_len + its length). */
+    char *key;
+    size_t key_len;
+    size_t prefix_len;
+    uint64_t key_hash;
+    /* A lock on several resources (redlock_acquire_multi): the keys after the first (prefix +
+     * resource each), in one allocation with their bytes; NULL and 0 for one resource. */
+    redlock__span *more;
+    unsigned n_more;
+    /* Fair turns (wait.c): set while an acquire with a wait (and notifications) takes it
+     * through its keys' queues, and kept for the lock's release. channels holds its queue's
+     * channel (its first key's queue name) and its own (that, ":" and its id), each
+     * NUL-terminated (redlock__lock_queue_channel, redlock__lock_own_channel). */
+    bool queued;
+    bool channel_watched;       /* its own channel is subscribed */
+    bool queue_channel_watched; /* and the queue's */
+    char *channels;
+    uint64_t place_us;
+    uint64_t place_ttl_ms; /* how long a node keeps its place after an attempt (wait.c) */
+    size_t waiter_len;
+    char waiter[2 * REDLOCK__WAITER_BYTES + 1];
+    size_t token_len;
+    char *token; /* NUL-terminated: token_small, or its own allocation (redlock__lock_set_token) */
+    char token_small[REDLOCK__TOKEN_INLINE + 1];
+};
+
+/* Lock handles (lock.c). */
+redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len);
+/* A handle for a set of count >= 1 resources (checked by redlock__check_resources). */
+redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resources,
+                                    const size_t *lens, unsigned count);
+/* Key i (0..n_more) of the lock, prefix included. */
+const char *redlock__lock_key(const redlock_lock *lock, unsigned i, size_t *len);
+/* Whether key is one of the lock's keys. */
+bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len);
+/* A waiter's channels (wait.c): its queue's, and its own. */
+const char *redlock__lock_queue_channel(const redlock_lock *lock, size_t *len);
+const char *redlock__lock_own_channel(const redlock_lock *lock, size_t *len);
+void redlock__lock_ref(redlock_lock *lock);
+void redlock__lock_unref(redlock_lock *lock);
+/* Set the lock's token (1..REDLOCK_TOKEN_MAX bytes, NUL-terminated in the lock). Returns 0, or
+ * REDLOCK_ENOMEM (the token unchanged). */
+int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len);
+/* Free every handle still alive; the client is going away. */
+void redlock__lock_free_all(redlock_client *c);
+
+#endif

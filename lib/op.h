@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/* op.h - operations and the rounds they run: what round.c, op.c, acquire.c, hold.c and wait.c
+ * share. Nothing here is public.
+ *
+ * An operation (acquire, extend, release, inspect) runs one or more rounds. A round sends one
+ * command to every node through the io (io.h) and feeds the votes to the quorum core
+ * (quorum.h); the operation acts as soon as its kind says the round is decided (op_kind_def).
+ * A round lives until its last node answers or times out, even after its operation moved on, so
+ * late replies always land in valid memory and are ignored.
+ *
+ * Callbacks never run inside a public call: a completion that happens there (every node down)
+ * is delivered from the timer queue on the next loop turn.
+ *
+ * An operation's life (op_state):
+ *
+ *     OP_RUNNING --round decided, retry due--> OP_RETRYING --timer--> OP_RUNNING
+ *     OP_RUNNING, OP_RETRYING --outcome known, or redlock_cancel--> OP_DECIDED --> delivered
+ *
+ * OP_DECIDED waits only for its delivery: at once, on the next loop turn (decided inside a public
+ * call), or at the close (a closing client delivers everything with REDLOCK_ECANCELED).
+ *
+ * A round's life (round_state):
+ *
+ *     ROUND_SENDING --written to every node--> ROUND_OPEN or ROUND_DONE
+ *     ROUND_OPEN --a vote--> ROUND_CHECKING --> ROUND_OPEN or ROUND_DONE
+ *     ROUND_OPEN --its operation canceled--> ROUND_DONE
+ *
+ * Votes are counted in every state. Only ROUND_OPEN acts on them: in ROUND_SENDING the round acts
+ * once every node has its command (a node that is down answers at once, and a release must not
+ * overtake an acquire still to be written); in ROUND_CHECKING a completion nested in the check (a
+ * callback closed the client) is counted and nothing more. ROUND_DONE means its operation has
+ * acted, or none listens (a release of a lost attempt, a canceled operation's round): the round
+ * waits for its last answers, then is freed - unless its operation still holds it for the
+ * per-node results it hands its callback (`held`, an ownership, not a stage of life).
+ *
+ * Layers: round.c (rounds) and op.c (an operation's life) know the kinds only through their
+ * op_kind_def; acquire.c (with wait.c, the waiting) and hold.c (extend, release, inspect) are the
+ * kinds. They call down only: the client core (client.h), lock handles (lock.h), the counters
+ * (stats.h), the quorum core and the io. What the layers above must hear of (an auto-extension to
+ * start, a deadline that moved) goes through the client's hooks (client.h). */
+#ifndef REDLOCK_OP_H
+#define REDLOCK_OP_H
+
+#include "client.h"
+#include "lock.h"
+#include "quorum.h"
+
+typedef enum { OP_RUNNING, OP_RETRYING, OP_DECIDED } op_state;
+
+typedef enum { ROUND_SENDING, ROUND_OPEN, ROUND_CHECKING, ROUND_DONE } round_state;
+
+typedef struct round round;
+typedef struct op op;
+
+/* What a kind of operation does with the machinery of rounds and operations (one table per
+ * kind: acquire.c, hold.c). */
+typedef struct op_kind_def {
+    /* The command of o's next round. */
+    redlock__cmd_kind (*command)(const op *o);
+    /* What the kind adds to a fresh round before it is sent (NULL: nothing). */
+    void (*prepare)(op *o, round *r);
+    /* A round of o was sent or got a vote: act if it is decided. Returns whether the round is
+     * done (acted on), or waits for more votes. */
+    bool (*check)(op *o, round *r);
+    /* A late vote, after r was decided while o still holds it (NULL: nothing). */
+    void (*late_vote)(op *o, round *r, redlock_vote vote);
+    /* The handle o's callback is handed (NULL: none), and what follows the callback. */
+    redlock_lock *(*handed)(op *o);
+    void (*delivered)(op *o);
+    /* o is canceled before its delivery (its state says where it was; NULL: nothing to undo). */
+    void (*cancel)(op *o);
+    /* A closing client releases what o may have taken (an acquire in flight or won). */
+    bool release_on_close;
+} op_kind_def;
+
+/* What a node's grants told a waiter (waiter.nodes). */
+typedef struct waiter_node {
+    unsigned keys;      /* keys of the lock the node's grants set for its token */
+    uint64_t oldest_us; /* the oldest stamp among them: the earliest attempt they answer */
+    uint64_t counter;   /* a fenced lock's: the counter the grant read (its yes's counter) */
+} waiter_node;
+
+/* The state of an acquire that waits (wait_ms): only such an operation carries one (wait.c). */
+typedef struct waiter {
+    bool watching;       /* the io says when its keys are released (notify.h) */
+    bool woken;          /* its retry timer was moved up by a notification */
+    bool notified;       /* a notification came while an attempt was out: retry at once if lost */
+    unsigned collisions; /* its attempts lost in a split vote (redlock__notify_jitter_us) */
+    /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
+     * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
+     * node's release may then set its keys for it: a grant, heard on its own channel, counts as
+     * the yes of the node whose connection sent the attempt it names (its tag) for that attempt,
+     * valid from that attempt's send. */
+    bool token_kept;         /* the last attempt lost so: its token stands */
+    uint64_t grant_after_us; /* the stamps of this token's attempts: after this ... */
+    uint64_t grant_until_us; /* ... up to the last one sent (0: none) */
+    uint64_t granted;        /* the nodes whose grants set every key of the lock (bit i: node i) */
+    unsigned n_keys;         /* the lock's keys */
+    waiter_node *nodes;      /* per node */
+    unsigned char *key_bits; /* a set's: per node, which of its keys a grant set (n_keys bits) */
+} waiter;
+
+struct op {
+    const op_kind_def *def;
+    op_state state;
+    bool cancelable; /* redlock_cancel may name it (not the auto-extension's own extends) */
+    redlock_client *client;
+    redlock_lock *lock;
+    redlock_cb cb;
+    void *data;
+    redlock__list link;   /* client->ops */
+    redlock__timer timer; /* retry delay, or deferred delivery */
+    round *round;         /* the latest round: its per-node outcome goes to the callback */
+    uint64_t call_us;
+    uint64_t ttl_ms;
+    unsigned flags;
+    unsigned attempts;
+    int retries_left;
+    uint64_t wait_deadline_us; /* 0: none */
+    uint64_t prev_deadline_us; /* extend: the validity the round must beat */
+    int status;                /* final in OP_DECIDED */
+    bool after_lost;           /* extend: called after the lock was reported lost */
+    bool late;                 /* release: called when the lock's validity had already run out */
+    waiter *w;                 /* an acquire with a wait; NULL for any other */
+    /* An acquire that asked for auto-extension: started when it wins (the client's hook). */
+    bool has_auto;
+    redlock_auto_opts auto_opts;
+    redlock_lost_cb lost_cb;
+    void *lost_data;
+};
+
+typedef struct round_req {
+    redlock__req req;
+    round *round;
+    unsigned node;
+    /* A waiter's attempt that this node said no to: how long (ms) until the node could let it
+     * in without a release (lib/lua/acquire_queued.lua; -1 no end, -2 not said). Read only for
+     * such a no, which always sets it. */
+    int64_t wait_ms;
+} round_req;
+
+struct round {
+    redlock_client *client;
+    op *op; /* NULL once no operation listens */
+    redlock_lock *lock;
+    redlock__cmd cmd;
+    redlock_round q;
+    unsigned outstanding; /* requests not yet completed */
+    round_state state;
+    bool held;       /* the operation keeps it for its callback's result */
+    bool close_wait; /* a release whose answers a closing client waits for (its last answer is a
+                        step of the close: redlock__client_close_step) */
+    redlock__list release_link; /* a release's: client->releases, while it lives */
+    redlock_node_result *results;
+    char *errors; /* n_nodes * REDLOCK_ERROR_TEXT_MAX */
+    char *values; /* INSPECT: n_nodes * REDLOCK_TOKEN_MAX */
+    /* The token as it was when the round started: the lock's token changes between acquire
+     * attempts, and this round's late commands (a NOSCRIPT resend) must keep its own. */
+    char token[REDLOCK_TOKEN_MAX + 1];
+    round_req reqs[];
+};
+
+/* ---- round.c: rounds ---------------------------------------------------------------------- */
+
+/* A round of o (NULL: nobody listens) on lock's keys, not yet sent. NULL without memory. */
+round *redlock__round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
+                          uint64_t ttl_ms, bool retake);
+/* Write r's command to every node that has not voted yet (init_q: start its quorum round now),
+ * then let its operation act on what is known. */
+void redlock__round_send(round *r, bool init_q);
+/* Free r if nothing holds it any more (its answers are in, nobody keeps its results). */
+void redlock__round_maybe_free(round *r);
+/* Release the lock's keys on every node; nobody waits for the answers (docs/algorithm.md, "A
+ * lost acquire releases on every node"). leave: the waiter leaves the queues; tell: a holder's
+ * release, which wakes the waiters (a lost attempt's wakes nobody). */
+void redlock__release_everywhere(redlock_client *c, redlock_lock *lock, bool leave, bool tell);
+
+/* ---- op.c: an operation's life -------------------------------------------------------------- */
+
+/* A new operation of kind def on lock (not referenced: the caller gives it one). NULL without
+ * memory. */
+op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_lock *lock, redlock_cb cb,
+                    void *data);
+/* Give o's memory back (its round released first). */
+void redlock__op_free(op *o);
+/* Start o's first round from inside a public call; a failure to start leaves nothing behind and
+ * returns the error (the client's last error set). */
+int redlock__op_launch(op *o);
+/* Run o's next round. Returns 0 or REDLOCK_ENOMEM. */
+int redlock__op_start_round(op *o);
+/* o keeps r for its callback's results (NULL: none); the round it kept before is let go. */
+void redlock__op_hold_round(op *o, round *r);
+/* o's outcome is known: deliver it now, or on the next loop turn when inside a public call, or
+ * at the close. */
+void redlock__op_complete(op *o, int status);
+/* Whether o may try again (its wait deadline, or retries left: one is used). */
+bool redlock__op_may_retry(op *o, uint64_t now_us);
+/* The retry delay, retry_delay_ms +/- retry_jitter_ms. */
+uint64_t redlock__retry_delay_us(redlock_client *c);
+/* The timer callback of a retry: o runs its next round. */
+void redlock__on_retry_timer(redlock__timer *t);
+/* What a call that names a ttl checks; sets the client's last error. */
+int redlock__check_ttl(redlock_client *c, uint64_t ttl_ms);
+/* The close (api.c), in order: every release still out (decided at the quorum, or in flight)
+ * counts in the client's close steps until its last node answered or timed out, so the close
+ * completes after their deletes; */
+void redlock__ops_close_waits(redlock_client *c);
+/* then, unless the close is fast, each acquire in flight or won and not handed out, and each lock
+ * the caller holds (handed out, not released, not attached), is released on every node, each
+ * release a close step; */
+void redlock__ops_release_all(redlock_client *c);
+/* and once the io is closed, every pending operation is delivered with REDLOCK_ECANCELED. */
+void redlock__ops_cancel_all(redlock_client *c);
+
+/* ---- acquire.c, hold.c: the kinds ------------------------------------------------------------ */
+
+extern const op_kind_def redlock__acquire_kind;
+extern const op_kind_def redlock__extend_kind;
+extern const op_kind_def redlock__release_kind;
+extern const op_kind_def redlock__inspect_kind;
+
+/* A fresh token for lock: 128 bits from the io's CSPRNG, as 32 hex digits. 0 or REDLOCK_ENOMEM. */
+int redlock__new_token(redlock_client *c, redlock_lock *lock);
+/* The acquire round r of o was won, or its commit round (acquire.c): the lock is granted.
+ * Returns 0, or why it is not worth handing out after all. */
+int redlock__lock_grant(op *o, round *r);
+/* The fenced acquire round of o was won: commit its fence on every node. 0 or REDLOCK_ENOMEM. */
+int redlock__commit_start(op *o, round *acquire);
+
+/* redlock_extend (hold.c); the auto-extension's own extends are not cancelable by
+ * redlock_cancel. */
+int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock_cb cb, void *data,
+                    bool cancelable);
+/* May an extend of lock use REDLOCK_EXTEND_RETAKE (hold.c)? Not while the lock is not known to
+ * have been held without a gap since its last won round: an attached lock before its first won
+ * extend, a lock an extend found lost. Returns 0 or REDLOCK_EINVAL with the client's last error
+ * set. */
+int redlock__check_retake(redlock_lock *lock);
+
+/* ---- wait.c: waiting for a lock ---------------------------------------------------------- */
+
+/* The waiting state of an acquire of lock, or NULL without memory. */
+waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock);
+/* Watch lock's keys for releases, and join their queues where they can hold one: before the
+ * first attempt, so a release during it is heard. Without memory it only polls. */
+void redlock__wait_start(op *o);
+/* o is delivered: it watches nothing any more. */
+void redlock__wait_end(op *o);
+/* Forget the grants o heard so far: they were of keys a release deletes, or of a token given
+ * up. */
+void redlock__waiter_forget_grants(waiter *w, unsigned n_nodes);
+/* Whether o heard of grants from a quorum of nodes, and if so won with them. */
+bool redlock__grant_check(op *o);
+/* The short, growing jitter of a woken waiter's retry. */
+uint64_t redlock__notify_jitter_us(redlock_client *c, const op *o);
+/* Node node said on channel that a key was released, or granted it to a waiter of this client
+ * (the client's hook for its io's notifications). */
+void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
+                           const char *message, size_t message_len);
+
+#endif

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/* wait.c - waiting for a lock (docs/operations.md, "Waiting for a lock"): the releases watched
+ * through the io, the queue on every node (a waiter's place and channels), the wake-ups, and the
+ * handoff by grant (docs/algorithm.md): the grants counted as the yes votes of the attempts they
+ * answer. Called by acquire.c for an acquire that waits, and by the io's notifications (the
+ * client's hook). Calls down only: rounds and operations, the client core, lock handles, the
+ * counters, the quorum core. */
+#include "op.h"
+
+#include <string.h>
+
+#include "slot.h"
+#include "stats.h"
+
+/* A woken waiter retries at once (on the loop's next turn) the first time. Each of its attempts
+ * that then loses in a split vote (some nodes said yes: other waiters tried at the same time)
+ * doubles the window its next wake-up is drawn from, in whole milliseconds (the loop's timers
+ * have no finer grain): 0 or 1 ms, then up to 0..3 ms, never beyond the retry delay. So
+ * the waiters of many clients, all woken by one release, spread out instead of splitting the
+ * votes again and again (the backoff of a shared medium). */
+#define NOTIFY_MAX_DOUBLINGS 2
+
+/* A waiter that heard a grant from fewer nodes than a quorum waits this long for the others'
+ * (they follow within a round trip, as a rule) before it runs a round of its own. */
+#define GRANT_GRACE_US 1000
+
+/* How long a node keeps a waiter's place in a resource's queue after each attempt: long enough
+ * that a live waiter asks again before it runs out (its fallback retry delay at most, plus a
+ * round at the slowest node's deadline), twice over, but at most PLACE_TTL_MAX_MS: a waiter that
+ * vanished (a crashed process) stalls the queue for that long at worst. A waiter that asks less
+ * often than that loses its place between attempts and gets it back (the same place) with the
+ * next one: others may go first meanwhile, nothing worse. */
+#define PLACE_TTL_MAX_MS 10000
+
+static uint64_t place_ttl_ms(const redlock_client *c)
+{
+    uint64_t slowest = c->opts.node_timeout_ms;
+    for (unsigned i = 0; i < c->n_nodes; i++) {
+        if (c->urls[i].timeout_ms > 0 && (uint64_t)c->urls[i].timeout_ms > slowest)
+            slowest = (uint64_t)c->urls[i].timeout_ms;
+    }
+    uint64_t ttl = 2 * (c->opts.retry_delay_ms + c->opts.retry_jitter_ms + slowest) + 100;
+    return REDLOCK__MIN(ttl, (uint64_t)PLACE_TTL_MAX_MS);
+}
+
+/* Stop watching the first n of the lock's keys. */
+static void lock_unwatch(redlock_client *c, const redlock_lock *lock, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        size_t len;
+        const char *key = redlock__lock_key(lock, i, &len);
+        c->io->ops->watch(c->io, key, len, false);
+    }
+}
+
+/* Watch every key of the lock (a set's waiter is woken by the release of any of them). Returns
+ * 0, or REDLOCK_ENOMEM with nothing watched. */
+static int lock_watch(redlock_client *c, const redlock_lock *lock)
+{
+    for (unsigned i = 0; i <= lock->n_more; i++) {
+        size_t len;
+        const char *key = redlock__lock_key(lock, i, &len);
+        if (c->io->ops->watch(c->io, key, len, true) != 0) {
+            lock_unwatch(c, lock, i);
+            return REDLOCK_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* Make lock a waiter in its keys' queues: a random id, its place (now, on the wall clock: the
+ * same number for every node, comparable between clients on machines whose clocks agree; one
+ * place in every queue of a set), and its channels: its own (its first key's queue name, ":" and
+ * its id), on which a release tells it alone that it is the next head or that a key was set for
+ * it (a grant), and that queue's, where such a release names it when it did not listen on its
+ * own yet. Without memory or randomness it waits outside the queues, as before. */
+static void queue_join(redlock_client *c, redlock_lock *lock)
+{
+    unsigned char raw[REDLOCK__WAITER_BYTES];
+    uv_timeval64_t tv = {0, 0};
+    if (c->io->ops->random(c->io, raw, sizeof(raw)) != 0 ||
+        (c->io->ops->wall_us == NULL && uv_gettimeofday(&tv) != 0))
+        return;
+    size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
+    size_t own_len = queue_len + 1 + 2 * sizeof(raw);
+    char *names = redlock__malloc(&c->alloc, queue_len + 1 + own_len + 1);
+    if (names == NULL)
+        return;
+    char *queue = names, *own = names + queue_len + 1;
+    memcpy(queue, lock->key, lock->key_len);
+    memcpy(queue + lock->key_len, REDLOCK__QUEUE_SUFFIX, REDLOCK__QUEUE_SUFFIX_LEN + 1);
+    redlock__hex(lock->waiter, raw, sizeof(raw));
+    lock->waiter_len = 2 * sizeof(raw);
+    memcpy(own, queue, queue_len);
+    own[queue_len] = ':';
+    memcpy(own + queue_len + 1, lock->waiter, lock->waiter_len + 1);
+    lock->channels = names;
+    lock->place_us = c->io->ops->wall_us != NULL
+                         ? c->io->ops->wall_us(c->io)
+                         : (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
+    lock->place_ttl_ms = place_ttl_ms(c);
+    lock->queued = true;
+    lock->queue_channel_watched = c->io->ops->watch(c->io, queue, queue_len, true) == 0;
+    lock->channel_watched = c->io->ops->watch(c->io, own, own_len, true) == 0;
+}
+
+/* Whether the queues of a waiter's keys lie in their keys' slot (always, without a cluster):
+ * the queued scripts name them without declaring them (lib/lua/queue.lua). */
+static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
+{
+    for (unsigned i = 0; c->has_cluster && i <= lock->n_more; i++) {
+        size_t len = 0, start = 0, tag_len = 0;
+        const char *key = redlock__lock_key(lock, i, &len);
+        if (!redlock__key_hash_tag(key, len, &start, &tag_len))
+            return false;
+    }
+    return true;
+}
+
+void redlock__wait_start(op *o)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    if (c->opts.no_notify || c->io->ops->watch == NULL || lock_watch(c, lock) != 0)
+        return;
+    o->w->watching = true;
+    /* Fair turns, in every key's queue (plain, fenced and sets alike). */
+    if (queue_fits(c, lock))
+        queue_join(c, lock);
+}
+
+void redlock__wait_end(op *o)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    /* A closing client's io drops every watch itself. */
+    if (o->w->watching && !c->closing) {
+        lock_unwatch(c, lock, lock->n_more + 1);
+        size_t len;
+        const char *channel;
+        if (lock->channel_watched) {
+            channel = redlock__lock_own_channel(lock, &len);
+            c->io->ops->watch(c->io, channel, len, false);
+        }
+        if (lock->queue_channel_watched) {
+            channel = redlock__lock_queue_channel(lock, &len);
+            c->io->ops->watch(c->io, channel, len, false);
+        }
+    }
+    lock->channel_watched = false;
+    lock->queue_channel_watched = false;
+}
+
+waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock)
+{
+    unsigned n_keys = lock->n_more + 1;
+    size_t bits = n_keys > 1 ? (size_t)c->n_nodes * ((n_keys + 7) / 8) : 0;
+    size_t nodes = (size_t)c->n_nodes * sizeof(waiter_node);
+    waiter *w = redlock__calloc(&c->alloc, 1, sizeof(*w) + nodes + bits);
+    if (w == NULL)
+        return NULL;
+    w->n_keys = n_keys;
+    w->nodes = (waiter_node *)(void *)(w + 1);
+    w->key_bits = bits != 0 ? (unsigned char *)w->nodes + nodes : NULL;
+    return w;
+}
+
+uint64_t redlock__notify_jitter_us(redlock_client *c, const op *o)
+{
+    uint64_t window_ms = (uint64_t)1
+                         << REDLOCK__MIN(o->w->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
+    if (c->opts.retry_delay_ms > 0 && window_ms > c->opts.retry_delay_ms)
+        window_ms = c->opts.retry_delay_ms;
+    if (window_ms <= 1)
+        return 0;
+    uint64_t r = 0;
+    if (c->io->ops->random(c->io, &r, sizeof(r)) != 0)
+        r = redlock__client_now(c);
+    return (r % window_ms) * 1000;
+}
+
+void redlock__waiter_forget_grants(waiter *w, unsigned n_nodes)
+{
+    w->granted = 0;
+    memset(w->nodes, 0, n_nodes * sizeof(w->nodes[0]));
+    if (w->key_bits != NULL)
+        memset(w->key_bits, 0, n_nodes * ((w->n_keys + 7) / 8));
+}
+
+static bool same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+    return a_len == b_len && memcmp(a, b, a_len) == 0;
+}
+
+/* The waiter of this client that is id (id_len bytes) in the queue of of's first key, or NULL. */
+static op *queue_head_op(redlock_client *c, const redlock_lock *of, const char *id, size_t id_len)
+{
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (o->w != NULL && o->w->watching && o->state != OP_DECIDED && o->lock->queued &&
+            same_bytes(o->lock->waiter, o->lock->waiter_len, id, id_len) &&
+            same_bytes(o->lock->key, o->lock->key_len, of->key, of->key_len))
+            return o;
+    }
+    return NULL;
+}
+
+/* Wake o for a notification: after delay_us if it sleeps (the first notification sets its wake-up:
+ * each node sends one), or, if its attempt is in flight, retry at once should that attempt
+ * lose. */
+static void op_wake(redlock_client *c, op *o, uint64_t delay_us)
+{
+    waiter *w = o->w;
+    if (o->state == OP_RUNNING) {
+        w->notified = true;
+    } else if (!w->woken) {
+        w->woken = true;
+        uint64_t due = redlock__client_now(c) + delay_us;
+        if (due > o->wait_deadline_us)
+            due = o->wait_deadline_us;
+        redlock__client_timer_start(c, &o->timer, due, redlock__on_retry_timer);
+    }
+}
+
+/* The grants the waiter o heard, from each node of w->granted, won: the lock is o's, as if an
+ * attempt sent when the oldest of the attempts they answer was sent had won on those nodes (each
+ * node set the keys after that attempt reached it, with the attempt's ttl): the validity counts
+ * from that send, never from the grant. A fenced lock's grants carry the counters they read and
+ * raised, as a fenced acquire's yes votes do, and its fence is committed as after such a round
+ * (redlock__commit_start). Not when that attempt is more than half a ttl old (the lock would have
+ * little validity left), nor when less than the client's min_validity_ms is left: then o retries at
+ * once, and its round renews the granted keys (lib/lua/acquire_queued.lua). Returns whether o is
+ * decided (won, or its commit round started). */
+static bool grant_win(op *o)
+{
+    redlock_client *c = o->client;
+    redlock_lock *lock = o->lock;
+    waiter *w = o->w;
+    uint64_t now = redlock__client_now(c);
+    uint64_t oldest = UINT64_MAX;
+    for (unsigned i = 0; i < c->n_nodes; i++) {
+        if ((w->granted & (UINT64_C(1) << i)) != 0 && w->nodes[i].oldest_us < oldest)
+            oldest = w->nodes[i].oldest_us;
+    }
+    bool fresh = now - oldest <= o->ttl_ms * 1000 / 2;
+    redlock__cmd_kind kind = lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
+    round *r = fresh ? redlock__round_new(c, o, lock, kind, o->ttl_ms, false) : NULL;
+    if (r != NULL) {
+        int rc = redlock_round_init(&r->q, c->n_nodes, o->ttl_ms, c->opts.drift_factor,
+                                    c->opts.min_validity_ms, oldest);
+        if (rc == 0 && lock->fencing)
+            rc = redlock_round_fencing(&r->q);
+        for (unsigned i = 0; rc == 0 && i < c->n_nodes; i++) {
+            if ((w->granted & (UINT64_C(1) << i)) == 0)
+                continue;
+            r->results[i].vote = REDLOCK_VOTE_YES;
+            r->results[i].latency_us = now - w->nodes[i].oldest_us;
+            r->results[i].fence = lock->fencing ? w->nodes[i].counter : 0;
+            if (lock->fencing)
+                redlock_round_vote_counter(&r->q, i, REDLOCK_VOTE_YES, w->nodes[i].counter, now);
+            else
+                redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
+        }
+        r->state = ROUND_DONE; /* nothing to send: the nodes have acted */
+        redlock__op_hold_round(o, r);
+        int status = redlock_round_status(&r->q);
+        if (status == 0 && lock->fencing) {
+            /* The commit round runs now: o is an attempt in flight again. */
+            redlock__client_timer_stop(c, &o->timer);
+            o->state = OP_RUNNING;
+            w->woken = false;
+            status = redlock__commit_start(o, r);
+        } else {
+            redlock__stats_round(c, kind, status, &r->q, r->results);
+            if (status == 0)
+                status = redlock__lock_grant(o, r);
+        }
+        if (status == 0) {
+            redlock__stats_granted(c);
+            return true;
+        }
+    }
+    redlock__waiter_forget_grants(w, c->n_nodes);
+    w->woken = false; /* a sleeping waiter now, not after the grace */
+    op_wake(c, o, 0); /* one whose attempt just lost retries at once */
+    return false;
+}
+
+bool redlock__grant_check(op *o)
+{
+    unsigned n = 0;
+    for (uint64_t m = o->w->granted; m != 0; m &= m - 1)
+        n++;
+    return n >= redlock__quorum_of(o->client->n_nodes) && grant_win(o);
+}
+
+/* The next field of a grant message: a decimal number up to the next ':' (or, empty_ok, an
+ * empty one: *out 0, *empty true). Advances *p past the ':'. */
+static bool grant_field(const char **p, const char *end, uint64_t *out, bool *empty)
+{
+    uint64_t v = 0;
+    const char *s = *p;
+    while (s < end && *s >= '0' && *s <= '9' && v < UINT64_MAX / 10)
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    if (s == end || *s != ':' || (s == *p && empty == NULL))
+        return false;
+    if (empty != NULL)
+        *empty = s == *p;
+    *out = v;
+    *p = s + 1;
+    return true;
+}
+
+/* "g:<stamp>:<tag>:<j>:<full>:<counter>:<token>", a grant (lib/lua/release_queued.lua): node tag
+ * (the index of the node whose connection sent the attempt) set key j of o's lock to token for
+ * the attempt sent at stamp, with that attempt's ttl if full is 1, else only until o's place
+ * deadline there; a fenced lock's counter is what the node's counter was before the grant raised
+ * it. A grant counts as that node's yes whichever subscriber heard it (a server listed twice, a
+ * cluster heard through two connections, a replica that forwards its master's messages: still one
+ * node); one for an earlier token (released since), or a stamp that is not one of this token's
+ * attempts, is ignored. */
+static void op_granted(op *o, const char *message, size_t len)
+{
+    redlock_client *c = o->client;
+    waiter *w = o->w;
+    const char *p = message + 2, *end = message + len;
+    uint64_t stamp, tag, key, full, counter;
+    bool no_counter;
+    if (!grant_field(&p, end, &stamp, NULL) || !grant_field(&p, end, &tag, NULL) ||
+        !grant_field(&p, end, &key, NULL) || !grant_field(&p, end, &full, NULL) ||
+        !grant_field(&p, end, &counter, &no_counter))
+        return;
+    const redlock_lock *lock = o->lock;
+    if (!same_bytes(lock->token, lock->token_len, p, (size_t)(end - p)) ||
+        stamp <= w->grant_after_us || stamp > w->grant_until_us || tag >= c->n_nodes ||
+        key >= w->n_keys)
+        return;
+    bool as_asked = full == 1 && (lock->fencing ? !no_counter : no_counter);
+    if (!as_asked) {
+        /* Set only until o's place deadline there (or not as o's attempts asked): o claims the
+         * keys with a round of its own at once, which renews them with its ttl. */
+        op_wake(c, o, 0);
+        return;
+    }
+    waiter_node *node = &w->nodes[tag];
+    if (w->key_bits != NULL) {
+        unsigned char *bits = w->key_bits + (size_t)tag * ((w->n_keys + 7) / 8);
+        unsigned char bit = (unsigned char)(1u << (key % 8));
+        if ((bits[key / 8] & bit) != 0)
+            return; /* heard already */
+        bits[key / 8] |= bit;
+    } else if (node->keys > 0) {
+        return;
+    }
+    if (node->keys == 0 || stamp < node->oldest_us)
+        node->oldest_us = stamp;
+    node->counter = counter;
+    if (++node->keys == w->n_keys)
+        w->granted |= UINT64_C(1) << tag;
+    /* An attempt in flight claims the granted keys itself, and one that lost keeping its token
+     * looks at the grants first (lock_attempt_lost). A sleeping waiter wins with a quorum, or
+     * else waits a short grace for the other nodes' grants, which come right behind as a rule,
+     * before it runs a round. */
+    if (o->state == OP_RUNNING || !redlock__grant_check(o))
+        op_wake(c, o, GRANT_GRACE_US);
+}
+
+/* Whether channel is o's own (its first key's queue name, ":" and its id), or that queue's. */
+static bool is_own_channel(const op *o, const char *channel, size_t len)
+{
+    size_t own_len;
+    const char *own = redlock__lock_own_channel(o->lock, &own_len);
+    return o->lock->channel_watched && same_bytes(own, own_len, channel, len);
+}
+
+static bool is_queue_channel(const op *o, const char *channel, size_t len)
+{
+    size_t queue_len;
+    const char *queue = redlock__lock_queue_channel(o->lock, &queue_len);
+    return o->lock->queue_channel_watched && same_bytes(queue, queue_len, channel, len);
+}
+
+/* A node says a key was released, on one of three channels (lib/lua/release_queued.lua):
+ *   - a waiter's own: a grant ("g:...", op_granted), or "w:<token>" when the release names it as
+ *     the queue's next head without setting the key for it;
+ *   - the waiter's queue's: "head:token", for a head that did not listen on its own channel yet;
+ *   - the key's: a release with nobody queued, or of a lock taken outside the queue; the message
+ *     is the token. It wakes the waiter of this client that has waited longest (c->ops is in
+ *     start order); the others sleep on until the next release or their fallback retry.
+ * Only holders' releases say anything: the release of a lost attempt wakes nobody. */
+void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
+                           const char *message, size_t message_len)
+{
+    (void)node; /* a grant names its node itself; a wake-up is the same from any */
+    if (c->closing)
+        return;
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED || !o->lock->queued)
+            continue;
+        if (is_own_channel(o, channel, len)) {
+            if (message_len >= 2 && message[0] == 'g' && message[1] == ':')
+                op_granted(o, message, message_len);
+            else if (message_len >= 2 && message[0] == 'w' && message[1] == ':')
+                op_wake(c, o, 0); /* the queue's designated head: no jitter */
+            return;
+        }
+        if (is_queue_channel(o, channel, len)) {
+            const char *colon = memchr(message, ':', message_len);
+            op *head = colon != NULL ? queue_head_op(c, o->lock, message, (size_t)(colon - message))
+                                     : NULL;
+            if (head != NULL) /* else another client's waiter is next */
+                op_wake(c, head, 0);
+            return;
+        }
+    }
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
+            !redlock__lock_has_key(o->lock, channel, len))
+            continue;
+        op_wake(c, o, redlock__notify_jitter_us(c, o));
+        return;
+    }
+}

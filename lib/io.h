@@ -72,11 +72,14 @@ typedef struct redlock__io_ops {
     void (*close)(redlock__io *io);
     /* One more (on) or one less (!on) waiter for key: while any waits, io->on_notify is called
      * when a node says the key was released (notify.h). Returns 0 or REDLOCK_ENOMEM (on only:
-     * then nothing is watched). NULL: an io without notifications (the simulator's). */
+     * then nothing is watched). NULL: an io without notifications. */
     int (*watch)(redlock__io *io, const char *key, size_t len, bool on);
     /* Fill out with node's state and counters (redlock_client_node_info); false when node is out
      * of range. NULL: an io with no node state to tell (the simulator's). */
     bool (*node_info)(redlock__io *io, unsigned node, redlock_node_info *out);
+    /* The wall clock (us since the epoch) that places a waiter in a queue (wait.c, queue_join);
+     * NULL: the system's (uv_gettimeofday). The simulator gives each process its own. */
+    uint64_t (*wall_us)(redlock__io *io);
 } redlock__io_ops;
 
 struct redlock__io {

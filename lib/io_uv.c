@@ -184,7 +184,7 @@ static bool io_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
 }
 
 static const redlock__io_ops io_uv_ops = {
-    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch, io_node_info,
+    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch, io_node_info, NULL,
 };
 
 redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)

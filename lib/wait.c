@@ -77,8 +77,9 @@ static int lock_watch(redlock_client *c, const redlock_lock *lock)
 static void queue_join(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__WAITER_BYTES];
-    uv_timeval64_t tv;
-    if (c->io->ops->random(c->io, raw, sizeof(raw)) != 0 || uv_gettimeofday(&tv) != 0)
+    uv_timeval64_t tv = {0, 0};
+    if (c->io->ops->random(c->io, raw, sizeof(raw)) != 0 ||
+        (c->io->ops->wall_us == NULL && uv_gettimeofday(&tv) != 0))
         return;
     size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
     size_t own_len = queue_len + 1 + 2 * sizeof(raw);
@@ -94,7 +95,9 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
     own[queue_len] = ':';
     memcpy(own + queue_len + 1, lock->waiter, lock->waiter_len + 1);
     lock->channels = names;
-    lock->place_us = (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
+    lock->place_us = c->io->ops->wall_us != NULL
+                         ? c->io->ops->wall_us(c->io)
+                         : (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
     lock->place_ttl_ms = place_ttl_ms(c);
     lock->queued = true;
     lock->queue_channel_watched = c->io->ops->watch(c->io, queue, queue_len, true) == 0;

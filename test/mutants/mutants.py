@@ -20,6 +20,16 @@ def sim_fence(test):
     return {"program": "test/sim/test-sim-fence", "env": {"SIM_TEST_FILTER": test}}
 
 
+def sim_grants(test="every_path*"):
+    """The waiting holds on the simulator (test_sim_grants.c): queues, grants, sets, clusters."""
+    return {"program": "test/sim/test-sim-grants", "env": {"SIM_TEST_FILTER": test}}
+
+
+# The simulator's models of the scripts against the real scripts (test_sim_scripts.c): any change
+# of a script's replies, publications or keys on its seeded sequences.
+SIM_SCRIPTS = {"program": "test/sim/test-sim-scripts", "env": {"SIM_TEST_FILTER": "models_match*"}}
+
+
 def integration(program, cases="*"):
     return {"program": "test/test-" + program, "env": {"H_TEST_FILTER": cases}}
 
@@ -105,7 +115,8 @@ MUTANTS = [
         "edits": [("lib/lua/release.lua",
                    'if redis.call("get", KEYS[1]) == ARGV[1] then',
                    'if true then')],
-        "killers": [integration("lock", "release_with_wrong_token*"), integration("scripts"),
+        "killers": [SIM_SCRIPTS,
+                    integration("lock", "release_with_wrong_token*"), integration("scripts"),
                     pitfall("3-fixed-del"), torture()],
     },
     {
@@ -130,7 +141,7 @@ MUTANTS = [
         "name": "extend-without-compare",
         "what": "extend renews the key whatever token it holds",
         "edits": [("lib/lua/extend.lua", "if v == ARGV[1] then", "if v ~= false then")],
-        "killers": [integration("extend", "extend_fails_when_quorum_lost_the_key"),
+        "killers": [SIM_SCRIPTS, integration("extend", "extend_fails_when_quorum_lost_the_key"),
                     integration("scripts"), integration("autoextend")],
     },
     {
@@ -297,7 +308,7 @@ MUTANTS = [
         "edits": [("lib/lua/fence.lua",
                    'redis.call("set", ck, up .. string.rep',
                    'redis.call("exists", ck, up .. string.rep')],
-        "killers": [integration("fencing", "acquire_raises_the_counter_by_one"),
+        "killers": [SIM_SCRIPTS, integration("fencing", "acquire_raises_the_counter_by_one"),
                     integration("fencing_order")],
     },
     {
@@ -306,7 +317,7 @@ MUTANTS = [
         "edits": [("lib/lua/commit.lua",
                    'if redis.call("get", KEYS[1]) ~= ARGV[1] then',
                    'if false then')],
-        "killers": [integration("fencing", "commit_lost_releases_everywhere")],
+        "killers": [SIM_SCRIPTS, integration("fencing", "commit_lost_releases_everywhere")],
     },
     {
         "name": "commit-acks-ignored",
@@ -373,7 +384,7 @@ MUTANTS = [
         "edits": [("lib/lua/release.lua",
                    '    redis.pcall("publish", KEYS[1], ARGV[1])\n',
                    '')],
-        "killers": [integration("notify", "waiter_wakes_on_release")],
+        "killers": [SIM_SCRIPTS, integration("notify", "waiter_wakes_on_release")],
     },
     {
         "name": "newest-waiter-first",
@@ -421,14 +432,14 @@ MUTANTS = [
         "edits": [("lib/lua/acquire_multi.lua",
                    'if redis.call("exists", KEYS[i]) == 1 then',
                    'if false then')],
-        "killers": [integration("multi", "all_or_none_per_node")],
+        "killers": [SIM_SCRIPTS, integration("multi", "all_or_none_per_node")],
     },
     {
         "name": "multi-release-yes-for-part",
         "what": "a set's release votes yes where it deleted any key of the set, not all of them: "
                 "a node that no longer held the whole set counts as a holder",
         "edits": [("lib/lua/release_multi.lua", "if n == #KEYS then", "if n > 0 then")],
-        "killers": [integration("multi", "release_deletes_what_is_ours")],
+        "killers": [SIM_SCRIPTS, integration("multi", "release_deletes_what_is_ours")],
     },
     {
         "name": "multi-extend-without-compare",
@@ -437,7 +448,7 @@ MUTANTS = [
         "edits": [("lib/lua/extend_multi.lua",
                    'if v ~= ARGV[1] and not (v == false and ARGV[3] == "1") then',
                    'if false then')],
-        "killers": [integration("multi", "extend_covers_the_set")],
+        "killers": [SIM_SCRIPTS, integration("multi", "extend_covers_the_set")],
     },
     {
         "name": "multi-first-key-only",
@@ -470,7 +481,7 @@ MUTANTS = [
         "edits": [("lib/lua/acquire_queued.lua",
                    "        if v or (h and h ~= me) then",
                    "        if v then")],
-        "killers": [integration("scripts", "queued_scripts_grant_the_head_only")],
+        "killers": [SIM_SCRIPTS, integration("scripts", "queued_scripts_grant_the_head_only")],
     },
     {
         "name": "queue-order-by-arrival",
@@ -480,7 +491,7 @@ MUTANTS = [
         "edits": [("lib/lua/acquire_queued.lua",
                    'redis.call("zadd", q, "nx", ARGV[4], me)',
                    'redis.call("zadd", q, "nx", now, me)')],
-        "killers": [integration("scripts", "queued_scripts_grant_the_head_only")],
+        "killers": [SIM_SCRIPTS, integration("scripts", "queued_scripts_grant_the_head_only")],
     },
     {
         "name": "queue-kept-by-a-waiter-that-gave-up",
@@ -498,7 +509,7 @@ MUTANTS = [
         "edits": [("lib/hold.c",
                    "    r->cmd.leave = true;",
                    "    (void)0;")],
-        "killers": [integration("notify", "turns_across_clients_follow_the_queue")],
+        "killers": [sim_grants(), integration("notify", "turns_across_clients_follow_the_queue")],
     },
     {
         "name": "notification-wakes-besides-the-head",
@@ -512,7 +523,7 @@ MUTANTS = [
                    "            if (head != NULL) /* else another client's waiter is next */\n"
                    "                op_wake(c, head, 0);\n",
                    "            op_wake(c, o, 0);\n")],
-        "killers": [integration("scripts", "queued_scripts_grant_the_head_only"),
+        "killers": [SIM_SCRIPTS, integration("scripts", "queued_scripts_grant_the_head_only"),
                     integration("notify", "turns_across_clients_follow_the_queue")],
     },
     {
@@ -522,7 +533,7 @@ MUTANTS = [
         "edits": [("lib/lua/queue.lua",
                    'type(subs[2]) == "number" and subs[2] > 0',
                    'type(subs[2]) == "number" and subs[2] >= 0')],
-        "killers": [integration("scripts", "queued_release_grants_a_listening_head")],
+        "killers": [SIM_SCRIPTS, integration("scripts", "queued_release_grants_a_listening_head")],
     },
     {
         "name": "grant-record-outlives-its-release",
@@ -531,7 +542,7 @@ MUTANTS = [
         "edits": [("lib/lua/release_queued.lua",
                    '        redis.call("hdel", d, me .. ":g")\n',
                    "")],
-        "killers": [integration("scripts", "queued_release_grants_a_listening_head")],
+        "killers": [SIM_SCRIPTS, integration("scripts", "queued_release_grants_a_listening_head")],
     },
     {
         "name": "grant-counts-for-every-node",
@@ -544,7 +555,7 @@ MUTANTS = [
                    "                continue;\n"
                    "            r->results[i].vote = REDLOCK_VOTE_YES;",
                    "            r->results[i].vote = REDLOCK_VOTE_YES;")],
-        "killers": [integration("notify", "grants_from_a_minority_are_no_lock")],
+        "killers": [sim_grants(), integration("notify", "grants_from_a_minority_are_no_lock")],
     },
     {
         # The first finding of the grants issue: one PUBLISH heard on two subscribers of one
@@ -561,7 +572,7 @@ MUTANTS = [
                   ("lib/wait.c",
                    "                op_granted(o, message, message_len);",
                    "                op_granted(o, message, message_len, node);")],
-        "killers": [fault("grants", "server_listed_twice_counts_once")],
+        "killers": [sim_grants(), fault("grants", "server_listed_twice_counts_once")],
     },
     {
         "name": "grant-without-replica-wait",
@@ -579,7 +590,7 @@ MUTANTS = [
         "edits": [("lib/lua/release_queued.lua",
                    "    local full = r.ttl <= left",
                    "    local full = true")],
-        "killers": [integration("scripts", "grant_lasts_no_longer_than_the_place"),
+        "killers": [SIM_SCRIPTS, integration("scripts", "grant_lasts_no_longer_than_the_place"),
                     fault("grants", "half_open_waiter_delays_no_longer_than_its_place")],
     },
     {
@@ -589,7 +600,7 @@ MUTANTS = [
         "edits": [("lib/wait.c",
                    "    bool as_asked = full == 1 && ",
                    "    bool as_asked = full <= 1 && ")],
-        "killers": [integration("notify", "grant_cut_at_the_place_is_claimed")],
+        "killers": [sim_grants(), integration("notify", "grant_cut_at_the_place_is_claimed")],
     },
     {
         # The fourth finding of the grants issue.
@@ -599,7 +610,7 @@ MUTANTS = [
         "edits": [("lib/lua/queue.lua",
                    'return type(subs) == "table" and type(subs[2]) == "number" and subs[2] > 0',
                    'return type(subs) == "table" and tonumber(subs[2]) > 0')],
-        "killers": [integration("scripts", "release_without_pubsub_rights"),
+        "killers": [SIM_SCRIPTS, integration("scripts", "release_without_pubsub_rights"),
                     auth("acl", "recipe_without_numsub_releases_cleanly")],
     },
     {
@@ -619,7 +630,7 @@ MUTANTS = [
         "edits": [("lib/lua/release_queued.lua",
                    "        c = fence_bump(key .. \":fence\", c)",
                    "        c = c or \"0\"")],
-        "killers": [integration("scripts", "fenced_grant_raises_the_counter"),
+        "killers": [SIM_SCRIPTS, integration("scripts", "fenced_grant_raises_the_counter"),
                     fault("grants", "fenced_waiters_take_turns")],
     },
     {
@@ -629,7 +640,7 @@ MUTANTS = [
         "edits": [("lib/wait.c",
                    "    if (++node->keys == w->n_keys)",
                    "    if (++node->keys >= 1)")],
-        "killers": [fault("grants", "set_waiters_take_turns")],
+        "killers": [sim_grants(), fault("grants", "set_waiters_take_turns")],
     },
     {
         "name": "waiter-ignores-how-long-to-wait",
@@ -647,7 +658,7 @@ MUTANTS = [
         "edits": [("lib/wait.c",
                    "c->opts.min_validity_ms, oldest);",
                    "c->opts.min_validity_ms, now);")],
-        "killers": [integration("notify", "release_grants_the_head_without_a_round")],
+        "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
     },
     {
         "name": "lost-attempt-never-keeps-its-token",
@@ -657,7 +668,7 @@ MUTANTS = [
         "edits": [("lib/acquire.c",
                    "    return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&",
                    "    return false && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&")],
-        "killers": [integration("notify", "release_grants_the_head_without_a_round")],
+        "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
     },
     {
         "name": "release-decided-before-its-status",

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* sim.h - a deterministic simulation of libredlock in virtual time.
  *
- * One run, from one seed: N simulated Redis masters (SET NX PX and the three scripts, each key
- * expiring on its node's own clock), a simulated network (seeded per-message delays, stalls that
- * keep TCP's order, drops, client-node partitions), node restarts with or without their data,
- * and several client processes. Each process runs a real redlock_client (the production round
- * code, made with redlock__client_new_io on the simulator's io) on its own drifting clock, may be
- * paused (a GC pause, SIGSTOP), and loops: acquire, work while it believes it holds the lock
- * (never past its validity deadline on its own clock), release. Some holds may be auto-extended
- * (redlock_auto_extend, or the acquire option): kept for several ttls, worked only up to the
- * deadline the library reports at each moment, stopped at once by the lost callback.
+ * One run, from one seed: N simulated Redis masters (every command the library sends, run by C
+ * models of its scripts: sim_scripts.h; each key expiring on its node's own clock), or Redis
+ * Clusters (sim_cluster.c), a simulated network (seeded per-message delays, stalls that keep
+ * TCP's order, drops, client-node partitions) with subscriber connections (sim_pubsub.c), node
+ * restarts with or without their data, and several client processes. Each process runs a real
+ * redlock_client (the production round code, made with redlock__client_new_io on the simulator's
+ * io) on its own drifting clock, may be paused (a GC pause, SIGSTOP), and loops: acquire, work
+ * while it believes it holds the lock (never past its validity deadline on its own clock), release.
+ * Some holds may be auto-extended (redlock_auto_extend, or the acquire option): kept for several
+ * ttls, worked only up to the deadline the library reports at each moment, stopped at once by the
+ * lost callback.
  *
  * A checker (sim_check.h) records every hold as an interval of true (global) time and reports two
  * holds of one resource that overlap: a violation of mutual exclusion. The promises of the
@@ -133,7 +135,54 @@ typedef struct sim_config {
     /* Fencing (sim_fence.h): every acquire takes a fence, and holders write to a fenced store. */
     bool fencing;
     unsigned fence_commit; /* redlock_lock_opts.fence_commit (0: the quorum) */
+
+    /* The kinds of holds (with wait_ms): an acquire waits (through the queues, the grants and
+     * the notifications) with chance wait_prob (0: every acquire waits); one of one resource is
+     * fenced with chance fenced_prob, and with chance set_prob an acquire takes a set of 2 up to
+     * set_max resources (redlock_acquire_multi; never fenced). */
+    double wait_prob, fenced_prob, set_prob;
+    unsigned set_max;
+    /* With chance vanish_prob a process vanishes once in the run (a machine gone): it stops
+     * handling anything, and its subscriber connections stay half-open, counted by the servers
+     * (PUBSUB NUMSUB) while nothing reaches it. Closed after the run. */
+    double vanish_prob;
+    /* Subscriber connections (sim_pubsub.c): a message is delayed as any, and with chance
+     * sub_stall_prob up to sub_stall_max_us more (a lagging subscriber); sub_drops times a run a
+     * random one drops and reconnects, missing what was published meanwhile. */
+    double sub_stall_prob;
+    uint64_t sub_stall_max_us;
+    unsigned sub_drops;
+    /* Nodes (bit i: node i) whose ACL refuses PUBSUB NUMSUB and PUBLISH. */
+    unsigned refuse_pubsub_mask;
+    /* > 0: node alias_node - 1 is the same server as node 0 listed again (its command
+     * connection is refused as a twin, as lib/node.c does; its subscriber listens on node 0). */
+    unsigned alias_node;
+    /* Nodes (bit i: node i) that are Redis Clusters (sim_cluster.c): two shards of a master and a
+     * replica each, slots moving between them (migrations times a run), failovers that keep only
+     * what the replica had (failovers at random, and with chance failover_prob right after a
+     * write that is not replicated yet), and the URL's wait_replicas. Resources are then named
+     * with a hash tag. */
+    unsigned cluster_mask;
+    unsigned wait_replicas;
+    unsigned failovers, migrations;
+    double failover_prob;
+    /* Broken variants, the controls (sim.h's properties must catch each): SIM_BREAK_* flags of
+     * the scripts' models (sim_scripts.h); grant_per_subscriber: a grant counts for the node
+     * whose subscriber heard it (the io rewrites its tag); grant_without_wait: a cluster node
+     * with wait_replicas takes grant records (as lib/cluster.c before the grants issue). */
+    unsigned breaks;
+    bool grant_per_subscriber, grant_without_wait;
+    /* Liveness (the "turns" scenario): every waiter of a process that does not vanish is served
+     * within sim_wait_bound_us (sim.h) of its call. */
+    bool check_liveness;
 } sim_config;
+
+/* The longest a waiter of cfg's world may wait when every holder releases (docs/safety.md):
+ * each other process may hold once before it, for up to its work (1.5 ttl) and a release round,
+ * each handoff may take the fallback retry (retry delay + jitter) and two rounds, and each of
+ * the vanished processes may hold the queue for its place's deadline (ops.c's place ttl) and a
+ * handoff. */
+uint64_t sim_wait_bound_us(const sim_config *cfg, unsigned vanished);
 
 typedef struct sim_result {
     bool violation;
@@ -193,6 +242,43 @@ typedef struct sim_result {
     bool fence_broken;
     char fence_what[512];
     sim_fence_stats fence;
+
+    /* The grants' properties. unquorate: a lock handed out while no quorum of the nodes held
+     * its token (a gap at the moment of the grant: counted in gap_found, gap_grants). dishonest:
+     * a node whose release deleted every key of the hold voted other than yes (the release's
+     * status must not depend on pubsub); on a cluster node during a slot migration such a
+     * release is counted apart (migration_release_errors), not a violation. overstay: a grant to
+     * a process that had vanished kept the key past that waiter's place deadline on the node. */
+    unsigned gap_grants;
+    bool dishonest;
+    char dishonest_what[512];
+    unsigned dishonest_releases, migration_release_errors;
+    bool overstay;
+    char overstay_what[512];
+    unsigned overstays;
+    /* Liveness (check_liveness): a waiter not served, or served after sim_wait_bound_us; and
+     * turns: a waiter served while one that began to wait before it (a smaller place) was in
+     * the queues of a quorum of the nodes (out of turn). */
+    bool starved;
+    char starved_what[512];
+    unsigned served;
+    uint64_t wait_max_us;
+    unsigned wait_bound_permille; /* the longest wait against its bound, in thousandths */
+    bool out_of_turn;
+    char out_of_turn_what[512];
+    unsigned turn_checks;
+
+    /* What the run exercised (the coverage line). */
+    unsigned grants;            /* locks won by grants (redlock_stats.acquires_granted) */
+    unsigned queued_waits;      /* waiters' attempts that queued (answered with a wait) */
+    unsigned notes_lost;        /* notifications published to a subscriber that never got them */
+    unsigned half_open;         /* ... of them to a half-open subscriber (a vanished process) */
+    unsigned multi_holds;       /* holds of a set */
+    unsigned fenced_holds;      /* fenced holds */
+    unsigned cluster_redirects; /* MOVED and ASK followed */
+    unsigned replica_waits;     /* yes votes that waited for a replica's ack (WAIT) */
+    unsigned vanished;          /* processes that vanished */
+    unsigned failovers, migrations;
 } sim_result;
 
 /* The named scenarios the tests use; seed is folded into each. "safe": every assumption holds,
@@ -201,7 +287,9 @@ typedef struct sim_result {
  * wire, and in a third of the seeds clocks at opposite edges of the allowance and a fast
  * network. "slow-clock": process 0's clock runs 30% slow. "amnesia": nodes restart without
  * their data. "clock-jump": node clocks jump forward by 30-80% of the ttl, four times a run.
- * "calm": no faults at all. "reconnect": silent connections are dropped and re-made.
+ * "calm": no faults at all. "reconnect": silent connections are dropped and re-made. The worlds
+ * of waiting holds (sim_world.c: "grants", "grants-alias", "cluster", "turns") mix waiting,
+ * fenced and set holds with subscribers, vanishing processes and cluster nodes.
  * Each name with "-auto" appended ("safe-auto", ...) is the same world with auto-extended holds
  * (all of them in "slow-clock-auto" and "amnesia-auto", most in the others), running longer.
  * Returns false for an unknown name. */

@@ -1,27 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* sim_fence.h - fencing in the simulation: each simulated node's fence counters (a key next to
- * each lock key that never expires), kept apart from the lock keys so that a restart without
- * data can lose both, and a restart with data keeps both. */
+/* sim_fence.h - fencing in the simulation: the fenced holds' writes to a fenced store, and the
+ * checker of fences (the nodes keep the counters as the scripts do: sim_scripts.h). */
 #ifndef SIM_FENCE_H
 #define SIM_FENCE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define SIM_FENCE_KEY_MAX 64
-#define SIM_FENCE_COUNTERS 8
-
-typedef struct sim_counter {
-    size_t key_len; /* the lock key's: the counter is that key with ":fence" after it */
-    char key[SIM_FENCE_KEY_MAX];
-    uint64_t value;
-} sim_counter;
-
-typedef struct sim_counters {
-    unsigned n;
-    sim_counter c[SIM_FENCE_COUNTERS];
-} sim_counters;
 
 /* The step code of a holder's write (EV_PROC_STEP; sim_proc.c's own are below it). */
 #define SIM_STEP_WRITE 8
@@ -46,10 +31,5 @@ void sim_fence_finish(struct sim_world *w);
  * quorum + 1), "fence-clock" (process 0's clock 30% slow: the lock's assumption broken). Each
  * also with "-auto" (auto-extended holds). Returns false for another name. */
 bool sim_fence_scenario(struct sim_config *c, const char *name, uint64_t seed);
-
-/* The counter of lock key key (0 when absent). */
-uint64_t sim_counter_get(const sim_counters *cs, const char *key, size_t len);
-/* counter = max(counter, value). Returns false when there is no room for a new counter. */
-bool sim_counter_raise(sim_counters *cs, const char *key, size_t len, uint64_t value);
 
 #endif

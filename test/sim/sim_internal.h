@@ -11,9 +11,13 @@
 
 #include "client.h"
 #include "io.h"
+#include "lock.h"
+#include "notify.h"
 #include "sim.h"
 #include "sim_check.h"
+#include "sim_db.h"
 #include "sim_fence.h"
+#include "sim_scripts.h"
 
 #define SIM_PPM 1000000u
 /* A process retries the connection to a node that is down after this much (true time). */
@@ -47,25 +51,43 @@ typedef enum {
     EV_CLOCK_JUMP,
     EV_STORE,      /* a write reaches the fenced store (sim_fence.c) */
     EV_NEW_SERVER, /* a process reconnected to a node that restarted (io.h's on_node_changed) */
+    EV_VANISH,     /* a process vanishes (sim_config.vanish_prob) */
+    /* Subscriber connections (sim_pubsub.c) */
+    EV_SUB_CONNECT, /* a process's subscriber connects (again) to its node */
+    EV_SUB_CMD,     /* a SUBSCRIBE (arg 1) or UNSUBSCRIBE (arg 0) reaches the server */
+    EV_SUB_RECV,    /* a published message reaches the process */
+    EV_SUB_DROP,    /* a subscriber connection drops (a fault) */
+    /* Redis Cluster nodes (sim_cluster.c) */
+    EV_REPLICATE, /* a replica has its master's writes up to a snapshot */
+    EV_FAILOVER,  /* a shard's replica takes over its master */
+    EV_RESYNC,    /* a shard that failed over has a replica again */
+    EV_MIGRATE,   /* a slot migration starts (arg 0) or moves its next key (arg 1) */
 } sim_ev_kind;
 
-/* A message on a connection: a request (command copied, the round may be gone when it lands)
- * or a reply. */
+/* A message on a connection: a request (the command as the library encoded it: the round may be
+ * gone when it lands) or its reply; or a subscriber's SUBSCRIBE or published message. */
 typedef struct sim_msg {
     uint64_t req_id;
     uint64_t epoch; /* the connection it travels on */
     redlock__cmd_kind kind;
-    bool retake;
-    uint64_t ttl_ms;
-    size_t key_len, token_len;
-    char key[SIM_KEY_MAX];
-    char token[SIM_VALUE_MAX];
+    bool queued;
+    unsigned n_keys; /* the lock keys it names (a set's: more than one) */
+    char *wire;      /* the request's bytes; a subscriber's channel then message */
+    size_t wire_len, channel_len;
+    /* A cluster node's routing (sim_cluster.c): the shard it goes to, after ASKING, redirects
+     * followed so far, and the request's deadline on its process's clock. */
+    unsigned shard;
+    bool asking;
+    unsigned hops;
+    uint64_t deadline_local;
     /* reply */
-    redlock_vote vote;
-    bool has_value;
-    int64_t pttl_ms;
-    uint64_t fence; /* request: the fence to commit or restore; reply: the counter read */
+    sim_reply reply;
+    int wait_count;     /* a cluster node's replica wait: what WAIT answered (-1: none) */
+    bool mid_migration; /* run by a cluster's master while its slot migrates */
 } sim_msg;
+
+sim_msg *sim_msg_new(const char *wire, size_t len);
+void sim_msg_free(sim_msg *m);
 
 typedef struct sim_event {
     uint64_t at, seq;
@@ -76,21 +98,21 @@ typedef struct sim_event {
     bool deferred; /* held back by a pause of its process: it runs later than it was due */
 } sim_event;
 
-typedef struct sim_key {
-    size_t key_len, value_len;
-    char key[SIM_KEY_MAX];
-    char value[SIM_VALUE_MAX];
-    uint64_t expire_at; /* on the node's clock */
-    size_t presence;    /* its record in sim_world.presence */
-} sim_key;
+typedef struct sim_world sim_world;
+typedef struct sim_proc sim_proc;
+struct sim_cluster;
 
+/* A node: one Redis server, or a Redis Cluster (sim_cluster.c) that the client sees as one. A
+ * lock key's presence record (sim_check.h) is kept in its sim_db_key's mark. */
 typedef struct sim_node {
+    sim_world *w;
+    unsigned index;
     bool up;
     uint64_t run_id; /* new at every restart, as a Redis server's */
     uint64_t rate_ppm, offset_us;
-    unsigned n_keys;
-    sim_key keys[SIM_MAX_RESOURCES * 2];
-    sim_counters counters; /* fence counters (sim_fence.h) */
+    sim_db db;                   /* a plain node's keys */
+    bool refuse_pubsub;          /* its ACL refuses PUBSUB NUMSUB and PUBLISH */
+    struct sim_cluster *cluster; /* a Redis Cluster's shards, or NULL */
 } sim_node;
 
 /* A request the io owes a completion. */
@@ -118,8 +140,16 @@ typedef struct sim_conn {
     sim_pending *head, *tail;
 } sim_conn;
 
-typedef struct sim_world sim_world;
-typedef struct sim_proc sim_proc;
+/* One process's subscriber connection to one node (sim_pubsub.c), as the process sees it. */
+typedef struct sim_sub {
+    bool connecting, up;
+    uint64_t epoch;
+    uint64_t last_to_server, last_to_client; /* FIFO */
+    /* The server it is connected to: a node, a cluster's shard (-1: none), its run_id. */
+    unsigned server_node;
+    int server_shard;
+    uint64_t server_gen;
+} sim_sub;
 
 typedef struct sim_io {
     redlock__io base;
@@ -183,7 +213,43 @@ struct sim_proc {
     /* The token of the lock last released or lost: no extension may carry it any more. */
     size_t dead_token_len;
     char dead_token[SIM_VALUE_MAX];
+
+    /* The current acquire and hold: its resources (resource is res[0]), fenced, waiting. */
+    unsigned n_res, res[SIM_MAX_RESOURCES];
+    bool fenced, queued;
+    uint64_t acquire_at; /* true time of the acquire call */
+    /* A process that vanished handles nothing from then on (its events are dropped); its
+     * subscribers stay counted by their servers. It is closed after the run. */
+    bool vanished;
+    uint64_t vanished_at;
+    /* Its waiter's tokens (the last few), and per node the server time (ms) of its last attempt
+     * that queued there and the place ttl it gave: what its place deadline there is. */
+    char tokens[8][2 * REDLOCK__TOKEN_BYTES + 1];
+    unsigned n_tokens;
+    uint64_t queued_ms[SIM_MAX_NODES], place_ttl_ms[SIM_MAX_NODES];
+    /* Its current waiter: its place (0: none seen yet), and per node (true time, 0: not yet)
+     * when an attempt first queued there, and when its keys were last taken there for it. */
+    uint64_t place_us;
+    uint64_t first_queued_at[SIM_MAX_NODES], took_at[SIM_MAX_NODES];
+    /* Subscribers: the channels its io watches, and a connection per node. */
+    redlock__chanset chans;
+    sim_sub subs[SIM_MAX_NODES];
+    int64_t wall_offset_us; /* its wall clock (places) against true time */
+    /* Its view of each cluster node's slots: the shard it sends each resource's keys to. */
+    unsigned char view[SIM_MAX_NODES][SIM_MAX_RESOURCES];
 };
+
+/* A server's subscription (sim_pubsub.c): the subscriber connection of process proc to node
+ * sub_node (epoch), subscribed to channel on the server (server_node, server_shard, gen). */
+typedef struct sim_subscription {
+    unsigned proc, sub_node;
+    uint64_t epoch;
+    unsigned server_node;
+    int server_shard;
+    uint64_t server_gen;
+    size_t channel_len;
+    char channel[96];
+} sim_subscription;
 
 struct sim_world {
     sim_config cfg;
@@ -205,7 +271,13 @@ struct sim_world {
     size_t n_downtimes, cap_downtimes;
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
-    struct sim_fence_world *fence; /* sim_fence.c: grants, writes and the store */
+    struct sim_fence_world *fence;   /* sim_fence.c: grants, writes and the store */
+    sim_subscription *subscriptions; /* every server's (sim_pubsub.c) */
+    size_t n_subscriptions, cap_subscriptions;
+    redlock__alloc alloc; /* the encodings of the commands */
+    /* A release is being run on a node (sim_node.c): the keys it sets are grants; and whether
+     * the last command run granted any. */
+    bool exec_release, exec_granted;
 };
 
 /* The event queue (sim_world.c). seq 0: a new sequence number. */
@@ -249,29 +321,109 @@ void sim_proc_start(sim_proc *p);
 void sim_proc_step(sim_proc *p, uint64_t arg);
 void sim_proc_observe(sim_proc *p);
 void sim_proc_finish(sim_proc *p);
+/* p vanishes now (EV_VANISH); after the run, its client is closed. */
+void sim_proc_vanish(sim_proc *p);
+void sim_proc_close_vanished(sim_proc *p);
 
-/* sim_io.c */
-/* The "no gap" property: lock (p's, on p's resource) was reported held from true time from to
- * to (a release with status 0, a won extend: what names it). Records a gap if at some moment in
- * [from, to) another holder could have been granted: a quorum of nodes was up without its
- * token. (A node that is down grants nobody, which is why a delayed restart keeps the lock.) */
+/* sim_node.c: the servers, their keys' record, and the properties read from it. */
+/* The name of resource r's key ("res-N"; "{res-N}" in a world with cluster nodes, whose keys
+ * need a hash tag): its length. */
+size_t sim_resource_key(const sim_world *w, unsigned r, char *buf, size_t cap);
+/* Set up node i (its keyspace and the observer of its keys), or tear it down. */
+int sim_node_init(sim_world *w, unsigned i);
+void sim_node_free(sim_world *w, unsigned i);
+uint64_t sim_node_now(const sim_world *w, const sim_node *n);
+/* Run m's request (the library's encoding) on db, node's keyspace (a cluster's master: shard
+ * >= 0, whose scripts may not touch what refuse says; gen: the server's run_id, which its
+ * subscribers name), for process p; the reply goes into m.
+ * Notes what the properties and the coverage need. */
+void sim_node_exec(sim_world *w, sim_proc *p, unsigned node, sim_db *db, int shard, uint64_t gen,
+                   const char *(*refuse)(void *ctx, const char *key, size_t len), void *refuse_ctx,
+                   sim_msg *m);
+/* db becomes a node's keys now (open a record for each lock key), or stops being them. */
+void sim_node_db_opened(sim_world *w, sim_node *n, sim_db *db);
+void sim_node_db_closed(sim_world *w, sim_db *db);
+/* The "no gap" property: lock (p's, on p's resources) was reported held from true time from to
+ * to (a release with status 0, a won extend, the acquire itself: what names it). Records a gap if
+ * at some moment in [from, to) another holder could have been granted one of its keys: a quorum
+ * of nodes was up without its token there. (A node that is down grants nobody, which is why a
+ * delayed restart keeps the lock.) */
 void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t from, uint64_t to,
                       const char *what);
+/* p was handed lock now: a quorum of the nodes must hold each of its keys with its token (a node
+ * that is down counts: it grants nobody), a cluster node with the replica wait only when its
+ * replica has the key too (a failover keeps only that). Counted in gap_grants otherwise. */
+void sim_check_handed_out(sim_world *w, sim_proc *p, redlock_lock *lock);
 /* p stops working its hold at end (true time): if a quorum forgot it before (sim.h, forgotten),
  * count it, and how long after that the library reported it lost (p->reported) or the holder
  * worked on. */
 void sim_note_forgotten(sim_world *w, sim_proc *p, uint64_t end);
-int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
-                   const redlock__alloc *alloc, redlock__io **out);
 /* Node node is down from now on (a crash, or dead from the start). */
 void sim_node_down(sim_world *w, unsigned node);
 /* The true time from which a quorum of the nodes that are up will no longer hold key as they
  * hold it now (each node's key expires on its own clock; a node without it is free now), or
  * SIM_NEVER if fewer than a quorum are up. */
 uint64_t sim_quorum_free_at(sim_world *w, const char *key, size_t key_len);
-/* Handle the network, node and connection events. */
+/* The node events: crash, back up, clock jump. */
+void sim_node_event(sim_world *w, const sim_event *ev);
+
+/* sim_io.c: the network, the connections and the io table. */
+int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
+                   const redlock__alloc *alloc, redlock__io **out);
+/* A message's delay on the network (with a stall now and then). */
+uint64_t sim_net_delay(sim_world *w);
+/* m (a reply) leaves node for p at true time at (>= now), behind what is already on the way. */
+void sim_net_reply(sim_world *w, sim_proc *p, unsigned node, sim_msg *m, uint64_t at);
+/* m (a request) goes to node again at true time at: a cluster's redirect or retry, sent on by
+ * p's cluster connection (lost like any message if the connection is cut or gone). */
+void sim_net_resend(sim_world *w, sim_proc *p, unsigned node, sim_msg *m, uint64_t at);
+/* p vanished and is closed after the run: its connections are gone, what it waited for fails. */
+void sim_io_vanished(sim_proc *p);
+/* Every process's connection to node dies with it now (a crash, a cluster's failover). */
+void sim_conns_die(sim_world *w, unsigned node);
+/* The run_id the processes see of node (a cluster's: its failovers). */
+uint64_t sim_node_run_id(const sim_world *w, unsigned node);
+/* Handle the network and connection events. */
 void sim_io_event(sim_world *w, const sim_event *ev);
 /* Free whatever the io still holds at the end of a run (after the contract check). */
 void sim_io_teardown(sim_world *w);
+
+/* sim_pubsub.c: subscriber connections and the servers' subscriptions. */
+/* p's io watches channel ch from now (on) or no more: tell each node's subscriber. */
+void sim_pubsub_changed(sim_proc *p, const char *ch, size_t len, bool on);
+/* PUBSUB NUMSUB ch on a server (node, a cluster's shard or -1, its run_id): -1 when refused. */
+long long sim_pubsub_numsub(sim_world *w, unsigned node, int shard, uint64_t gen, const char *ch,
+                            size_t len);
+/* PUBLISH on node (to every subscriber of every server of a cluster): receivers, -1 refused. */
+long long sim_pubsub_publish(sim_world *w, unsigned node, const char *ch, size_t len,
+                             const char *msg, size_t msg_len);
+/* A server died (a crash; a cluster's failover): its subscriptions go, its subscribers'
+ * connections drop and reconnect. shard -1: a plain node. */
+void sim_pubsub_server_gone(sim_world *w, unsigned node, int shard);
+/* p's io closes: its subscriber connections close. */
+void sim_pubsub_close(sim_proc *p);
+void sim_pubsub_schedule(sim_world *w);
+void sim_pubsub_event(sim_world *w, const sim_event *ev);
+void sim_pubsub_free(sim_world *w);
+
+/* sim_cluster.c: the nodes that are Redis Clusters. */
+int sim_cluster_new(sim_world *w, unsigned node);
+void sim_cluster_free(sim_node *n);
+/* m, a request of p, reaches the cluster node (routed by p's view of its slots). */
+void sim_cluster_recv(sim_world *w, sim_proc *p, unsigned node, sim_msg *m);
+/* The shard that owns resource r's slot now. */
+unsigned sim_cluster_owner(const sim_node *n, unsigned r);
+/* Whether a master holds key with value (and, replicated, its replica too, if it has one and
+ * the key is not one a migration moved: a failover keeps it). */
+bool sim_cluster_holds(sim_node *n, const char *key, size_t len, const char *value,
+                       size_t value_len, bool replicated, uint64_t now_us);
+/* key on whichever master holds it (NULL: none). */
+const sim_db_key *sim_cluster_find(sim_node *n, const char *key, size_t len, uint64_t now_us);
+/* The cluster's run_id as its clients see it (changes with each failover), and the server a
+ * subscriber connects to (shard 0's master: its run_id in *gen; false while it is down). */
+uint64_t sim_cluster_run_id(const sim_node *n);
+bool sim_cluster_sub_server(const sim_world *w, const sim_node *n, uint64_t *gen);
+void sim_cluster_schedule(sim_world *w);
+void sim_cluster_event(sim_world *w, const sim_event *ev);
 
 #endif

@@ -42,6 +42,8 @@
 
 enum { STEP_ACQUIRE = 1, STEP_EXTEND, STEP_DONE, STEP_CHECK, STEP_SNIPE };
 
+static void end_hold(sim_proc *p);
+
 static void step_at(sim_proc *p, uint64_t local_us, unsigned step)
 {
     sim_world *w = p->w;
@@ -73,8 +75,30 @@ static void close_client(sim_proc *p)
 {
     p->state = PROC_DONE;
     sim_trace(p->w, "p%u closes its client", p->id);
+    redlock_stats stats;
+    redlock_stats_init(&stats);
+    if (redlock_client_stats(p->client, &stats) == 0)
+        p->w->res->grants += (unsigned)stats.acquires_granted;
     if (redlock_client_close(p->client, on_client_closed, p) != 0)
         sim_contract(p->w, "process %u could not close its client", p->id);
+}
+
+void sim_proc_vanish(sim_proc *p)
+{
+    sim_world *w = p->w;
+    if (p->vanished || p->state == PROC_DONE || p->io.closing)
+        return;
+    sim_trace(w, "p%u vanishes%s", p->id, p->state == PROC_ACQUIRING ? " while it waits" : "");
+    end_hold(p); /* a holder's work ends with it */
+    p->vanished = true;
+    p->vanished_at = w->now;
+    w->res->vanished++;
+}
+
+void sim_proc_close_vanished(sim_proc *p)
+{
+    sim_io_vanished(p);
+    close_client(p);
 }
 
 static void proc_next(sim_proc *p)
@@ -157,6 +181,8 @@ static void on_released(redlock_lock *lock, int status, const redlock_result *re
 {
     sim_proc *p = data;
     sim_world *w = p->w;
+    if (p->vanished)
+        return; /* its client's close: the process is gone */
     sim_hash(w, (uint64_t)(int64_t)status);
     sim_trace(w, "p%u released: %s (%u deleted)", p->id, status ? redlock_err_name(status) : "ok",
               result->votes_yes);
@@ -310,6 +336,8 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
 {
     sim_auto_hold *h = data;
     sim_proc *p = h->proc;
+    if (p->vanished)
+        return;
     sim_hash(p->w, (uint64_t)(int64_t)reason);
     sim_trace(p->w, "p%u lost callback: %s", p->id, redlock_err_name(reason));
     p->w->res->lost++;
@@ -518,7 +546,7 @@ void sim_proc_observe(sim_proc *p)
 void sim_proc_finish(sim_proc *p)
 {
     sim_auto_hold *h = p->autoh;
-    if (h != NULL && h->started && h->ended == AUTO_RUNNING && h->lost == 0)
+    if (h != NULL && !p->vanished && h->started && h->ended == AUTO_RUNNING && h->lost == 0)
         sim_promise(p->w, "p%u: its auto-extended hold of res-%u %s and no lost callback ever came",
                     p->id, p->resource,
                     h->expired ? "ran out of validity" : "was never released or lost");
@@ -531,6 +559,8 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
 {
     (void)result;
     sim_proc *p = data;
+    if (p->vanished)
+        return;
     sim_hash(p->w, (uint64_t)(int64_t)status);
     sim_trace(p->w, "p%u extend: %s", p->id, status ? redlock_err_name(status) : "ok");
     if (status == 0 && p->lock == lock && p->state == PROC_HOLDING)
@@ -541,25 +571,93 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
     p->deadline_us = redlock_lock_deadline_us(lock);
 }
 
+/* Liveness (sim_config.check_liveness): a waiter is served within sim_wait_bound_us of its call,
+ * counting the processes that vanished so far. */
+static void check_served(sim_proc *p, int status)
+{
+    sim_world *w = p->w;
+    if (!w->cfg.check_liveness || !p->queued)
+        return;
+    sim_result *res = w->res;
+    uint64_t waited = w->now - p->acquire_at;
+    sim_config cfg = w->cfg;
+    uint64_t bound = sim_wait_bound_us(&cfg, res->vanished);
+    res->served += status == 0;
+    res->wait_max_us = REDLOCK__MAX(res->wait_max_us, waited);
+    unsigned permille = (unsigned)(waited * 1000 / (bound != 0 ? bound : 1));
+    res->wait_bound_permille = REDLOCK__MAX(res->wait_bound_permille, permille);
+    if ((status == 0 && waited <= bound) || res->starved)
+        return;
+    res->starved = true;
+    snprintf(res->starved_what, sizeof(res->starved_what),
+             "p%u's waiter of res-%u called at %llu us was %s after %llu us (the bound: %llu us)",
+             p->id, p->resource, (unsigned long long)p->acquire_at,
+             status == 0 ? "served" : redlock_err_name(status), (unsigned long long)waited,
+             (unsigned long long)bound);
+    sim_trace(w, "STARVED: %s", res->starved_what);
+}
+
+/* Turns: p's waiter was served. On no node where its keys were taken for it may another live
+ * waiter with a smaller place (it began to wait first) have queued before the take: it would
+ * have been ahead in that queue, and the key its to take. */
+static void check_turn(sim_proc *p, const redlock_lock *lock)
+{
+    sim_world *w = p->w;
+    if (!w->cfg.check_liveness || !lock->queued)
+        return;
+    sim_result *res = w->res;
+    res->turn_checks++;
+    for (unsigned i = 0; i < w->cfg.n_procs && !res->out_of_turn; i++) {
+        const sim_proc *q = &w->procs[i];
+        if (q == p || q->vanished || q->state != PROC_ACQUIRING || !q->queued || q->place_us == 0 ||
+            q->place_us >= lock->place_us || q->res[0] != p->res[0])
+            continue;
+        for (unsigned n = 0; n < w->cfg.n_nodes; n++) {
+            if (p->took_at[n] == 0 || q->first_queued_at[n] == 0 ||
+                q->first_queued_at[n] >= p->took_at[n])
+                continue;
+            res->out_of_turn = true;
+            snprintf(res->out_of_turn_what, sizeof(res->out_of_turn_what),
+                     "p%u (place %llu us) took res-%u on n%u at %llu us, where p%u (place %llu us) "
+                     "had queued at %llu us",
+                     p->id, (unsigned long long)lock->place_us, p->resource, n,
+                     (unsigned long long)p->took_at[n], q->id, (unsigned long long)q->place_us,
+                     (unsigned long long)q->first_queued_at[n]);
+            sim_trace(w, "OUT OF TURN: %s", res->out_of_turn_what);
+            break;
+        }
+    }
+}
+
 static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
     sim_proc *p = data;
     sim_world *w = p->w;
+    if (p->vanished)
+        return; /* its client's close */
     sim_hash(w, (uint64_t)(int64_t)status);
-    sim_trace(w, "p%u acquire res-%u: %s after %u attempts (yes %u no %u err %u timeout %u)", p->id,
-              p->resource, status ? redlock_err_name(status) : "ok", result->attempts,
-              result->votes_yes, result->votes_no, result->votes_error, result->votes_timeout);
+    sim_trace(w, "p%u acquire res-%u%s: %s after %u attempts (yes %u no %u err %u timeout %u)",
+              p->id, p->resource, p->n_res > 1 ? " (a set)" : "",
+              status ? redlock_err_name(status) : "ok", result->attempts, result->votes_yes,
+              result->votes_no, result->votes_error, result->votes_timeout);
+    check_served(p, status);
     if (status != 0) {
         proc_next(p);
         return;
     }
+    check_turn(p, lock);
     w->res->acquired[p->id]++;
+    w->res->multi_holds += p->n_res > 1;
+    w->res->fenced_holds += p->fenced;
     p->lock = lock;
     p->lost_at = SIM_NEVER;
     p->reported = false;
     p->granted_at = w->now;
     p->hold_gen++;
     p->state = PROC_HOLDING;
+    /* Handed out: at this moment a quorum holds its keys (the no-gap property at the grant). */
+    if (sim_proc_now(p) < redlock_lock_deadline_us(lock))
+        sim_check_handed_out(w, p, lock);
     sim_fence_granted(p, lock);
     if (p->autoh != NULL) {
         auto_begin(p);
@@ -583,21 +681,32 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
 static void send_acquire(sim_proc *p)
 {
     sim_world *w = p->w;
-    char key[16];
-    int len = snprintf(key, sizeof(key), "res-%u", p->resource);
+    char keys[SIM_MAX_RESOURCES][32];
+    const void *names[SIM_MAX_RESOURCES];
+    size_t lens[SIM_MAX_RESOURCES];
+    for (unsigned i = 0; i < p->n_res; i++) {
+        lens[i] = sim_resource_key(w, p->res[i], keys[i], sizeof(keys[i]));
+        names[i] = keys[i];
+    }
     redlock_lock_opts opts;
     redlock_lock_opts_init(&opts);
     opts.retry_count = w->cfg.retry_count;
-    opts.wait_ms = w->cfg.wait_ms;
-    opts.fencing = w->cfg.fencing;
-    opts.fence_commit = w->cfg.fence_commit;
+    opts.wait_ms = p->queued ? w->cfg.wait_ms : 0;
+    opts.fencing = p->fenced;
+    opts.fence_commit = p->fenced ? w->cfg.fence_commit : 0;
     if (p->autoh != NULL && p->autoh->via_opts) {
         opts.auto_extend = &p->autoh->opts;
         opts.lost_cb = on_lost;
         opts.lost_data = p->autoh;
     }
     p->state = PROC_ACQUIRING;
-    int rc = redlock_acquire(p->client, key, (size_t)len, w->cfg.ttl_ms, &opts, on_acquired, p);
+    p->acquire_at = w->now;
+    p->place_us = 0; /* this acquire's waiter is new: its place and its queues too */
+    memset(p->queued_ms, 0, sizeof(p->queued_ms));
+    memset(p->first_queued_at, 0, sizeof(p->first_queued_at));
+    memset(p->took_at, 0, sizeof(p->took_at));
+    int rc = redlock_acquire_multi(p->client, names, lens, p->n_res, w->cfg.ttl_ms, &opts,
+                                   on_acquired, p);
     if (rc != 0) {
         sim_contract(w, "acquire by process %u failed at once: %s", p->id, redlock_err_name(rc));
         proc_next(p);
@@ -619,11 +728,11 @@ static void send_acquire(sim_proc *p)
 static bool snipe(sim_proc *p)
 {
     sim_world *w = p->w;
-    if (!sim_rng_chance(&p->rng, w->cfg.snipe_prob))
+    if (p->n_res > 1 || !sim_rng_chance(&p->rng, w->cfg.snipe_prob))
         return false;
-    char key[16];
-    int len = snprintf(key, sizeof(key), "res-%u", p->resource);
-    uint64_t free_at = sim_quorum_free_at(w, key, (size_t)len);
+    char key[32];
+    size_t len = sim_resource_key(w, p->resource, key, sizeof(key));
+    uint64_t free_at = sim_quorum_free_at(w, key, len);
     uint64_t lead_us = w->cfg.delay_min_us;
     if (free_at == SIM_NEVER || free_at <= w->now + lead_us + 2)
         return false;
@@ -637,11 +746,39 @@ static bool snipe(sim_proc *p)
     return true;
 }
 
+/* The next hold's resources: one, or with chance set_prob a set of 2..set_max. */
+static void pick_resources(sim_proc *p)
+{
+    const sim_config *cfg = &p->w->cfg;
+    p->n_res = 1;
+    p->res[0] = (unsigned)sim_rng_range(&p->rng, 0, cfg->n_resources - 1);
+    if (cfg->n_resources < 2 || !sim_rng_chance(&p->rng, cfg->set_prob))
+        return;
+    unsigned max = REDLOCK__MIN(REDLOCK__MAX(cfg->set_max, 2), cfg->n_resources);
+    p->n_res = (unsigned)sim_rng_range(&p->rng, 2, max);
+    for (unsigned i = 1; i < p->n_res; i++) {
+        unsigned r;
+        bool taken;
+        do { /* a resource not in the set yet */
+            r = (unsigned)sim_rng_range(&p->rng, 0, cfg->n_resources - 1);
+            taken = false;
+            for (unsigned j = 0; j < i; j++)
+                taken |= p->res[j] == r;
+        } while (taken);
+        p->res[i] = r;
+    }
+}
+
 static void start_acquire(sim_proc *p)
 {
     sim_world *w = p->w;
-    p->resource = (unsigned)sim_rng_range(&p->rng, 0, w->cfg.n_resources - 1);
-    p->autoh = auto_plan(p);
+    const sim_config *cfg = &w->cfg;
+    pick_resources(p);
+    p->resource = p->res[0];
+    p->fenced = cfg->fencing || (p->n_res == 1 && sim_rng_chance(&p->rng, cfg->fenced_prob));
+    p->queued =
+        cfg->wait_ms > 0 && (cfg->wait_prob <= 0 || sim_rng_chance(&p->rng, cfg->wait_prob));
+    p->autoh = p->n_res == 1 ? auto_plan(p) : NULL;
     if (!snipe(p))
         send_acquire(p);
 }

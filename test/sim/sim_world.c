@@ -105,7 +105,7 @@ static void heap_insert(sim_world *w, sim_event ev)
         sim_event *h = realloc(w->heap, cap * sizeof(*h));
         if (h == NULL) {
             w->oom = true;
-            free(ev.msg);
+            sim_msg_free(ev.msg);
             return;
         }
         w->heap = h;
@@ -221,6 +221,24 @@ void sim_record_hold(sim_world *w, sim_proc *p, uint64_t deadline)
     sim_trace(w, "p%u held res-%u over [%llu, %llu) us%s", p->id, p->resource,
               (unsigned long long)h->start, (unsigned long long)sim_hold_end(h),
               auto_extended ? " (auto-extended)" : "");
+    /* A set's hold is a hold of each of its resources: two holders of overlapping sets hold
+     * one resource at once. */
+    sim_hold first = *h;
+    for (unsigned i = 1; i < p->n_res && !w->oom; i++) {
+        sim_hold more = first;
+        more.resource = p->res[i];
+        if (w->n_holds == w->cap_holds) {
+            size_t cap = w->cap_holds * 2;
+            sim_hold *v = realloc(w->holds, cap * sizeof(*v));
+            if (v == NULL) {
+                w->oom = true;
+                return;
+            }
+            w->holds = v;
+            w->cap_holds = cap;
+        }
+        w->holds[w->n_holds++] = more;
+    }
 }
 
 /* No two holds of one resource overlap in true time (sim_check.h). */
@@ -261,7 +279,7 @@ static void schedule_faults(sim_world *w)
                  (unsigned)sim_rng_range(&w->rng, 0, cfg->n_nodes - 1),
                  sim_rng_range(&w->rng, REDLOCK__MAX(cfg->restart_down_min_us, 1000),
                                cfg->restart_down_max_us),
-                 NULL);
+                 NULL); /* a cluster node fails over instead (sim_cluster.c) */
     for (unsigned i = 0; i < cfg->partitions; i++)
         sim_push(w, sim_rng_range(&w->rng, 0, cfg->horizon_us), EV_PARTITION,
                  (unsigned)sim_rng_range(&w->rng, 0, cfg->n_procs - 1),
@@ -275,15 +293,24 @@ static void schedule_faults(sim_world *w)
         sim_push(w, sim_rng_range(&w->rng, 0, cfg->horizon_us), EV_CLOCK_JUMP, 0,
                  (unsigned)sim_rng_range(&w->rng, 0, cfg->n_nodes - 1),
                  sim_rng_range(&w->rng, cfg->clock_jump_min_us, cfg->clock_jump_max_us), NULL);
+    for (unsigned i = 0; i < cfg->n_procs; i++)
+        if (sim_rng_chance(&w->rng, cfg->vanish_prob))
+            sim_push(w, sim_rng_range(&w->rng, 0, cfg->horizon_us), EV_VANISH, i, 0, 0, NULL);
+    sim_pubsub_schedule(w);
+    sim_cluster_schedule(w);
 }
 
 static int start_procs(sim_world *w)
 {
     const sim_config *cfg = &w->cfg;
-    char url_text[SIM_MAX_NODES][32];
+    char url_text[SIM_MAX_NODES][64];
     const char *urls[SIM_MAX_NODES];
     for (unsigned i = 0; i < SIM_MAX_NODES; i++) {
-        snprintf(url_text[i], sizeof(url_text[i]), "redis://sim-%u:6379", i);
+        if ((cfg->cluster_mask >> i & 1) != 0)
+            snprintf(url_text[i], sizeof(url_text[i]), "cluster://sim-%u:7000?wait_replicas=%u", i,
+                     cfg->wait_replicas);
+        else
+            snprintf(url_text[i], sizeof(url_text[i]), "redis://sim-%u:6379", i);
         urls[i] = url_text[i];
     }
     redlock_options opts;
@@ -303,6 +330,11 @@ static int start_procs(sim_world *w)
         if (i == 0 && cfg->bad_rate > 0)
             p->rate_ppm = (uint64_t)(cfg->bad_rate * SIM_PPM);
         p->offset_us = sim_rng_range(&w->rng, 1000000, 1000000000000ull);
+        /* Its wall clock (places in the queues), within a millisecond of true time as NTP keeps
+         * it; from a stream of its own, so that the worlds without queues keep their seeds. */
+        sim_rng wall;
+        sim_rng_seed(&wall, cfg->seed * 0x9E3779B97F4A7C15ull + i);
+        p->wall_offset_us = (int64_t)sim_rng_range(&wall, 0, 1000);
         char err[256];
         int rc = redlock__client_new_io(NULL, urls, cfg->n_nodes, &opts, sim_io_factory, p,
                                         &p->client, err, sizeof(err));
@@ -318,7 +350,8 @@ static int start_procs(sim_world *w)
 static bool is_proc_event(sim_ev_kind kind)
 {
     return kind == EV_CLIENT_RECV || kind == EV_REQ_TIMEOUT || kind == EV_CONN_LOST ||
-           kind == EV_WAKE || kind == EV_IO_CLOSED || kind == EV_PROC_STEP || kind == EV_NEW_SERVER;
+           kind == EV_WAKE || kind == EV_IO_CLOSED || kind == EV_PROC_STEP ||
+           kind == EV_NEW_SERVER || kind == EV_SUB_RECV;
 }
 
 static void dispatch(sim_world *w, const sim_event *ev)
@@ -340,6 +373,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
     case EV_STORE:
         sim_fence_store(w, ev);
         break;
+    case EV_VANISH:
+        sim_proc_vanish(p);
+        break;
     default:
         sim_io_event(w, ev);
         break;
@@ -352,6 +388,10 @@ static void run_loop(sim_world *w)
         sim_event ev = heap_pop(w);
         w->now = ev.at;
         bool proc_event = is_proc_event(ev.kind);
+        if (proc_event && w->procs[ev.proc].vanished && ev.kind != EV_IO_CLOSED) {
+            sim_msg_free(ev.msg); /* it handles nothing any more */
+            continue;
+        }
         if (proc_event && w->procs[ev.proc].paused_until > ev.at) {
             ev.at = w->procs[ev.proc].paused_until; /* same seq: deferred events keep order */
             ev.deferred = true;
@@ -363,7 +403,7 @@ static void run_loop(sim_world *w)
         sim_hash(w, ((uint64_t)ev.kind << 32) | ((uint64_t)ev.proc << 16) | ev.node);
         w->ev_deferred = ev.deferred;
         dispatch(w, &ev);
-        if (proc_event && !w->procs[ev.proc].io.closed)
+        if (proc_event && !w->procs[ev.proc].io.closed && !w->procs[ev.proc].vanished)
             sim_proc_observe(&w->procs[ev.proc]);
         if (w->res->events > MAX_EVENTS_PER_RUN) {
             sim_contract(w, "runaway: over %u events", MAX_EVENTS_PER_RUN);
@@ -402,19 +442,29 @@ int sim_run(const sim_config *cfg, sim_result *res)
         return -1;
     w->cfg = *cfg;
     w->res = res;
+    redlock__alloc_init(&w->alloc, NULL, NULL);
     sim_rng_seed(&w->rng, cfg->seed);
+    int rc = 0;
     for (unsigned i = 0; i < cfg->n_nodes; i++) {
         w->nodes[i].up = true;
         w->nodes[i].run_id = 1;
         w->nodes[i].rate_ppm = pick_rate(&w->rng, cfg->rate_spread, cfg->opposite_clocks ? 1 : 0);
         w->nodes[i].offset_us = sim_rng_range(&w->rng, 1000000, 1000000000000ull);
+        if (sim_node_init(w, i) != 0)
+            rc = -1;
     }
     for (unsigned i = 0; i < cfg->dead_nodes && i < cfg->n_nodes; i++)
         sim_node_down(w, i);
-    int rc = sim_fence_start(w);
+    if (rc == 0)
+        rc = sim_fence_start(w);
     if (rc == 0)
         rc = start_procs(w);
     schedule_faults(w);
+    run_loop(w);
+    /* The processes that vanished are closed now (their sends fail at once). */
+    for (unsigned i = 0; rc == 0 && i < cfg->n_procs; i++)
+        if (w->procs[i].vanished && w->procs[i].client != NULL && !w->procs[i].client_closed)
+            sim_proc_close_vanished(&w->procs[i]);
     run_loop(w);
     if (rc == 0 && !w->oom && !res->contract_broken)
         check_contract(w);
@@ -422,7 +472,10 @@ int sim_run(const sim_config *cfg, sim_result *res)
     sim_fence_finish(w);
     sim_io_teardown(w);
     while (w->heap_len > 0)
-        free(heap_pop(w).msg);
+        sim_msg_free(heap_pop(w).msg);
+    for (unsigned i = 0; i < cfg->n_nodes; i++)
+        sim_node_free(w, i);
+    sim_pubsub_free(w);
     int ok = w->oom ? -1 : 0;
     while (w->auto_holds != NULL) {
         sim_auto_hold *h = w->auto_holds;
@@ -435,6 +488,19 @@ int sim_run(const sim_config *cfg, sim_result *res)
     free(w->downtimes);
     free(w);
     return rc != 0 ? rc : ok;
+}
+
+uint64_t sim_wait_bound_us(const sim_config *cfg, unsigned vanished)
+{
+    uint64_t ttl_us = cfg->ttl_ms * 1000, round_us = cfg->node_timeout_ms * 1000;
+    uint64_t hold_us = ttl_us * 3 / 2 + round_us;
+    uint64_t handoff_us = (cfg->retry_delay_ms + cfg->retry_jitter_ms) * 1000 + 2 * round_us;
+    /* ops.c's place_ttl_ms: twice (retry delay + jitter + the slowest timeout) + 100 ms */
+    uint64_t place_ms =
+        2 * (cfg->retry_delay_ms + cfg->retry_jitter_ms + cfg->node_timeout_ms) + 100;
+    uint64_t place_us = REDLOCK__MIN(place_ms, 10000) * 1000;
+    uint64_t others = cfg->n_procs > 0 ? cfg->n_procs - 1 : 0;
+    return others * (hold_us + handoff_us) + handoff_us + vanished * (place_us + handoff_us);
 }
 
 /* ---- scenarios --------------------------------------------------------------------------------
@@ -465,6 +531,79 @@ static void base_config(sim_config *c, uint64_t seed)
     c->partition_max_us = 50000;
     c->pause_max_us = 200000;
     c->restart_down_max_us = 50000;
+}
+
+/* The worlds of waiting holds (queues, grants, notifications), mixed with fenced holds and sets:
+ * "grants" (the safe world's faults on 3 or 5 nodes, lagging and dropping subscribers, processes
+ * that vanish, now and then a node whose ACL refuses pub/sub), "grants-alias" (the same on 5
+ * nodes, the last being node 0 listed again), "cluster" (3 nodes, the first, the first two or
+ * all Redis Clusters with wait_replicas=1, failovers and slot migrations; no sets: a cluster needs
+ * one slot per request), "turns" (liveness: no faults but lagging and dropping subscribers and
+ * processes that vanish; every acquire waits, and must be served in time). */
+static bool waiting_scenario(sim_config *c, const char *name, sim_rng *r)
+{
+    bool alias = strcmp(name, "grants-alias") == 0;
+    bool cluster = strcmp(name, "cluster") == 0;
+    bool turns = strcmp(name, "turns") == 0;
+    if (!alias && !cluster && !turns && strcmp(name, "grants") != 0)
+        return false;
+    c->n_nodes = alias ? 5 : cluster || sim_rng_chance(r, 0.5) ? 3 : 5;
+    c->n_procs = (unsigned)sim_rng_range(r, 3, 5);
+    c->n_resources = cluster ? 2 : 3;
+    c->wait_ms = 30 * c->ttl_ms;
+    c->wait_prob = 0.7;
+    c->fenced_prob = 0.3;
+    c->set_prob = cluster ? 0 : 0.3;
+    c->set_max = 3;
+    c->vanish_prob = 0.25;
+    c->sub_stall_prob = 0.05;
+    c->sub_stall_max_us = 30000;
+    c->sub_drops = (unsigned)sim_rng_range(r, 0, 4);
+    if (turns) {
+        /* Every holder releases, nothing else fails: the bound of sim_wait_bound_us. */
+        c->n_procs = (unsigned)sim_rng_range(r, 4, 6);
+        c->n_resources = 1;
+        c->cycles = 5;
+        c->wait_ms = 60 * c->ttl_ms;
+        c->wait_prob = 0;
+        c->vanish_prob = 0.15;
+        c->stall_prob = 0;
+        c->drop_prob = 0;
+        c->sub_stall_max_us = 20000;
+        c->check_liveness = true;
+        return true;
+    }
+    c->partitions = (unsigned)sim_rng_range(r, 0, 3);
+    c->pauses = (unsigned)sim_rng_range(r, 0, 3);
+    c->restarts = cluster ? 0 : (unsigned)sim_rng_range(r, 0, 2);
+    c->drop_prob = (double)sim_rng_range(r, 0, 20) / 1000.0;
+    c->stall_prob = (double)sim_rng_range(r, 0, 30) / 1000.0;
+    c->snipe_prob = 0.2;
+    c->round_pause_prob = 0.1;
+    if (sim_rng_chance(r, 1.0 / 3)) { /* the edge of the allowance, as in "safe" */
+        c->opposite_clocks = true;
+        c->delay_min_us = 50;
+        c->delay_max_us = 300;
+        c->snipe_prob = 0.5;
+    }
+    if (sim_rng_chance(r, 1.0 / 3)) /* one node's ACL refuses PUBSUB NUMSUB and PUBLISH */
+        c->refuse_pubsub_mask = 1u << sim_rng_range(r, 0, c->n_nodes - 1);
+    if (sim_rng_chance(r, 0.25)) {
+        /* A ttl longer than a waiter's place (ops.c: 180 ms here): a grant is then cut at the
+         * head's place deadline, and its head must claim the keys with a round. */
+        c->ttl_ms = 300;
+        c->horizon_us = c->cycles * c->ttl_ms * 2000;
+    }
+    if (alias)
+        c->alias_node = c->n_nodes; /* node 4 is node 0 */
+    if (cluster) {
+        c->cluster_mask = (1u << sim_rng_range(r, 1, 3)) - 1; /* node 0, 0 and 1, or all */
+        c->wait_replicas = 1;
+        c->failovers = (unsigned)sim_rng_range(r, 0, 3);
+        c->failover_prob = 0.3;
+        c->migrations = (unsigned)sim_rng_range(r, 1, 4);
+    }
+    return true;
 }
 
 static bool base_scenario(sim_config *c, const char *name, uint64_t seed)
@@ -529,7 +668,7 @@ static bool base_scenario(sim_config *c, const char *name, uint64_t seed)
         c->partitions = 2;
         return true;
     }
-    return false;
+    return waiting_scenario(c, name, &r);
 }
 
 /* Auto-extended holds in a named world. Holds last several ttls, so the run lasts longer: the

@@ -318,7 +318,7 @@ static void arm_deadline(redlock__cluster *cl, uint64_t now)
 static void on_deadline(uv_timer_t *t)
 {
     redlock__cluster *cl = REDLOCK__CONTAINER_OF(t, redlock__cluster, deadline_timer);
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     char why[ERR_LEN];
     redlock__node_cfg_timeout_why(&cl->cfg, why, sizeof(why));
     while (cl->head != NULL && cl->head->outer->deadline_us <= now && cl->state != CL_CLOSING)
@@ -351,7 +351,7 @@ static creq *take_parked(redlock__cluster *cl, bool for_map, uint64_t now)
 static void on_retry(uv_timer_t *t)
 {
     redlock__cluster *cl = REDLOCK__CONTAINER_OF(t, redlock__cluster, retry_timer);
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     /* Taken off the list first: a dispatch may park again. */
     creq *due = take_parked(cl, false, now);
     uint64_t next = UINT64_MAX;
@@ -376,7 +376,7 @@ static void park(redlock__cluster *cl, creq *cr, uint64_t retry_at)
     cr->parked = cl->parked;
     cl->parked = cr;
     if (retry_at != 0) {
-        uint64_t now = redlock_now_us();
+        uint64_t now = redlock__now_us();
         uint64_t due = uv_is_active((uv_handle_t *)&cl->retry_timer)
                            ? now + uv_timer_get_due_in(&cl->retry_timer) * 1000
                            : UINT64_MAX;
@@ -393,7 +393,7 @@ static void fetch_send(redlock__cluster *cl);
 /* Every request waiting for a map: dispatched (a map came) or failed (none could be had). */
 static void release_waiting(redlock__cluster *cl, const char *why)
 {
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     creq *list = take_parked(cl, true, now);
     while (list != NULL) {
         creq *cr = list;
@@ -467,7 +467,7 @@ static void fetch_send(redlock__cluster *cl)
 {
     cl->fetching = true;
     cl->refresh_wanted = false;
-    cl->last_fetch_us = redlock_now_us();
+    cl->last_fetch_us = redlock__now_us();
     cl->topo_cmd = (redlock__cmd){.kind = cl->use_slots ? REDLOCK__CMD_CLUSTER_SLOTS
                                                         : REDLOCK__CMD_CLUSTER_SHARDS};
     cl->topo_req =
@@ -481,7 +481,7 @@ static void fetch(redlock__cluster *cl)
 {
     if (cl->fetching || cl->state == CL_CLOSING)
         return;
-    if (cl->last_fetch_us != 0 && redlock_now_us() - cl->last_fetch_us < REFRESH_MIN_US) {
+    if (cl->last_fetch_us != 0 && redlock__now_us() - cl->last_fetch_us < REFRESH_MIN_US) {
         cl->refresh_wanted = true;
         return;
     }
@@ -886,7 +886,7 @@ void redlock__cluster_close(redlock__cluster *cl, void (*cb)(void *data), void *
 {
     set_state(cl, CL_CLOSING);
     cl->closing = (redlock__closing){.pending = cl->n_conns + 2, .cb = cb, .data = data};
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     while (cl->head != NULL) /* parked ones are freed here, in-flight ones when their node ends
                                 them */
         finish(cl->head, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);

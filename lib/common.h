@@ -20,6 +20,12 @@
 #define REDLOCK__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define REDLOCK__MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* The library's clock: monotonic microseconds (redlock_now_us is the same, for callers). */
+static inline uint64_t redlock__now_us(void)
+{
+    return uv_hrtime() / 1000;
+}
+
 /* Microseconds as whole milliseconds, rounded up: a timer armed for them never fires early. */
 static inline uint64_t redlock__ms_ceil(uint64_t us)
 {

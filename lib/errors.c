@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* errors.c - error texts generated from REDLOCK_ERRNO_MAP, the version, the library's clock. */
-#include <uv.h>
-
-#include "redlock.h"
+#include "common.h"
 
 const char *redlock_strerror(int err)
 {
@@ -42,6 +40,6 @@ const char *redlock_version_string(void)
 
 uint64_t redlock_now_us(void)
 {
-    /* uv_hrtime is monotonic nanoseconds; lock deadlines must not move with wall-clock jumps. */
-    return uv_hrtime() / 1000;
+    /* Monotonic: lock deadlines must not move with wall-clock jumps. */
+    return redlock__now_us();
 }

@@ -30,7 +30,7 @@ typedef struct io_uv {
 static uint64_t io_now_us(redlock__io *io)
 {
     (void)io;
-    return redlock_now_us();
+    return redlock__now_us();
 }
 
 static void io_send(redlock__io *base, unsigned node, redlock__req *req)
@@ -55,7 +55,7 @@ static void io_wake_at(redlock__io *base, uint64_t due_us)
         uv_timer_stop(&io->timer);
         return;
     }
-    redlock__timer_at(&io->timer, on_timer, due_us, redlock_now_us());
+    redlock__timer_at(&io->timer, on_timer, due_us, redlock__now_us());
 }
 
 static int io_random(redlock__io *base, void *buf, size_t len)

@@ -93,7 +93,7 @@ void redlock__tally_vote(redlock__tally *t, redlock_vote vote, const char *error
 
 void redlock__tally_state(redlock__tally *t)
 {
-    t->state_since_us = redlock_now_us();
+    t->state_since_us = redlock__now_us();
 }
 
 void redlock__tally_info(const redlock__tally *t, redlock_node_info *out)
@@ -212,7 +212,7 @@ static void fail_all(redlock__node *n, redlock__fail fail, const char *why)
     redlock__req *req = n->head;
     n->head = n->tail = NULL;
     n->fifo_len = 0;
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     while (req != NULL) {
         redlock__req *next = req->next;
         req->next = NULL;
@@ -235,7 +235,7 @@ static void start_deadline_timer(redlock__node *n, uint64_t now)
 static void on_deadline(uv_timer_t *t)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(t, redlock__node, deadline_timer);
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     char why[ERR_LEN];
     redlock__node_cfg_timeout_why(&n->cfg, why, sizeof(why));
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
@@ -350,7 +350,7 @@ static void send_kept(redlock__node *n)
 {
     if (n->kept.len == 0)
         return;
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     unsigned sent = 0, expired = 0;
     redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
     memset(&n->kept, 0, sizeof(n->kept));
@@ -376,7 +376,7 @@ static void set_ready(redlock__node *n)
 {
     set_state(n, NODE_READY);
     n->last_error[0] = '\0';
-    n->last_reply_us = redlock_now_us();
+    n->last_reply_us = redlock__now_us();
     n->connects++;
     if (n->cfg.log != NULL) {
         const redlock__stream_stats *st = &n->stream.stats;
@@ -579,7 +579,7 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
      * deadlines count from their start; an extend is won in time only if the time of its
      * deciding vote is before the old deadline). A reply handled later in the batch (behind a
      * callback that ran long) is not made later by the wait. */
-    uint64_t now = redlock_now_us();
+    uint64_t now = redlock__now_us();
     /* A lock cycle's replies (+OK, :1, :0, $-1) are taken straight from the bytes while the
      * reader holds nothing, with no reply object to allocate and free; the rest of the bytes,
      * from the first reply that is not one of those (or is cut off), go through the reader. */
@@ -610,7 +610,7 @@ static void on_stream_open(redlock__stream *s)
     redlock__reader_free(n->reader); /* what a reply cut off held: bounded (reader.h) */
     n->reader = redlock__reader_new(n->cfg.replies, n->cfg.alloc);
     n->skip_replies = 0;
-    n->last_reply_us = redlock_now_us();
+    n->last_reply_us = redlock__now_us();
     if (n->reader == NULL || redlock__handshake_start(&n->handshake, n->cfg.url,
                                                       redlock__stream_out(s), n->cfg.alloc) != 0) {
         node_fail(n, 0, "connect: out of memory");

@@ -360,7 +360,7 @@ static bool tls_secure(redlock__stream *s, conn *c)
     s->stats.tls_handshakes++;
     s->stats.tls_resumed += resumed;
     s->stats.last_resumed = resumed;
-    s->stats.last_handshake_us = redlock_now_us() - s->secure_start_us;
+    s->stats.last_handshake_us = redlock__now_us() - s->secure_start_us;
     s->state = REDLOCK__STREAM_OPEN;
     s->cfg.on_open(s);
     return !c->detached;
@@ -404,7 +404,7 @@ static void tls_begin(redlock__stream *s, conn *c)
         return;
     }
     s->state = REDLOCK__STREAM_SECURING;
-    s->secure_start_us = redlock_now_us();
+    s->secure_start_us = redlock__now_us();
     tls_secure(s, c); /* writes the ClientHello */
 }
 

@@ -361,7 +361,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
  * client can clean up after an attempt a signal interrupted) and drives the retries of --wait
  * itself, because a caller's token is reused by the library's retries: a lost attempt's release,
  * delayed on a connection that was then dropped and re-made, could then delete the key of the
- * attempt that won (docs/safety.md). */
+ * attempt that won (docs/api.md, redlock_acquire). */
 static int start_attempt(tool *t)
 {
     unsigned char raw[TOOL_TOKEN_BYTES];

@@ -177,7 +177,7 @@ typedef struct sim_config {
     bool check_liveness;
 } sim_config;
 
-/* The longest a waiter of cfg's world may wait when every holder releases (docs/safety.md):
+/* The longest a waiter of cfg's world may wait when every holder releases (test/sim/README.md):
  * each other process may hold once before it, for up to its work (1.5 ttl) and a release round,
  * each handoff may take the fallback retry (retry delay + jitter) and two rounds, and each of
  * the vanished processes may hold the queue for its place's deadline (ops.c's place ttl) and a

@@ -3,8 +3,8 @@
  *
  * lib/cluster.c runs on lib/node.c's connections (libuv sockets), below io.h, so it cannot run
  * under the simulator; what the rounds see of a cluster node is modelled here instead, from both
- * sides: the cluster's servers, and the routing lib/cluster.c does for a request (docs/safety.md
- * says so).
+ * sides: the cluster's servers, and the routing lib/cluster.c does for a request
+ * (test/sim/README.md says so).
  *
  *   - Two shards, each a master and a replica with their own keyspaces (sim_db.h) on the node's
  *     clock. Every write on a master reaches its replica after a lag (a snapshot of the master,

@@ -175,7 +175,7 @@ static void amnesia_reported_at_once(void **state)
  * This is the run that found a real bug: every retry of one acquire reused the lock's token, so
  * the release-everywhere of a lost round, stalled on a connection the node layer dropped as
  * silent, could land after the winning retry's SET on the new connection and delete it (2.1% of
- * seeds). Each attempt now has a token of its own (docs/safety.md). */
+ * seeds). Each attempt now has a token of its own (docs/api.md, redlock_acquire). */
 static void reconnect_keeps_exclusion(void **state)
 {
     (void)state;

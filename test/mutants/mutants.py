@@ -47,7 +47,7 @@ def cli(program, cases=None):
     """A cli test program (test/cli), run on the tool of the same build; cases picks its tests
     (H_TEST_FILTER, as for integration programs)."""
     env = {"H_TEST_FILTER": cases} if cases else {}
-    env.update({"REDLOCK_TOOL": "tools/redlock", "REDLOCK_DOCS": "../src/docs"})
+    env.update({"REDLOCK_TOOL": "tools/redlock", "REDLOCK_DOCS": "{src}/docs"})
     return {"program": "test/cli/test-" + program, "build": ["tools/redlock"], "env": env}
 
 
@@ -61,7 +61,7 @@ def fault(program, cases="*"):
 
 def auth(program, cases="*"):
     return {"program": "test/auth/test-" + program,
-            "env": {"H_TEST_FILTER": cases, "REDLOCK_DOCS": "../src/docs"}}
+            "env": {"H_TEST_FILTER": cases, "REDLOCK_DOCS": "{src}/docs"}}
 
 
 def torture(seconds=10):

@@ -3,8 +3,9 @@
 # check.sh SRC_ROOT - the library as a distribution and other projects take it. Prints TAP.
 #
 #   1. meson install into a temporary prefix installs the library (soname libredlock.so.1),
-#      the headers (redlock.h, redlock/quorum.h, redlock/sync.h), the pkg-config file, the tool
-#      and its man page, and nothing else; the .so exports only redlock_* symbols
+#      the headers (redlock.h, redlock/quorum.h, redlock/sync.h), the pkg-config file, the
+#      CMake package, the tool and its man page, and nothing else; the .so exports only
+#      redlock_* symbols
 #   2. a program built with nothing but `pkg-config --cflags --libs redlock` links and runs
 #   3. the installed header compiles for C99 and C11 (-Wpedantic -Werror, with uv.h included
 #      before it, after it, or not at all) and for C++17
@@ -15,11 +16,17 @@
 #      runs, and no tool, example, bench or proxy target was built for it
 #   7. every source file (C, meson, shell and Python; not data, docs or fuzz corpora) says
 #      "SPDX-License-Identifier: MIT" in its first three lines, as LICENSE and meson.build do
+#   8. the install moved elsewhere whole, a CMake project finds it (find_package(redlock) in
+#      config mode: no absolute path in the package), and builds and runs the program of 2
+#      against redlock::redlock and against redlock::redlock_static (no libredlock.so needed);
+#      a request for the next major version is refused, one for this version is exact
+#   9. the moved install's tool runs with no LD_LIBRARY_PATH, its library found by its runpath
+#      ($ORIGIN/../lib) in the moved libdir
 set -uo pipefail
 src="$(cd "$1" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "1..7"
+echo "1..9"
 
 n=0
 # check DESCRIPTION LOG: "ok" if the commands before it succeeded ($? == 0), else "not ok" and
@@ -57,6 +64,8 @@ installed_ok=1
 ./include/redlock.h
 ./include/redlock/quorum.h
 ./include/redlock/sync.h
+./lib/cmake/redlock/redlockConfig.cmake
+./lib/cmake/redlock/redlockConfigVersion.cmake
 ./lib/libredlock.a
 ./lib/libredlock.so
 ./lib/libredlock.so.1
@@ -68,11 +77,11 @@ FILES
         ! nm -D --defined-only "$prefix/lib/libredlock.so" | grep -E ' T ' | grep -v ' redlock_'
 } >"$log" 2>&1 || installed_ok=0
 [ $installed_ok = 1 ]
-check "meson install: library (soname libredlock.so.1), header, pkg-config, tool, man page; only redlock_ symbols exported" "$log"
+check "meson install: library (soname libredlock.so.1), header, pkg-config, CMake package, tool, man page; only redlock_ symbols exported" "$log"
 
 if [ $installed_ok = 0 ]; then
     for what in "pkg-config consumer" "header for C99, C11, C++17" "ABI against abi/redlock.abi" \
-        "man page" "meson subproject"; do
+        "man page" "meson subproject" "SPDX lines" "CMake consumer" "the tool's runpath"; do
         n=$((n + 1))
         echo "not ok $n - $what # the install failed"
     done
@@ -276,3 +285,59 @@ log="$tmp/spdx.log"
     [ ! -s "$tmp/spdx.missing" ]
 } >"$log" 2>&1
 check "every source file carries an SPDX-License-Identifier: MIT line" "$log"
+
+# ---- 8. a CMake consumer, of the install moved whole ---------------------------------------
+# Moved, the install is found only if the package computes every path from its own place.
+moved="$tmp/moved"
+mv "$prefix" "$moved"
+mkdir -p "$tmp/cm"
+cp "$tmp/user.c" "$tmp/cm/user.c"
+cat >"$tmp/cm/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.13)
+project(user C)
+find_package(redlock ${NEXT_MAJOR} QUIET)
+if(redlock_FOUND)
+  message(FATAL_ERROR "find_package(redlock ${NEXT_MAJOR}) accepted ${redlock_VERSION}")
+endif()
+find_package(redlock ${VERSION} EXACT REQUIRED CONFIG)
+foreach(kind IN ITEMS shared static)
+  add_executable(user_${kind} user.c)
+  set_target_properties(user_${kind} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  target_compile_options(user_${kind} PRIVATE -Wall -Wextra -Wpedantic -Werror)
+endforeach()
+target_link_libraries(user_shared PRIVATE redlock::redlock)
+target_link_libraries(user_static PRIVATE redlock::redlock_static)
+CMAKE
+version="$(sed -n 's/^Version: //p' "$moved/lib/pkgconfig/redlock.pc")"
+log="$tmp/cmake.log"
+if ! command -v cmake >/dev/null; then
+    echo "cmake is missing: install it (tools/ensure-deps test does)" >"$log"
+    false
+else
+    {
+        echo "version $version" &&
+            ! grep -rnF "$prefix" "$moved/lib/cmake" &&
+            env -u LD_LIBRARY_PATH cmake -G Ninja -S "$tmp/cm" -B "$tmp/cm/b" \
+                -DCMAKE_PREFIX_PATH="$moved" -DVERSION="$version" \
+                -DNEXT_MAJOR=$((${version%%.*} + 1)) &&
+            cmake --build "$tmp/cm/b" &&
+            env -u LD_LIBRARY_PATH "$tmp/cm/b/user_shared" | grep -Fx "libredlock $version" &&
+            "$tmp/cm/b/user_static" | grep -Fx "libredlock $version" &&
+            readelf -d "$tmp/cm/b/user_shared" | grep -F '[libredlock.so.1]' &&
+            ! readelf -d "$tmp/cm/b/user_static" | grep -F libredlock
+    } >"$log" 2>&1
+fi
+check "a CMake project finds the moved install (find_package(redlock) $version EXACT, not $((${version%%.*} + 1))) and runs a program on redlock::redlock and on redlock::redlock_static" "$log"
+
+# ---- 9. the tool's runpath ------------------------------------------------------------------
+log="$tmp/runpath.log"
+{
+    runpath="$(readelf -d "$moved/bin/redlock" | grep -E '\((RUNPATH|RPATH)\)')"
+    found="$(env -u LD_LIBRARY_PATH ldd "$moved/bin/redlock" | grep -F libredlock)"
+    echo "runpath: ${runpath:-none}; found: $found"
+    grep -qF '[$ORIGIN/../lib]' <<<"$runpath" &&
+        grep -qF "libredlock.so.1 => $moved/bin/../lib/libredlock.so.1" <<<"$found" &&
+        env -u LD_LIBRARY_PATH "$moved/bin/redlock" --version | grep -F "libredlock $version"
+} >"$log" 2>&1
+check "the moved install's tool runs with no LD_LIBRARY_PATH: runpath \$ORIGIN/../lib finds its libredlock.so.1" "$log"
+mv "$moved" "$prefix"

@@ -550,6 +550,9 @@ static void lock_fd_and_no_leak(void **state)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    const char *filter = getenv("H_TEST_FILTER"); /* as the other suites: one test by name */
+    if (filter != NULL && filter[0] != '\0')
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         TEST(with_runs_fn_holding), TEST(with_loss_is_seen),  TEST(with_lapsed_hold),
         TEST(with_not_acquired),    TEST(with_cancel_tokens), TEST(token_shared_by_async_and_sync),

@@ -55,9 +55,9 @@ REDLOCK_EXTERN void redlock_sync_free_ex(redlock_sync *sync, unsigned flags);
 /* Make the blocking call that was given report (on another thread) return REDLOCK_ECANCELED. */
 REDLOCK_EXTERN int redlock_sync_cancel(redlock_sync *sync, const redlock_report *report);
 
-/* As redlock_acquire, blocking; *lock_out set on success. A lost callback runs on the library's
- * thread with the inner async handle, whose redlock_lock_get_data() is the redlock_sync_lock;
- * redlock_sync_lock_lost and redlock_sync_lock_fd tell the caller's threads without one. */
+/* As redlock_acquire, blocking; *lock_out set on success. With auto_extend, a loss shows in
+ * redlock_sync_lock_lost and redlock_sync_lock_fd; an optional lost callback runs on the
+ * library's thread with the inner async handle (redlock_lock_get_data: the redlock_sync_lock). */
 REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len,
                                         uint64_t ttl_ms, const redlock_lock_opts *opts,
                                         redlock_sync_lock **lock_out, redlock_report *report);

@@ -104,13 +104,15 @@ static void work_runs_holding_the_lock(void **state)
     h_wait_ready(&env, c);
     static hold_rec h;
     memset(&h, 0, sizeof(h));
-    const uint64_t ttl_ms = 1000;
+    /* Extended every third of the ttl, lost a tenth before the deadline: a ttl of 2 s leaves an
+     * extension more than a second to be late by on a loaded machine. */
+    const uint64_t ttl_ms = 2000;
     assert_int_equal(using(c, "using:held", ttl_ms, NULL, &h), 0);
     assert_true(h_run_until(&env.loop, &h.works, 1, H_WAIT_MS));
     assert_true(h.held_in_work);
     assert_true(h_wait_holding(&env, "using:held", 10, h.token, strlen(h.token), N, H_WAIT_MS));
-    /* Kept alive: two ttls later every node still holds it, renewed by auto-extension. */
-    h_run_for(&env.loop, 2 * ttl_ms);
+    /* Kept alive: past its ttl every node still holds it, renewed by auto-extension. */
+    h_run_for(&env.loop, ttl_ms + 500);
     assert_true(redlock_lock_extensions(h.lock) >= 2);
     assert_true(h_wait_holding(&env, "using:held", 10, h.token, strlen(h.token), N, H_WAIT_MS));
     assert_true(redlock_lock_is_held(h.lock, redlock_now_us()));
@@ -148,7 +150,7 @@ static void loss_during_the_work_is_told(void **state)
     h_wait_ready(&env, c);
     static hold_rec h;
     memset(&h, 0, sizeof(h));
-    assert_int_equal(using(c, "using:lost", 1500, NULL, &h), 0);
+    assert_int_equal(using(c, "using:lost", 3000, NULL, &h), 0);
     assert_true(h_run_until(&env.loop, &h.works, 1, H_WAIT_MS));
     assert_true(h_wait_holding(&env, "using:lost", 10, h.token, strlen(h.token), N, H_WAIT_MS));
     for (unsigned i = 0; i < N; i++)
@@ -354,11 +356,11 @@ static void token_during_the_work_keeps_the_hold(void **state)
     static hold_rec h;
     memset(&h, 0, sizeof(h));
     h.fire_in_work = token;
-    const uint64_t ttl_ms = 1000;
+    const uint64_t ttl_ms = 2000;
     assert_int_equal(using(c, "tok:work", ttl_ms, &lo, &h), 0);
     assert_true(h_run_until(&env.loop, &h.works, 1, H_WAIT_MS));
     assert_true(redlock_cancel_token_fired(token));
-    h_run_for(&env.loop, 2 * ttl_ms);
+    h_run_for(&env.loop, ttl_ms + 500);
     assert_true(redlock_lock_extensions(h.lock) >= 2);
     assert_true(h_wait_holding(&env, "tok:work", 8, h.token, strlen(h.token), N, H_WAIT_MS));
     assert_int_equal(h.losts + h.ends, 0);

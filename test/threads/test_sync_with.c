@@ -231,7 +231,7 @@ static void with_loss_is_seen(void **state)
     static with_rec w;
     w = (with_rec){.cluster = &cluster, .key = "with:lost", .steal = true};
     redlock_hold_end end = REDLOCK_HOLD_CANCELED;
-    assert_int_equal(with(sync, &w, 1500, NULL, &end, NULL), REDLOCK_ELOST);
+    assert_int_equal(with(sync, &w, 3000, NULL, &end, NULL), REDLOCK_ELOST);
     assert_int_equal(end, REDLOCK_HOLD_LOST);
     assert_false(w.fd_at_start);
     assert_true(w.told);
@@ -351,8 +351,8 @@ static void with_cancel_tokens(void **state)
     /* During the function, by the function: the hold is kept, then released. */
     assert_int_equal(redlock_cancel_token_new(&token), 0);
     lo.cancel = token;
-    w = (with_rec){.cluster = &cluster, .key = "with:tok", .fire = token, .sleep_ms = 2000};
-    assert_int_equal(with(sync, &w, 1000, &lo, &end, NULL), 0);
+    w = (with_rec){.cluster = &cluster, .key = "with:tok", .fire = token, .sleep_ms = 2500};
+    assert_int_equal(with(sync, &w, 2000, &lo, &end, NULL), 0);
     assert_int_equal(end, REDLOCK_HOLD_RELEASED);
     assert_int_equal(w.calls, 1);
     assert_true(redlock_cancel_token_fired(token));
@@ -516,7 +516,7 @@ static void lock_fd_and_no_leak(void **state)
     assert_int_equal(open_fds(), before);
 
     /* Lost: readable, flag set; a descriptor asked for after the loss is readable at once. */
-    assert_int_equal(redlock_sync_acquire(sync, "fd:lost", REDLOCK_STRLEN, 1500, &lo, &lock, NULL),
+    assert_int_equal(redlock_sync_acquire(sync, "fd:lost", REDLOCK_STRLEN, 3000, &lo, &lock, NULL),
                      0);
     int fd = redlock_sync_lock_fd(lock);
     assert_false(redlock_sync_lock_lost(lock));
@@ -526,7 +526,7 @@ static void lock_fd_and_no_leak(void **state)
     assert_int_equal(redlock_sync_lock_status(lock), REDLOCK_ELOST);
     redlock_sync_lock_free(lock);
     redlock_sync_lock *late = NULL;
-    assert_int_equal(redlock_sync_acquire(sync, "fd:late", REDLOCK_STRLEN, 1500, &lo, &late, NULL),
+    assert_int_equal(redlock_sync_acquire(sync, "fd:late", REDLOCK_STRLEN, 3000, &lo, &late, NULL),
                      0);
     run_on_each(&cluster, N_NODES, "SET %s intruder", "fd:late");
     uint64_t deadline = redlock_now_us() + WAIT_MS * 1000ull;

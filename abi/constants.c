@@ -19,6 +19,7 @@ int main(void)
     printf("REDLOCK_TOKEN_MAX %d\n", (int)REDLOCK_TOKEN_MAX);
     printf("REDLOCK_RESOURCE_MAX %u\n", (unsigned)REDLOCK_RESOURCE_MAX);
     printf("REDLOCK_RESOURCES_MAX %u\n", (unsigned)REDLOCK_RESOURCES_MAX);
+    printf("REDLOCK_STRLEN %" PRIu64 "\n", (uint64_t)REDLOCK_STRLEN);
     printf("REDLOCK_EXTEND_RETAKE %u\n", (unsigned)REDLOCK_EXTEND_RETAKE);
     printf("REDLOCK_CLOSE_FAST %u\n", (unsigned)REDLOCK_CLOSE_FAST);
     printf("REDLOCK_ROUND_PLAIN %u\n", (unsigned)REDLOCK_ROUND_PLAIN);

@@ -12,8 +12,10 @@
  *   node URLs               redlock_url_*
  *   the client's types      options, results, callbacks
  *   the client              redlock_client_new, redlock_client_close, redlock_cancel
+ *   cancel tokens           redlock_cancel_token_*
  *   locks                   redlock_acquire, redlock_extend, redlock_release, redlock_lock_*
  *   auto-extension          redlock_auto_extend
+ *   holding for a work      redlock_using, redlock_using_done
  *   observing a client      the log callback, redlock_client_node_info, redlock_client_stats
  *   locks taken elsewhere   redlock_lock_attach, redlock_inspect
  *   the blocking API        redlock/sync.h: redlock_sync_*
@@ -97,6 +99,8 @@ REDLOCK_EXTERN uint64_t redlock_now_us(void);
 #define REDLOCK_RESOURCE_MAX (64u * 1024 * 1024) /* bytes of a resource (of a set, in all) */
 #define REDLOCK_RESOURCES_MAX 1024u              /* resources of one redlock_acquire_multi */
 #define REDLOCK_ERROR_TEXT_MAX 160               /* a per-node error text, NUL included */
+/* A length that means "up to the NUL": a resource's, a token's, wherever the API takes one. */
+#define REDLOCK_STRLEN ((size_t)-1)
 
 /* ---- The quorum core (docs/api.md, "The quorum core") ---------------------------------------- */
 
@@ -143,6 +147,8 @@ REDLOCK_EXTERN size_t redlock_url_redact(const char *text, char *out, size_t out
 typedef struct redlock_client redlock_client;
 /* A lock, handed to the acquire callback; the caller's until redlock_lock_free or the close. */
 typedef struct redlock_lock redlock_lock;
+/* Cancels every acquire that carries it, from any thread (redlock_cancel_token_new). */
+typedef struct redlock_cancel_token redlock_cancel_token;
 
 /* The library's allocator, with realloc(3) semantics (size 0 frees). */
 typedef void *(*redlock_realloc_fn)(void *ud, void *ptr, size_t size);
@@ -264,6 +270,7 @@ typedef struct redlock_lock_opts {
     bool fencing;                       /* take a fencing token with the lock */
     unsigned char reserved_fencing_[3]; /* zero; keeps the struct free of tail padding (ABI) */
     unsigned fence_commit;              /* commit acks of a fenced acquisition (0: the quorum) */
+    redlock_cancel_token *cancel; /* fired: the acquire ends REDLOCK_ECANCELED (since 0.2.0) */
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_lock_opts;
 
@@ -290,7 +297,7 @@ REDLOCK_EXTERN int redlock_client_close(redlock_client *client, redlock_close_cb
 /* redlock_client_close with flags: 0 or REDLOCK_CLOSE_FAST. */
 REDLOCK_EXTERN int redlock_client_close_ex(redlock_client *client, unsigned flags,
                                            redlock_close_cb close_cb, void *data);
-/* Cancel every pending operation whose callback data is data; each calls back ECANCELED. */
+/* Cancel every pending operation whose callback data is data (a cancel token is simpler). */
 REDLOCK_EXTERN int redlock_cancel(redlock_client *client, const void *data);
 /* The reason behind the last error a call returned at once ("" if none). */
 REDLOCK_EXTERN const char *redlock_client_last_error(const redlock_client *client);
@@ -298,6 +305,17 @@ REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 /* Node i's URL, password redacted (NULL out of range). */
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
 REDLOCK_EXTERN struct uv_loop_s *redlock_client_loop(const redlock_client *client);
+
+/* ---- Cancel tokens (docs/api.md, "Cancel tokens") -------------------------------------------- */
+
+/* A new token, not fired (malloc'ed; free it with redlock_cancel_token_free). */
+REDLOCK_EXTERN int redlock_cancel_token_new(redlock_cancel_token **token_out);
+/* Cancel every acquire that carries the token, in flight or started later; any thread. */
+REDLOCK_EXTERN void redlock_cancel_token_fire(redlock_cancel_token *token);
+/* Whether the token was fired (an atomic read). */
+REDLOCK_EXTERN bool redlock_cancel_token_fired(const redlock_cancel_token *token);
+/* Give the caller's token back; acquires still carrying it keep it alive. NULL is ok. */
+REDLOCK_EXTERN void redlock_cancel_token_free(redlock_cancel_token *token);
 
 /* ---- Locks (docs/api.md, "The client" and "The lock handle") --------------------------------- */
 
@@ -355,6 +373,31 @@ REDLOCK_EXTERN int redlock_auto_extend(redlock_lock *lock, const redlock_auto_op
 REDLOCK_EXTERN void redlock_auto_extend_stop(redlock_lock *lock);
 /* Extensions won by auto-extension so far. */
 REDLOCK_EXTERN unsigned redlock_lock_extensions(const redlock_lock *lock);
+
+/* ---- Holding a lock for a piece of work (docs/api.md, "Holding a lock for a work") ----------- */
+
+/* How the hold of redlock_using or redlock_sync_with ended. */
+typedef enum redlock_hold_end {
+    REDLOCK_HOLD_RELEASED = 0,     /* held throughout, then released (status 0) */
+    REDLOCK_HOLD_LOST = 1,         /* lost during the work, which was told (status: why) */
+    REDLOCK_HOLD_LAPSED = 2,       /* released, not shown held throughout (the release's status) */
+    REDLOCK_HOLD_NOT_ACQUIRED = 3, /* never held (status: the acquire's) */
+    REDLOCK_HOLD_CANCELED = 4      /* the token fired, or the client closed (REDLOCK_ECANCELED) */
+} redlock_hold_end;
+
+/* "released", "lost", "lapsed", "not acquired", "canceled" ("?" for others). */
+REDLOCK_EXTERN const char *redlock_hold_end_name(redlock_hold_end end);
+/* The work: it runs holding lock (auto-extended) and calls redlock_using_done(lock) once. */
+typedef void (*redlock_work_cb)(redlock_lock *lock, void *data);
+/* The end of redlock_using, exactly once; result is the last operation's (never NULL). */
+typedef void (*redlock_ended_cb)(redlock_hold_end end, int status, const redlock_result *result,
+                                 void *data);
+/* Acquire (opts as redlock_acquire's), run work holding the lock, release at its done. */
+REDLOCK_EXTERN int redlock_using(redlock_client *client, const void *resource, size_t len,
+                                 uint64_t ttl_ms, const redlock_lock_opts *opts,
+                                 redlock_work_cb work, redlock_ended_cb ended, void *data);
+/* The work is over: release the lock; ended follows. */
+REDLOCK_EXTERN int redlock_using_done(redlock_lock *lock);
 
 /* ---- Observing a client (docs/api.md, "Observing a client") ---------------------------------- */
 

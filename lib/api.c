@@ -14,6 +14,7 @@
 #include "io_uv.h"
 #include "recheck.h"
 #include "slot.h"
+#include "using.h"
 
 /* ---- the client ------------------------------------------------------------------------------ */
 
@@ -23,6 +24,7 @@ static void io_closed(redlock_client *c)
 {
     redlock__ops_cancel_all(c);
     redlock__auto_cancel_all(c);
+    redlock__using_cancel_all(c);
     redlock__lock_free_all(c);
 }
 
@@ -34,6 +36,7 @@ static const redlock__hooks hooks = {
     .auto_start = redlock_auto_extend,
     .deadline_moved = redlock__auto_moved,
     .lock_ended = redlock__auto_stop,
+    .signaled = redlock__ops_cancel_fired,
 };
 
 static int make_uv_io(void *ctx, const redlock__node_config *cfgs, unsigned n,
@@ -75,6 +78,7 @@ int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb 
     int rc = redlock__client_close_begin(c, flags, close_cb, data);
     if (rc != 0)
         return rc;
+    redlock__ops_tokens_detach(c); /* before the io (and its wake-up handle) may close */
     redlock__ops_close_waits(c);
     if ((flags & REDLOCK_CLOSE_FAST) == 0)
         redlock__ops_release_all(c);
@@ -166,7 +170,10 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         rc = redlock__auto_opts_in(&auto_opts, lock_opts.auto_extend, why, sizeof(why));
     if (rc != 0)
         return redlock__client_error(c, rc, "%s", why);
+    lock_opts.token_len = redlock__len(lock_opts.token, lock_opts.token_len);
     const redlock_lock_opts *opts = &lock_opts;
+    if (redlock_cancel_token_fired(opts->cancel))
+        return redlock__client_error(c, REDLOCK_ECANCELED, "the cancel token has fired");
     if (opts->token != NULL && (opts->token_len == 0 || opts->token_len > REDLOCK_TOKEN_MAX))
         return redlock__client_error(c, REDLOCK_EINVAL, "token length must be 1..%d",
                                      REDLOCK_TOKEN_MAX);
@@ -218,6 +225,12 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
     if (o == NULL) {
         redlock__lock_unref(lock);
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    }
+    if (opts->cancel != NULL && (rc = redlock__op_carry_token(o, opts->cancel)) != 0) {
+        redlock__list_remove(&o->link);
+        redlock__lock_unref(lock);
+        redlock__op_free(o);
+        return rc;
     }
     o->ttl_ms = ttl_ms;
     o->retries_left = opts->retry_count >= 0 ? opts->retry_count : c->opts.retry_count;

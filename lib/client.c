@@ -28,7 +28,9 @@ int redlock__check_resource(redlock_client *c, const void *resource, size_t len)
 {
     if (c->closing)
         return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
-    if (resource == NULL || len == 0)
+    if (resource == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource is NULL");
+    if (len == 0)
         return redlock__client_error(c, REDLOCK_EINVAL, "resource is empty");
     if (len > REDLOCK_RESOURCE_MAX)
         return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, over %u", len,
@@ -48,12 +50,14 @@ int redlock__check_resources(redlock_client *c, const void *const *resources, co
                                      (unsigned)REDLOCK_RESOURCES_MAX);
     size_t total = 0;
     for (unsigned i = 0; i < count; i++) {
-        if (resources[i] == NULL || lens[i] == 0)
-            return redlock__client_error(c, REDLOCK_EINVAL, "resource %u is empty", i);
-        if (lens[i] > REDLOCK_RESOURCE_MAX - total)
+        size_t len = redlock__len(resources[i], lens[i]);
+        if (resources[i] == NULL || len == 0)
+            return redlock__client_error(c, REDLOCK_EINVAL, "resource %u is %s", i,
+                                         resources[i] == NULL ? "NULL" : "empty");
+        if (len > REDLOCK_RESOURCE_MAX - total)
             return redlock__client_error(c, REDLOCK_EINVAL, "resources are over %u bytes in all",
                                          (unsigned)REDLOCK_RESOURCE_MAX);
-        total += lens[i];
+        total += len;
     }
     /* Two alike would make a node's script see one key twice: refused, whatever the order. The
      * hashes make the pairwise check cheap (at most REDLOCK_RESOURCES_MAX^2 / 2 of them). */
@@ -63,11 +67,12 @@ int redlock__check_resources(redlock_client *c, const void *const *resources, co
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     int rc = 0;
     for (unsigned i = 0; i < count; i++)
-        hash[i] = redlock__hash(resources[i], lens[i]);
+        hash[i] = redlock__hash(resources[i], redlock__len(resources[i], lens[i]));
     for (unsigned i = 1; rc == 0 && i < count; i++) {
+        size_t len = redlock__len(resources[i], lens[i]);
         for (unsigned j = 0; j < i; j++) {
-            if (hash[i] == hash[j] && lens[i] == lens[j] &&
-                memcmp(resources[i], resources[j], lens[i]) == 0) {
+            if (hash[i] == hash[j] && len == redlock__len(resources[j], lens[j]) &&
+                memcmp(resources[i], resources[j], len) == 0) {
                 rc = redlock__client_error(c, REDLOCK_EINVAL,
                                            "resources %u and %u are the same (a set names each "
                                            "resource once)",
@@ -87,7 +92,7 @@ int redlock__check_call(redlock_client *c, const void *const *resources, const s
     if (c == NULL)
         return REDLOCK_EINVAL;
     int rc = count == 1 && resources != NULL && lens != NULL
-                 ? redlock__check_resource(c, resources[0], lens[0])
+                 ? redlock__check_resource(c, resources[0], redlock__len(resources[0], lens[0]))
                  : redlock__check_resources(c, resources, lens, count);
     if (rc != 0)
         return rc;
@@ -190,6 +195,13 @@ static void on_io_node_changed(redlock__io *io, unsigned node)
 {
     redlock_client *c = io->owner;
     c->hooks->node_changed(c, node);
+}
+
+static void on_io_signal(redlock__io *io)
+{
+    redlock_client *c = io->owner;
+    if (!c->closing)
+        c->hooks->signaled(c);
 }
 
 static void on_wake(redlock__io *io)
@@ -407,6 +419,7 @@ int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsign
     c->io->on_closed = on_io_closed;
     c->io->on_notify = on_io_notify;
     c->io->on_node_changed = on_io_node_changed;
+    c->io->on_signal = on_io_signal;
     *client_out = c;
     return 0;
 }

@@ -44,6 +44,8 @@ typedef struct redlock__hooks {
     /* The lock's hold ended for the caller (released, freed, or its acquire canceled): nothing
      * more is extended (autoextend.c). */
     void (*lock_ended)(redlock_lock *lock);
+    /* The io: another thread woke the loop, a cancel token fired (op.c). */
+    void (*signaled)(redlock_client *c);
 } redlock__hooks;
 
 struct redlock_client {
@@ -144,8 +146,16 @@ int redlock__client_close_begin(redlock_client *c, unsigned flags, redlock_close
                                 void *data);
 void redlock__client_close_step(redlock_client *c);
 
+/* A length as the caller gave it: REDLOCK_STRLEN means up to the NUL (a NULL pointer reads as
+ * empty, which the checks below refuse). */
+static inline size_t redlock__len(const void *p, size_t len)
+{
+    return len == REDLOCK_STRLEN ? (p != NULL ? strlen(p) : 0) : len;
+}
+
 /* The checks every call that names a resource makes: the client is open, the resource is
- * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). */
+ * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). len is
+ * resolved already (redlock__len); the calls on a set resolve each of lens themselves. */
 int redlock__check_resource(redlock_client *c, const void *resource, size_t len);
 /* The same for a set of count resources (redlock_acquire_multi, redlock_inspect_multi): 1..
  * REDLOCK_RESOURCES_MAX of them, each as above, REDLOCK_RESOURCE_MAX bytes in all, no two

@@ -195,6 +195,16 @@ static int check_lock_call(redlock_lock *lock, redlock_cb cb)
     return 0;
 }
 
+/* What release checks besides: the hold of a redlock_using work ends by its done. */
+static int check_release(redlock_lock *lock, redlock_cb cb)
+{
+    if (lock->using != NULL)
+        return redlock__client_error(lock->client, REDLOCK_EINVAL,
+                                     "the lock is held by redlock_using: end the work with "
+                                     "redlock_using_done");
+    return check_lock_call(lock, cb);
+}
+
 int redlock__check_retake(redlock_lock *lock)
 {
     redlock_client *c = lock->client;
@@ -257,7 +267,7 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
     if (lock == NULL)
         return REDLOCK_EINVAL;
     redlock_client *c = lock->client;
-    int rc = check_lock_call(lock, cb);
+    int rc = check_release(lock, cb);
     if (rc != 0)
         return rc;
     op *o = redlock__op_new(c, &redlock__release_kind, lock, cb, data);

@@ -80,6 +80,13 @@ typedef struct redlock__io_ops {
     /* The wall clock (us since the epoch) that places a waiter in a queue (wait.c, queue_join);
      * NULL: the system's (uv_gettimeofday). The simulator gives each process its own. */
     uint64_t (*wall_us)(redlock__io *io);
+    /* Make ready the wake-up that signal sends (loop thread; once is enough, more is harmless).
+     * Returns 0 or REDLOCK_ENOMEM. NULL, with signal: an io no other thread can wake (the
+     * simulator's): it takes no cancel tokens. */
+    int (*signal_start)(redlock__io *io);
+    /* From any thread, after signal_start: call io->on_signal on the loop thread soon (calls
+     * coalesce). Never after close has begun (cancel.h says why none comes then). */
+    void (*signal)(redlock__io *io);
 } redlock__io_ops;
 
 struct redlock__io {
@@ -95,6 +102,8 @@ struct redlock__io {
      * have lost every key it held). Comes after the new connection is ready, never from inside
      * send; NULL: nobody listens. */
     void (*on_node_changed)(redlock__io *io, unsigned node);
+    /* Another thread called signal (a cancel token fired). */
+    void (*on_signal)(redlock__io *io);
 };
 
 #endif

@@ -15,6 +15,8 @@ typedef struct io_uv {
     uv_loop_t *loop;
     redlock__alloc alloc; /* a copy: the io outlives the client's memory by a moment at close */
     uv_timer_t timer;
+    uv_async_t async; /* signal: made by the first signal_start */
+    bool async_started;
     unsigned n_nodes;
     redlock__closing closing; /* its timer, each node's subscriber and node */
     /* Tokens take 16 bytes each; one getrandom() per 32 of them keeps syscalls off the lock
@@ -105,12 +107,41 @@ static void on_timer_closed(uv_handle_t *h)
     maybe_closed(h->data);
 }
 
+static void on_async(uv_async_t *async)
+{
+    io_uv *io = REDLOCK__CONTAINER_OF(async, io_uv, async);
+    if (io->base.on_signal != NULL)
+        io->base.on_signal(&io->base);
+}
+
+static int io_signal_start(redlock__io *base)
+{
+    io_uv *io = (io_uv *)base;
+    if (io->async_started)
+        return 0;
+    if (uv_async_init(io->loop, &io->async, on_async) != 0)
+        return REDLOCK_ENOMEM;
+    uv_unref((uv_handle_t *)&io->async); /* it keeps no loop running that the client would not */
+    io->async_started = true;
+    return 0;
+}
+
+static void io_signal(redlock__io *base)
+{
+    uv_async_send(&((io_uv *)base)->async);
+}
+
 static void io_close(redlock__io *base)
 {
     io_uv *io = (io_uv *)base;
-    io->closing = (redlock__closing){.pending = 2 * io->n_nodes + 1}; /* it tells on_closed */
+    /* it tells on_closed */
+    io->closing = (redlock__closing){.pending = 2 * io->n_nodes + 1 + io->async_started};
     io->timer.data = io;
     uv_close((uv_handle_t *)&io->timer, on_timer_closed);
+    if (io->async_started) {
+        io->async.data = io;
+        uv_close((uv_handle_t *)&io->async, on_timer_closed);
+    }
     for (unsigned i = 0; i < io->n_nodes; i++)
         redlock__sub_close(io->subs[i], on_node_closed, io);
     for (unsigned i = 0; i < io->n_nodes; i++) {
@@ -184,7 +215,8 @@ static bool io_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
 }
 
 static const redlock__io_ops io_uv_ops = {
-    io_send, io_now_us, io_wake_at, io_random, io_close, io_watch, io_node_info, NULL,
+    io_send,  io_now_us,    io_wake_at, io_random,       io_close,
+    io_watch, io_node_info, NULL,       io_signal_start, io_signal,
 };
 
 redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)

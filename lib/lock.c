@@ -53,14 +53,14 @@ int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len)
 redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resources,
                                     const size_t *lens, unsigned count)
 {
-    redlock_lock *lock = redlock__lock_new(c, resources[0], lens[0]);
+    redlock_lock *lock = redlock__lock_new(c, resources[0], redlock__len(resources[0], lens[0]));
     if (lock == NULL || count == 1)
         return lock;
     /* The spans, then the keys' bytes they point at. */
     size_t n_more = count - 1;
     size_t size = n_more * sizeof(redlock__span);
     for (unsigned i = 1; i < count; i++)
-        size += c->key_prefix_len + lens[i];
+        size += c->key_prefix_len + redlock__len(resources[i], lens[i]);
     lock->more = redlock__malloc(&c->alloc, size);
     if (lock->more == NULL) {
         redlock__lock_unref(lock);
@@ -68,10 +68,11 @@ redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resour
     }
     char *bytes = (char *)(lock->more + n_more);
     for (unsigned i = 1; i < count; i++) {
+        size_t len = redlock__len(resources[i], lens[i]);
         memcpy(bytes, c->key_prefix, c->key_prefix_len);
-        memcpy(bytes + c->key_prefix_len, resources[i], lens[i]);
+        memcpy(bytes + c->key_prefix_len, resources[i], len);
         lock->more[i - 1].ptr = bytes;
-        lock->more[i - 1].len = c->key_prefix_len + lens[i];
+        lock->more[i - 1].len = c->key_prefix_len + len;
         bytes += lock->more[i - 1].len;
     }
     lock->n_more = count - 1;
@@ -140,7 +141,7 @@ void redlock__lock_free_all(redlock_client *c)
 
 void redlock_lock_free(redlock_lock *lock)
 {
-    if (lock == NULL || !lock->user_owned)
+    if (lock == NULL || !lock->user_owned || lock->using != NULL)
         return;
     lock->client->hooks->lock_ended(lock); /* its auto-extension stops */
     lock->user_owned = false;
@@ -229,6 +230,8 @@ int redlock_lock_attach(redlock_client *c, const void *resource, size_t len, con
     if (c == NULL || lock_out == NULL)
         return REDLOCK_EINVAL;
     *lock_out = NULL;
+    len = redlock__len(resource, len);
+    token_len = redlock__len(token, token_len);
     int rc = redlock__check_resource(c, resource, len);
     if (rc != 0)
         return rc;

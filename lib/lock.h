@@ -31,6 +31,9 @@ typedef struct redlock__auto {
     int last_failure; /* status of the last failed extension, 0 if none */
 } redlock__auto;
 
+/* A hold of redlock_using (using.c). */
+typedef struct redlock__using redlock__using;
+
 struct redlock_lock {
     redlock_client *client;
     redlock__list link; /* client->locks */
@@ -51,6 +54,8 @@ struct redlock_lock {
     uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
     uint64_t yes_nodes;    /* bit i: node i said yes in the last won round (recheck.c) */
     redlock__auto autox;
+    redlock__using *using; /* the hold of a redlock_using work, until its done: the caller's
+                              release and free are refused */
     void *data;
     /* key prefix + resource; the resource starts at key + prefix length. The fence counter's key
      * is the same bytes with REDLOCK__FENCE_SUFFIX after them (key_len + its length). */

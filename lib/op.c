@@ -29,6 +29,7 @@ void redlock__op_hold_round(op *o, round *r)
 void redlock__op_free(op *o)
 {
     redlock_client *c = o->client;
+    redlock__cancel_unregister(&o->cancel);
     redlock__free(&c->alloc, o->w);
     o->w = NULL;
     c->live_ops--;
@@ -232,6 +233,47 @@ int redlock_cancel(redlock_client *c, const void *data)
                                      "no pending operation of this client has this callback data "
                                      "(its callback has run, or it was canceled already)");
     return 0;
+}
+
+/* The firing thread: wake the loop of o's client (under the token's mutex: o is alive). */
+static void on_token_fired(redlock__cancel_reg *reg)
+{
+    op *o = REDLOCK__CONTAINER_OF(reg, op, cancel);
+    redlock__io *io = o->client->io;
+    io->ops->signal(io);
+}
+
+int redlock__op_carry_token(op *o, redlock_cancel_token *token)
+{
+    redlock_client *c = o->client;
+    redlock__io *io = c->io;
+    if (io->ops->signal_start == NULL)
+        return redlock__client_error(c, REDLOCK_EINVAL, "this client takes no cancel tokens");
+    if (io->ops->signal_start(io) != 0)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "no wake-up handle for a cancel token");
+    if (redlock__cancel_register(token, &o->cancel, on_token_fired) != 0)
+        return redlock__client_error(c, REDLOCK_ECANCELED, "the cancel token has fired");
+    return 0;
+}
+
+void redlock__ops_cancel_fired(redlock_client *c)
+{
+    c->api_depth++; /* the callbacks come from the loop's next turn, after this walk */
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
+        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        if (!redlock__cancel_reg_fired(&o->cancel))
+            continue;
+        if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
+            continue; /* canceled already: its callback comes once */
+        op_cancel(o);
+    }
+    c->api_depth--;
+}
+
+void redlock__ops_tokens_detach(redlock_client *c)
+{
+    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next)
+        redlock__cancel_unregister(&REDLOCK__CONTAINER_OF(it, op, link)->cancel);
 }
 
 void redlock__ops_close_waits(redlock_client *c)

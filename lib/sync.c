@@ -24,10 +24,9 @@
  * and gives auto-extended locks their lost callback), then closes its own handles, so uv_run
  * returns and the thread ends. redlock_sync_free joins it, waits until every woken caller has
  * left the mutex, and frees the rest. */
-#include "lock.h"
+#include "sync_lock.h"
 
 #include <assert.h>
-#include <stdatomic.h>
 #ifndef _WIN32
 #include <signal.h>
 #endif
@@ -95,30 +94,6 @@ struct redlock_sync {
     unsigned close_flags; /* redlock_sync_free_ex's, written before `closing` under the mutex */
 };
 
-struct redlock_sync_lock {
-    redlock_sync *sync;
-    /* Loop thread only. */
-    redlock_lock *lock;      /* the async handle; NULL once the client has freed it */
-    redlock__list link;      /* sync->locks */
-    redlock__list auto_link; /* sync->auto_locks while auto-extended (else linked to itself) */
-    unsigned inflight;       /* extend and release calls started on it */
-    bool free_pending;       /* freed while a call was in flight: free after it */
-    redlock_lost_cb lost_cb; /* the caller's, for auto-extension */
-    void *lost_data;
-    /* Written by the loop thread, read by any. */
-    _Atomic uint64_t validity_ms;
-    _Atomic uint64_t deadline_us;
-    _Atomic int status;
-    /* Immutable once the acquire returned. */
-    uint64_t fence;
-    size_t token_len;
-    char token[REDLOCK_TOKEN_MAX + 1];
-    /* The resources (one but for redlock_sync_acquire_multi), in the handle's allocation after
-     * it, each with a NUL after its bytes. */
-    unsigned n_resources;
-    redlock__span *resources;
-};
-
 /* ---- reports --------------------------------------------------------------------------------- */
 
 /* Every public call checks its report with redlock__report_ok before anything else, and
@@ -128,7 +103,7 @@ struct redlock_sync_lock {
  *
  * A call that ended before any round: its status, and why in words (message NULL or "": the
  * status's own text). */
-static void report_status(redlock_report *report, int status, const char *message)
+void redlock__report_status(redlock_report *report, int status, const char *message)
 {
     if (report == NULL)
         return;
@@ -159,7 +134,7 @@ int redlock_report_copy(redlock_report *report, const redlock_result *result)
     if (!redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (result == NULL) {
-        report_status(report, 0, NULL);
+        redlock__report_status(report, 0, NULL);
         return 0;
     }
     report->status = result->status;
@@ -195,6 +170,11 @@ int redlock_report_copy(redlock_report *report, const redlock_result *result)
 
 /* ---- the caller's side ----------------------------------------------------------------------- */
 
+uv_mutex_t *redlock__sync_mutex(redlock_sync *sync)
+{
+    return &sync->mutex;
+}
+
 static bool on_loop_thread(const redlock_sync *s)
 {
     /* s->thread was written by uv_thread_create before redlock_sync_new returned; the loop
@@ -206,7 +186,7 @@ static bool on_loop_thread(const redlock_sync *s)
 /* req never reached the loop thread: its report (if any) says why. */
 static int refuse(sync_req *req, int status, const char *message)
 {
-    report_status(req->report, status, message);
+    redlock__report_status(req->report, status, message);
     return status;
 }
 
@@ -258,6 +238,7 @@ static void complete(redlock_sync *s, sync_req *req, int status)
 
 static void handle_destroy(redlock_sync *s, redlock_sync_lock *sl)
 {
+    redlock__sync_lock_fd_close(sl);
     redlock__list_remove(&sl->link);
     redlock__list_remove(&sl->auto_link);
     redlock__free(&s->alloc, sl);
@@ -294,8 +275,8 @@ static void store_validity(redlock_sync_lock *sl)
     atomic_store(&sl->deadline_us, redlock_lock_deadline_us(sl->lock));
 }
 
-/* The wrapper around the caller's lost callback: the handle's status becomes the reason before
- * the caller's callback runs. */
+/* The wrapper around the caller's lost callback (if any): the handle's status becomes the reason,
+ * and its loss descriptor readable, before the caller's callback runs. */
 static void on_lost(redlock_lock *lock, int reason, void *data)
 {
     (void)data;
@@ -304,7 +285,9 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
         return; /* the handle was freed, or never handed out (its acquire was canceled) */
     redlock__list_remove(&sl->auto_link);
     atomic_store(&sl->status, reason);
-    sl->lost_cb(lock, reason, sl->lost_data); /* may free sl */
+    redlock__sync_lock_signal(sl);
+    if (sl->lost_cb != NULL)
+        sl->lost_cb(lock, reason, sl->lost_data); /* may free sl */
 }
 
 /* A check after a node's restart found a lock without auto-extension lost (recheck.c): its
@@ -312,8 +295,10 @@ static void on_lost(redlock_lock *lock, int reason, void *data)
 static void on_checked_lost(redlock_lock *lock)
 {
     redlock_sync_lock *sl = redlock_lock_get_data(lock);
-    if (sl != NULL)
+    if (sl != NULL) {
         atomic_store(&sl->status, REDLOCK_ELOST);
+        redlock__sync_lock_signal(sl);
+    }
 }
 
 /* A new handle for req's resources (checked by the caller), not yet tied to an async lock. */
@@ -323,7 +308,7 @@ static redlock_sync_lock *handle_new(redlock_sync *s, const sync_req *req)
      * then the bytes. */
     size_t size = sizeof(redlock_sync_lock) + req->count * sizeof(redlock__span);
     for (unsigned i = 0; i < req->count; i++)
-        size += req->lens[i] + 1;
+        size += redlock__len(req->resources[i], req->lens[i]) + 1;
     redlock_sync_lock *sl = redlock__calloc(&s->alloc, 1, size);
     if (sl == NULL)
         return NULL;
@@ -333,15 +318,19 @@ static redlock_sync_lock *handle_new(redlock_sync *s, const sync_req *req)
     atomic_init(&sl->validity_ms, 0);
     atomic_init(&sl->deadline_us, 0);
     atomic_init(&sl->status, 0);
+    atomic_init(&sl->lost_fd, -1);
+    atomic_init(&sl->lost_wfd, -1);
+    atomic_init(&sl->scoped, false);
     sl->resources = (redlock__span *)(void *)(sl + 1);
     sl->n_resources = req->count;
     char *bytes = (char *)(sl->resources + req->count);
     for (unsigned i = 0; i < req->count; i++) {
-        memcpy(bytes, req->resources[i], req->lens[i]);
-        bytes[req->lens[i]] = '\0';
+        size_t len = redlock__len(req->resources[i], req->lens[i]);
+        memcpy(bytes, req->resources[i], len);
+        bytes[len] = '\0';
         sl->resources[i].ptr = bytes;
-        sl->resources[i].len = req->lens[i];
-        bytes += req->lens[i] + 1;
+        sl->resources[i].len = len;
+        bytes += len + 1;
     }
     return sl;
 }
@@ -421,7 +410,7 @@ static int start_acquire(redlock_sync *s, sync_req *req)
         return REDLOCK_ENOMEM;
 
     redlock_lock_opts opts = req->opts;
-    if (opts.auto_extend != NULL && opts.lost_cb != NULL) {
+    if (opts.auto_extend != NULL) { /* the caller's lost callback is optional here */
         sl->lost_cb = opts.lost_cb;
         sl->lost_data = opts.lost_data;
         opts.lost_cb = on_lost;
@@ -561,8 +550,8 @@ static void on_async(uv_async_t *async)
         }
         if (rc != 0) {
             /* The async call's reason (a REDLOCK_EINVAL's, say), or the status's own text. */
-            report_status(req->report, rc,
-                          closing ? "the client is being freed" : s->client->last_error);
+            redlock__report_status(req->report, rc,
+                                   closing ? "the client is being freed" : s->client->last_error);
             complete(s, req, rc);
         } else if (async_op) {
             redlock__list_push(&s->started, &req->link); /* until its callback completes it */
@@ -791,9 +780,10 @@ static bool resources_ok(const void *const *resources, const size_t *lens, unsig
         return false;
     size_t total = 0;
     for (unsigned i = 0; i < count; i++) {
-        if (resources[i] == NULL || lens[i] == 0 || lens[i] > REDLOCK_RESOURCE_MAX - total)
+        size_t len = redlock__len(resources[i], lens[i]);
+        if (resources[i] == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX - total)
             return false;
-        total += lens[i];
+        total += len;
     }
     return true;
 }
@@ -815,15 +805,20 @@ int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources,
         .ttl_ms = ttl_ms,
     };
     if (sync == NULL || lock_out == NULL || !resources_ok(resources, lens, count)) {
-        report_status(report, REDLOCK_EINVAL,
-                      "sync or lock_out is NULL, or a resource is NULL or empty, or there are "
-                      "none, over REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
+        redlock__report_status(
+            report, REDLOCK_EINVAL,
+            "sync or lock_out is NULL, or a resource is NULL or empty, or there are "
+            "none, over REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
         return REDLOCK_EINVAL;
     }
     char why[256];
     if (redlock__lock_opts_in(&req.opts, opts, why, sizeof(why)) != 0) {
-        report_status(report, REDLOCK_EINVAL, why);
+        redlock__report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
+    }
+    if (redlock_cancel_token_fired(req.opts.cancel)) {
+        redlock__report_status(report, REDLOCK_ECANCELED, "the cancel token has fired");
+        return REDLOCK_ECANCELED;
     }
     int rc = submit(sync, &req);
     if (rc == 0)
@@ -838,6 +833,7 @@ int redlock_sync_attach(redlock_sync *sync, const void *resource, size_t len, co
         *lock_out = NULL;
     /* The resource is copied into the handle before redlock_lock_attach checks it; the token
      * and the ttl are checked there. */
+    len = redlock__len(resource, len);
     if (sync == NULL || lock_out == NULL || resource == NULL || len == 0 ||
         len > REDLOCK_RESOURCE_MAX)
         return REDLOCK_EINVAL;
@@ -868,9 +864,10 @@ int redlock_sync_inspect_multi(redlock_sync *sync, const void *const *resources,
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (sync == NULL || !resources_ok(resources, lens, count)) {
-        report_status(report, REDLOCK_EINVAL,
-                      "sync is NULL, or a resource is NULL or empty, or there are none, over "
-                      "REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
+        redlock__report_status(
+            report, REDLOCK_EINVAL,
+            "sync is NULL, or a resource is NULL or empty, or there are none, over "
+            "REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
         return REDLOCK_EINVAL;
     }
     sync_req req = {
@@ -905,7 +902,13 @@ static int lock_call(redlock_sync_lock *lock, req_kind kind, uint64_t ttl_ms, un
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (lock == NULL) {
-        report_status(report, REDLOCK_EINVAL, "lock is NULL");
+        redlock__report_status(report, REDLOCK_EINVAL, "lock is NULL");
+        return REDLOCK_EINVAL;
+    }
+    if (kind == REQ_RELEASE && atomic_load(&lock->scoped)) {
+        redlock__report_status(report, REDLOCK_EINVAL,
+                               "the lock is held by redlock_sync_with: return from its function "
+                               "to release it");
         return REDLOCK_EINVAL;
     }
     sync_req req = {
@@ -931,8 +934,8 @@ int redlock_sync_release(redlock_sync_lock *lock, redlock_report *report)
 
 void redlock_sync_lock_free(redlock_sync_lock *lock)
 {
-    if (lock == NULL)
-        return;
+    if (lock == NULL || atomic_load(&lock->scoped))
+        return; /* redlock_sync_with frees it */
     redlock_sync *s = lock->sync;
     if (on_loop_thread(s)) { /* from a lost callback: we are the loop thread */
         handle_free(s, lock);

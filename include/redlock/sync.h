@@ -55,8 +55,9 @@ REDLOCK_EXTERN void redlock_sync_free_ex(redlock_sync *sync, unsigned flags);
 /* Make the blocking call that was given report (on another thread) return REDLOCK_ECANCELED. */
 REDLOCK_EXTERN int redlock_sync_cancel(redlock_sync *sync, const redlock_report *report);
 
-/* As redlock_acquire, blocking; *lock_out set on success. A lost callback runs on the library's
- * thread with the inner async handle, whose redlock_lock_get_data() is the redlock_sync_lock. */
+/* As redlock_acquire, blocking; *lock_out set on success. With auto_extend, a loss shows in
+ * redlock_sync_lock_lost and redlock_sync_lock_fd; an optional lost callback runs on the
+ * library's thread with the inner async handle (redlock_lock_get_data: the redlock_sync_lock). */
 REDLOCK_EXTERN int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len,
                                         uint64_t ttl_ms, const redlock_lock_opts *opts,
                                         redlock_sync_lock **lock_out, redlock_report *report);
@@ -98,5 +99,17 @@ REDLOCK_EXTERN uint64_t redlock_sync_lock_deadline_us(const redlock_sync_lock *l
 REDLOCK_EXTERN uint64_t redlock_sync_lock_fence(const redlock_sync_lock *lock);
 /* 0 while held; else why not: the lost reason, REDLOCK_ERELEASED, REDLOCK_EEXPIRED, ... */
 REDLOCK_EXTERN int redlock_sync_lock_status(const redlock_sync_lock *lock);
+/* Whether the lock was lost (an atomic read: no clock, no lock, no system call). */
+REDLOCK_EXTERN bool redlock_sync_lock_lost(const redlock_sync_lock *lock);
+/* A descriptor that becomes readable once the lock is lost; the handle owns it (-1: error). */
+REDLOCK_EXTERN int redlock_sync_lock_fd(redlock_sync_lock *lock);
+
+/* The work of redlock_sync_with: it runs on the calling thread, holding lock. */
+typedef void (*redlock_sync_fn)(redlock_sync_lock *lock, void *data);
+/* Acquire, run fn holding the lock (auto-extended), release; returns the status of *end. */
+REDLOCK_EXTERN int redlock_sync_with(redlock_sync *sync, const void *resource, size_t len,
+                                     uint64_t ttl_ms, const redlock_lock_opts *opts,
+                                     redlock_sync_fn fn, void *data, redlock_hold_end *end,
+                                     redlock_report *report);
 
 #endif /* REDLOCK_REDLOCK_SYNC_H */

@@ -578,7 +578,8 @@ static void calls_report_bad_arguments(void **state)
     redlock_auto_opts ao;
     redlock_auto_opts_init(&ao);
     redlock_lock_opts_init(&lo);
-    lo.auto_extend = &ao; /* without a lost callback */
+    lo.auto_extend = &ao;
+    ao.extend_at = 2; /* bad auto-extension options */
     assert_int_equal(acquire_str(sync, "threads:bad", 1000, &lo, &lock, NULL), REDLOCK_EINVAL);
 
     assert_int_equal(acquire_str(sync, "threads:bad", 5000, NULL, &lock, &report), 0);

@@ -19,7 +19,7 @@ int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)
         return err;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+    redlock__vfmt(c->last_error, sizeof(c->last_error), fmt, ap);
     va_end(ap);
     return err;
 }

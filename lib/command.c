@@ -373,8 +373,10 @@ static bool parse_counter(const char *s, size_t len, uint64_t *out)
 
 static redlock_vote bad_counter(char *err, size_t err_len, const char *s, size_t len)
 {
-    redlock__fmt(err, err_len, "fence counter \"%.*s\" is out of range (at most %" PRIu64 ")",
-                 (int)REDLOCK__MIN(len, (size_t)24), s, UINT64_MAX - 1);
+    char quoted[28];
+    redlock__text_fit(quoted, sizeof(quoted), s, len);
+    redlock__fmt(err, err_len, "fence counter \"%s\" is out of range (at most %" PRIu64 ")", quoted,
+                 UINT64_MAX - 1);
     return REDLOCK_VOTE_ERROR;
 }
 
@@ -416,7 +418,7 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
         if (redlock__cmd_is_script(cmd) && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
             *kind = REDLOCK__REPLY_NOSCRIPT;
-        redlock__fmt(err, err_len, "%.*s", (int)REDLOCK__MIN(reply->len, (size_t)200), reply->str);
+        redlock__fmt(err, err_len, "%.*s", (int)reply->len, reply->str);
         return REDLOCK_VOTE_ERROR;
     }
     if (cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS || cmd->kind == REDLOCK__CMD_CLUSTER_SLOTS) {

@@ -91,12 +91,12 @@ REDLOCK_EXTERN uint64_t redlock_now_us(void);
 
 /* ---- Limits ---------------------------------------------------------------------------------- */
 
-#define REDLOCK_MAX_NODES 64                     /* nodes of a client or a round */
-#define REDLOCK_TTL_MAX_MS (UINT64_C(1) << 42)   /* the largest ttl (about 139 years) */
-#define REDLOCK_TOKEN_MAX 256                    /* bytes of a caller's token */
-#define REDLOCK_RESOURCE_MAX (64u * 1024 * 1024) /* bytes of a resource (of a set, in all) */
-#define REDLOCK_RESOURCES_MAX 1024u              /* resources of one redlock_acquire_multi */
-#define REDLOCK_ERROR_TEXT_MAX 160               /* a per-node error text, NUL included */
+#define REDLOCK_MAX_NODES 64                   /* nodes of a client or a round */
+#define REDLOCK_TTL_MAX_MS (UINT64_C(1) << 42) /* the largest ttl (about 139 years) */
+#define REDLOCK_TOKEN_MAX 256                  /* bytes of a caller's token */
+#define REDLOCK_RESOURCE_MAX (16u * 1024)      /* bytes of a resource (of a set, in all) */
+#define REDLOCK_RESOURCES_MAX 1024u            /* resources of one redlock_acquire_multi */
+#define REDLOCK_ERROR_TEXT_MAX 160             /* a per-node error text, NUL included */
 
 /* ---- The quorum core (docs/api.md, "The quorum core") ---------------------------------------- */
 

@@ -31,8 +31,8 @@ int redlock__check_resource(redlock_client *c, const void *resource, size_t len)
     if (resource == NULL || len == 0)
         return redlock__client_error(c, REDLOCK_EINVAL, "resource is empty");
     if (len > REDLOCK_RESOURCE_MAX)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, over %u", len,
-                                     (unsigned)REDLOCK_RESOURCE_MAX);
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, " REDLOCK__OVER_MAX,
+                                     len, (unsigned)REDLOCK_RESOURCE_MAX);
     return 0;
 }
 
@@ -51,8 +51,9 @@ int redlock__check_resources(redlock_client *c, const void *const *resources, co
         if (resources[i] == NULL || lens[i] == 0)
             return redlock__client_error(c, REDLOCK_EINVAL, "resource %u is empty", i);
         if (lens[i] > REDLOCK_RESOURCE_MAX - total)
-            return redlock__client_error(c, REDLOCK_EINVAL, "resources are over %u bytes in all",
-                                         (unsigned)REDLOCK_RESOURCE_MAX);
+            return redlock__client_error(c, REDLOCK_EINVAL,
+                                         "resources are %zu bytes or more, " REDLOCK__OVER_MAX,
+                                         total + lens[i], (unsigned)REDLOCK_RESOURCE_MAX);
         total += lens[i];
     }
     /* Two alike would make a node's script see one key twice: refused, whatever the order. The

@@ -144,6 +144,11 @@ int redlock__client_close_begin(redlock_client *c, unsigned flags, redlock_close
                                 void *data);
 void redlock__client_close_step(redlock_client *c);
 
+/* The end of the message of a resource over the limit, with the limit for its %u (the tool's
+ * message of a KEY over it reads the same: tools/args.c). Larger resources cannot make a lock
+ * cycle within the default node timeout (docs/api.md). */
+#define REDLOCK__OVER_MAX "over REDLOCK_RESOURCE_MAX (%u): lock a digest of it instead"
+
 /* The checks every call that names a resource makes: the client is open, the resource is
  * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). */
 int redlock__check_resource(redlock_client *c, const void *resource, size_t len);

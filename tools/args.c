@@ -512,6 +512,11 @@ static int parse_positionals(parser *ps)
     a->key_len = strlen(a->key);
     if (a->key_len == 0)
         return usage(ps->err, ps->err_len, "%s: KEY must not be empty", word);
+    if (a->key_len > CLI_KEY_MAX) /* the library's message (lib/client.h) */
+        return usage(ps->err, ps->err_len,
+                     "%s: KEY is %zu bytes, over REDLOCK_RESOURCE_MAX (%u): lock a digest of it "
+                     "instead",
+                     word, a->key_len, (unsigned)CLI_KEY_MAX);
 
     if (a->command == CLI_CMD_RUN) {
         if (ps->i >= ps->argc || strcmp(ps->argv[ps->i], "--") != 0)

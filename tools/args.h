@@ -48,6 +48,8 @@ enum {
 /* The largest duration accepted (2^42 ms, about 139 years: the library's ttl limit). */
 #define CLI_DURATION_MAX_MS (UINT64_C(1) << 42)
 #define CLI_MAX_NODES 64 /* REDLOCK_MAX_NODES */
+/* REDLOCK_RESOURCE_MAX: a longer KEY is refused before anything is sent. */
+#define CLI_KEY_MAX 16384
 
 /* A shorter ttl leaves no room for the drift allowance (ttl/100 + 2 ms) and the auto-extension's
  * lost margin (ttl/10, at least 5 ms). */

@@ -24,6 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The command line is checked without the library (args.h): its copies of the limits. */
+_Static_assert(CLI_MAX_NODES == REDLOCK_MAX_NODES, "args.h follows redlock.h");
+_Static_assert(CLI_KEY_MAX == REDLOCK_RESOURCE_MAX, "args.h follows redlock.h");
+
 /* ---- the end -------------------------------------------------------------------------------- */
 
 int tool_exit_for(int status)

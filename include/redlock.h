@@ -264,6 +264,7 @@ typedef struct redlock_lock_opts {
     bool fencing;                       /* take a fencing token with the lock */
     unsigned char reserved_fencing_[3]; /* zero; keeps the struct free of tail padding (ABI) */
     unsigned fence_commit;              /* commit acks of a fenced acquisition (0: the quorum) */
+    const char *fence_domain; /* with fencing: a counter shared by resources (NULL: their own) */
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_lock_opts;
 

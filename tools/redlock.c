@@ -388,6 +388,7 @@ static int start_attempt(tool *t)
     opts.token = t->token;
     opts.token_len = strlen(t->token);
     opts.fencing = t->args.fence;
+    opts.fence_domain = t->args.fence_domain;
     opts.retry_count = 0; /* one round: the retries are ours */
     redlock_auto_opts auto_opts;
     if (t->args.command == CLI_CMD_RUN) {

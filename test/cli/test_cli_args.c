@@ -292,6 +292,21 @@ static void command_line_refused(void **state)
     assert_int_equal(a.key_len, CLI_KEY_MAX);
     cli_args_free(&a);
 
+    /* --fence-domain: --fence from a shared counter, for acquire and run only. */
+    assert_int_equal(PARSE(&a, "redis://a", err, "--fence-domain", "users", "acquire", "u:1"),
+                     CLI_PARSE_OK);
+    assert_true(a.fence);
+    assert_string_equal(a.fence_domain, "users");
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "--fence-domain=users", "status", "u:1"),
+                     CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "--fence-domain is for acquire and run"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "--fence-domain=", "acquire", "u:1"),
+                     CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "--fence-domain: empty value"));
+    cli_args_free(&a);
+
     /* 64 nodes are fine, 65 are not. */
     char list[65 * 24] = "";
     for (int i = 0; i < 65; i++)

@@ -160,7 +160,7 @@ size_t redlock__text_fit(char *out, size_t size, const char *text, size_t len)
     size_t cut = max;
     while (cut > 0 && text[cut] != ' ')
         cut--;
-    while (cut > 0 && strchr(" ,;:", text[cut - 1]) != NULL)
+    while (cut > 0 && memchr(" ,;:", text[cut - 1], 4) != NULL)
         cut--;           /* "node down:..." reads as "node down..." */
     if (cut < max / 2) { /* a word longer than half the room (a key, a path): cut it inside */
         cut = max;

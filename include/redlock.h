@@ -93,12 +93,12 @@ REDLOCK_EXTERN uint64_t redlock_now_us(void);
 
 /* ---- Limits ---------------------------------------------------------------------------------- */
 
-#define REDLOCK_MAX_NODES 64                     /* nodes of a client or a round */
-#define REDLOCK_TTL_MAX_MS (UINT64_C(1) << 42)   /* the largest ttl (about 139 years) */
-#define REDLOCK_TOKEN_MAX 256                    /* bytes of a caller's token */
-#define REDLOCK_RESOURCE_MAX (64u * 1024 * 1024) /* bytes of a resource (of a set, in all) */
-#define REDLOCK_RESOURCES_MAX 1024u              /* resources of one redlock_acquire_multi */
-#define REDLOCK_ERROR_TEXT_MAX 160               /* a per-node error text, NUL included */
+#define REDLOCK_MAX_NODES 64                   /* nodes of a client or a round */
+#define REDLOCK_TTL_MAX_MS (UINT64_C(1) << 42) /* the largest ttl (about 139 years) */
+#define REDLOCK_TOKEN_MAX 256                  /* bytes of a caller's token */
+#define REDLOCK_RESOURCE_MAX (16u * 1024)      /* bytes of a resource (of a set, in all) */
+#define REDLOCK_RESOURCES_MAX 1024u            /* resources of one redlock_acquire_multi */
+#define REDLOCK_ERROR_TEXT_MAX 160             /* a per-node error text, NUL included */
 /* A length that means "up to the NUL": a resource's, a token's, wherever the API takes one. */
 #define REDLOCK_STRLEN ((size_t)-1)
 
@@ -271,6 +271,7 @@ typedef struct redlock_lock_opts {
     unsigned char reserved_fencing_[3]; /* zero; keeps the struct free of tail padding (ABI) */
     unsigned fence_commit;              /* commit acks of a fenced acquisition (0: the quorum) */
     redlock_cancel_token *cancel; /* fired: the acquire ends REDLOCK_ECANCELED (since 0.2.0) */
+    const char *fence_domain; /* with fencing: a counter shared by resources (NULL: their own) */
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_lock_opts;
 

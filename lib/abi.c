@@ -14,7 +14,7 @@
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(redlock_options) == REDLOCK__END_OF(redlock_options, reserved_release_),
                "redlock_options: name its last member here, with no tail padding");
-_Static_assert(sizeof(redlock_lock_opts) == REDLOCK__END_OF(redlock_lock_opts, cancel),
+_Static_assert(sizeof(redlock_lock_opts) == REDLOCK__END_OF(redlock_lock_opts, fence_domain),
                "redlock_lock_opts: name its last member here, with no tail padding");
 _Static_assert(sizeof(redlock_auto_opts) == REDLOCK__END_OF(redlock_auto_opts, extended_data),
                "redlock_auto_opts: name its last member here, with no tail padding");

@@ -131,6 +131,16 @@ static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool
                 "hash tag, as in {orders}:a and {orders}:b (docs/cluster.md)",
                 i);
     }
+    if (fencing &&
+        lock->fence_key != lock->key) { /* a fence domain's counter, named by the caller */
+        if (redlock__key_slot(lock->fence_key, lock->fence_key_len) == slot)
+            return 0;
+        return redlock__client_error(
+            c, REDLOCK_EINVAL,
+            "the fence domain's counter lies in another hash slot of a cluster node than the "
+            "resource: give both one hash tag, as in {users}:42 in the domain {users} "
+            "(docs/cluster.md)");
+    }
     size_t tag_start = 0, tag_len = 0;
     if (fencing && !redlock__key_hash_tag(key, len, &tag_start, &tag_len)) /* the counter's slot
                                                                                 is the tag's */
@@ -194,6 +204,13 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
                                      "fence_commit %u is out of range %u..%u (the quorum..the "
                                      "number of nodes)",
                                      opts->fence_commit, quorum, c->n_nodes);
+    if (opts->fence_domain != NULL && !opts->fencing)
+        return redlock__client_error(c, REDLOCK_EINVAL, "fence_domain is set without fencing");
+    if (opts->fence_domain != NULL &&
+        (opts->fence_domain[0] == '\0' ||
+         strnlen(opts->fence_domain, REDLOCK_RESOURCE_MAX + 1) > REDLOCK_RESOURCE_MAX))
+        return redlock__client_error(c, REDLOCK_EINVAL, "fence_domain must be 1..%u bytes",
+                                     (unsigned)REDLOCK_RESOURCE_MAX);
     if (opts->auto_extend != NULL) {
         rc = redlock__auto_check(c, &auto_opts, ttl_ms, opts->lost_cb);
         if (rc != 0)
@@ -203,6 +220,11 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
     redlock_lock *lock = redlock__lock_new_set(c, resources, lens, count);
     if (lock == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    if (opts->fence_domain != NULL &&
+        redlock__lock_set_fence_domain(lock, opts->fence_domain) != 0) {
+        redlock__lock_unref(lock);
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
+    }
     if (c->has_cluster && (rc = check_cluster_slots(c, lock, opts->fencing)) != 0) {
         redlock__lock_unref(lock);
         return rc;

@@ -19,7 +19,7 @@ int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)
         return err;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+    redlock__vfmt(c->last_error, sizeof(c->last_error), fmt, ap);
     va_end(ap);
     return err;
 }
@@ -33,8 +33,8 @@ int redlock__check_resource(redlock_client *c, const void *resource, size_t len)
     if (len == 0)
         return redlock__client_error(c, REDLOCK_EINVAL, "resource is empty");
     if (len > REDLOCK_RESOURCE_MAX)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, over %u", len,
-                                     (unsigned)REDLOCK_RESOURCE_MAX);
+        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, " REDLOCK__OVER_MAX,
+                                     len, (unsigned)REDLOCK_RESOURCE_MAX);
     return 0;
 }
 
@@ -55,8 +55,9 @@ int redlock__check_resources(redlock_client *c, const void *const *resources, co
             return redlock__client_error(c, REDLOCK_EINVAL, "resource %u is %s", i,
                                          resources[i] == NULL ? "NULL" : "empty");
         if (len > REDLOCK_RESOURCE_MAX - total)
-            return redlock__client_error(c, REDLOCK_EINVAL, "resources are over %u bytes in all",
-                                         (unsigned)REDLOCK_RESOURCE_MAX);
+            return redlock__client_error(c, REDLOCK_EINVAL,
+                                         "resources are %zu bytes or more, " REDLOCK__OVER_MAX,
+                                         total + len, (unsigned)REDLOCK_RESOURCE_MAX);
         total += len;
     }
     /* Two alike would make a node's script see one key twice: refused, whatever the order. The

@@ -153,6 +153,11 @@ static inline size_t redlock__len(const void *p, size_t len)
     return len == REDLOCK_STRLEN ? (p != NULL ? strlen(p) : 0) : len;
 }
 
+/* The end of the message of a resource over the limit, with the limit for its %u (the tool's
+ * message of a KEY over it reads the same: tools/args.c). Larger resources cannot make a lock
+ * cycle within the default node timeout (docs/api.md). */
+#define REDLOCK__OVER_MAX "over REDLOCK_RESOURCE_MAX (%u): lock a digest of it instead"
+
 /* The checks every call that names a resource makes: the client is open, the resource is
  * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). len is
  * resolved already (redlock__len); the calls on a set resolve each of lens themselves. */

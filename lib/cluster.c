@@ -725,11 +725,13 @@ static int cmd_slot(const redlock__cmd *cmd, char *why, size_t why_len)
             continue;
         unsigned other = redlock__key_slot(k.ptr, k.len);
         if (other != slot) {
+            char a[44], b[44];
+            redlock__text_fit(a, sizeof(a), cmd->key, cmd->key_len);
+            redlock__text_fit(b, sizeof(b), k.ptr, k.len);
             redlock__fmt(why, why_len,
-                         "CROSSSLOT: key \"%.*s\" is in slot %u, \"%.*s\" in slot %u (give the "
+                         "CROSSSLOT: key \"%s\" is in slot %u, \"%s\" in slot %u (give the "
                          "resource a hash tag, see docs/cluster.md)",
-                         (int)REDLOCK__MIN(cmd->key_len, (size_t)40), cmd->key, slot,
-                         (int)REDLOCK__MIN(k.len, (size_t)40), k.ptr, other);
+                         a, slot, b, other);
             return -1;
         }
     }

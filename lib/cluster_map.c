@@ -199,13 +199,12 @@ static int
 fail(loader *l, const char *fmt, ...)
 {
     if (l->err_len > 0) {
-        int n = snprintf(l->err, l->err_len, "%s: ", l->what);
-        if (n >= 0 && (size_t)n < l->err_len) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(l->err + n, l->err_len - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
+        size_t n = redlock__text_fit(l->err, l->err_len, l->what, strlen(l->what));
+        n += redlock__text_fit(l->err + n, l->err_len - n, ": ", 2);
+        va_list ap;
+        va_start(ap, fmt);
+        redlock__vfmt(l->err + n, l->err_len - n, fmt, ap);
+        va_end(ap);
     }
     return REDLOCK_EINVAL;
 }
@@ -450,8 +449,8 @@ static int load(redlock__cluster_map *map, const redisReply *reply, const char *
     if (reply == NULL)
         return fail(&l, "no reply");
     if (reply->type == REDIS_REPLY_ERROR)
-        return fail(&l, "the server answered with an error: %.*s",
-                    (int)REDLOCK__MIN(reply->len, 100), reply->str != NULL ? reply->str : "");
+        return fail(&l, "the server answered with an error: %.*s", (int)reply->len,
+                    reply->str != NULL ? reply->str : "");
     l.map = redlock__malloc(&map->alloc, sizeof(*l.map));
     if (l.map == NULL) {
         fail(&l, "out of memory");

@@ -133,6 +133,16 @@ int redlock__resp_append(int argc, const char *const *argv, const size_t *argvle
     return 0;
 }
 
+/* Whether cmd's counter is its key's own (the key and REDLOCK__FENCE_SUFFIX), which the queued
+ * script derives, rather than a fence domain's, which it is given. */
+static bool own_counter(const redlock__cmd *cmd)
+{
+    return cmd->fence_key_len == cmd->key_len + REDLOCK__FENCE_SUFFIX_LEN &&
+           memcmp(cmd->fence_key, cmd->key, cmd->key_len) == 0 &&
+           memcmp(cmd->fence_key + cmd->key_len, REDLOCK__FENCE_SUFFIX,
+                  REDLOCK__FENCE_SUFFIX_LEN) == 0;
+}
+
 /* A set's command, or a waiter's (queued, of one key or a set): EVALSHA sha k key... then
  * token [ttl [retake]] (a set's: acquire, extend, release with its tell flag, inspect), or the
  * queued scripts' ARGV (lib/lua/acquire_queued.lua, release_queued.lua). Its argv is as long as
@@ -142,7 +152,7 @@ static int keys_cmd_append(const redlock__cmd *cmd, unsigned grant_tag, bool use
 {
     const redlock__script *s = cmd_script(cmd);
     unsigned n_keys = cmd->n_more + 1;
-    size_t max = (size_t)n_keys + 12;
+    size_t max = (size_t)n_keys + 13;
     const char **argv = redlock__malloc(alloc, max * sizeof(*argv));
     size_t *argvlen = redlock__malloc(alloc, max * sizeof(*argvlen));
     if (argv == NULL || argvlen == NULL) {
@@ -173,8 +183,12 @@ static int keys_cmd_append(const redlock__cmd *cmd, unsigned grant_tag, bool use
         ARG(place_ttl, u64_decimal(place_ttl, cmd->place_ttl_ms));
         ARG(stamp, stamped ? u64_decimal(stamp, cmd->stamp_us) : 0);
         ARG(tag, stamped ? u64_decimal(tag, grant_tag - 1) : 0);
-        ARG(cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED ? "1" : "0", 1);
+        bool fenced = cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED;
+        bool domain = fenced && !own_counter(cmd);
+        ARG(!fenced ? "0" : domain ? "2" : "1", 1);
         ARG(cmd->channel, cmd->channel_len);
+        if (domain)
+            ARG(cmd->fence_key, cmd->fence_key_len);
     } else if (cmd->kind == REDLOCK__CMD_RELEASE) {
         ARG(cmd->tell ? "1" : "0", 1);
     } else if (cmd->kind == REDLOCK__CMD_ACQUIRE || cmd->kind == REDLOCK__CMD_EXTEND) {
@@ -373,8 +387,10 @@ static bool parse_counter(const char *s, size_t len, uint64_t *out)
 
 static redlock_vote bad_counter(char *err, size_t err_len, const char *s, size_t len)
 {
-    redlock__fmt(err, err_len, "fence counter \"%.*s\" is out of range (at most %" PRIu64 ")",
-                 (int)REDLOCK__MIN(len, (size_t)24), s, UINT64_MAX - 1);
+    char quoted[28];
+    redlock__text_fit(quoted, sizeof(quoted), s, len);
+    redlock__fmt(err, err_len, "fence counter \"%s\" is out of range (at most %" PRIu64 ")", quoted,
+                 UINT64_MAX - 1);
     return REDLOCK_VOTE_ERROR;
 }
 
@@ -416,7 +432,7 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
         if (redlock__cmd_is_script(cmd) && reply->len >= 8 &&
             memcmp(reply->str, "NOSCRIPT", 8) == 0)
             *kind = REDLOCK__REPLY_NOSCRIPT;
-        redlock__fmt(err, err_len, "%.*s", (int)REDLOCK__MIN(reply->len, (size_t)200), reply->str);
+        redlock__fmt(err, err_len, "%.*s", (int)reply->len, reply->str);
         return REDLOCK_VOTE_ERROR;
     }
     if (cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS || cmd->kind == REDLOCK__CMD_CLUSTER_SLOTS) {

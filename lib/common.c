@@ -133,23 +133,63 @@ void redlock__vlog(redlock__log_sink sink, void *ctx, redlock_log_level level, c
                    const char *prefix, const char *fmt, va_list ap)
 {
     char msg[400];
-    size_t used = (size_t)snprintf(msg, sizeof(msg), "%s", prefix);
-    if (used >= sizeof(msg))
-        used = sizeof(msg) - 1;
-    vsnprintf(msg + used, sizeof(msg) - used, fmt, ap);
+    size_t used = redlock__text_fit(msg, sizeof(msg), prefix, strlen(prefix));
+    redlock__vfmt(msg + used, sizeof(msg) - used, fmt, ap);
     sink(ctx, level, url, msg);
+}
+
+/* Whether byte c continues a UTF-8 sequence (10xxxxxx): a cut before it would split one. */
+static bool utf8_continues(char c)
+{
+    return ((unsigned char)c & 0xc0) == 0x80;
+}
+
+size_t redlock__text_fit(char *out, size_t size, const char *text, size_t len)
+{
+    if (size == 0)
+        return 0;
+    size_t room = size - 1; /* bytes of text, the NUL after them */
+    if (len <= room) {
+        memmove(out, text, len);
+        out[len] = '\0';
+        return len;
+    }
+    size_t mark = room >= REDLOCK__CUT_MARK_LEN ? REDLOCK__CUT_MARK_LEN : 0;
+    size_t max = room - mark; /* text[max] is read: max < room <= what text holds */
+    /* The last word that fits: text[0..cut) before a space. */
+    size_t cut = max;
+    while (cut > 0 && text[cut] != ' ')
+        cut--;
+    while (cut > 0 && memchr(" ,;:", text[cut - 1], 4) != NULL)
+        cut--;           /* "node down:..." reads as "node down..." */
+    if (cut < max / 2) { /* a word longer than half the room (a key, a path): cut it inside */
+        cut = max;
+        while (cut > 0 && utf8_continues(text[cut]))
+            cut--;
+    }
+    memmove(out, text, cut);
+    memcpy(out + cut, REDLOCK__CUT_MARK, mark);
+    out[cut + mark] = '\0';
+    return cut + mark;
+}
+
+void redlock__vfmt(char *out, size_t out_len, const char *fmt, va_list ap)
+{
+    if (out_len == 0)
+        return;
+    int n = vsnprintf(out, out_len, fmt, ap);
+    if (n < 0)
+        out[0] = '\0';
+    else if ((size_t)n >= out_len) /* cut mid-word: cut again where a word ends */
+        redlock__text_fit(out, out_len, out, (size_t)n);
 }
 
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
 {
-    if (out_len == 0)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(out, out_len, fmt, ap);
+    redlock__vfmt(out, out_len, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        out[0] = '\0';
 }
 
 void redlock__err_start(char **err, size_t *err_len, char *scratch, size_t scratch_len)

@@ -187,12 +187,27 @@ __attribute__((format(printf, 6, 0)))
 void redlock__vlog(redlock__log_sink sink, void *ctx, redlock_log_level level, const char *url,
                    const char *prefix, const char *fmt, va_list ap);
 
-/* snprintf into a fixed buffer that never fails (truncates). */
+/* What ends a text that was cut to fit its buffer. */
+#define REDLOCK__CUT_MARK "..."
+#define REDLOCK__CUT_MARK_LEN 3
+
+/* Every text the library cuts to fit a buffer (a node's error, a log line, a message) is cut
+ * here: text (len bytes) into out (size bytes, NUL included), whole when it fits; else cut after
+ * the last whole word that fits, with REDLOCK__CUT_MARK. Only a word that would leave less than
+ * half the room used (a long key, path or token) is cut inside it, between two UTF-8
+ * characters. Reads at most size bytes of text; out may be text. Returns the length written. */
+size_t redlock__text_fit(char *out, size_t size, const char *text, size_t len);
+
+/* snprintf into a fixed buffer that never fails: a text too long is cut by redlock__text_fit. */
 void redlock__fmt(char *out, size_t out_len, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 0)))
+#endif
+void redlock__vfmt(char *out, size_t out_len, const char *fmt, va_list ap);
 
 /* For calls whose err buffer may be NULL: point *err at scratch then, and start it empty. */
 void redlock__err_start(char **err, size_t *err_len, char *scratch, size_t scratch_len);

@@ -135,6 +135,26 @@ static const char *step_name(redlock__hs_kind kind)
     return "?";
 }
 
+/* Whether text (len bytes) starts with the error code code. */
+static bool has_code(const char *text, size_t len, const char *code)
+{
+    size_t n = strlen(code);
+    return len >= n && memcmp(text, code, n) == 0 && (len == n || text[n] == ' ');
+}
+
+const char *redlock__auth_refusal(const char *text, size_t len)
+{
+    if (has_code(text, len, "NOAUTH"))
+        return "the server wants a password (NOAUTH): give it in the URL, as "
+               "redis://:password@host or redis://user:password@host";
+    /* Redis 6 and later say WRONGPASS; older ones "ERR invalid password". */
+    if (has_code(text, len, "WRONGPASS") ||
+        (has_code(text, len, "ERR") && len == 20 && memcmp(text + 4, "invalid password", 16) == 0))
+        return "authentication failed (WRONGPASS): the URL's user name or password is wrong, or "
+               "the user is disabled";
+    return NULL;
+}
+
 bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char *why,
                               size_t why_len)
 {
@@ -144,20 +164,25 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
     }
     const redlock__hs_step *step = &hs->steps[hs->answered++];
     if (r->type == REDIS_REPLY_ERROR) {
+        /* A missing password is refused as NOAUTH at the first step after the AUTH the URL did
+         * not ask for (SCRIPT LOAD): never an ACL's refusal to put up with. */
+        const char *auth = redlock__auth_refusal(r->str, r->len);
+        if (auth != NULL) {
+            redlock__fmt(why, why_len, "%s", auth);
+            return false;
+        }
         if (step->kind != REDLOCK__HS_STATUS) {
             /* SCRIPT or INFO refused (an ACL): go on without, but keep the reason in case the
              * connection goes next (a server at its maxclients says so, then closes). */
             if (hs->refused[0] == '\0')
-                redlock__fmt(hs->refused, sizeof(hs->refused), "%.*s",
-                             (int)REDLOCK__MIN(r->len, sizeof(hs->refused) - 1), r->str);
+                redlock__fmt(hs->refused, sizeof(hs->refused), "%.*s", (int)r->len, r->str);
             if (step->kind == REDLOCK__HS_SCRIPT)
                 hs->script_refused = true;
             else
                 hs->info_refused = true;
             return true;
         }
-        redlock__fmt(why, why_len, "handshake: %.*s", (int)REDLOCK__MIN(r->len, (size_t)120),
-                     r->str);
+        redlock__fmt(why, why_len, "handshake: %.*s", (int)r->len, r->str);
         return false;
     }
     if (step_succeeded(hs, step, r))

@@ -4,10 +4,11 @@
  * On every new connection, before any lock command: AUTH and SELECT when the URL asks for them,
  * SCRIPT LOAD of the scripts (so EVALSHA finds them), and INFO server for the server's run_id
  * (so one server reached under two URLs is caught: it must count only once). Each reply is
- * checked against its step: an error to AUTH or SELECT makes the node unusable; an error to
- * SCRIPT LOAD or INFO is tolerated (an ACL may forbid them: EVALSHA then falls back to EVAL,
- * and the duplicate-server check is skipped); a reply of the wrong shape means the replies are
- * out of step with the commands, and the connection must go. No IO. */
+ * checked against its step: an error to AUTH or SELECT, or a refusal of the credentials at any
+ * step (NOAUTH), makes the node unusable; any other error to SCRIPT LOAD or INFO is tolerated (an
+ * ACL may forbid them: EVALSHA then falls back to EVAL, and the duplicate-server check is skipped);
+ * a reply of the wrong shape means the replies are out of step with the commands, and the
+ * connection must go. No IO. */
 #ifndef REDLOCK_HANDSHAKE_H
 #define REDLOCK_HANDSHAKE_H
 
@@ -53,6 +54,10 @@ typedef struct redlock__handshake {
  * no password. Said first on every connection to the node: the handshake's and the
  * subscriber's (notify.h). */
 int redlock__auth_argv(const redlock_url *url, const char *argv[3], size_t argvlen[3]);
+
+/* What to fix, when a server's error text (len bytes) refuses the URL's credentials: NOAUTH (a
+ * password the URL does not give) or WRONGPASS (a wrong one). NULL for any other text. */
+const char *redlock__auth_refusal(const char *text, size_t len);
 
 /* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended
  * to out. Returns 0 or REDLOCK_ENOMEM (out may then hold part of it: discard it). */

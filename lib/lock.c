@@ -26,6 +26,8 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
     memcpy(lock->key + c->key_prefix_len, resource, len);
     memcpy(lock->key + key_len, REDLOCK__FENCE_SUFFIX, REDLOCK__FENCE_SUFFIX_LEN + 1);
     lock->key_len = key_len;
+    lock->fence_key = lock->key;
+    lock->fence_key_len = key_len + REDLOCK__FENCE_SUFFIX_LEN;
     lock->prefix_len = c->key_prefix_len;
     lock->key_hash = redlock__hash(lock->key, lock->key_len);
     lock->client = c;
@@ -79,6 +81,24 @@ redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resour
     return lock;
 }
 
+int redlock__lock_set_fence_domain(redlock_lock *lock, const char *domain)
+{
+    redlock_client *c = lock->client;
+    size_t len = c->key_prefix_len + strlen(domain) + REDLOCK__FENCE_SUFFIX_LEN;
+    char *key = redlock__malloc(&c->alloc, len + 1);
+    if (key == NULL)
+        return REDLOCK_ENOMEM;
+    memcpy(key, c->key_prefix, c->key_prefix_len);
+    memcpy(key + c->key_prefix_len, domain, strlen(domain));
+    memcpy(key + len - REDLOCK__FENCE_SUFFIX_LEN, REDLOCK__FENCE_SUFFIX,
+           REDLOCK__FENCE_SUFFIX_LEN + 1);
+    if (lock->fence_key != lock->key)
+        redlock__free(&c->alloc, (char *)lock->fence_key);
+    lock->fence_key = key;
+    lock->fence_key_len = len;
+    return 0;
+}
+
 const char *redlock__lock_key(const redlock_lock *lock, unsigned i, size_t *len)
 {
     *len = i == 0 ? lock->key_len : lock->more[i - 1].len;
@@ -102,6 +122,8 @@ static void lock_destroy(redlock_lock *lock)
     redlock__list_remove(&lock->link);
     redlock__free(&c->alloc, lock->more);
     redlock__free(&c->alloc, lock->channels);
+    if (lock->fence_key != lock->key)
+        redlock__free(&c->alloc, (char *)lock->fence_key);
     redlock__free(&c->alloc, lock->key);
     if (lock->token != lock->token_small)
         redlock__free(&c->alloc, lock->token);

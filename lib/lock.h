@@ -58,9 +58,12 @@ struct redlock_lock {
                               release and free are refused */
     void *data;
     /* key prefix + resource; the resource starts at key + prefix length. The fence counter's key
-     * is the same bytes with REDLOCK__FENCE_SUFFIX after them (key_len + its length). */
+     * is fence_key: the same bytes with REDLOCK__FENCE_SUFFIX after them, or those of a fence
+     * domain (redlock__lock_set_fence_domain). */
     char *key;
     size_t key_len;
+    const char *fence_key;
+    size_t fence_key_len;
     size_t prefix_len;
     uint64_t key_hash;
     /* A lock on several resources (redlock_acquire_multi): the keys after the first (prefix +
@@ -101,6 +104,10 @@ void redlock__lock_unref(redlock_lock *lock);
 /* Set the lock's token (1..REDLOCK_TOKEN_MAX bytes, NUL-terminated in the lock). Returns 0, or
  * REDLOCK_ENOMEM (the token unchanged). */
 int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len);
+/* Take the lock's fences from the counter of fence domain (NUL-terminated, 1 or more bytes):
+ * "<key prefix><domain>:fence", shared by every resource of the domain. Returns 0, or
+ * REDLOCK_ENOMEM (the lock keeps its own counter). */
+int redlock__lock_set_fence_domain(redlock_lock *lock, const char *domain);
 /* Free every handle still alive; the client is going away. */
 void redlock__lock_free_all(redlock_client *c);
 

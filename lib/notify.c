@@ -159,6 +159,18 @@ static bool is_str(const redisReply *r, const char *text)
     return r->type == REDIS_REPLY_STRING && r->len == len && memcmp(r->str, text, len) == 0;
 }
 
+/* A refusal's text, cut to fit said (size bytes); returns what to fix when it refused the URL's
+ * credentials (handshake.h), else NULL. */
+static const char *refusal(const redisReply *r, char *said, size_t size)
+{
+    if (r->type != REDIS_REPLY_ERROR) {
+        redlock__fmt(said, size, "no +OK");
+        return NULL;
+    }
+    redlock__text_fit(said, size, r->str, r->len);
+    return redlock__auth_refusal(r->str, r->len);
+}
+
 /* One reply. Returns false if the connection was given up. */
 static bool on_reply(redlock__sub *s, const redisReply *r)
 {
@@ -168,19 +180,23 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
             sub_ready(s);
             return s->ready;
         }
-        sub_log(s, REDLOCK_LOG_WARN, "AUTH refused (%.*s): waiters poll",
-                r->type == REDIS_REPLY_ERROR ? (int)REDLOCK__MIN(r->len, 120) : 10,
-                r->type == REDIS_REPLY_ERROR ? r->str : "no +OK");
+        char said[124];
+        const char *auth = refusal(r, said, sizeof(said));
+        sub_log(s, REDLOCK_LOG_WARN, "AUTH refused (%s): waiters poll", auth != NULL ? auth : said);
         redlock__stream_drop(&s->stream);
         return false;
     }
     if (r->type == REDIS_REPLY_ERROR) {
         /* An ACL without +subscribe or access to the channel: nothing will come, waiters poll. */
-        if (!s->refused_said)
+        char said[124];
+        const char *auth = refusal(r, said, sizeof(said));
+        if (!s->refused_said && auth != NULL)
+            sub_log(s, REDLOCK_LOG_WARN, "SUBSCRIBE refused: %s; waiters poll", auth);
+        else if (!s->refused_said)
             sub_log(s, REDLOCK_LOG_WARN,
-                    "SUBSCRIBE refused (%.*s): waiters poll (allow +subscribe and the keys' "
+                    "SUBSCRIBE refused (%s): waiters poll (allow +subscribe and the keys' "
                     "channels, e.g. &<prefix>*)",
-                    (int)REDLOCK__MIN(r->len, 120), r->str);
+                    said);
         s->refused_said = true;
         return true;
     }

@@ -77,7 +77,7 @@ refuse(redlock__reader *rd, const char *fmt, ...)
     if (rd->why[0] == '\0') {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(rd->why, sizeof(rd->why), fmt, ap);
+        redlock__vfmt(rd->why, sizeof(rd->why), fmt, ap);
         va_end(ap);
     }
     return NULL;
@@ -199,7 +199,7 @@ static int fail_now(redlock__reader *rd)
     }
     r->ridx = -1;
     r->err = REDIS_ERR_PROTOCOL;
-    snprintf(r->errstr, sizeof(r->errstr), "%s", rd->why);
+    redlock__fmt(r->errstr, sizeof(r->errstr), "%s", rd->why);
     return -1;
 }
 

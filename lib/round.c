@@ -69,8 +69,8 @@ round *redlock__round_new(redlock_client *c, op *o, redlock_lock *lock, redlock_
     r->cmd.token = r->token;
     r->cmd.token_len = lock->token_len;
     r->cmd.ttl_ms = ttl_ms;
-    r->cmd.fence_key = lock->key;
-    r->cmd.fence_key_len = lock->key_len + REDLOCK__FENCE_SUFFIX_LEN;
+    r->cmd.fence_key = lock->fence_key;
+    r->cmd.fence_key_len = lock->fence_key_len;
     r->cmd.fence = lock->fence; /* what a retake restores; a commit round sets its own */
     /* A waiter's attempts and releases go through its keys' queues; a release leaves them only
      * when its caller says so (cmd.leave). */

@@ -16,6 +16,7 @@
 #include "url.h"
 
 #include "cluster_allow.h"
+#include "common.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -186,17 +187,18 @@ static int fail(const parser *p, const char *fmt, ...)
         return REDLOCK_EURL;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(p->err, p->err_len, fmt, ap);
+    redlock__vfmt(p->err, p->err_len, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < p->err_len && p->redacted[0] != '\0')
-        snprintf(p->err + n, p->err_len - (size_t)n, " in %s", p->redacted);
+    size_t n = strlen(p->err);
+    if (n + 1 < p->err_len && p->redacted[0] != '\0')
+        redlock__fmt(p->err + n, p->err_len - n, " in %s", p->redacted);
     return REDLOCK_EURL;
 }
 
 static void set_err(char *err, size_t err_len, const char *msg)
 {
     if (err != NULL && err_len > 0)
-        snprintf(err, err_len, "%s", msg);
+        redlock__fmt(err, err_len, "%s", msg);
 }
 
 /* ---- pieces ------------------------------------------------------------------------------- */

@@ -270,6 +270,7 @@ typedef enum {
     OPT_NODES_FILE,
     OPT_DELAYED_RESTART,
     OPT_FENCE,
+    OPT_FENCE_DOMAIN,
     OPT_ALL
 } opt_id;
 
@@ -294,6 +295,7 @@ static const option_def option_defs[] = {
     {0, "tls-insecure", false, OPT_TLS_INSECURE},
     {0, "nodes-file", true, OPT_NODES_FILE},
     {0, "delayed-restart", false, OPT_DELAYED_RESTART},
+    {0, "fence-domain", true, OPT_FENCE_DOMAIN},
     {0, "all", false, OPT_ALL},
 };
 /* clang-format on */
@@ -391,6 +393,15 @@ static int apply_option(parser *ps, const option_def *def, const char *value)
         return CLI_PARSE_OK;
     case OPT_FENCE:
         a->fence = true;
+        return CLI_PARSE_OK;
+    case OPT_FENCE_DOMAIN:
+        if (value[0] == '\0')
+            return usage(ps->err, ps->err_len, "--fence-domain: empty value");
+        if (strlen(value) > CLI_KEY_MAX)
+            return usage(ps->err, ps->err_len, "--fence-domain: longer than %u bytes",
+                         (unsigned)CLI_KEY_MAX);
+        a->fence = true;
+        a->fence_domain = value;
         return CLI_PARSE_OK;
     case OPT_ALL:
         a->release_all = true;
@@ -512,7 +523,16 @@ static int parse_positionals(parser *ps)
     a->key_len = strlen(a->key);
     if (a->key_len == 0)
         return usage(ps->err, ps->err_len, "%s: KEY must not be empty", word);
+    if (a->key_len > CLI_KEY_MAX) /* the library's message (lib/client.h) */
+        return usage(ps->err, ps->err_len,
+                     "%s: KEY is %zu bytes, over REDLOCK_RESOURCE_MAX (%u): lock a digest of it "
+                     "instead",
+                     word, a->key_len, (unsigned)CLI_KEY_MAX);
 
+    if (a->fence_domain != NULL && a->command != CLI_CMD_RUN && a->command != CLI_CMD_ACQUIRE)
+        return usage(ps->err, ps->err_len,
+                     "%s: --fence-domain is for acquire and run (status reads KEY's own counter)",
+                     word);
     if (a->command == CLI_CMD_RUN) {
         if (ps->i >= ps->argc || strcmp(ps->argv[ps->i], "--") != 0)
             return usage(ps->err, ps->err_len,
@@ -620,6 +640,8 @@ static const char help_options[] =
     "  -f, --fence                 take a fencing token with the lock, a number that grows\n"
     "                              with every holder: acquire prints it (\"fence\"), run\n"
     "                              exports REDLOCK_FENCE; status shows each node's counter\n"
+    "  --fence-domain NAME         acquire, run: --fence, from the counter NAME, shared by every\n"
+    "                              KEY that names it (no counter key of each KEY's own)\n"
     "  --tls-ca FILE               rediss:// nodes: CA certificates (PEM) to verify them with;\n"
     "                              default $REDLOCK_TLS_CA, else the system's CA store\n"
     "  --tls-ca-dir DIR            a directory of hashed CA certificates ($REDLOCK_TLS_CA_DIR)\n"

@@ -48,6 +48,8 @@ enum {
 /* The largest duration accepted (2^42 ms, about 139 years: the library's ttl limit). */
 #define CLI_DURATION_MAX_MS (UINT64_C(1) << 42)
 #define CLI_MAX_NODES 64 /* REDLOCK_MAX_NODES */
+/* REDLOCK_RESOURCE_MAX: a longer KEY is refused before anything is sent. */
+#define CLI_KEY_MAX 16384
 
 /* A shorter ttl leaves no room for the drift allowance (ttl/100 + 2 ms) and the auto-extension's
  * lost margin (ttl/10, at least 5 ms). */
@@ -99,8 +101,9 @@ typedef struct cli_args {
      * restarted nodes are known to be kept out for longer than the longest ttl. */
     const char *prefix;
     bool delayed_restart;
-    bool fence;       /* --fence: take a fencing token (acquire, run); status shows the counters */
-    bool release_all; /* --all: a release reports every node's answer, not the quorum's */
+    bool fence; /* --fence: take a fencing token (acquire, run); status shows the counters */
+    const char *fence_domain; /* --fence-domain: borrowed from argv; NULL: KEY's own counter */
+    bool release_all;         /* --all: a release reports every node's answer, not the quorum's */
 } cli_args;
 
 /* Results of cli_parse. */

@@ -24,6 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The command line is checked without the library (args.h): its copies of the limits. */
+_Static_assert(CLI_MAX_NODES == REDLOCK_MAX_NODES, "args.h follows redlock.h");
+_Static_assert(CLI_KEY_MAX == REDLOCK_RESOURCE_MAX, "args.h follows redlock.h");
+
 /* ---- the end -------------------------------------------------------------------------------- */
 
 int tool_exit_for(int status)
@@ -384,6 +388,7 @@ static int start_attempt(tool *t)
     opts.token = t->token;
     opts.token_len = strlen(t->token);
     opts.fencing = t->args.fence;
+    opts.fence_domain = t->args.fence_domain;
     opts.retry_count = 0; /* one round: the retries are ours */
     redlock_auto_opts auto_opts;
     if (t->args.command == CLI_CMD_RUN) {

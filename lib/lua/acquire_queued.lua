@@ -3,24 +3,30 @@
 -- ARGV[1] = token, ARGV[2] = ttl ms, ARGV[3] = waiter id, ARGV[4] = its place (us),
 -- ARGV[5] = how long its place is kept (ms), ARGV[6] = the attempt's stamp (its send time on the
 -- client's clock, us; "": no grant on this node), ARGV[7] = tag (the node's index on the client),
--- ARGV[8] = "1" for a fenced lock (one key; its counter is KEYS[1]:fence), ARGV[9] = the
+-- ARGV[8] = "1" for a fenced lock (one key) with its own counter, KEYS[1]:fence, "2" for one
+-- with its fence domain's counter, ARGV[10] (in KEYS[1]'s hash slot), else "0"; ARGV[9] = the
 -- waiter's own channel.
 -- Each key is the waiter's when it holds the token already (set for it by a grant: renewed) or
 -- is free and the waiter heads its queue (or nobody waits). If every key is, every key is set to
 -- the token with the ttl: +OK, or for a fenced lock the counter as it was (the counter goes up
 -- by one: fence.lua). Else nothing is taken; the waiter is in every key's queue (at its place: a
 -- later attempt never moves it back) with a fresh deadline, and for each key it does not hold a
--- grant record "ttl:stamp:tag:j:fenced:#channel:channel..token" (j: the key's index in the set)
--- says what a release may set for it (release_queued.lua); the reply is how long (ms) until this
+-- grant record "ttl:stamp:tag:j:fenced:#channel:channel..token" (j: the key's index in the set;
+-- for fenced "2", "2:#counter:counter" in place of fenced) says what a release may set for it
+-- (release_queued.lua); the reply is how long (ms) until this
 -- node could let it in without a release: the longest of the blocking keys' PTTLs and of the
 -- deadlines of the heads before it, or -1 when one has no end.
 --@include fence.lua
 --@include queue.lua
 local tok, ttl, me = ARGV[1], ARGV[2], ARGV[3]
-local fenced = ARGV[8] == "1"
+local fenced = ARGV[8] == "1" or ARGV[8] == "2"
+local ck = KEYS[1] .. ":fence"
+if ARGV[8] == "2" then
+    ck = ARGV[10]
+end
 local c
 if fenced then
-    c = fence_read(KEYS[1] .. ":fence")
+    c = fence_read(ck)
     if c == nil then
         return redis.error_reply(FENCE_BAD)
     end
@@ -54,7 +60,7 @@ if free then
         redis.call("set", KEYS[i], tok, "px", ttl)
     end
     if fenced then
-        return fence_bump(KEYS[1] .. ":fence", c)
+        return fence_bump(ck, c)
     end
     return redis.status_reply("OK")
 end
@@ -65,6 +71,9 @@ for i = 1, #KEYS do
     redis.call("hset", d, me, now + place_ttl)
     if ARGV[6] ~= "" and not mine[i] then
         local rec = ttl .. ":" .. ARGV[6] .. ":" .. ARGV[7] .. ":" .. (i - 1) .. ":" .. ARGV[8]
+        if ARGV[8] == "2" then
+            rec = rec .. ":" .. #ck .. ":" .. ck
+        end
         redis.call("hset", d, me .. ":g", rec .. ":" .. #ARGV[9] .. ":" .. ARGV[9] .. tok)
     end
     if redis.call("pttl", q) < place_ttl then

@@ -11,7 +11,8 @@ ARGV are, and the bytes that go to the server (SCRIPT LOAD, EVAL) carry none of 
 the server's name for those bytes (EVALSHA); test/integration/test_scripts.c checks each against
 SCRIPT LOAD on a real server.
 
-OUT_H (included by lib/scripts.h) declares `redlock__script_<name>` for each script (its file's
+A script longer than a C compiler must take in one literal (4,095 bytes) is written as a char
+array instead. OUT_H (included by lib/scripts.h) declares `redlock__script_<name>` for each script (its file's
 name) and REDLOCK__SCRIPTS; OUT_C defines them and `redlock__scripts[]`, in the order given (the order the handshake loads
 them)."""
 import hashlib
@@ -38,6 +39,10 @@ def script_text(path, seen=()):
     return "".join(out)
 
 
+# The longest string literal a C compiler must take (C99 and C11, 5.2.4.1), its NUL included.
+LITERAL_MAX = 4095
+
+
 def c_string(text):
     """text as C string literals, one per line of the script."""
     lines = []
@@ -48,6 +53,16 @@ def c_string(text):
             sys.exit("generate.py: a script may hold printable ASCII only")
         lines.append(f'    "{esc}"')
     return "\n".join(lines)
+
+
+def c_bytes(name, text):
+    """A script too long for one literal: its bytes as a char array of its own (NUL-terminated),
+    a line of the script on each line."""
+    out = [f"static const char source_{name}[] = {{"]
+    for line in text.splitlines(keepends=True):
+        out.append("    " + ", ".join(str(ord(ch)) for ch in line) + ",")
+    out += ["    0,", "};", ""]
+    return out
 
 
 def main():
@@ -64,8 +79,12 @@ def main():
         text = script_text(path)
         sha1 = hashlib.sha1(text.encode("ascii")).hexdigest()
         h.append(f"extern const redlock__script redlock__script_{name};")
+        source = c_string(text)  # also refuses what is not printable ASCII
+        if len(text) + 1 > LITERAL_MAX:
+            c += c_bytes(name, text)
+            source = f"    source_{name}"
         c += [f"const redlock__script redlock__script_{name} = {{",
-              f'    "{name}",', c_string(text) + ",", f"    {len(text.encode('ascii'))},",
+              f'    "{name}",', source + ",", f"    {len(text.encode('ascii'))},",
               f'    "{sha1}",', "};", ""]
     h += ["extern const redlock__script *const redlock__scripts[REDLOCK__SCRIPTS];", "",
           "#endif", ""]

@@ -10,7 +10,7 @@
 -- to the record's token, with the record's ttl when the head's place deadline is at least that
 -- far, else only until that deadline (a head that cannot act on it, crashed or cut off behind a
 -- half-open connection, delays the others no longer than its place would have), and for a fenced
--- head the counter goes up by one (fence.lua). The head hears "g:stamp:tag:j:full:counter:token"
+-- head the counter its record names goes up by one (fence.lua). The head hears "g:stamp:tag:j:full:counter:token"
 -- on its channel (full: 1 when the ttl was the record's; counter: "" unless fenced), and its
 -- client counts that as the yes of node tag for its attempt sent at stamp (docs/algorithm.md,
 -- "Handoff by grant"). Otherwise a holder's release tells the head ("w:token" on its channel;
@@ -20,16 +20,34 @@
 --@include fence.lua
 --@include queue.lua
 local tok, me, tell = ARGV[1], ARGV[2], ARGV[4] == "1"
--- A grant record's fields (acquire_queued.lua), or nil for anything else.
+-- A grant record's fields (acquire_queued.lua), or nil for anything else. ck: the counter of a
+-- fence domain (fenced "2"), else nil.
 local function record(g)
-    local ttl, stamp, tag, j, fenced, clen, rest =
-        string.match(g, "^(%d+):(%d+):(%d+):(%d+):([01]):(%d+):(.*)$")
+    local ttl, stamp, tag, j, fenced, rest =
+        string.match(g, "^(%d+):(%d+):(%d+):(%d+):([012]):(.*)$")
     if not rest then
         return nil
     end
+    local ck
+    if fenced == "2" then
+        local klen, after = string.match(rest, "^(%d+):(.*)$")
+        if not after then
+            return nil
+        end
+        klen = tonumber(klen)
+        if string.sub(after, klen + 1, klen + 1) ~= ":" then
+            return nil
+        end
+        ck = string.sub(after, 1, klen)
+        rest = string.sub(after, klen + 2)
+    end
+    local clen, tail = string.match(rest, "^(%d+):(.*)$")
+    if not tail then
+        return nil
+    end
     clen = tonumber(clen)
-    return {ttl = tonumber(ttl), stamp = stamp, tag = tag, j = j, fenced = fenced == "1",
-            ch = string.sub(rest, 1, clen), token = string.sub(rest, clen + 1)}
+    return {ttl = tonumber(ttl), stamp = stamp, tag = tag, j = j, fenced = fenced ~= "0", ck = ck,
+            ch = string.sub(tail, 1, clen), token = string.sub(tail, clen + 1)}
 end
 -- Set key for head h as its record r says, if h listens; returns whether it did.
 local function grant(key, h, r)
@@ -37,8 +55,9 @@ local function grant(key, h, r)
         return false
     end
     local c = ""
+    local ck = r.ck or key .. ":fence"
     if r.fenced then
-        c = fence_read(key .. ":fence")
+        c = fence_read(ck)
         if c == nil then
             return false
         end
@@ -48,7 +67,7 @@ local function grant(key, h, r)
     redis.call("set", key, r.token, "px", full and r.ttl or left)
     redis.call("hdel", key .. ":queue-due", h .. ":g")
     if r.fenced then
-        c = fence_bump(key .. ":fence", c)
+        c = fence_bump(ck, c)
     end
     local msg = "g:" .. r.stamp .. ":" .. r.tag .. ":" .. r.j .. ":" .. (full and "1" or "0")
     redis.pcall("publish", r.ch, msg .. ":" .. c .. ":" .. r.token)

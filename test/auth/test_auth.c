@@ -75,8 +75,13 @@ typedef struct seen {
     bool all_failed_have_error;
 } seen;
 
+/* What every failed node's error must say (refused sets it), else any mention of auth. */
+static const char *want_said;
+
 static bool names_auth(const char *e)
 {
+    if (want_said != NULL)
+        return strstr(e, want_said) != NULL;
     return strstr(e, "WRONGPASS") != NULL || strstr(e, "NOAUTH") != NULL ||
            strstr(e, "AUTH") != NULL || strstr(e, "auth") != NULL;
 }
@@ -234,11 +239,13 @@ static void lock_cycle(h_env *env, redlock_client *c, const char *user, const ch
     assert_int_equal(dbsize_all(env, user, password), 0);
 }
 
-/* Every node refuses the credentials: no quorum, each node's error says why. */
-static void refused(h_env *env, redlock_client *c)
+/* Every node refuses the credentials: no quorum, each node's error says why (says, in it). */
+static void refused(h_env *env, redlock_client *c, const char *says)
 {
     seen s;
+    want_said = says;
     assert_int_equal(run_acquire(env, c, "auth:res", &s), REDLOCK_ENOQUORUM);
+    want_said = NULL;
     /* Decided as soon as too many failed: the rest may not have answered (vote NONE). */
     assert_int_equal(s.votes_yes, 0);
     assert_true(s.votes_error >= env->cluster.n - (env->cluster.n / 2 + 1) + 1);
@@ -282,10 +289,65 @@ static void requirepass_wrong_or_missing(void **state)
     h_env env;
     h_env_start(&env, 3, REQUIREPASS_CONF);
     redlock_client *c = client_for(&env, ":" WRONG_PASS, false);
-    refused(&env, c);
+    refused(&env, c, "authentication failed (WRONGPASS): the URL's user name or password is wrong");
     h_close_client(&env, c);
     c = client_for(&env, NULL, false); /* no password at all: NOAUTH */
-    refused(&env, c);
+    refused(&env, c, "the server wants a password (NOAUTH): give it in the URL");
+    h_close_client(&env, c);
+    assert_int_equal(dbsize_all(&env, NULL, PASS), 0);
+    h_env_stop(&env);
+}
+
+/* What a client's log said about a missing password. */
+typedef struct auth_log {
+    bool clean;         /* no password in it */
+    bool says_password; /* "the server wants a password" */
+    bool blames_acl;    /* a refusal read as missing ACL rights ("allow +script|load") */
+} auth_log;
+
+static void on_auth_log(redlock_client *client, redlock_log_level level, const char *url,
+                        const char *message, void *data)
+{
+    (void)client;
+    auth_log *seen_log = data;
+    say("log %s %s: %s", redlock_log_level_name(level), url != NULL ? url : "-", message);
+    seen_log->clean = seen_log->clean && !contains_secret(message);
+    seen_log->says_password |= strstr(message, "the server wants a password (NOAUTH)") != NULL;
+    seen_log->blames_acl |= strstr(message, "allow +") != NULL;
+}
+
+/* A URL without the password the servers want: the node's error, its info and the log say that
+ * a password is missing, never that an ACL refused SCRIPT LOAD or INFO; nothing is written. */
+static void missing_password_is_named(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, REQUIREPASS_CONF);
+    urlset u;
+    redlock_options o;
+    h_test_options(&o);
+    auth_log seen_log = {.clean = true};
+    o.log_fn = on_auth_log;
+    o.log_data = &seen_log;
+    redlock_client *c = NULL;
+    assert_int_equal(
+        h_client_urls(&env, make_urls(&u, &env, NULL, false), env.cluster.n, &o, &c, NULL, 0), 0);
+    refused(&env, c, "the server wants a password (NOAUTH): give it in the URL");
+    seen s; /* the nodes are down now: their errors say why at once */
+    want_said = "node down: the server wants a password (NOAUTH)";
+    assert_int_equal(run_acquire(&env, c, "auth:res", &s), REDLOCK_ENOQUORUM);
+    want_said = NULL;
+    assert_true(s.auth_named);
+    for (unsigned i = 0; i < redlock_client_node_count(c); i++) {
+        redlock_node_info info;
+        redlock_node_info_init(&info);
+        assert_int_equal(redlock_client_node_info(c, i, &info), 0);
+        if (info.last_error[0] != '\0') /* the node that the round did not wait for */
+            assert_non_null(strstr(info.last_error, "wants a password (NOAUTH)"));
+    }
+    assert_true(seen_log.says_password);
+    assert_false(seen_log.blames_acl);
+    assert_true(seen_log.clean);
     h_close_client(&env, c);
     assert_int_equal(dbsize_all(&env, NULL, PASS), 0);
     h_env_stop(&env);
@@ -303,10 +365,10 @@ static void acl_user(void **state)
     lock_cycle(&env, c, "enc", ENC_PASS);
     h_close_client(&env, c);
     c = client_for(&env, "locker:" WRONG_PASS, false);
-    refused(&env, c);
+    refused(&env, c, "authentication failed (WRONGPASS)");
     h_close_client(&env, c);
     c = client_for(&env, ":" ACL_PASS, false); /* the default user is off */
-    refused(&env, c);
+    refused(&env, c, "or the user is disabled");
     h_close_client(&env, c);
     assert_int_equal(dbsize_all(&env, "locker", ACL_PASS), 0);
     h_env_stop(&env);
@@ -584,13 +646,10 @@ int main(void)
     dup2(fd, 2);
     close(fd);
     const struct CMUnitTest tests[] = {
-        H_TEST(requirepass_right_password),
-        H_TEST(requirepass_wrong_or_missing),
-        H_TEST(acl_user),
-        H_TEST(parse_errors_redacted),
-        H_TEST(tool_with_password),
-        H_TEST(server_repeating_the_password),
-        H_TEST(log_has_no_password),
+        H_TEST(requirepass_right_password),    H_TEST(requirepass_wrong_or_missing),
+        H_TEST(missing_password_is_named),     H_TEST(acl_user),
+        H_TEST(parse_errors_redacted),         H_TEST(tool_with_password),
+        H_TEST(server_repeating_the_password), H_TEST(log_has_no_password),
     };
     return cmocka_run_group_tests_name("auth", tests, NULL, NULL);
 }

@@ -279,6 +279,34 @@ static void command_line_refused(void **state)
     assert_string_equal(a.nodes[2], "redis://u:secret,x"); /* one URL: the library refuses it */
     cli_args_free(&a);
 
+    /* A KEY over REDLOCK_RESOURCE_MAX is refused before anything is sent, as the library would
+     * refuse it (the same words: lib/client.h). */
+    static char key[CLI_KEY_MAX + 2];
+    memset(key, 'k', CLI_KEY_MAX + 1);
+    assert_int_equal(PARSE(&a, "redis://a", err, "run", key, "--", "true"), CLI_PARSE_USAGE);
+    assert_string_equal(err, "run: KEY is 16385 bytes, over REDLOCK_RESOURCE_MAX (16384): lock a "
+                             "digest of it instead");
+    cli_args_free(&a);
+    key[CLI_KEY_MAX] = '\0';
+    assert_int_equal(PARSE(&a, "redis://a", err, "acquire", key), CLI_PARSE_OK);
+    assert_int_equal(a.key_len, CLI_KEY_MAX);
+    cli_args_free(&a);
+
+    /* --fence-domain: --fence from a shared counter, for acquire and run only. */
+    assert_int_equal(PARSE(&a, "redis://a", err, "--fence-domain", "users", "acquire", "u:1"),
+                     CLI_PARSE_OK);
+    assert_true(a.fence);
+    assert_string_equal(a.fence_domain, "users");
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "--fence-domain=users", "status", "u:1"),
+                     CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "--fence-domain is for acquire and run"));
+    cli_args_free(&a);
+    assert_int_equal(PARSE(&a, "redis://a", err, "--fence-domain=", "acquire", "u:1"),
+                     CLI_PARSE_USAGE);
+    assert_non_null(strstr(err, "--fence-domain: empty value"));
+    cli_args_free(&a);
+
     /* 64 nodes are fine, 65 are not. */
     char list[65 * 24] = "";
     for (int i = 0; i < 65; i++)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_cli_fence.c - `redlock --fence` (issue 12) against real redis-server processes: acquire
  * prints the fence, which grows with every holder; run exports REDLOCK_FENCE to COMMAND; status
- * shows each node's counter; without --fence nothing of this appears. */
+ * shows each node's counter; without --fence nothing of this appears; --fence-domain (issue 33)
+ * shares one counter among keys. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -12,11 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Acquire key with --fence; returns the fence, and the token in *token (malloc'ed). */
-static int64_t fenced_acquire(const char *key, char **token)
+/* Acquire key with --fence, or with --fence-domain domain (not NULL); returns the fence, and
+ * the token in *token (malloc'ed). */
+static int64_t domain_acquire(const char *key, const char *domain, char **token)
 {
     proc p;
-    TOOL(&p, NULL, "-n", shared_nodes, "--fence", "acquire", key);
+    if (domain != NULL)
+        TOOL(&p, NULL, "-n", shared_nodes, "--fence-domain", domain, "acquire", key);
+    else
+        TOOL(&p, NULL, "-n", shared_nodes, "--fence", "acquire", key);
     expect_status(&p, 0);
     jv *v = json_line(&p);
     int64_t fence = jint(v, "fence");
@@ -24,6 +29,11 @@ static int64_t fenced_acquire(const char *key, char **token)
     jv_free(v);
     proc_free(&p);
     return fence;
+}
+
+static int64_t fenced_acquire(const char *key, char **token)
+{
+    return domain_acquire(key, NULL, token);
 }
 
 static void release(const char *key, const char *token)
@@ -147,6 +157,45 @@ static void status_shows_each_counter(void **state)
     free(token);
 }
 
+/* --fence-domain: two keys of one domain take their fences from one counter, NAME:fence, which
+ * grows across both; neither gets a counter of its own; run exports the fence too. */
+static void domain_shared_by_keys(void **state)
+{
+    (void)state;
+    char *token;
+    static const char *const keys[] = {"cli:dom:a", "cli:dom:b", "cli:dom:a", "cli:dom:b"};
+    for (int64_t want = 1; want <= 4; want++) {
+        assert_int_equal(domain_acquire(keys[want - 1], "cli:users", &token), want);
+        release(keys[want - 1], token);
+        free(token);
+    }
+    proc p;
+    TOOL(&p, NULL, "-n", shared_nodes, "--fence-domain", "cli:users", "run", "cli:dom:a", "--",
+         "sh", "-c", "echo \"F=$REDLOCK_FENCE\"");
+    expect_status(&p, 0);
+    assert_string_equal(p.out, "F=5\n");
+    proc_free(&p);
+    long long until = now_ms() + LATE_NODE_WAIT_MS;
+    for (unsigned i = 0; i < shared.n; i++) {
+        char *own = server_get(&shared, i, "cli:dom:a:fence");
+        assert_null(own);
+        for (;;) { /* the last nodes' scripts land a moment after the decision */
+            char *c = server_get(&shared, i, "cli:users:fence");
+            bool there = c != NULL && strcmp(c, "5") == 0;
+            free(c);
+            if (there)
+                break;
+            assert_true(now_ms() < until);
+            sleep_ms(20);
+        }
+        assert_null(server_get(&shared, i, "cli:dom:b:fence"));
+    }
+    TOOL(&p, NULL, "-n", shared_nodes, "--fence-domain", "cli:users", "status", "cli:dom:a");
+    expect_status(&p, 64);
+    assert_non_null(strstr(p.err, "--fence-domain is for acquire and run"));
+    proc_free(&p);
+}
+
 static void help_and_usage(void **state)
 {
     (void)state;
@@ -168,6 +217,7 @@ int main(void)
         cmocka_unit_test(acquire_prints_a_growing_fence),
         cmocka_unit_test(run_exports_the_fence),
         cmocka_unit_test(status_shows_each_counter),
+        cmocka_unit_test(domain_shared_by_keys),
         cmocka_unit_test(help_and_usage),
     };
     return cli_main("cli-fence", tests, sizeof(tests) / sizeof(tests[0]), NULL);

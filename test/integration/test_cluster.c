@@ -324,6 +324,67 @@ static void keys_of_one_request_share_a_slot(void **state)
     h_env_stop(&env);
 }
 
+/* GET key on cluster k's master of its slot, as a number: 0 when absent. */
+static unsigned long long cluster_number(unsigned k, const char *key)
+{
+    int owner = fixture_cluster_key_owner(&clusters[k], key, strlen(key));
+    assert_true(owner >= 0);
+    redisReply *r = fixture_cluster_command(&clusters[k], (unsigned)owner, "GET %s", key);
+    assert_non_null(r);
+    unsigned long long n = r->type == REDIS_REPLY_STRING ? strtoull(r->str, NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* How many of the five nodes hold counter key at value (0: absent). */
+static unsigned counters_at(h_env *env, const char *key, unsigned long long value)
+{
+    unsigned n = 0;
+    for (unsigned k = 0; k < N_CLUSTERS; k++)
+        n += cluster_number(k, key) == value;
+    for (unsigned i = 0; i < N_PLAIN; i++) {
+        char *v = h_get(env, i, key, strlen(key), NULL);
+        n += (v != NULL ? strtoull(v, NULL, 10) : 0) == value;
+        free(v);
+    }
+    return n;
+}
+
+/* 3c. A fence domain on a cluster node: its counter, "<domain>:fence", must lie in the resources'
+ * slot, which one hash tag gives both; fences then grow across the resources, and every node
+ * (a cluster's master of that slot) holds the one counter, none of each resource's own. A domain
+ * in another slot is refused at once. */
+static void fence_domain_in_the_resources_slot(void **state)
+{
+    (void)state;
+    h_env env;
+    redlock_client *c = start(&env);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.fencing = true;
+    lo.fence_domain = "cl:users";
+    h_record rec;
+    assert_int_equal(redlock_acquire(c, "{cl:users}:1", 12, 5000, &lo, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_client_last_error(c), "another hash slot"));
+    lo.fence_domain = "{cl:users}";
+    static const char *const resources[] = {"{cl:users}:1", "{cl:users}:2", "{cl:users}:1"};
+    uint64_t last = 0;
+    for (size_t k = 0; k < sizeof(resources) / sizeof(resources[0]); k++) {
+        assert_int_equal(h_acquire(&env, c, resources[k], 10000, &lo, &rec), 0);
+        assert_true(rec.fence > last);
+        last = rec.fence;
+        h_release_ok(&env, rec.lock, NULL);
+    }
+    uint64_t t0 = redlock_now_us(); /* the last nodes' scripts land after the decision */
+    while (counters_at(&env, "{cl:users}:fence", last) < N && h_since_us(t0) < H_WAIT_MS * 1000ULL)
+        h_run_for(&env.loop, 10);
+    assert_int_equal(counters_at(&env, "{cl:users}:fence", last), N);
+    assert_int_equal(counters_at(&env, "{cl:users}:1:fence", 0), N);
+    assert_int_equal(counters_at(&env, "{cl:users}:2:fence", 0), N);
+    h_env_stop(&env);
+}
+
 /* 3b. A user that may not run CLUSTER SHARDS (as on a server older than 7, which does not know
  * it) gets the map from CLUSTER SLOTS: a client on cluster b alone (quorum 1) takes and releases
  * locks on keys of every master with it. */
@@ -813,6 +874,7 @@ int main(void)
         cmocka_unit_test(locks_over_clusters_and_servers),
         cmocka_unit_test(auto_extension_over_clusters),
         cmocka_unit_test(keys_of_one_request_share_a_slot),
+        cmocka_unit_test(fence_domain_in_the_resources_slot),
         cmocka_unit_test(slots_when_shards_refused),
         cmocka_unit_test(masters_kept_within_allow),
         cmocka_unit_test(slot_migrating_under_a_lock_loop),

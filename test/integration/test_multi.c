@@ -177,6 +177,15 @@ static void bad_sets_are_refused(void **state)
                      REDLOCK_EINVAL);
     assert_int_equal(redlock_acquire_multi(c, prefix, prefix_lens, 2, 0, NULL, NULL, &rec),
                      REDLOCK_EINVAL);
+    /* REDLOCK_RESOURCE_MAX bounds a set's bytes in all: two resources of 2/3 of it are over. */
+    static char two_thirds[2][REDLOCK_RESOURCE_MAX * 2 / 3];
+    memset(two_thirds, 't', sizeof(two_thirds));
+    two_thirds[1][0] = 'u';
+    const void *halves[2] = {two_thirds[0], two_thirds[1]};
+    size_t halves_lens[2] = {sizeof(two_thirds[0]), sizeof(two_thirds[1])};
+    assert_int_equal(redlock_acquire_multi(c, halves, halves_lens, 2, 0, NULL, h_record_cb, &rec),
+                     REDLOCK_EINVAL);
+    assert_non_null(strstr(redlock_client_last_error(c), "over REDLOCK_RESOURCE_MAX (16384)"));
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.fencing = true;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Operations issued before any node is connected wait for the connection within their
@@ -256,6 +257,71 @@ static void refused_select_runs_nothing(void **state)
     h_env_stop(&env);
 }
 
+/* Make server i refuse every write with its long MISCONF error (over 300 bytes): a snapshot
+ * that cannot be renamed into place (a directory holds its name, which stops root too) fails, and
+ * with a save point set the server refuses writes until one succeeds. Returns that error's text
+ * as the server gives it to a plain SET (malloc'ed). */
+static char *refuse_writes_at_length(h_env *env, unsigned i)
+{
+    redisReply *r = fixture_command(&env->cluster, i, "CONFIG GET dir");
+    redisReply *name = fixture_command(&env->cluster, i, "CONFIG GET dbfilename");
+    assert_true(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    assert_true(name != NULL && name->type == REDIS_REPLY_ARRAY && name->elements == 2);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", r->element[1]->str, name->element[1]->str);
+    freeReplyObject(r);
+    freeReplyObject(name);
+    assert_int_equal(mkdir(path, 0700), 0);
+    freeReplyObject(fixture_command(&env->cluster, i, "CONFIG SET save %s", "3600 1"));
+    freeReplyObject(fixture_command(&env->cluster, i, "BGSAVE"));
+    char *text = NULL;
+    for (long long until = fixture_now_ms() + H_WAIT_MS; text == NULL;) {
+        r = fixture_command(&env->cluster, i, "SET node:probe x");
+        assert_non_null(r);
+        if (r->type == REDIS_REPLY_ERROR)
+            text = strdup(r->str);
+        freeReplyObject(r);
+        assert_true(text != NULL || fixture_now_ms() < until);
+        if (text == NULL)
+            fixture_sleep_ms(20);
+    }
+    assert_true(strlen(text) >= 2 * REDLOCK_ERROR_TEXT_MAX);
+    return text;
+}
+
+/* A server's error too long for a node's error text is cut after a whole word, with "...": every
+ * word kept is the server's, none is cut in two. */
+static void long_server_error_is_cut_after_a_word(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    char *text[3];
+    for (unsigned i = 0; i < 3; i++)
+        text[i] = refuse_writes_at_length(&env, i);
+    redlock_client *c = h_client(&env, NULL);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "node:misconf", 5000, NULL, &rec), REDLOCK_ENOQUORUM);
+    unsigned checked = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        if (rec.node_vote[i] == REDLOCK_VOTE_NONE) /* decided before its answer came */
+            continue;
+        assert_int_equal(rec.node_vote[i], REDLOCK_VOTE_ERROR);
+        const char *e = rec.node_error[i];
+        size_t kept = strlen(e) - 3;
+        assert_true(strlen(e) < REDLOCK_ERROR_TEXT_MAX && strlen(e) > REDLOCK_ERROR_TEXT_MAX / 2);
+        assert_string_equal(e + kept, "...");
+        assert_memory_equal(e, text[i], kept);
+        assert_int_equal(text[i][kept], ' '); /* the server's next byte: the word was whole */
+        assert_true(e[kept - 1] != ' ');
+        checked++;
+    }
+    assert_true(checked >= 2);
+    for (unsigned i = 0; i < 3; i++)
+        free(text[i]);
+    h_env_stop(&env);
+}
+
 /* One server under two URLs (an address and a host name) must not count twice toward a quorum:
  * the URLs differ, so only the server's run_id (INFO, in the handshake) shows it. The node that
  * connects second stays down with an error naming the first. */
@@ -348,6 +414,7 @@ int main(void)
         H_TEST(host_names_are_resolved),
         H_TEST(refused_select_runs_nothing),
         H_TEST(one_server_under_two_urls_counts_once),
+        H_TEST(long_server_error_is_cut_after_a_word),
         H_TEST(unresolvable_host_is_an_error),
         H_TEST(closed_stdin_is_survived),
     };

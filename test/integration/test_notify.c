@@ -105,13 +105,13 @@ static void waiter_wakes_on_release(void **state)
     h_env_stop(&env);
 }
 
-/* 1b. The same on a key of 100,000 bytes: the subscriber's connection lets a channel as long as
- * the keys it subscribed to through (its replies are bounded by what it asked for), so the
- * confirmation and the release's message on it come in, and the waiter wakes. */
+/* 1b. The same on the longest key (REDLOCK_RESOURCE_MAX bytes): the subscriber's connection lets a
+ * channel as long as the keys it subscribed to through (its replies are bounded by what it asked
+ * for), so the confirmation and the release's message on it come in, and the waiter wakes. */
 static void waiter_on_a_long_key_wakes(void **state)
 {
     (void)state;
-    size_t len = 100000;
+    size_t len = REDLOCK_RESOURCE_MAX;
     char *key = malloc(len + 1);
     assert_non_null(key);
     memset(key, 'k', len);

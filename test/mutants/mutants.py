@@ -628,7 +628,7 @@ MUTANTS = [
         "what": "a grant to a fenced waiter sets its key but does not raise the counter: the fence "
                 "its client commits is not above the last holder's",
         "edits": [("lib/lua/release_queued.lua",
-                   "        c = fence_bump(key .. \":fence\", c)",
+                   "        c = fence_bump(ck, c)",
                    "        c = c or \"0\"")],
         "killers": [SIM_SCRIPTS, integration("scripts", "fenced_grant_raises_the_counter"),
                     fault("grants", "fenced_waiters_take_turns")],
@@ -990,5 +990,58 @@ MUTANTS = [
                    "        if (!redlock__cancel_reg_fired(&o->cancel))\n            continue;\n",
                    "")],
         "killers": [integration("using", "token_shared_by_two_clients")],
+    },
+    {
+        "name": "noauth-taken-for-an-acl",
+        "what": "a NOAUTH to SCRIPT LOAD (the URL gives no password) is put up with as an ACL's "
+                "refusal: the node seems up and says \"allow +script|load\"",
+        "edits": [("lib/handshake.c",
+                   "        if (auth != NULL) {",
+                   "        if (auth != NULL && step->kind == REDLOCK__HS_STATUS) {")],
+        "killers": [unit("handshake"), auth("auth", "missing_password_is_named")],
+    },
+    {
+        "name": "text-cut-mid-word",
+        "what": "a text too long for its buffer is cut at the last byte that fits, inside a word",
+        "edits": [("lib/common.c",
+                   "    while (cut > 0 && text[cut] != ' ')\n        cut--;\n",
+                   "")],
+        "killers": [unit("text"), integration("node", "long_server_error_is_cut_after_a_word")],
+    },
+    {
+        "name": "resource-max-not-enforced",
+        "what": "a resource over REDLOCK_RESOURCE_MAX is sent to the nodes",
+        "edits": [("lib/client.c",
+                   "    if (len > REDLOCK_RESOURCE_MAX)\n",
+                   "    if (len > 64 * REDLOCK_RESOURCE_MAX)\n")],
+        "killers": [{"program": "test/misuse/test-misuse"}, integration("multi")],
+    },
+    {
+        "name": "fence-domain-not-shared",
+        "what": "a lock that names a fence domain takes its fence from its resource's own counter: "
+                "fences of the domain's resources do not grow across them, and every resource "
+                "leaves a counter",
+        "edits": [("lib/api.c",
+                   "        redlock__lock_set_fence_domain(lock, opts->fence_domain) != 0) {",
+                   "        false) {")],
+        "killers": [integration("fence_domain", "fences_grow_across_resources"),
+                    cli("cli-fence", "domain_shared_by_keys")],
+    },
+    {
+        "name": "fence-domain-grant-own-counter",
+        "what": "a release grants a waiter of a fence domain a fence from the key's own counter, "
+                "not the domain's: below the last holder's",
+        "edits": [("lib/lua/release_queued.lua",
+                   "    local ck = r.ck or key .. \":fence\"",
+                   "    local ck = key .. \":fence\"")],
+        "killers": [SIM_SCRIPTS, integration("fence_domain", "waiter_in_the_domain_follows*")],
+    },
+    {
+        "name": "fence-domain-waiter-own-counter",
+        "what": "a waiter of a fence domain takes its fence from its key's own counter",
+        "edits": [("lib/lua/acquire_queued.lua",
+                   "    ck = ARGV[10]\n",
+                   "    ck = KEYS[1] .. \":fence\"\n")],
+        "killers": [SIM_SCRIPTS, integration("fence_domain", "waiter_in_the_domain_follows*")],
     },
 ]

@@ -39,6 +39,9 @@ typedef struct pubs {
 typedef struct coverage {
     unsigned grants, cut_grants, fenced_grants, woken, woken_on_queue, told_key, queued_waits,
         taken_by_head, fence_errors, raised, refused;
+    /* steps that raised the fence domain's counter shared by every key (test_sim_scripts.c): by
+     * a grant (a queued release), by a waiter's attempt, by any other command */
+    unsigned domain_grants, domain_queued, domain_other;
 } coverage;
 
 typedef struct diff {

@@ -73,16 +73,22 @@ static void queue_in(sx *x, int i, const bool *mine, double place_ttl)
     r_hset(x, name_str(&d), me, num_arg(x->now + place_ttl, num, sizeof(num)));
     str stamp = arg_of(x, 5);
     if (stamp.len > 0 && !mine[i]) {
-        /* ttl .. ":" .. ARGV[6] .. ":" .. ARGV[7] .. ":" .. (i - 1) .. ":" .. ARGV[8] .. ":" ..
-         * #ARGV[9] .. ":" .. ARGV[9] .. tok */
+        /* ttl .. ":" .. ARGV[6] .. ":" .. ARGV[7] .. ":" .. (i - 1) .. ":" .. ARGV[8], then for
+         * "2" ":" .. #ck .. ":" .. ck, then ":" .. #ARGV[9] .. ":" .. ARGV[9] .. tok */
         str ttl = arg_of(x, 1), tag = arg_of(x, 6), fenced = arg_of(x, 7), ch = arg_of(x, 8);
-        char rec[NAME_MAX_LEN + SIM_REPLY_TEXT];
-        char j[32], clen[32];
+        str ck = str_is(fenced, "2") ? arg_of(x, 9) : (str){"", 0};
+        char rec[2 * NAME_MAX_LEN + SIM_REPLY_TEXT];
+        char j[32], clen[32], klen[32];
         lua_num_text((double)i, j, sizeof(j));
         lua_num_text((double)ch.len, clen, sizeof(clen));
-        int n = snprintf(rec, sizeof(rec), "%.*s:%.*s:%.*s:%s:%.*s:%s:", (int)ttl.len, ttl.p,
-                         (int)stamp.len, stamp.p, (int)tag.len, tag.p, j, (int)fenced.len, fenced.p,
-                         clen);
+        lua_num_text((double)ck.len, klen, sizeof(klen));
+        int n =
+            snprintf(rec, sizeof(rec), "%.*s:%.*s:%.*s:%s:%.*s", (int)ttl.len, ttl.p,
+                     (int)stamp.len, stamp.p, (int)tag.len, tag.p, j, (int)fenced.len, fenced.p);
+        if (n >= 0 && str_is(fenced, "2") && (size_t)n + ck.len + 32 < sizeof(rec))
+            n += snprintf(rec + n, sizeof(rec) - (size_t)n, ":%s:%.*s", klen, (int)ck.len, ck.p);
+        if (n >= 0 && (size_t)n + 32 < sizeof(rec))
+            n += snprintf(rec + n, sizeof(rec) - (size_t)n, ":%s:", clen);
         if (n < 0 || (size_t)n + ch.len + tok.len > sizeof(rec)) {
             raise_error(x, "record too long for the model");
             return;
@@ -106,12 +112,16 @@ static void queue_in(sx *x, int i, const bool *mine, double place_ttl)
 void s_acquire_queued(sx *x)
 {
     str tok = arg_of(x, 0), ttl = arg_of(x, 1), me = arg_of(x, 2);
-    bool fenced = str_is(arg_of(x, 7), "1");
+    /* local fenced = ARGV[8] == "1" or ARGV[8] == "2"; local ck = KEYS[1] .. ":fence", or
+     * ARGV[10] for "2" */
+    bool fenced = str_is(arg_of(x, 7), "1") || str_is(arg_of(x, 7), "2");
     name ck;
+    if (!cat(x, &ck, key_of(x, 0), STR(":fence"), STR("")))
+        return;
+    if (str_is(arg_of(x, 7), "2") && !cat(x, &ck, arg_of(x, 9), STR(""), STR("")))
+        return;
     sbuf c;
     if (fenced) {
-        if (!cat(x, &ck, key_of(x, 0), STR(":fence"), STR("")))
-            return;
         if (!fence_read(x, name_str(&ck), &c)) {
             if (!x->raised)
                 reply_error(x, "%s", FENCE_BAD);
@@ -195,11 +205,14 @@ void s_acquire_queued(sx *x)
 
 /* ---- release_queued.lua --------------------------------------------------------------------- */
 
-/* A grant record's fields: "^(%d+):(%d+):(%d+):(%d+):([01]):(%d+):(.*)$". */
+/* A grant record's fields: "^(%d+):(%d+):(%d+):(%d+):([012]):(.*)$", for "2" the counter's
+ * "^(%d+):" and as many bytes and ":" after them, then "^(%d+):(.*)$". */
 typedef struct record {
     double ttl;
     str stamp, tag, j, ch, token;
     bool fenced;
+    bool has_ck; /* a fence domain's counter, ck ("2") */
+    str ck;
 } record;
 
 /* The next run of digits then ':' from *p (at least one digit). */
@@ -222,10 +235,23 @@ static bool parse_record(str g, record *r)
     if (!rec_digits(&p, end, &ttl) || !rec_digits(&p, end, &r->stamp) ||
         !rec_digits(&p, end, &r->tag) || !rec_digits(&p, end, &r->j))
         return false;
-    if (end - p < 2 || (p[0] != '0' && p[0] != '1') || p[1] != ':')
+    if (end - p < 2 || p[0] < '0' || p[0] > '2' || p[1] != ':')
         return false;
     fenced = (str){p, 1};
     p += 2;
+    r->has_ck = fenced.p[0] == '2';
+    if (r->has_ck) {
+        /* if string.sub(after, klen + 1, klen + 1) ~= ":" then return nil end */
+        str klen;
+        bool ok;
+        if (!rec_digits(&p, end, &klen))
+            return false;
+        double k = lua_tonumber(klen, &ok);
+        if (!(k < (double)(end - p)) || p[(size_t)k] != ':')
+            return false;
+        r->ck = (str){p, (size_t)k};
+        p += (size_t)k + 1;
+    }
     if (!rec_digits(&p, end, &clen))
         return false;
     bool ok;
@@ -235,7 +261,7 @@ static bool parse_record(str g, record *r)
     size_t cl = n < (double)rest ? (size_t)n : rest;
     r->ch = (str){p, cl};
     r->token = (str){p + cl, rest - cl};
-    r->fenced = fenced.p[0] == '1';
+    r->fenced = fenced.p[0] != '0';
     return true;
 }
 
@@ -244,8 +270,10 @@ static bool grant(sx *x, str key, str h, const record *r)
 {
     if (!listens(x, r->ch))
         return false;
+    /* local ck = r.ck or key .. ":fence" */
     name ck, d;
-    if (!cat(x, &ck, key, STR(":fence"), STR("")) || !cat(x, &d, key, STR(":queue-due"), STR("")))
+    if (!cat(x, &ck, r->has_ck ? r->ck : key, r->has_ck ? STR("") : STR(":fence"), STR("")) ||
+        !cat(x, &d, key, STR(":queue-due"), STR("")))
         return false;
     sbuf c = {.absent = false, .len = 0};
     if (r->fenced && !fence_read(x, name_str(&ck), &c))

@@ -8,8 +8,9 @@
  * the model (sim_server_exec). Among them, the error and edge cases: fence counters that are not
  * decimal numbers (or are, but longer than any fence), places whose deadline has passed, a grant
  * record that is not one, sets, attempts without a stamp (tag ""), heads that listen on their
- * channel or not, and a user whose ACL refuses PUBSUB NUMSUB or PUBLISH. After every command the
- * test requires:
+ * channel or not, a user whose ACL refuses PUBSUB NUMSUB or PUBLISH, and fenced commands that
+ * name a fence domain's counter, one shared by every key, in place of the key's own (waiters'
+ * attempts and the grants their records make included). After every command the test requires:
  *   - the same reply (a time-derived number - a waiter's wait, a PTTL - within TOL_MS; an error
  *     that a script raised may differ in its text, one it returned may not);
  *   - the same PUBLISHes in the same order (the server's MONITOR shows each one a script makes);
@@ -72,6 +73,7 @@ static bool coin(rng *r, unsigned percent)
 typedef struct world {
     char key[N_KEYS][24];
     char fence_key[N_KEYS][32];
+    char domain_key[32]; /* a fence domain's counter, shared by every key */
     char token[N_TOKENS][40];
     char waiter[N_WAITERS][20];
     char channel[N_WAITERS][64]; /* its first key's queue name, ":" and its id */
@@ -91,6 +93,8 @@ static void make_world(world *w, rng *r, uint64_t seed)
         snprintf(w->fence_key[i], sizeof(w->fence_key[i]), "%s%s", w->key[i],
                  REDLOCK__FENCE_SUFFIX);
     }
+    snprintf(w->domain_key, sizeof(w->domain_key), "d%" PRIu64 ":dom%s", seed % 97,
+             REDLOCK__FENCE_SUFFIX);
     for (unsigned i = 0; i < N_TOKENS; i++)
         snprintf(w->token[i], sizeof(w->token[i]), "%016" PRIx64 "%04x", rnd(r), i);
     uint64_t base = 1700000000000000ull + rnd(r) % 1000000000000ull;
@@ -271,6 +275,12 @@ static bool draw_command(diff *d, world *w, rng *r, cmd_build *b, bool *timed)
         return false;
     }
     c->token_len = c->token != NULL ? strlen(c->token) : 0;
+    /* A fenced command of one key names the fence domain's counter now and then (a waiter's
+     * attempt then carries it to the server, and its record to the release that grants). */
+    if (c->n_more == 0 && coin(r, 40)) {
+        c->fence_key = w->domain_key;
+        c->fence_key_len = strlen(w->domain_key);
+    }
     return true;
 }
 
@@ -285,8 +295,9 @@ static void edge_case(diff *d, const world *w, rng *r)
         static const char *const bad[] = {
             "abc", "007", "-1", " 5", "18446744073709551615", "99999999999999999999", "9", "0"};
         const char *v = bad[pick(r, 8)];
-        snprintf(d->what, sizeof(d->what), "counter %s = \"%s\"", w->fence_key[k], v);
-        raw_set(d, w->fence_key[k], v);
+        const char *ck = coin(r, 30) ? w->domain_key : w->fence_key[k];
+        snprintf(d->what, sizeof(d->what), "counter %s = \"%s\"", ck, v);
+        raw_set(d, ck, v);
         break;
     }
     case 1: { /* a place whose deadline passed, or one that is no number */
@@ -302,10 +313,19 @@ static void edge_case(diff *d, const world *w, rng *r)
     case 2: { /* a grant record that is not one */
         char field[40];
         snprintf(field, sizeof(field), "%s:g", w->waiter[wi]);
-        static const char *const bad[] = {"garbage", "100:1:2:0:2:3:abcdef",
-                                          "100:1:2:0:0:", "x:1:2:0:0:3:abcdef"};
-        snprintf(d->what, sizeof(d->what), "record of w%u in %s = bad", wi, due);
-        raw_hset(d, due, field, bad[pick(r, 4)]);
+        /* Among them records that name a domain's counter ("2"), broken, and whole. */
+        static const char *const bad[] = {"garbage",
+                                          "100:1:2:0:3:3:abcdef",
+                                          "100:1:2:0:0:",
+                                          "x:1:2:0:0:3:abcdef",
+                                          "100:1:2:0:2:3:ab:5:abcdef",
+                                          "100:1:2:0:2:99:x:3:abc",
+                                          "100:1:2:0:2:3:xyz3:abcdef",
+                                          "100:1:2:0:2:0::3:abcTOKEN",
+                                          "100:1:2:0:2:2:zz:3:abc"};
+        const char *g = bad[pick(r, 9)];
+        snprintf(d->what, sizeof(d->what), "record of w%u in %s = \"%s\"", wi, due, g);
+        raw_hset(d, due, field, g);
         break;
     }
     case 3: /* a key gone (as if it expired) */
@@ -322,6 +342,16 @@ static void edge_case(diff *d, const world *w, rng *r)
         snprintf(d->what, sizeof(d->what), "user %u", d->user);
         break;
     }
+}
+
+/* The model's value of key ("" when absent), into out. */
+static void model_value(diff *d, const char *key, char *out, size_t size)
+{
+    sim_db_key *k = sim_db_peek(&d->db, key, strlen(key));
+    size_t n = k != NULL && k->type == SIM_DB_STRING ? k->value_len : 0;
+    n = n < size - 1 ? n : size - 1;
+    memcpy(out, n > 0 ? k->value : "", n);
+    out[n] = '\0';
 }
 
 /* Run seed's sequence; returns the step that differed (0: none). */
@@ -354,8 +384,17 @@ static unsigned run_seed(diff *d, uint64_t seed, bool quiet)
         }
         buf.len = 0;
         assert_int_equal(redlock__cmd_encode(&b.cmd, b.tag, false, &buf, &d->alloc), 0);
+        char before[64], after[64];
+        model_value(d, w.domain_key, before, sizeof(before));
         if (!run_both(d, &s, &buf, timed))
             bad = step;
+        model_value(d, w.domain_key, after, sizeof(after));
+        if (bad == 0 && strcmp(before, after) != 0) {
+            bool release = b.cmd.kind == REDLOCK__CMD_RELEASE;
+            d->cov.domain_grants += b.cmd.queued && release;
+            d->cov.domain_queued += b.cmd.queued && !release;
+            d->cov.domain_other += !b.cmd.queued;
+        }
     }
     redlock__buf_free(&buf, &d->alloc);
     return bad;
@@ -381,11 +420,14 @@ static void models_match_the_scripts(void **state)
     const coverage *c = &d->cov;
     printf("# exercised: %u grants (%u cut at the place, %u fenced), %u heads woken (%u on the "
            "queue's channel), %u keys told, %u queued waits, %u keys taken by their head, %u "
-           "counters refused, %u errors raised, %u pubsub refusals\n",
+           "counters refused, %u errors raised, %u pubsub refusals; the domain's counter raised "
+           "by %u grants, %u waiters' attempts, %u other commands\n",
            c->grants, c->cut_grants, c->fenced_grants, c->woken, c->woken_on_queue, c->told_key,
-           c->queued_waits, c->taken_by_head, c->fence_errors, c->raised, c->refused);
+           c->queued_waits, c->taken_by_head, c->fence_errors, c->raised, c->refused,
+           c->domain_grants, c->domain_queued, c->domain_other);
     bool all = c->grants && c->cut_grants && c->fenced_grants && c->woken && c->woken_on_queue &&
-               c->told_key && c->queued_waits && c->taken_by_head && c->fence_errors && c->refused;
+               c->told_key && c->queued_waits && c->taken_by_head && c->fence_errors &&
+               c->refused && c->domain_grants && c->domain_queued && c->domain_other;
     diff_stop(d);
     free(d);
     assert_int_equal(failed, 0);

@@ -487,6 +487,7 @@ static void long_error_text_is_truncated_safely(void **state)
     assert_int_equal(redlock__cmd_vote(&c, r, err, sizeof(err), &kind, &data), REDLOCK_VOTE_ERROR);
     assert_int_equal(strlen(err), sizeof(err) - 1);
     assert_memory_equal(err, "ERR xxx", 7);
+    assert_string_equal(err + sizeof(err) - 4, "..."); /* one long word: cut inside, marked */
     freeReplyObject(r);
 }
 

@@ -246,6 +246,7 @@ static const member lock_opts_members[] = {
     M(redlock_lock_opts, reserved_fencing_, K_BYTES),
     M(redlock_lock_opts, fence_commit, K_UNSIGNED),
     M(redlock_lock_opts, cancel, K_PTR),
+    M(redlock_lock_opts, fence_domain, K_PTR),
 };
 
 static const member auto_opts_members[] = {

@@ -24,18 +24,45 @@ int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)
     return err;
 }
 
+int redlock__resources_valid(const void *const *resources, const size_t *lens, unsigned count,
+                             char *why, size_t why_len)
+{
+    if (resources == NULL || lens == NULL || count == 0) {
+        redlock__fmt(why, why_len, "no resources");
+        return REDLOCK_EINVAL;
+    }
+    if (count > REDLOCK_RESOURCES_MAX) {
+        redlock__fmt(why, why_len, "%u resources, over %u", count, (unsigned)REDLOCK_RESOURCES_MAX);
+        return REDLOCK_EINVAL;
+    }
+    size_t total = 0;
+    for (unsigned i = 0; i < count; i++) {
+        size_t len = redlock__len(resources[i], lens[i]);
+        if (resources[i] == NULL || len == 0) {
+            const char *what = resources[i] == NULL ? "NULL" : "empty";
+            if (count == 1)
+                redlock__fmt(why, why_len, "resource is %s", what);
+            else
+                redlock__fmt(why, why_len, "resource %u is %s", i, what);
+            return REDLOCK_EINVAL;
+        }
+        if (len > REDLOCK_RESOURCE_MAX - total) {
+            if (count == 1)
+                redlock__fmt(why, why_len, "resource is %zu bytes, " REDLOCK__OVER_MAX, len,
+                             (unsigned)REDLOCK_RESOURCE_MAX);
+            else
+                redlock__fmt(why, why_len, "resources are %zu bytes or more, " REDLOCK__OVER_MAX,
+                             total + len, (unsigned)REDLOCK_RESOURCE_MAX);
+            return REDLOCK_EINVAL;
+        }
+        total += len;
+    }
+    return 0;
+}
+
 int redlock__check_resource(redlock_client *c, const void *resource, size_t len)
 {
-    if (c->closing)
-        return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
-    if (resource == NULL)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource is NULL");
-    if (len == 0)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource is empty");
-    if (len > REDLOCK_RESOURCE_MAX)
-        return redlock__client_error(c, REDLOCK_EINVAL, "resource is %zu bytes, " REDLOCK__OVER_MAX,
-                                     len, (unsigned)REDLOCK_RESOURCE_MAX);
-    return 0;
+    return redlock__check_resources(c, &resource, &len, 1);
 }
 
 int redlock__check_resources(redlock_client *c, const void *const *resources, const size_t *lens,
@@ -43,30 +70,18 @@ int redlock__check_resources(redlock_client *c, const void *const *resources, co
 {
     if (c->closing)
         return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
-    if (resources == NULL || lens == NULL || count == 0)
-        return redlock__client_error(c, REDLOCK_EINVAL, "no resources");
-    if (count > REDLOCK_RESOURCES_MAX)
-        return redlock__client_error(c, REDLOCK_EINVAL, "%u resources, over %u", count,
-                                     (unsigned)REDLOCK_RESOURCES_MAX);
-    size_t total = 0;
-    for (unsigned i = 0; i < count; i++) {
-        size_t len = redlock__len(resources[i], lens[i]);
-        if (resources[i] == NULL || len == 0)
-            return redlock__client_error(c, REDLOCK_EINVAL, "resource %u is %s", i,
-                                         resources[i] == NULL ? "NULL" : "empty");
-        if (len > REDLOCK_RESOURCE_MAX - total)
-            return redlock__client_error(c, REDLOCK_EINVAL,
-                                         "resources are %zu bytes or more, " REDLOCK__OVER_MAX,
-                                         total + len, (unsigned)REDLOCK_RESOURCE_MAX);
-        total += len;
-    }
+    char why[REDLOCK_ERROR_TEXT_MAX];
+    int rc = redlock__resources_valid(resources, lens, count, why, sizeof(why));
+    if (rc != 0)
+        return redlock__client_error(c, rc, "%s", why);
+    if (count == 1)
+        return 0;
     /* Two alike would make a node's script see one key twice: refused, whatever the order. The
      * hashes make the pairwise check cheap (at most REDLOCK_RESOURCES_MAX^2 / 2 of them). */
     uint64_t stack[64];
     uint64_t *hash = count <= 64 ? stack : redlock__malloc(&c->alloc, count * sizeof(*hash));
     if (hash == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
-    int rc = 0;
     for (unsigned i = 0; i < count; i++)
         hash[i] = redlock__hash(resources[i], redlock__len(resources[i], lens[i]));
     for (unsigned i = 1; rc == 0 && i < count; i++) {
@@ -92,9 +107,7 @@ int redlock__check_call(redlock_client *c, const void *const *resources, const s
 {
     if (c == NULL)
         return REDLOCK_EINVAL;
-    int rc = count == 1 && resources != NULL && lens != NULL
-                 ? redlock__check_resource(c, resources[0], redlock__len(resources[0], lens[0]))
-                 : redlock__check_resources(c, resources, lens, count);
+    int rc = redlock__check_resources(c, resources, lens, count);
     if (rc != 0)
         return rc;
     if (cb == NULL)

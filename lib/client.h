@@ -158,9 +158,14 @@ static inline size_t redlock__len(const void *p, size_t len)
  * cycle within the default node timeout (docs/api.md). */
 #define REDLOCK__OVER_MAX "over REDLOCK_RESOURCE_MAX (%u): lock a digest of it instead"
 
-/* The checks every call that names a resource makes: the client is open, the resource is
- * 1..REDLOCK_RESOURCE_MAX bytes. Returns 0 or the error (with the client's last error set). len is
- * resolved already (redlock__len); the calls on a set resolve each of lens themselves. */
+/* What a set of count resources must be, with no client to ask (the blocking API checks it on the
+ * caller's thread): 1..REDLOCK_RESOURCES_MAX of them (lens[i] may be REDLOCK_STRLEN), each
+ * non-empty, REDLOCK_RESOURCE_MAX bytes in all. Returns 0, or REDLOCK_EINVAL with why filled
+ * (the wording of a call for one resource when count is 1). */
+int redlock__resources_valid(const void *const *resources, const size_t *lens, unsigned count,
+                             char *why, size_t why_len);
+/* The checks every call that names a resource makes: the client is open, the resource is valid
+ * (as above). Returns 0 or the error (with the client's last error set). */
 int redlock__check_resource(redlock_client *c, const void *resource, size_t len);
 /* The same for a set of count resources (redlock_acquire_multi, redlock_inspect_multi): 1..
  * REDLOCK_RESOURCES_MAX of them, each as above, REDLOCK_RESOURCE_MAX bytes in all, no two

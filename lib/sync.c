@@ -772,22 +772,6 @@ int redlock_sync_acquire(redlock_sync *sync, const void *resource, size_t len, u
     return redlock_sync_acquire_multi(sync, &resource, &len, 1, ttl_ms, opts, lock_out, report);
 }
 
-/* What the blocking calls check of their resources before the loop thread sees them (the async
- * call checks them again, with its messages): the handle copies them first. */
-static bool resources_ok(const void *const *resources, const size_t *lens, unsigned count)
-{
-    if (resources == NULL || lens == NULL || count == 0 || count > REDLOCK_RESOURCES_MAX)
-        return false;
-    size_t total = 0;
-    for (unsigned i = 0; i < count; i++) {
-        size_t len = redlock__len(resources[i], lens[i]);
-        if (resources[i] == NULL || len == 0 || len > REDLOCK_RESOURCE_MAX - total)
-            return false;
-        total += len;
-    }
-    return true;
-}
-
 int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources, const size_t *lens,
                                unsigned count, uint64_t ttl_ms, const redlock_lock_opts *opts,
                                redlock_sync_lock **lock_out, redlock_report *report)
@@ -804,14 +788,17 @@ int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources,
         .count = count,
         .ttl_ms = ttl_ms,
     };
-    if (sync == NULL || lock_out == NULL || !resources_ok(resources, lens, count)) {
-        redlock__report_status(
-            report, REDLOCK_EINVAL,
-            "sync or lock_out is NULL, or a resource is NULL or empty, or there are "
-            "none, over REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
+    char why[256];
+    if (sync == NULL || lock_out == NULL) {
+        redlock__report_status(report, REDLOCK_EINVAL, "sync or lock_out is NULL");
         return REDLOCK_EINVAL;
     }
-    char why[256];
+    /* Checked before the loop thread sees them (the async call checks them again): the handle
+     * copies them first. */
+    if (redlock__resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
+        redlock__report_status(report, REDLOCK_EINVAL, why);
+        return REDLOCK_EINVAL;
+    }
     if (redlock__lock_opts_in(&req.opts, opts, why, sizeof(why)) != 0) {
         redlock__report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
@@ -863,11 +850,13 @@ int redlock_sync_inspect_multi(redlock_sync *sync, const void *const *resources,
 {
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
-    if (sync == NULL || !resources_ok(resources, lens, count)) {
-        redlock__report_status(
-            report, REDLOCK_EINVAL,
-            "sync is NULL, or a resource is NULL or empty, or there are none, over "
-            "REDLOCK_RESOURCES_MAX, or over REDLOCK_RESOURCE_MAX bytes");
+    char why[256];
+    if (sync == NULL) {
+        redlock__report_status(report, REDLOCK_EINVAL, "sync is NULL");
+        return REDLOCK_EINVAL;
+    }
+    if (redlock__resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
+        redlock__report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
     sync_req req = {

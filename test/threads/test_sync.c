@@ -568,7 +568,17 @@ static void calls_report_bad_arguments(void **state)
     redlock_sync_lock *lock = NULL;
     assert_int_equal(redlock_sync_acquire(sync, "", 0, 0, NULL, &lock, &report), REDLOCK_EINVAL);
     assert_int_equal(report.status, REDLOCK_EINVAL);
+    assert_string_equal(report.message, "resource is empty");
     assert_int_equal(redlock_sync_acquire(sync, "x", 1, 0, NULL, NULL, NULL), REDLOCK_EINVAL);
+    /* Over the size limit: refused on the caller's thread with the async call's words. */
+    static char big[REDLOCK_RESOURCE_MAX + 1];
+    memset(big, 'b', sizeof(big));
+    assert_int_equal(redlock_sync_acquire(sync, big, sizeof(big), 0, NULL, &lock, &report),
+                     REDLOCK_EINVAL);
+    assert_null(lock);
+    assert_non_null(strstr(report.message, "over REDLOCK_RESOURCE_MAX"));
+    assert_int_equal(redlock_sync_inspect(sync, big, sizeof(big), &report), REDLOCK_EINVAL);
+    assert_non_null(strstr(report.message, "lock a digest of it instead"));
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.retry_count = -5;
@@ -1280,7 +1290,7 @@ static void acquire_out_of_memory_takes_nothing(void **state)
     /* A resource of an unusual length singles out the handle's allocation: the first one of at
      * least that length (the handle embeds its copy of the resource, and is allocated before
      * the acquire starts). */
-    size_t len = 100003;
+    size_t len = REDLOCK_RESOURCE_MAX - 3;
     char *resource = malloc(len);
     assert_non_null(resource);
     memset(resource, 'r', len);

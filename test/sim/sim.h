@@ -31,6 +31,18 @@
 #ifndef SIM_H
 #define SIM_H
 
+/* Sanitizers make each run several times slower: the test programs run fewer seeds there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SIM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SIM_SANITIZED 1
+#endif
+#endif
+#ifndef SIM_SANITIZED
+#define SIM_SANITIZED 0
+#endif
+
 #include <stdbool.h>
 #include <stdint.h>
 

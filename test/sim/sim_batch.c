@@ -367,3 +367,32 @@ int sim_replay(const char *seed_text)
     printf("seed %" PRIu64 ": mutual exclusion holds\n", seed);
     return 0;
 }
+
+int sim_test_main(const struct CMUnitTest *tests, size_t count)
+{
+    const char *seed = getenv("SIM_SEED");
+    if (seed != NULL && *seed != '\0')
+        return sim_replay(seed);
+    const char *filter = getenv("SIM_TEST_FILTER");
+    if (filter != NULL && *filter != '\0')
+        cmocka_set_test_filter(filter);
+    return _cmocka_run_group_tests("sim", tests, count, NULL, NULL);
+}
+
+void sim_assert_same_seed_same_trace(const char *const *scenarios, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        sim_config cfg;
+        sim_result a, b, c;
+        assert_true(sim_config_scenario(&cfg, scenarios[i], 4242));
+        assert_int_equal(sim_run(&cfg, &a), 0);
+        assert_int_equal(sim_run(&cfg, &b), 0);
+        assert_true(a.events > 100);
+        assert_true(a.trace_hash == b.trace_hash);
+        assert_true(a.events == b.events && a.end_us == b.end_us && a.holds == b.holds);
+        assert_int_equal(a.violation, b.violation);
+        cfg.seed = 4243;
+        assert_int_equal(sim_run(&cfg, &c), 0);
+        assert_true(c.trace_hash != a.trace_hash);
+    }
+}

@@ -10,6 +10,8 @@
 
 #include "sim.h"
 
+struct CMUnitTest;
+
 #define SHOW_MAX 3
 #define FAIL_MAX 20 /* a batch stops after this many seeds broke a contract or a promise */
 
@@ -51,5 +53,10 @@ void batch_add(batch *to, const batch *b);
 /* SIM_SEED=N [SIM_SCENARIO=name] [SIM_...]: run one seed with a trace on stderr; 0 when it broke
  * nothing. */
 int sim_replay(const char *seed_text);
+/* A test program's main: SIM_SEED replays one seed (sim_replay); SIM_TEST_FILTER=name runs only
+ * the matching tests (cmocka's '*' and '?' wildcards); else the tests run. */
+int sim_test_main(const struct CMUnitTest *tests, size_t count);
+/* Each scenario, run twice with one seed, gives the same trace, and another seed another one. */
+void sim_assert_same_seed_same_trace(const char *const *scenarios, size_t count);
 
 #endif

@@ -42,18 +42,6 @@
 #include "sim.h"
 #include "sim_batch.h"
 
-/* Sanitizers make each run several times slower; the CI's ASan job runs fewer seeds. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SIM_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SIM_SANITIZED 1
-#endif
-#endif
-#ifndef SIM_SANITIZED
-#define SIM_SANITIZED 0
-#endif
-
 #define SAFE_SEEDS (SIM_SANITIZED ? 300u : 2000u) /* per node count */
 #define AUTO_SEEDS (SIM_SANITIZED ? 600u : 5000u)
 #define BROKEN_SEEDS 300u
@@ -358,32 +346,13 @@ static void calm_everyone_gets_the_lock(void **state)
 static void same_seed_same_trace(void **state)
 {
     (void)state;
-    const char *scenarios[] = {"safe", "amnesia", "slow-clock", "safe-auto", "clock-jump"};
-    for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-        sim_config cfg;
-        sim_result a, b, c;
-        assert_true(sim_config_scenario(&cfg, scenarios[i], 4242));
-        assert_int_equal(sim_run(&cfg, &a), 0);
-        assert_int_equal(sim_run(&cfg, &b), 0);
-        assert_true(a.events > 100);
-        assert_true(a.trace_hash == b.trace_hash);
-        assert_true(a.events == b.events && a.end_us == b.end_us && a.holds == b.holds);
-        assert_int_equal(a.violation, b.violation);
-        cfg.seed = 4243;
-        assert_int_equal(sim_run(&cfg, &c), 0);
-        assert_true(c.trace_hash != a.trace_hash);
-    }
+    static const char *const scenarios[] = {"safe", "amnesia", "slow-clock", "safe-auto",
+                                            "clock-jump"};
+    sim_assert_same_seed_same_trace(scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }
 
 int main(void)
 {
-    const char *seed = getenv("SIM_SEED");
-    if (seed != NULL && *seed != '\0')
-        return sim_replay(seed);
-    /* SIM_TEST_FILTER=name runs only the matching tests (cmocka's '*' and '?' wildcards). */
-    const char *filter = getenv("SIM_TEST_FILTER");
-    if (filter != NULL && *filter != '\0')
-        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(safety_holds),
         cmocka_unit_test(slow_clock_violates),
@@ -398,5 +367,5 @@ int main(void)
         cmocka_unit_test(calm_everyone_gets_the_lock),
         cmocka_unit_test(same_seed_same_trace),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return sim_test_main(tests, sizeof(tests) / sizeof(tests[0]));
 }

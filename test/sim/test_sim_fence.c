@@ -31,17 +31,6 @@
 #include "sim.h"
 #include "sim_fence.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SIM_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SIM_SANITIZED 1
-#endif
-#endif
-#ifndef SIM_SANITIZED
-#define SIM_SANITIZED 0
-#endif
-
 #define SAFE_SEEDS (SIM_SANITIZED ? 1000u : 4000u)
 #define AUTO_SEEDS (SIM_SANITIZED ? 500u : 2000u)
 #define BROKEN_SEEDS (SIM_SANITIZED ? 300u : 1000u)

@@ -38,17 +38,6 @@
 #include "sim.h"
 #include "sim_batch.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SIM_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SIM_SANITIZED 1
-#endif
-#endif
-#ifndef SIM_SANITIZED
-#define SIM_SANITIZED 0
-#endif
-
 #define GRANT_SEEDS (SIM_SANITIZED ? 150u : 600u) /* per world */
 #define CONTROL_SEEDS 2000u /* at most, per control: each stops at its first finding */
 
@@ -205,35 +194,17 @@ static void cluster_failover_needs_the_replica_wait(void **state)
 static void same_seed_same_trace(void **state)
 {
     (void)state;
-    static const char *const worlds[] = {"grants", "grants-alias", "cluster", "turns"};
-    for (size_t i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++) {
-        sim_config cfg;
-        sim_result a, b, c;
-        assert_true(sim_config_scenario(&cfg, worlds[i], 4242));
-        assert_int_equal(sim_run(&cfg, &a), 0);
-        assert_int_equal(sim_run(&cfg, &b), 0);
-        assert_true(a.events > 100);
-        assert_true(a.trace_hash == b.trace_hash);
-        assert_true(a.events == b.events && a.end_us == b.end_us && a.holds == b.holds);
-        cfg.seed = 4243;
-        assert_int_equal(sim_run(&cfg, &c), 0);
-        assert_true(c.trace_hash != a.trace_hash);
-    }
+    static const char *const scenarios[] = {"grants", "grants-alias", "cluster", "turns"};
+    sim_assert_same_seed_same_trace(scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }
 
 int main(void)
 {
-    const char *seed = getenv("SIM_SEED");
-    if (seed != NULL && *seed != '\0')
-        return sim_replay(seed);
-    const char *filter = getenv("SIM_TEST_FILTER");
-    if (filter != NULL && *filter != '\0')
-        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_path_keeps_its_promises),
         cmocka_unit_test(broken_variants_are_found),
         cmocka_unit_test(cluster_failover_needs_the_replica_wait),
         cmocka_unit_test(same_seed_same_trace),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return sim_test_main(tests, sizeof(tests) / sizeof(tests[0]));
 }

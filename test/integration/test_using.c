@@ -294,6 +294,16 @@ static void token_fired_before_the_call(void **state)
     h_env_stop(&env);
 }
 
+/* Start env with a client holding resource, and wait until every node holds it (the acquire is
+ * decided at the quorum), so that a waiter finds it everywhere. */
+static void hold_everywhere(h_env *env, const char *resource, h_record *held)
+{
+    h_start_holding(env, N, resource, 30000, held);
+    const char *token = redlock_lock_token(held->lock, NULL);
+    assert_true(h_wait_holding(env, resource, strlen(resource), token, strlen(token), N,
+                               H_WAIT_MS));
+}
+
 /* 6. A token fired from another thread while the work waits behind another holder: the wait
  * ends canceled, the work never runs, the holder's keys are untouched, and once it releases
  * nothing of the waiter is left on the nodes. */
@@ -302,11 +312,7 @@ static void token_cancels_a_wait(void **state)
     (void)state;
     h_env env;
     h_record held;
-    h_start_holding(&env, N, "tok:wait", 30000, &held);
-    /* Decided at the quorum: every node holds it before anyone else tries. */
-    assert_true(h_wait_holding(&env, "tok:wait", strlen("tok:wait"),
-                               redlock_lock_token(held.lock, NULL),
-                               strlen(redlock_lock_token(held.lock, NULL)), N, H_WAIT_MS));
+    hold_everywhere(&env, "tok:wait", &held);
     redlock_client *w = h_own_client(&env, NULL);
     redlock_cancel_token *token = NULL;
     assert_int_equal(redlock_cancel_token_new(&token), 0);
@@ -380,11 +386,7 @@ static void token_shared_by_two_clients(void **state)
     (void)state;
     h_env env;
     h_record held;
-    h_start_holding(&env, N, "tok:shared", 30000, &held);
-    /* Decided at the quorum: every node holds it before anyone else tries. */
-    assert_true(h_wait_holding(&env, "tok:shared", strlen("tok:shared"),
-                               redlock_lock_token(held.lock, NULL),
-                               strlen(redlock_lock_token(held.lock, NULL)), N, H_WAIT_MS));
+    hold_everywhere(&env, "tok:shared", &held);
     redlock_client *a = h_own_client(&env, NULL);
     redlock_client *b = h_own_client(&env, NULL);
     redlock_cancel_token *token = NULL;

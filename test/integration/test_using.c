@@ -300,8 +300,8 @@ static void hold_everywhere(h_env *env, const char *resource, h_record *held)
 {
     h_start_holding(env, N, resource, 30000, held);
     const char *token = redlock_lock_token(held->lock, NULL);
-    assert_true(h_wait_holding(env, resource, strlen(resource), token, strlen(token), N,
-                               H_WAIT_MS));
+    assert_true(
+        h_wait_holding(env, resource, strlen(resource), token, strlen(token), N, H_WAIT_MS));
 }
 
 /* 6. A token fired from another thread while the work waits behind another holder: the wait

@@ -481,8 +481,8 @@ bool h_wait_release_votes(h_env *env, redlock_client *c, unsigned want, uint64_t
             h_record rel;
             int rc = h_release(env, rec.lock, &rel);
             redlock_lock_free(rec.lock);
-            unsigned unheard = rel.n_nodes - rel.votes_yes - rel.votes_no - rel.votes_error -
-                               rel.votes_timeout;
+            unsigned unheard =
+                rel.n_nodes - rel.votes_yes - rel.votes_no - rel.votes_error - rel.votes_timeout;
             if (unheard > 0)
                 fail_msg("h_wait_release_votes: the release was decided with %u nodes unheard "
                          "(the client needs redlock_options.release_waits_all)",

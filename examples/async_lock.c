@@ -8,7 +8,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
-#include <string.h>
 
 #include <redlock.h>
 #include <uv.h>
@@ -107,7 +106,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", redlock_err_name(rc), err);
         return 2;
     }
-    rc = redlock_acquire(a.client, "my-resource", strlen("my-resource"), 0, NULL, on_acquired, &a);
+    rc = redlock_acquire(a.client, "my-resource", REDLOCK_STRLEN, 0, NULL, on_acquired, &a);
     if (rc != 0) {
         fprintf(stderr, "acquire: %s\n", redlock_client_last_error(a.client));
         redlock_client_close(a.client, NULL, NULL);

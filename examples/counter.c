@@ -81,11 +81,12 @@ typedef struct config {
 typedef struct worker {
     unsigned id;
     const config *cfg;
-    redisContext *data;   /* its own connection to the data server */
-    redlock_sync *sync;   /* its own lock client; NULL with --no-lock */
-    unsigned seed;        /* for the random pause */
-    unsigned long rounds; /* lock rounds made, for all increments together */
+    redisContext *data; /* its own connection to the data server */
+    redlock_sync *sync; /* its own lock client; NULL with --no-lock */
+    unsigned seed;      /* for the random pause */
+    uint64_t called_us; /* when the current increment asked for the lock */
     uint64_t longest_wait_us;
+    int result; /* of the current increment (increment_holding) */
 } worker;
 
 /* ---- the data server: plain blocking hiredis ----------------------------------------------- */
@@ -215,51 +216,56 @@ static void print_nodes(const redlock_report *report)
     }
 }
 
-/* One increment inside the lock. Returns 0 when done; 1 when nothing was written because the
- * lock ran out first (the caller does the increment again); -1 on failure. */
+/* The read-modify-write, run by redlock_sync_with holding the lock (kept alive meanwhile). Sets
+ * w->result: 0 when done; 1 when nothing was written because the lock ran out first (the caller
+ * does the increment again); -1 on failure. */
+static void increment_holding(redlock_sync_lock *lock, void *data)
+{
+    worker *w = data;
+    uint64_t waited_us = redlock_now_us() - w->called_us;
+    if (waited_us > w->longest_wait_us)
+        w->longest_wait_us = waited_us;
+    long long value;
+    w->result = data_get(w->data, w->cfg->key, &value);
+    if (w->result != 0)
+        return;
+    pause_briefly(&w->seed);
+    /* Write only while the lock is still ours. This narrows, but cannot close, the window in
+     * which a process that stalls right here writes after its lock expired: protecting against
+     * that needs a fencing token checked by the data store itself (examples/fenced_store.c). */
+    if (redlock_sync_lock_lost(lock) || redlock_now_us() >= redlock_sync_lock_deadline_us(lock)) {
+        fprintf(stderr, "worker %u: the lock ran out before the write; trying again\n", w->id);
+        w->result = 1;
+        return;
+    }
+    w->result = data_set(w->data, w->cfg->key, value + 1);
+}
+
+/* One increment inside the lock: 0 when done, 1 to do it again, -1 on failure. */
 static int locked_increment(worker *w, redlock_report *report)
 {
-    const config *cfg = w->cfg;
     redlock_lock_opts lock_opts;
     redlock_lock_opts_init(&lock_opts);
-    lock_opts.wait_ms = LOCK_WAIT_MS; /* busy: keep trying, every ~2 ms, until our turn */
+    lock_opts.wait_ms = LOCK_WAIT_MS; /* busy: wait in the resource's queue for our turn */
 
-    redlock_sync_lock *lock = NULL;
-    int rc = redlock_sync_acquire(w->sync, cfg->lock_resource, strlen(cfg->lock_resource),
-                                  LOCK_TTL_MS, &lock_opts, &lock, report);
-    w->rounds += report->attempts;
-    if (report->elapsed_us > w->longest_wait_us)
-        w->longest_wait_us = report->elapsed_us;
-    if (rc != 0) {
-        fprintf(stderr, "worker %u: no lock after %u rounds in %llu ms: %s\n", w->id,
-                report->attempts, (unsigned long long)(report->elapsed_us / 1000),
+    w->called_us = redlock_now_us();
+    w->result = -1;
+    redlock_hold_end end;
+    int rc = redlock_sync_with(w->sync, w->cfg->lock_resource, REDLOCK_STRLEN, LOCK_TTL_MS,
+                               &lock_opts, increment_holding, w, &end, report);
+    if (end == REDLOCK_HOLD_NOT_ACQUIRED) {
+        fprintf(stderr, "worker %u: no lock after %llu ms: %s\n", w->id,
+                (unsigned long long)((redlock_now_us() - w->called_us) / 1000),
                 redlock_strerror(rc));
         print_nodes(report);
         return -1;
     }
-
-    long long value;
-    int result = data_get(w->data, cfg->key, &value);
-    if (result == 0) {
-        pause_briefly(&w->seed);
-        /* Write only while the lock is still ours. This narrows, but cannot close, the window in
-         * which a process that stalls right here writes after its lock expired: protecting
-         * against that needs a fencing token checked by the data store itself. */
-        if (redlock_now_us() < redlock_sync_lock_deadline_us(lock)) {
-            result = data_set(w->data, cfg->key, value + 1);
-        } else {
-            fprintf(stderr, "worker %u: the lock ran out before the write; trying again\n", w->id);
-            result = 1;
-        }
-    }
-
-    /* A release that fails leaves the key on some nodes until its ttl: the others wait longer,
-     * but nothing is wrong, so it is reported and not fatal. */
-    rc = redlock_sync_release(lock, NULL);
+    /* A hold that ended otherwise than released (lost, lapsed: the lock was not ours all along)
+     * is reported: the increment it wrote, if any, was not protected throughout. */
     if (rc != 0)
-        fprintf(stderr, "worker %u: release: %s\n", w->id, redlock_strerror(rc));
-    redlock_sync_lock_free(lock);
-    return result;
+        fprintf(stderr, "worker %u: the hold ended %s: %s\n", w->id, redlock_hold_end_name(end),
+                redlock_strerror(rc));
+    return w->result;
 }
 
 /* A worker's whole life; the return value is its exit status. */
@@ -293,7 +299,7 @@ static int run_worker(const config *cfg, unsigned id)
         }
     }
 
-    redlock_report report; /* what the last acquire saw, node by node */
+    static redlock_report report; /* what the last call saw, node by node (about 30 KB) */
     redlock_report_init(&report);
     int exit_code = 0;
     for (unsigned done = 0; done < cfg->incr;) {
@@ -306,9 +312,13 @@ static int run_worker(const config *cfg, unsigned id)
             done++;
     }
 
-    if (exit_code == 0 && cfg->use_lock)
-        printf("worker %u: %u increments, %lu lock rounds, longest wait %llu ms\n", id, cfg->incr,
-               w.rounds, (unsigned long long)(w.longest_wait_us / 1000));
+    redlock_stats stats; /* the client's counters: an acquire's attempt is one round */
+    redlock_stats_init(&stats);
+    if (exit_code == 0 && cfg->use_lock && redlock_sync_stats(w.sync, &stats) == 0)
+        printf("worker %u: %u increments, %llu lock rounds, longest wait %llu ms\n", id, cfg->incr,
+               (unsigned long long)(stats.rounds_won + stats.rounds_busy + stats.rounds_broken +
+                                    stats.rounds_expired),
+               (unsigned long long)(w.longest_wait_us / 1000));
     else if (exit_code == 0)
         printf("worker %u: %u increments\n", id, cfg->incr);
     redlock_sync_free(w.sync);

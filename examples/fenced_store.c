@@ -234,7 +234,7 @@ int main(int argc, char **argv)
     lo.fencing = cfg.fencing;
     lo.wait_ms = 30000; /* wait for our turn */
     redlock_sync_lock *lock = NULL;
-    int rc = redlock_sync_acquire(sync, resource, strlen(resource), cfg.ttl_ms, &lo, &lock, NULL);
+    int rc = redlock_sync_acquire(sync, resource, REDLOCK_STRLEN, cfg.ttl_ms, &lo, &lock, NULL);
     if (rc != 0) {
         fprintf(stderr, "fenced_store: cannot take the lock: %s\n", redlock_strerror(rc));
         redisFree(data);

@@ -211,6 +211,10 @@ static void held_lock_refuses_second_client_until_release(void **state)
     assert_int_equal(rel.votes_yes, N);
     assert_int_equal(h_acquire(&env, b, "lock:2", 5000, NULL, &rb), 0);
     assert_non_null(rb.lock);
+    /* Decided at the quorum: b's last SET may still be on its way, and a's attempt could reach
+     * that node first. Once b holds every node, a is refused everywhere. */
+    token = redlock_lock_token(rb.lock, &token_len);
+    assert_true(h_wait_holding(&env, "lock:2", 6, token, token_len, N, H_WAIT_MS));
     /* Now a is the one refused. */
     h_record ra2;
     assert_int_equal(h_acquire(&env, a, "lock:2", 5000, NULL, &ra2), REDLOCK_EBUSY);

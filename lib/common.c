@@ -161,11 +161,15 @@ size_t redlock__text_fit(char *out, size_t size, const char *text, size_t len)
     while (cut > 0 && text[cut] != ' ')
         cut--;
     while (cut > 0 && memchr(" ,;:", text[cut - 1], 4) != NULL)
-        cut--;           /* "node down:..." reads as "node down..." */
-    if (cut < max / 2) { /* a word longer than half the room (a key, a path): cut it inside */
+        cut--;                       /* "node down:..." reads as "node down..." */
+    if (cut == 0 || cut < max / 2) { /* a word longer than half the room (a key, a path), or
+                                        no whole word fits: cut it inside */
         cut = max;
         while (cut > 0 && utf8_continues(text[cut]))
             cut--;
+        if (cut == 0 && mark == 0) /* no room for the mark, no whole character: the bytes
+                                      that fit rather than nothing */
+            cut = max;
     }
     memmove(out, text, cut);
     memcpy(out + cut, REDLOCK__CUT_MARK, mark);

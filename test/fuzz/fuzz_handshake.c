@@ -93,8 +93,9 @@ static bool answer(redlock__handshake *hs, const redisReply *reply, size_t why_l
         CHECK(!ok && hs->answered == before);
     } else {
         CHECK(hs->answered == before + 1);
-        if (reply->type == REDIS_REPLY_ERROR)
-            CHECK(ok == (kind != REDLOCK__HS_STATUS));
+        if (reply->type == REDIS_REPLY_ERROR) /* a refused password ends it at any step */
+            CHECK(ok == (kind != REDLOCK__HS_STATUS &&
+                         redlock__auth_refusal(reply->str, reply->len) == NULL));
         else if (ok && kind == REDLOCK__HS_STATUS)
             CHECK(reply->type == REDIS_REPLY_STATUS && reply->len == 2 &&
                   memcmp(reply->str, "OK", 2) == 0);

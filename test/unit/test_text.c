@@ -70,6 +70,11 @@ static void tiny_buffers(void **state)
     expect("abcdef", 3, "ab");
     expect("a\xc3\xa9", 3, "a");
     expect("abc", 1, "");
+    /* Never nothing: no whole word or character fits the room, yet something is said. */
+    expect(":abcdef", 3, ":a");
+    expect("\xe2\x82\xac", 3, "\xe2\x82");
+    expect("abc", 2, "a");
+    expect("\xc3\xa9x", 2, "\xc3");
     char none = 'Z';
     assert_int_equal(redlock__text_fit(&none, 0, "abc", 3), 0);
     assert_int_equal(none, 'Z');

@@ -477,6 +477,53 @@ static void masters_kept_within_allow(void **state)
     h_env_stop(&env);
 }
 
+/* A redirect that comes after other rounds were sent: the source of a half-migrated slot is
+ * paused, so the lock on key is won without it; a lock on another key goes out meanwhile; then
+ * the source answers ASK and the request is sent again to the target. It must be key's own SET
+ * (encoded again, not the bytes the client's last round left): the target has key, and the
+ * four other nodes hold it. */
+static bool target_has(unsigned target, unsigned slot, const char *key)
+{
+    redisReply *r =
+        fixture_cluster_command(&clusters[B], target, "CLUSTER GETKEYSINSLOT %u 100", slot);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    bool has = false;
+    for (size_t i = 0; i < r->elements; i++)
+        has = has || (r->element[i]->len == strlen(key) &&
+                      memcmp(r->element[i]->str, key, strlen(key)) == 0);
+    freeReplyObject(r);
+    return has;
+}
+
+static void late_redirect(h_env *env, redlock_client *c, const char *key, unsigned source,
+                          unsigned target)
+{
+    unsigned slot = (unsigned)fixture_cluster_keyslot(&clusters[B], key, strlen(key));
+    const char *other = NULL;
+    for (unsigned i = 0; i < N_SPREAD && other == NULL; i++)
+        if (fixture_cluster_key_owner(&clusters[B], spread[i], strlen(spread[i])) != (int)source)
+            other = spread[i];
+    assert_non_null(other);
+    assert_int_equal(fixture_cluster_pause(&clusters[B], source), 0);
+    h_record rec, meanwhile;
+    int rc = h_acquire(env, c, key, 10000, NULL, &rec);
+    int rc2 = h_acquire(env, c, other, 10000, NULL, &meanwhile);
+    assert_int_equal(fixture_cluster_resume(&clusters[B], source), 0);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc2, 0);
+    /* The source lacks key (ASK): the target's keys in the slot tell where the SET went. */
+    uint64_t t0 = redlock_now_us();
+    while (!target_has(target, slot, key) && h_since_us(t0) < H_WAIT_MS * 1000ULL)
+        h_run_for(&env->loop, 10);
+    assert_true(target_has(target, slot, key));
+    size_t token_len = 0;
+    const char *token = redlock_lock_token(rec.lock, &token_len);
+    assert_int_equal(holders(env, key, token), N - 1);
+    h_release_ok(env, meanwhile.lock, NULL);
+    h_release_ok(env, rec.lock, NULL);
+}
+
 /* 4. A slot migrates (half way: the source answers ASK for keys it no longer has; then
  * finished: MOVED) while a loop takes and releases a lock on a key of that slot and bumps a
  * counter on a plain server under it: every round is won, no update is lost. */
@@ -502,6 +549,7 @@ static void slot_migrating_under_a_lock_loop(void **state)
             assert_int_equal(r->type, REDIS_REPLY_ERROR);
             assert_memory_equal(r->str, "ASK ", 4);
             freeReplyObject(r);
+            late_redirect(&env, c, key, (unsigned)from, to);
         }
         if (phase == 2)
             assert_int_equal(fixture_cluster_migrate_slot(&clusters[B], slot, (unsigned)from, to,

@@ -147,7 +147,11 @@ static void minimal_runs_as_shown(void **state)
     argv[4] = NULL;
     char out[4096];
     int rc = run(argv, out, sizeof(out));
-    printf("# %s", out);
+    char copy[sizeof(out)];
+    snprintf(copy, sizeof(copy), "%s", out);
+    for (char *save = NULL, *l = strtok_r(copy, "\n", &save); l != NULL;
+         l = strtok_r(NULL, "\n", &save))
+        printf("# %s\n", l); /* TAP: each line of the example's output a comment */
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "nightly-report: locked, token "));
     assert_non_null(strstr(out, "nightly-report: released (success)\n"));

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # bench/smoke.sh BENCH_EXE [PROXY_EXE [CERTS_EXE]] - the CI smoke run of the bench: redlock-bench
-# --quick against nine servers of its own (five for every scenario, all nine for scale; with TLS
-# ports too when CERTS_EXE, the redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario
+# --quick --duration 0.3 (each row a third of a second; SMOKE_DURATION sets it) against nine
+# servers of its own (five for every scenario, all nine for scale; with TLS ports too when
+# CERTS_EXE, the redlock-bench-certs program, is given); checks that the JSON is well-formed, every scenario
 # reported, lost_updates is 0 and no fencing cycle failed. The cluster scenario runs too, its
 # clusters formed by bench/clusters.sh (one M at a time, each in a temp dir under this run's own
 # TMPDIR, so that none left behind goes unseen). A functional check only: speed is never
@@ -35,7 +36,7 @@ nodes=()
 for i in 0 1 2 3 4; do
     if [ "$i" -lt 2 ]; then nodes+=("${servers_urls[$i]}?timeout_ms=50"); else nodes+=("${servers_urls[$i]}"); fi
 done
-args=(--quick --node-timeout 2000 --nodes "$(IFS=,; echo "${nodes[*]}")" --pids "$(IFS=,; echo "${servers_pids[*]:0:5}")"
+args=(--quick --duration "${SMOKE_DURATION:-0.3}" --node-timeout 2000 --nodes "$(IFS=,; echo "${nodes[*]}")" --pids "$(IFS=,; echo "${servers_pids[*]:0:5}")"
       --scale-nodes "$(IFS=,; echo "${servers_urls[*]}")" --json "$out"
       --cluster-former "$here/clusters.sh")
 [ -n "$proxy" ] && args+=(--proxy "$proxy")

@@ -159,13 +159,17 @@ static void keep_logged(redlock__node *n, int rc)
 }
 
 /* A release that failed because the node is down (it failed fast, or its connection was lost
- * before the answer): keep a copy to send once the node is up again, while its key may live. */
+ * before the answer): keep a copy to send once the node is up again, while its key may live or,
+ * for a waiter leaving the queues, while its place may. */
 static void maybe_keep(redlock__node *n, const redlock__req *req, uint64_t now)
 {
     const redlock__cmd *cmd = req->cmd;
     if (n->state != NODE_DOWN || cmd->kind != REDLOCK__CMD_RELEASE || req->cb == kept_done)
         return;
-    keep_logged(n, redlock__relq_keep(&n->kept, n->cfg.alloc, cmd, now + cmd->ttl_ms * 1000, n));
+    uint64_t lives_ms = cmd->ttl_ms;
+    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)
+        lives_ms = cmd->place_ttl_ms;
+    keep_logged(n, redlock__relq_keep(&n->kept, n->cfg.alloc, cmd, now + lives_ms * 1000, n));
 }
 
 /* Every request ends here: counted, then completed. */

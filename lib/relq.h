@@ -6,7 +6,9 @@
  * key, the token and when the key expires at the latest - and sends it, oldest first, once its
  * next connection is ready, unless the key has expired meanwhile. The queue is bounded: when it
  * is full the oldest entry is dropped (the caller logs it). A compare-and-delete is safe to send
- * late or twice: it deletes the key only while it still holds this token. */
+ * late or twice: it deletes the key only while it still holds this token. A waiter's last
+ * release (cmd.leave) is kept with the waiter's id, and takes it out of the node's queues too
+ * (lib/lua/release_queued.lua), as late or as often. */
 #ifndef REDLOCK_RELQ_H
 #define REDLOCK_RELQ_H
 
@@ -26,7 +28,7 @@ struct redlock__relq_entry {
     uint64_t expires_us; /* the key is gone by then: sending it later is pointless */
     redlock__cmd cmd;
     redlock__span *more; /* a set's other keys (cmd.more), with their bytes; NULL for one key */
-    char bytes[];        /* key, then token */
+    char bytes[];        /* key, token, then the id of a waiter leaving the queues */
 };
 
 typedef struct redlock__relq {

@@ -322,14 +322,125 @@ static void release_kept_until_node_returns(void **state)
     h_env_stop(&env);
 }
 
+/* ZCARD of queue on server i; -1 while the server answers -LOADING (reading its AOF). */
+static long long queue_len(h_env *env, unsigned i, const char *queue)
+{
+    redisReply *r = fixture_command(&env->cluster, i, "ZCARD %s", queue);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0) {
+        freeReplyObject(r);
+        return -1;
+    }
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+static int kept_sent; /* "sent N release(s) kept while the node was down": the N */
+
+static void count_kept(redlock_client *client, redlock_log_level level, const char *url,
+                       const char *message, void *data)
+{
+    (void)client;
+    (void)level;
+    (void)url;
+    (void)data;
+    unsigned sent = 0;
+    if (strstr(message, "kept while the node was down") != NULL &&
+        sscanf(message, "sent %u release", &sent) == 1)
+        kept_sent += (int)sent + 1000; /* + 1000: a line came */
+}
+
+/* 8. The same for a waiter's last release, which also takes it out of the queues: a waiter w got
+ * the lock through the queue (it waited behind a holder), so it stands in the queue on every node
+ * while it holds; node 0 is killed, w's release fails there, node 0 comes back with its AOF (w in
+ * its queue, and the key unless its ttl ran out meanwhile); the kept release takes them away,
+ * the key's ttl or not. Else node 0 would keep w at its queue's head, refusing everybody else,
+ * until w's place deadline (10 s). */
+static void waiter_release_kept(uint64_t ttl_ms, bool key_expires)
+{
+    h_env env;
+    h_env_start(&env, N, "appendonly yes\nappendfsync always\n");
+    redlock_options o;
+    h_test_options(&o);
+    o.log_fn = count_kept;
+    kept_sent = 0;
+    redlock_client *c = h_client(&env, &o);
+    h_wait_ready(&env, c);
+    redlock_client *holder = h_own_client(&env, NULL);
+    const char *key = "kept:q", *queue = "kept:q:queue";
+    h_record held = {0}, rec = {0};
+    assert_int_equal(h_acquire(&env, holder, key, 60000, NULL, &held), 0);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.wait_ms = 30000;
+    assert_int_equal(redlock_acquire(c, key, strlen(key), ttl_ms, &lo, h_record_cb, &rec), 0);
+    uint64_t t0 = redlock_now_us();
+    for (unsigned i = 0; i < N; i++)
+        while (queue_len(&env, i, queue) != 1 && h_since_us(t0) < H_WAIT_MS * 1000ull)
+            h_run_for(&env.loop, 10);
+    h_release_ok(&env, held.lock, NULL);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    assert_int_equal(rec.status, 0);
+    char token[REDLOCK_TOKEN_MAX + 1];
+    snprintf(token, sizeof(token), "%s", token_of(rec.lock));
+    assert_true(h_wait_holding(&env, key, strlen(key), token, strlen(token), N, H_WAIT_MS));
+    assert_int_equal(queue_len(&env, 0, queue), 1); /* w, holding */
+
+    assert_int_equal(fixture_kill(&env.cluster, 0), 0);
+    h_record rel;
+    h_release_ok(&env, rec.lock, &rel);
+    assert_int_equal(rel.node_vote[0], REDLOCK_VOTE_ERROR);
+    for (unsigned i = 1; i < N; i++)
+        assert_int_equal(queue_len(&env, i, queue), 0);
+    if (key_expires)
+        uv_sleep((unsigned)ttl_ms + 100); /* node 0 is down past the key's ttl */
+
+    assert_int_equal(fixture_restart(&env.cluster, 0), 0);
+    t0 = redlock_now_us(); /* the AOF is read (-LOADING meanwhile): w is back, maybe the key */
+    while (queue_len(&env, 0, queue) != 1 && h_since_us(t0) < H_WAIT_MS * 1000ull)
+        uv_sleep(10);
+    assert_int_equal(queue_len(&env, 0, queue), 1);
+    assert_true(key_expires == (h_pttl(&env, 0, key, strlen(key)) == -2));
+    t0 = redlock_now_us();
+    while (kept_sent == 0 && h_since_us(t0) < H_WAIT_MS * 1000ull)
+        h_run_for(&env.loop, 20);
+    assert_int_equal(kept_sent, 1001); /* one kept release sent */
+    h_drain(&env, c);
+    assert_int_equal(h_pttl(&env, 0, key, strlen(key)), -2);
+    assert_int_equal(queue_len(&env, 0, queue), 0);
+    h_close_client(&env, holder);
+    assert_no_keys(&env, c);
+    h_env_stop(&env);
+}
+
+static void waiter_release_kept_leaves_the_queue(void **state)
+{
+    (void)state;
+    waiter_release_kept(60000, false);
+}
+
+/* 9. Its key's ttl ran out while node 0 was down: the release is kept for w's place, still. */
+static void waiter_release_kept_past_the_keys_ttl(void **state)
+{
+    (void)state;
+    waiter_release_kept(1000, true);
+}
+
 int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        H_TEST(cancel_waiting_acquire),          H_TEST(cancel_acquire_in_flight),
-        H_TEST(cancel_extend_and_release),       H_TEST(cancel_refusals),
-        H_TEST(close_releases_held_locks),       H_TEST(close_with_a_node_stopped),
+        H_TEST(cancel_waiting_acquire),
+        H_TEST(cancel_acquire_in_flight),
+        H_TEST(cancel_extend_and_release),
+        H_TEST(cancel_refusals),
+        H_TEST(close_releases_held_locks),
+        H_TEST(close_with_a_node_stopped),
         H_TEST(release_kept_until_node_returns),
+        H_TEST(waiter_release_kept_leaves_the_queue),
+        H_TEST(waiter_release_kept_past_the_keys_ttl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

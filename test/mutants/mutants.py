@@ -379,6 +379,25 @@ MUTANTS = [
         "killers": [integration("cancel", "release_kept_until_node_returns")],
     },
     {
+        # A node that missed a waiter's last release keeps the waiter at its queue's head.
+        "name": "kept-release-forgets-the-waiter",
+        "what": "a waiter's last release kept for a node that was down is sent without the "
+                "waiter's id: the node keeps it in the queue, in everybody's way",
+        "edits": [("lib/relq.c",
+                   "    size_t waiter_len = cmd->queued && cmd->leave ? cmd->waiter_len : 0;\n",
+                   "    size_t waiter_len = 0;\n")],
+        "killers": [integration("cancel", "waiter_release_kept_leaves_the_queue")],
+    },
+    {
+        "name": "kept-leave-dropped-with-the-key",
+        "what": "a waiter's last release kept for a node that was down is dropped when the key's "
+                "ttl runs out, though the waiter's place in the node's queue lives longer",
+        "edits": [("lib/node.c",
+                   "    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)\n",
+                   "    if (false)\n")],
+        "killers": [integration("cancel", "waiter_release_kept_past_the_keys_ttl")],
+    },
+    {
         "name": "release-without-publish",
         "what": "a release does not tell the node's subscribers: waiters sleep their retry delay",
         "edits": [("lib/lua/release.lua",

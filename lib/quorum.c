@@ -11,7 +11,45 @@
 
 #include <math.h>
 #include <stdbool.h>
-#include <string.h>
+
+/* The ACSL below (comments, so the build does not see them) is what `test/model/run wp` proves
+ * with Frama-C WP (docs/safety.md, "What the proofs cover"). Rounds are zeroed by assignment, not
+ * memset: the same bytes (redlock_round has no padding), and a proof can follow it. */
+/*@ // The one fact the provers are given unproved: 1 << k is 2^k, at most 2^63 for k < 64.
+    axiomatic Shift {
+        axiom one_shifted: \forall integer k; 0 <= k < 64 ==> 1 <= (1 << k) <= 0x8000000000000000;
+    }
+
+    predicate vote_ok(integer v) = REDLOCK_VOTE_YES <= v <= REDLOCK_VOTE_TIMEOUT;
+
+    logic integer failures(redlock_round *r) = r->votes_no + r->votes_error + r->votes_timeout;
+
+    // A round as redlock_round_init and redlock_round_commit_init leave it: a strict majority
+    // to win, a ttl in range, at most one vote per node counted (the voted mask's rule).
+    predicate round_ok(redlock_round *r) =
+        1 <= r->n_nodes <= REDLOCK_MAX_NODES && 2 * r->quorum > r->n_nodes &&
+        r->quorum <= r->n_nodes && r->ttl_us <= REDLOCK_TTL_MAX_MS * 1000 &&
+        r->votes_yes + failures(r) <= r->n_nodes &&
+        REDLOCK_ROUND_PENDING <= r->decision <= REDLOCK_ROUND_LOST;
+
+    logic integer elapsed_at(redlock_round *r, integer now) =
+        now > r->start_us ? now - r->start_us : 0;
+
+    // ttl - elapsed - drift, or 0 when that is <= 0.
+    logic integer validity_at(redlock_round *r, integer now) =
+        elapsed_at(r, now) + r->drift_us < r->ttl_us ?
+            r->ttl_us - elapsed_at(r, now) - r->drift_us : 0;
+
+    // The rules of a decision made at now (docs/algorithm.md, "Deciding").
+    predicate decided_by_rules(redlock_round *r, integer now) =
+        (r->decision == REDLOCK_ROUND_WON <==>
+            r->votes_yes >= r->quorum && validity_at(r, now) > 0 &&
+            validity_at(r, now) >= r->min_validity_us) &&
+        (r->decision == REDLOCK_ROUND_PENDING <==>
+            r->votes_yes < r->quorum && failures(r) <= r->n_nodes - r->quorum) &&
+        (r->decision == REDLOCK_ROUND_WON ==> r->validity_us == validity_at(r, now)) &&
+        REDLOCK_ROUND_PENDING <= r->decision <= REDLOCK_ROUND_LOST;
+*/
 
 /* ttl_us * drift_factor, truncated toward zero, exactly: floor of the real product of the two
  * given numbers (drift_factor being the double the caller passed, so 0.03, which is stored as
@@ -23,6 +61,11 @@
  * carried it up onto an integer. fma(ttl, factor, -whole) is the real product minus that integer
  * with a single rounding, so its sign is exact and says which case it is. The product is below
  * ttl_us (factor < 1), so the conversion back to uint64_t is always defined. */
+/*@ requires ttl_us <= REDLOCK_TTL_MAX_MS * 1000;
+    requires 0.0 <= drift_factor < 1.0;
+    assigns \nothing;
+    ensures below_ttl: \result <= ttl_us;
+*/
 static uint64_t drift_product_us(uint64_t ttl_us, double drift_factor)
 {
     double ttl = (double)ttl_us;
@@ -32,6 +75,15 @@ static uint64_t drift_product_us(uint64_t ttl_us, double drift_factor)
     return (uint64_t)whole;
 }
 
+/*@ requires round == \null || \valid(round);
+    assigns *round;
+    ensures \result == 0 || \result == REDLOCK_EINVAL;
+    ensures ok: \result == 0 ==>
+        round->n_nodes == n_nodes && round->quorum == n_nodes / 2 + 1 &&
+        round->ttl_us == ttl_ms * 1000 && round->drift_us >= REDLOCK_DRIFT_FIXED_US &&
+        round->drift_us <= round->ttl_us + REDLOCK_DRIFT_FIXED_US &&
+        round->start_us == start_us && round->decision == REDLOCK_ROUND_PENDING;
+*/
 int redlock_round_init(redlock_round *round, unsigned n_nodes, uint64_t ttl_ms, double drift_factor,
                        uint64_t min_validity_ms, uint64_t start_us)
 {
@@ -39,7 +91,7 @@ int redlock_round_init(redlock_round *round, unsigned n_nodes, uint64_t ttl_ms, 
         return REDLOCK_EINVAL;
     /* Zero first: a rejected round is then inert (no node is in range, so every vote is
      * refused) instead of holding whatever the caller's stack had. */
-    memset(round, 0, sizeof(*round));
+    *round = (redlock_round){0};
 
     /* !(x >= 0 && x < 1) also rejects NaN, which fails every comparison; +-inf fail the range. */
     if (n_nodes < 1 || n_nodes > REDLOCK_MAX_NODES || ttl_ms < 1 || ttl_ms > REDLOCK_TTL_MAX_MS ||
@@ -61,6 +113,14 @@ int redlock_round_init(redlock_round *round, unsigned n_nodes, uint64_t ttl_ms, 
 }
 
 /* The counter a vote adds to, or NULL for a value that is not a vote. */
+/*@ requires \valid_read(round);
+    assigns \nothing;
+    ensures vote == REDLOCK_VOTE_YES ==> \result == &round->votes_yes;
+    ensures vote == REDLOCK_VOTE_NO ==> \result == &round->votes_no;
+    ensures vote == REDLOCK_VOTE_ERROR ==> \result == &round->votes_error;
+    ensures vote == REDLOCK_VOTE_TIMEOUT ==> \result == &round->votes_timeout;
+    ensures !vote_ok(vote) ==> \result == \null;
+*/
 static unsigned *vote_counter(redlock_round *round, redlock_vote vote)
 {
     switch (vote) {
@@ -80,6 +140,11 @@ static unsigned *vote_counter(redlock_round *round, redlock_vote vote)
 
 /* Validity left at now_us: ttl - elapsed - drift, or 0 when that is <= 0. Written so that no
  * step can wrap: elapsed may be anything up to 2^64 - 1 (a caller's clock is a caller's). */
+/*@ requires \valid_read(round);
+    assigns \nothing;
+    ensures exact: \result == validity_at(round, now_us);
+    ensures bounded: \result + round->drift_us <= round->ttl_us || \result == 0;
+*/
 static uint64_t validity_left_us(const redlock_round *round, uint64_t now_us)
 {
     /* A monotonic clock never goes back, but a caller's fake or mixed clock might; a negative
@@ -93,6 +158,19 @@ static uint64_t validity_left_us(const redlock_round *round, uint64_t now_us)
 
 /* Decide a pending round if its counts allow it. Only called while pending: a decision, once
  * made, is final - the caller may already have acted on it (released, handed out the lock). */
+/*@ requires \valid(round) && round_ok(round);
+    requires round->decision == REDLOCK_ROUND_PENDING;
+    assigns round->decision, round->status, round->validity_us, round->decided_us;
+    ensures won: round->decision == REDLOCK_ROUND_WON <==>
+        round->votes_yes >= round->quorum && validity_at(round, now_us) > 0 &&
+        validity_at(round, now_us) >= round->min_validity_us;
+    ensures pending: round->decision == REDLOCK_ROUND_PENDING <==>
+        round->votes_yes < round->quorum && failures(round) <= round->n_nodes - round->quorum;
+    ensures validity: round->decision == REDLOCK_ROUND_WON ==>
+        round->validity_us == validity_at(round, now_us);
+    ensures range: REDLOCK_ROUND_PENDING <= round->decision <= REDLOCK_ROUND_LOST;
+    ensures round->decision == REDLOCK_ROUND_LOST ==> round->status != 0;
+*/
 static void decide(redlock_round *round, uint64_t now_us)
 {
     unsigned failures = round->votes_no + round->votes_error + round->votes_timeout;
@@ -126,6 +204,11 @@ static void decide(redlock_round *round, uint64_t now_us)
 }
 
 /* Whether node may vote vote in round now (everything but the fencing rules). */
+/*@ requires round == \null || (\valid_read(round) && round_ok(round));
+    assigns \nothing;
+    ensures \result <==> round != \null && node < round->n_nodes &&
+        (round->voted_mask & ((uint64_t)1 << node)) == 0 && vote_ok(vote);
+*/
 static bool vote_allowed(const redlock_round *round, unsigned node, redlock_vote vote)
 {
     if (round == NULL || node >= round->n_nodes)
@@ -136,6 +219,24 @@ static bool vote_allowed(const redlock_round *round, unsigned node, redlock_vote
 }
 
 /* Record an allowed vote and decide if still pending. */
+/*@ requires \valid(round) && round_ok(round);
+    requires node < round->n_nodes && vote_ok(vote);
+    requires (round->voted_mask & ((uint64_t)1 << node)) == 0;
+    requires round->votes_yes + failures(round) < round->n_nodes;
+    assigns round->voted_mask, round->votes[node], round->votes_yes, round->votes_no,
+        round->votes_error, round->votes_timeout, round->decision, round->status,
+        round->validity_us, round->decided_us;
+    ensures ok: round_ok(round);
+    ensures mask: round->voted_mask == (\old(round->voted_mask) | ((uint64_t)1 << node));
+    ensures recorded: round->votes[node] == vote;
+    ensures yes: round->votes_yes == \old(round->votes_yes) + (vote == REDLOCK_VOTE_YES ? 1 : 0);
+    ensures fail: failures(round) == \old(failures(round)) + (vote == REDLOCK_VOTE_YES ? 0 : 1);
+    ensures kept: \old(round->decision) != REDLOCK_ROUND_PENDING ==>
+        round->decision == \old(round->decision) && round->validity_us == \old(round->validity_us);
+    ensures decided: \old(round->decision) == REDLOCK_ROUND_PENDING ==>
+        decided_by_rules(round, now_us);
+    ensures result: \result == round->decision;
+*/
 static int vote_record(redlock_round *round, unsigned node, redlock_vote vote, uint64_t now_us)
 {
     /* Recorded even after the decision, so the caller can report every node's answer. */
@@ -148,6 +249,38 @@ static int vote_record(redlock_round *round, unsigned node, redlock_vote vote, u
     return (int)round->decision;
 }
 
+/*@ requires round == \null || (\valid(round) && round_ok(round));
+    // The counts are the mask's bits: a node whose bit is clear leaves room for its vote.
+    requires room: round != \null && node < round->n_nodes &&
+        (round->voted_mask & ((uint64_t)1 << node)) == 0 ==>
+        round->votes_yes + failures(round) < round->n_nodes;
+    assigns *round;
+    behavior refused:
+        assumes round == \null || !(node < round->n_nodes) || !vote_ok(vote) ||
+            (round->voted_mask & ((uint64_t)1 << node)) != 0 ||
+            (round->fence_kind == REDLOCK_ROUND_FENCED && vote == REDLOCK_VOTE_YES);
+        assigns \nothing;
+        ensures \result == REDLOCK_EINVAL;
+    behavior counted:
+        assumes round != \null && node < round->n_nodes && vote_ok(vote) &&
+            (round->voted_mask & ((uint64_t)1 << node)) == 0 &&
+            !(round->fence_kind == REDLOCK_ROUND_FENCED && vote == REDLOCK_VOTE_YES);
+        ensures round_ok(round);
+        ensures one_per_node: (round->voted_mask & ((uint64_t)1 << node)) != 0;
+        ensures round->votes_yes == \old(round->votes_yes) + (vote == REDLOCK_VOTE_YES ? 1 : 0);
+        ensures kept: \old(round->decision) != REDLOCK_ROUND_PENDING ==>
+            round->decision == \old(round->decision);
+        ensures won_by_majority: \old(round->decision) == REDLOCK_ROUND_PENDING &&
+            round->decision == REDLOCK_ROUND_WON ==>
+            round->votes_yes >= round->quorum && 2 * round->votes_yes > round->n_nodes &&
+            0 < round->validity_us && round->validity_us + round->drift_us <= round->ttl_us;
+        ensures lost_when_out_of_reach: \old(round->decision) == REDLOCK_ROUND_PENDING &&
+            round->votes_yes < round->quorum && failures(round) > round->n_nodes - round->quorum ==>
+            round->decision == REDLOCK_ROUND_LOST;
+        ensures \result == round->decision;
+    complete behaviors;
+    disjoint behaviors;
+*/
 int redlock_round_vote(redlock_round *round, unsigned node, redlock_vote vote, uint64_t now_us)
 {
     /* Check everything before touching anything: a refused vote leaves the round as it was. */
@@ -170,6 +303,9 @@ int redlock_round_vote(redlock_round *round, unsigned node, redlock_vote vote, u
  * key was gone, so after the earlier commit: the later holder reads a counter >= the earlier
  * fence there, and its fence, 1 + the largest counter it read, is larger. */
 
+/*@ requires round == \null || \valid(round);
+    assigns round->fence_kind, round->fence;
+*/
 int redlock_round_fencing(redlock_round *round)
 {
     if (round == NULL || round->n_nodes == 0 || round->fence_kind != REDLOCK_ROUND_PLAIN ||
@@ -180,6 +316,21 @@ int redlock_round_fencing(redlock_round *round)
     return 0;
 }
 
+/*@ requires round == \null || (\valid(round) && round_ok(round));
+    requires room: round != \null && node < round->n_nodes &&
+        (round->voted_mask & ((uint64_t)1 << node)) == 0 ==>
+        round->votes_yes + failures(round) < round->n_nodes;
+    assigns *round;
+    ensures round != \null && \result >= 0 ==> round_ok(round);
+    ensures kept: round != \null && \old(round->decision) != REDLOCK_ROUND_PENDING ==>
+        round->decision == \old(round->decision);
+    ensures won_by_majority: round != \null && \result >= 0 &&
+        \old(round->decision) == REDLOCK_ROUND_PENDING && round->decision == REDLOCK_ROUND_WON ==>
+        round->votes_yes >= round->quorum && 2 * round->votes_yes > round->n_nodes &&
+        0 < round->validity_us && round->validity_us + round->drift_us <= round->ttl_us;
+    ensures fence_grows: round != \null && \result >= 0 && vote == REDLOCK_VOTE_YES &&
+        \old(round->decision) == REDLOCK_ROUND_PENDING ==> round->fence > counter;
+*/
 int redlock_round_vote_counter(redlock_round *round, unsigned node, redlock_vote vote,
                                uint64_t counter, uint64_t now_us)
 {
@@ -196,6 +347,9 @@ int redlock_round_vote_counter(redlock_round *round, unsigned node, redlock_vote
     return vote_record(round, node, vote, now_us);
 }
 
+/*@ requires \valid_read(round);
+    assigns \nothing;
+*/
 uint64_t redlock_round_fence(const redlock_round *round)
 {
     switch (round->fence_kind) {
@@ -208,6 +362,10 @@ uint64_t redlock_round_fence(const redlock_round *round)
     }
 }
 
+/*@ requires commit == \null || \valid(commit);
+    requires acquire == \null || (\valid_read(acquire) && round_ok(acquire));
+    assigns *commit;
+*/
 int redlock_round_commit_init(redlock_round *commit, const redlock_round *acquire,
                               unsigned commit_acks)
 {
@@ -215,17 +373,16 @@ int redlock_round_commit_init(redlock_round *commit, const redlock_round *acquir
         return REDLOCK_EINVAL; /* nothing to zero: the acquire round stays as it was */
     if (acquire == NULL || acquire->fence_kind != REDLOCK_ROUND_FENCED ||
         acquire->decision != REDLOCK_ROUND_WON) {
-        memset(commit, 0, sizeof(*commit));
+        *commit = (redlock_round){0};
         return REDLOCK_EINVAL;
     }
     unsigned acks = commit_acks != 0 ? commit_acks : acquire->quorum;
     if (acks < acquire->quorum || acks > acquire->n_nodes) {
-        memset(commit, 0, sizeof(*commit));
+        *commit = (redlock_round){0};
         return REDLOCK_EINVAL;
     }
     /* Read everything from acquire before writing commit: the caller may have them overlap. */
-    redlock_round next;
-    memset(&next, 0, sizeof(next));
+    redlock_round next = {0};
     next.n_nodes = acquire->n_nodes;
     /* "quorum" is what this round needs: the same rules then give its win (acks yes votes with
      * validity left) and its loss (more than N - acks failures: the acks are out of reach). */
@@ -242,11 +399,17 @@ int redlock_round_commit_init(redlock_round *commit, const redlock_round *acquir
     return 0;
 }
 
+/*@ requires \valid_read(round);
+    assigns \nothing;
+*/
 redlock_decision redlock_round_decision(const redlock_round *round)
 {
     return round->decision;
 }
 
+/*@ requires \valid_read(round);
+    assigns \nothing;
+*/
 int redlock_round_status(const redlock_round *round)
 {
     /* A round whose init failed is all zeros; status 0 would read as "won". */
@@ -255,16 +418,25 @@ int redlock_round_status(const redlock_round *round)
     return round->status;
 }
 
+/*@ requires \valid_read(round);
+    assigns \nothing;
+*/
 uint64_t redlock_round_validity_us(const redlock_round *round)
 {
     return round->validity_us;
 }
 
+/*@ requires \valid_read(round);
+    assigns \nothing;
+*/
 uint64_t redlock_round_drift_us(const redlock_round *round)
 {
     return round->drift_us;
 }
 
+/*@ requires \valid_read(round) && round->n_nodes <= REDLOCK_MAX_NODES;
+    assigns \nothing;
+*/
 redlock_vote redlock_round_node_vote(const redlock_round *round, unsigned node)
 {
     if (node >= round->n_nodes)

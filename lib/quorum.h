@@ -11,6 +11,11 @@
 #include "redlock.h"
 
 /* The votes that decide among n nodes: a strict majority, so two rounds can never both win. */
+/*@ assigns \nothing;
+    ensures exact: \result == n / 2 + 1;
+    ensures majority: 2 * \result > n;
+    ensures reachable: n >= 1 ==> \result <= n;
+*/
 static inline unsigned redlock__quorum_of(unsigned n)
 {
     return n / 2 + 1;

@@ -64,6 +64,10 @@ def auth(program, cases="*"):
             "env": {"H_TEST_FILTER": cases, "REDLOCK_DOCS": "{src}/docs"}}
 
 
+# The proof of lib/quorum.c (test/model/run wp): a script of the tree, not a program of the build.
+PROOF_WP = {"program": "{src}/test/model/run", "args": ["wp", "{src}"]}
+
+
 def torture(seconds=10):
     return {"program": "test/torture/torture", "args": ["--seconds", str(seconds)]}
 
@@ -77,6 +81,25 @@ MUTANTS = [
                    "round->quorum = 1;")],
         "killers": [sim("safety_holds"), integration("faults", "two_nodes_down*"),
                     pitfall("4-failover", "failover_before_replication*"), torture()],
+    },
+    {
+        # Its contract says a round is won with a quorum of yes votes: the proof fails.
+        "name": "majority-one-short",
+        "what": "a round is won with one yes fewer than the quorum",
+        "edits": [("lib/quorum.c",
+                   "    if (round->votes_yes >= round->quorum) {",
+                   "    if (round->votes_yes + 1 >= round->quorum) {")],
+        "killers": [PROOF_WP, sim("safety_holds")],
+    },
+    {
+        # Safe, only slow to give up: no test but the proof (a round lost as soon as the quorum
+        # is out of reach) notices.
+        "name": "lost-one-vote-late",
+        "what": "a round is lost one failure after the quorum went out of reach",
+        "edits": [("lib/quorum.c",
+                   "    } else if (failures > round->n_nodes - round->quorum) {",
+                   "    } else if (failures > round->n_nodes - round->quorum + 1) {")],
+        "killers": [PROOF_WP],
     },
     {
         # A majority for an odd N, half of the nodes for an even one: two holders of 2 or 4

@@ -1,0 +1,1055 @@
+/* SPDX-License-Identifier: MIT */
+/* redlock.pml - the protocol of libredlock as a Promela model for Spin (docs/safety.md, "What the
+ * proofs cover"): N Redis nodes, two clients, one resource; acquire (plain or fenced, in the
+ * waiters' queue), grants, the fencing commit, extend (with and without retake), release, and
+ * the lost attempt's release everywhere; connections that drop or go half-open, requests that
+ * time out, nodes that crash and restart with or without their data. test/model/run checks it,
+ * and builds the broken variants below.
+ *
+ * Time is not counted but ordered. Every round's validity ends at its deadline, which may come
+ * at any moment after the round was sent; a client's deadlines come in the order its rounds were
+ * sent. A key a round set may expire at any moment after that round's deadline, not before: that
+ * is the bounded drift (a key lives ttl on its node's clock, the validity ends ttl - drift on the
+ * client's). A waiter's place in the queue may expire at any moment after its last attempt. A
+ * node that restarts empty stays away until its key has expired (the delayed restart).
+ * Everything else may happen in any order, and a client that takes no step meanwhile is paused.
+ * So every schedule a real clock allows is here, and more: what holds here holds for every ttl,
+ * drift and timing. Whether a deadline passed, a key expired or a place expired is decided when
+ * someone looks (a node's script, the client's decision), as Redis expires keys lazily: each
+ * answer consistent with what was seen before is explored, without an event of its own.
+ *
+ * One model for the right protocol and the broken ones, and for every scope: test/model/run
+ * builds it once per node count (spin -DN=...) and chooses at run time, from the environment
+ * (read by init), what each search explores:
+ *   RL_BROKEN   the broken variants to build in (a sum; 0: the protocol as designed):
+ *                 1  fence_commit = quorum, not quorum + 1, while a node may restart empty
+ *                 2  a key may expire before the deadline of the round that set it (drift past
+ *                    the allowance)
+ *                 4  a grant counted per subscriber connection that heard it, not per node
+ *                 8  a grant's validity counted from the grant, not from the attempt's send
+ *                16  a node that restarts empty comes back at once (no delayed restart)
+ *   RL_OPS0, RL_OPS1   acquire operations of client 0 and 1 (default 1 each)
+ *   RL_ATT0, RL_ATT1   attempts per operation (default 1 and 2)
+ *   RL_FEN0, RL_FEN1   0: plain locks, 1: fenced, 2: either (default 2 and 0)
+ *   RL_EXTS            extends per hold, 0 or 1 (default 0)
+ *   RL_HELD            1: client 0 starts with its first operation won, its key on every node;
+ *                      2: on as few nodes as a won round needs
+ *   RL_FAULTS          faults in all (default 0), of the kinds in RL_FKINDS (a sum of the F_
+ *                      below, default all); RL_EMPTIES empty restarts (default 1)
+ * A build with -DLIVE has no faults and checks the liveness claim of the queue (at the end).
+ *
+ * Also abstracted (docs/safety.md): one resource (no sets), no cluster nodes; a wake-up (a hint)
+ * is the waiter's retry, which may come at any time; a waiter's place is a number that grows with
+ * every operation (the wall clock when it began to wait, the same on every node). */
+
+#ifndef N
+#define N 3
+#endif
+#define Q (N / 2 + 1)
+#define NC 2
+#define F_CRASH 1   /* a node crashes */
+#define F_DROP 2    /* a command connection drops */
+#define F_LOST 4    /* ... right after the node ran a request: the reply is lost */
+#define F_TIMEOUT 8 /* a request times out (and still runs later) */
+#define F_UNSUB 16  /* a subscriber connection drops */
+#define F_DEAF 32   /* ... or goes half-open, the node still counting it */
+#define B_COMMIT 1
+#define B_DRIFT 2
+#define B_SUBSCRIBER 4
+#define B_GRANT_START 8
+#define B_NO_DELAY 16
+#define MAY(k) (faults > 0 && (fkinds & (k)))
+#define BROKEN(b) ((broken & (b)) != 0)
+#define FENCE_COMMIT (BROKEN(B_COMMIT) -> Q : Q + 1) /* quorum + 1 tolerates one empty restart */
+#define RQCAP 3 /* requests in flight on one connection; one more drops it */
+#ifdef LIVE
+/* The liveness scope: client 0 holds, and releases only once client 1 waits in the queue; the
+ * waiter waits for the grants, and retries (the wake-up) only once the holder's release is done. */
+#define RETRY(c) 1
+#define RETRY_NOW(c) (cs[0] == IDLE)
+#define HOLD_ENDS(c) ((c) != 0 || cs[1] == SLEEP)
+#else
+#define RETRY(c) (attleft[c] > 0)
+#define RETRY_NOW(c) RETRY(c)
+#define HOLD_ENDS(c) 1
+#endif
+
+/* The scope and the variant: set once by init, never changed, so not part of the state. */
+hidden byte broken, att0, att1, fen0, fen1, exts, fkinds, held;
+
+c_decl {
+    /* A knob from the environment (test/model/run sets them), or its default. */
+    static int rl_knob(const char *name, int dflt)
+    {
+        const char *v = getenv(name);
+        return v != NULL && *v != '\0' ? atoi(v) : dflt;
+    }
+}
+
+/* A client's deadlines: one per attempt with its current token (the last one a claim of capped
+ * grants), one for BROKEN_GRANT_START's grant, one for its extend. */
+#define MAXATT 3
+#define GS MAXATT
+#define XS (MAXATT + 1)
+#define NS (MAXATT + 2)
+#define DL(c, s) dl[(c) * NS + (s)]
+#define RUNNING 1
+#define PASSED 2
+
+/* requests */
+#define K_ACQ 1    /* the queued acquire script, plain or fenced */
+#define K_COMMIT 2 /* the fencing commit */
+#define K_EXT 3    /* compare-and-pexpire; with retake, set where free */
+#define K_REL 4    /* a holder's release: compare-and-delete, then the grant to the head */
+#define K_DROP 5   /* a lost attempt's release everywhere: no reply read, no grant */
+#define K_LEAVE 6  /* the same, the waiter leaving the queue too (it gives up) */
+/* votes */
+#define VY 1
+#define VN 2
+#define VE 3
+#define VT 4
+/* a client's state */
+#define IDLE 0
+#define RUN 1   /* a round in flight; rk says which */
+#define SLEEP 2 /* a waiter between attempts */
+#define HOLD 3  /* holds the lock, no round in flight */
+/* why a round was lost */
+#define ST_BUSY 1
+#define ST_NOQUORUM 2
+#define ST_EXPIRED 3
+
+/* ---- nodes ---- */
+byte ktok[N];  /* the key's token (0: no key) */
+byte kbind[N]; /* the deadline after which it may expire: 1 + c * NS + s (0: any time) */
+byte ctr[N];   /* the fencing counter */
+bit up[N];
+/* the queue: waiter c at node x is at c * N + x */
+bit inq[NC * N];
+byte qplace[NC * N]; /* its place */
+byte grtok[NC * N];  /* its grant record: the token (0: none) */
+byte grst[NC * N];   /* and the stamp: which attempt with that token */
+
+/* ---- connections of client c to node x, at c * N + x ---- */
+bit cup[NC * N];    /* the command connection is up */
+bit listen[NC * N]; /* the subscriber connection is up (PUBSUB NUMSUB > 0 on the node) */
+bit deaf[NC * N];   /* ... but half-open: what the node publishes there is lost */
+chan rq[NC * N] = [RQCAP] of { byte, byte, byte }; /* kind, token, argument */
+byte stale[NC * N]; /* requests at the head of rq from an earlier round: no vote of this one */
+chan gch[NC * N] = [2] of { byte, byte, byte, byte }; /* grant: token, stamp, capped, counter */
+chan gdup[NC] = [2] of { byte, byte, byte, byte };    /* node 0's grants, heard a second time */
+
+/* ---- clients ---- */
+byte cs[NC], rk[NC];
+byte tok[NC], ntok[NC];
+byte opsleft[NC], attleft[NC], att[NC], extleft[NC];
+byte place[NC];
+byte nextplace;
+bit fenced[NC];
+byte dl[NC * NS];  /* each deadline: 0 unused, RUNNING, PASSED */
+byte rslot[NC];    /* the deadline of the round in flight */
+byte hslot[NC];    /* 1 + the deadline of the hold */
+byte vote[NC * N]; /* this round's vote per node */
+byte cnt[NC * N];  /* the counter a fenced acquire's yes read */
+byte nyes[NC], nno[NC], nerr[NC], nto[NC];
+byte maxc[NC]; /* the largest counter among the acquire's yes votes */
+byte fence[NC];
+bit hold[NC], lapsed[NC], late[NC], retake[NC];
+byte gmask[NC];    /* grants heard for the current token: a bit per node */
+byte gnode[NC];    /* the nodes they came from (gmask, except under BROKEN_SUBSCRIBER) */
+bit gcap[NC];      /* one of them was capped by the waiter's place deadline */
+byte gold[NC];     /* the oldest attempt they name */
+byte gcnt[NC * N]; /* the counter each granting node read */
+
+/* ---- ghosts: what the assertions compare; the protocol never reads them ---- */
+bit gap[NC];    /* the hold's validity ran out, or another client won, since it was won */
+byte lastfence; /* the fence of the last fenced grant */
+byte faults;
+byte empties;
+bit won1; /* LIVE: client 1 was granted the lock */
+
+/* scratch: not part of the state (and named apart from pan.c's own variables) */
+hidden byte m_x1, m_x2, m_x3, m_k1, m_k2, m_h, m_v, m_s, m_t, m_a, m_b, m_d, m_f;
+hidden byte m_again; /* settle: the round of the client at hand may be decided */
+hidden byte m_y1, m_y2;
+
+/* ---- time ----------------------------------------------------------------------------------- */
+
+/* Client c's deadlines up to s pass (they come in the order of the rounds' sends); a hold whose
+ * deadline passes has a gap from then on. */
+inline pass_upto(c, s)
+{
+    for (m_k2 : 0 .. s) {
+        if
+        :: DL(c, m_k2) == RUNNING ->
+            DL(c, m_k2) = PASSED;
+            if :: hold[c] && hslot[c] == m_k2 + 1 -> gap[c] = 1 :: else -> skip fi
+        :: else -> skip
+        fi
+    }
+}
+
+/* Has client c's deadline s passed? Once it has, it stays passed; until then, either answer (but
+ * the liveness claim assumes that a round is decided within its validity). */
+inline look_deadline(c, s)
+{
+    if
+    :: DL(c, s) == RUNNING -> skip
+#ifndef LIVE
+    :: DL(c, s) == RUNNING -> pass_upto(c, s)
+#endif
+    :: DL(c, s) != RUNNING -> skip
+    fi
+}
+
+/* Has node x's key expired? Not before the deadline it is bound to (so that deadline has passed
+ * if it has); under BROKEN_DRIFT, at any time. */
+inline look_key(x)
+{
+    if
+    :: ktok[x] == 0 -> skip
+#ifdef LIVE
+    /* The liveness scope: every round is decided within its validity, so a key bound to a
+     * deadline stays; one nobody counts on expires when seen, as time would make it. */
+    :: ktok[x] != 0 && kbind[x] != 0 -> skip
+#else
+    :: ktok[x] != 0 -> skip
+    :: ktok[x] != 0 && kbind[x] != 0 ->
+        m_y1 = (kbind[x] - 1) / NS;
+        m_y2 = (kbind[x] - 1) % NS;
+        pass_upto(m_y1, m_y2);
+        ktok[x] = 0;
+        kbind[x] = 0
+#endif
+    :: ktok[x] != 0 && kbind[x] == 0 -> ktok[x] = 0
+    :: BROKEN(B_DRIFT) && ktok[x] != 0 && kbind[x] != 0 ->
+        ktok[x] = 0; /* before its deadline */
+        kbind[x] = 0
+    fi
+}
+
+/* ---- the node's scripts -------------------------------------------------------------------- */
+
+/* The deadline a key set now by client c's round with deadline s may not expire before: none
+ * for a token the client has left (its keys are released, or expire unseen). */
+#define BIND(c, tk, s) (tk == tok[c] && tk != 0 -> 1 + (c) * NS + (s) : 0)
+
+inline leave_queue(w, x)
+{
+    inq[w * N + x] = 0;
+    qplace[w * N + x] = 0;
+    grtok[w * N + x] = 0;
+    grst[w * N + x] = 0
+}
+
+/* m_h = the head of node x's queue for caller me (NC: nobody waits): the first waiter whose
+ * place deadline has not passed, or me; expired ones in front are dropped with their grant
+ * records (QUEUE_HEAD in scripts.c). Any place may have expired since its last attempt. */
+inline queue_head(x, me)
+{
+    do
+    :: m_h = NC;
+       for (m_k1 : 0 .. NC - 1) {
+           if
+           :: inq[m_k1 * N + x] && (m_h == NC || qplace[m_k1 * N + x] < qplace[m_h * N + x]) ->
+               m_h = m_k1
+           :: else -> skip
+           fi
+       }
+       if
+       :: m_h == NC || m_h == me -> break
+       :: m_h != NC && m_h != me -> break /* its place deadline has not passed */
+#ifndef LIVE
+       :: m_h != NC && m_h != me -> leave_queue(m_h, x) /* it has */
+#endif
+       fi
+    od
+}
+
+/* A fenced yes: the counter before, raised by one in the same step. */
+inline fenced_yes(x)
+{
+    m_f = ctr[x];
+    ctr[x]++;
+    assert(ctr[x] < 250)
+}
+
+/* The queued acquire (ACQUIRE_QUEUED_SOURCE; fenced, rule 5 of the grant design): renew a key
+ * that holds the token, or SET NX for the head (or anyone when nobody waits); else join the
+ * queue at the waiter's place, refresh its deadline and leave a grant record. */
+inline script_acquire(c, x, tk, stamp)
+{
+    look_key(x);
+    queue_head(x, c);
+    m_f = 0;
+    if
+    :: ktok[x] == tk || (ktok[x] == 0 && (m_h == NC || m_h == c)) ->
+        ktok[x] = tk;
+        kbind[x] = BIND(c, tk, stamp);
+        if :: fenced[c] -> fenced_yes(x) :: else -> skip fi;
+        m_v = VY
+    :: else ->
+        if
+        :: !inq[c * N + x] -> inq[c * N + x] = 1; qplace[c * N + x] = place[c]
+        :: else -> skip
+        fi;
+        grtok[c * N + x] = tk;
+        grst[c * N + x] = stamp;
+        m_v = VN
+    fi
+}
+
+/* The commit: counter = max(counter, F) where the key holds the token. */
+inline script_commit(x, tk, F)
+{
+    look_key(x);
+    if
+    :: ktok[x] == tk ->
+        if :: ctr[x] < F -> ctr[x] = F :: else -> skip fi;
+        m_v = VY
+    :: else -> m_v = VN
+    fi
+}
+
+/* Extend: pexpire where the key holds the token; with retake (bit 0 of arg), set it where it is
+ * gone and raise the counter to the fence (arg >> 1). */
+inline script_extend(c, x, tk, arg)
+{
+    look_key(x);
+    if
+    :: ktok[x] == tk -> kbind[x] = BIND(c, tk, XS); m_v = VY
+    :: ktok[x] == 0 && (arg & 1) ->
+        ktok[x] = tk;
+        kbind[x] = BIND(c, tk, XS);
+        if :: (arg >> 1) > ctr[x] -> ctr[x] = (arg >> 1) :: else -> skip fi;
+        m_v = VY
+    :: else -> m_v = VN
+    fi
+}
+
+/* Publish a grant on waiter w's own channel at node x; nobody hears it on a half-open
+ * connection. Node 0 is also heard on a second subscriber connection (a server listed twice, a
+ * cluster's propagation). */
+inline publish_grant(w, x, gt, gs, gc, gf)
+{
+    if
+    :: !deaf[w * N + x] ->
+        assert(nfull(gch[w * N + x]));
+        gch[w * N + x]!gt, gs, gc, gf;
+        if
+        :: x == 0 -> assert(nfull(gdup[w])); gdup[w]!gt, gs, gc, gf
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
+/* Release (RELEASE_QUEUED_SOURCE, rule 2 of the grant design): the waiter's grant record goes,
+ * and it leaves the queue when it is done; compare-and-delete; then a holder's release hands the
+ * key to the queue's head if the head listens and has a grant record: SET with px = min(ttl, its
+ * place deadline) - the full ttl, so the key outlives the deadline of the attempt the record
+ * names, or capped, a key that may expire any time - for a fenced waiter the counter read and
+ * raised, and the grant published. A lost attempt's release wakes nobody (rule 7). */
+inline script_release(c, x, tk, kind)
+{
+    look_key(x);
+    if
+    :: kind == K_REL || kind == K_LEAVE -> leave_queue(c, x)
+    :: else -> grtok[c * N + x] = 0; grst[c * N + x] = 0
+    fi;
+    if
+    :: ktok[x] == tk ->
+        ktok[x] = 0;
+        kbind[x] = 0;
+        m_v = VY;
+        if
+        :: kind == K_REL ->
+            queue_head(x, NC);
+            if
+            :: m_h != NC && listen[m_h * N + x] && grtok[m_h * N + x] != 0 ->
+                m_s = grtok[m_h * N + x];
+                ktok[x] = m_s;
+                if
+                :: m_t = 0; kbind[x] = BIND(m_h, m_s, grst[m_h * N + x])
+#ifndef LIVE
+                :: m_t = 1; kbind[x] = 0 /* capped: the place deadline was near */
+#endif
+                fi;
+                /* A fenced waiter's grant reads and raises the counter (its attempt says it is
+                 * fenced; the model reads that from its client). */
+                m_f = 0;
+                if :: fenced[m_h] -> fenced_yes(x) :: else -> skip fi;
+                publish_grant(m_h, x, m_s, grst[m_h * N + x], m_t, m_f);
+                grtok[m_h * N + x] = 0;
+                grst[m_h * N + x] = 0
+            :: else -> skip /* a wake-up: a hint; the waiter's retry stands for it */
+            fi
+        :: else -> skip
+        fi
+    :: else -> m_v = VN
+    fi
+}
+
+/* ---- the client ----------------------------------------------------------------------------- */
+
+/* Client c leaves its token: its deadlines are forgotten, and the keys still bound to them may
+ * expire at any time (they are released, or nobody counts on them). */
+inline forget_deadlines(c)
+{
+    for (m_k2 : 0 .. N - 1) {
+        if
+        :: kbind[m_k2] > c * NS && kbind[m_k2] <= (c + 1) * NS -> kbind[m_k2] = 0
+        :: else -> skip
+        fi
+    }
+    for (m_k2 : 0 .. NS - 1) { DL(c, m_k2) = 0 }
+    rslot[c] = 0;
+    hslot[c] = 0
+}
+
+/* Every attempt whose release may be sent has a token of its own. */
+inline new_token(c)
+{
+    forget_deadlines(c);
+    ntok[c]++;
+    assert(ntok[c] < 16);
+    tok[c] = c * 16 + ntok[c];
+    att[c] = 0
+}
+
+inline clear_grants(c)
+{
+    gmask[c] = 0;
+    gnode[c] = 0;
+    gcap[c] = 0;
+    gold[c] = 0;
+    for (m_k2 : 0 .. N - 1) { gcnt[c * N + m_k2] = 0 }
+}
+
+inline popcount(m, out)
+{
+    out = 0;
+    for (m_k2 : 0 .. N) {
+        if :: (m >> m_k2) & 1 -> out++ :: else -> skip fi
+    }
+}
+
+/* The round is over: nothing of it is kept. */
+inline end_round(c)
+{
+    for (m_k2 : 0 .. N - 1) {
+        vote[c * N + m_k2] = 0;
+        cnt[c * N + m_k2] = 0;
+        stale[c * N + m_k2] = 0
+    }
+    nyes[c] = 0;
+    nno[c] = 0;
+    nerr[c] = 0;
+    nto[c] = 0;
+    maxc[c] = 0;
+    rk[c] = 0;
+    rslot[c] = 0
+}
+
+/* A new round: what is on the wire already belongs to earlier ones. */
+inline begin_round(c, kind)
+{
+    end_round(c);
+    for (m_k2 : 0 .. N - 1) { stale[c * N + m_k2] = len(rq[c * N + m_k2]) }
+    rk[c] = kind;
+    cs[c] = RUN
+}
+
+inline record_vote(c, x, vt, cr)
+{
+    vote[c * N + x] = vt;
+    if
+    :: vt == VY ->
+        nyes[c]++;
+        if
+        :: rk[c] == K_ACQ && fenced[c] ->
+            cnt[c * N + x] = cr;
+            if :: cr > maxc[c] -> maxc[c] = cr :: else -> skip fi
+        :: else -> skip
+        fi
+    :: vt == VN -> nno[c]++
+    :: vt == VE -> nerr[c]++
+    :: vt == VT -> nto[c]++
+    fi
+}
+
+/* Client c's command connection to node x drops: what was written there and not run yet is
+ * lost. A client waiting for a vote from x hears of it later (Conn), and reconnects then; any
+ * other reconnects at once (its next request would wait for the reconnect, in order). */
+inline flush_rq(c, x)
+{
+    stale[c * N + x] = 0;
+    do
+    :: nempty(rq[c * N + x]) -> rq[c * N + x]?_, _, _
+    :: empty(rq[c * N + x]) -> break
+    od
+}
+
+inline drop_conn(c, x)
+{
+    flush_rq(c, x);
+    if
+    :: cs[c] == RUN && vote[c * N + x] == 0 -> cup[c * N + x] = 0
+    :: else -> skip
+    fi
+}
+
+inline flush_sub(c, x)
+{
+    do
+    :: nempty(gch[c * N + x]) -> gch[c * N + x]?_, _, _, _
+    :: empty(gch[c * N + x]) -> break
+    od;
+    if
+    :: x == 0 ->
+        do
+        :: nempty(gdup[c]) -> gdup[c]?_, _, _, _
+        :: empty(gdup[c]) -> break
+        od
+    :: else -> skip
+    fi
+}
+
+/* Write a request to node x, for the round (or, for K_DROP and K_LEAVE, for nobody). A node that
+ * is down, or whose connection is full (it stopped answering, and is disconnected), fails at
+ * once. */
+inline send(c, x, kind, arg)
+{
+    if
+    :: cup[c * N + x] && len(rq[c * N + x]) < RQCAP -> rq[c * N + x]!kind, tok[c], arg
+    :: else ->
+        if :: cup[c * N + x] -> flush_rq(c, x) :: else -> skip fi;
+        if :: kind != K_DROP && kind != K_LEAVE -> record_vote(c, x, VE, 0) :: else -> skip fi
+    fi
+}
+
+/* Write the round's request to every node that has not voted in it. */
+inline send_all(c, kind, arg)
+{
+    for (m_x1 : 0 .. N - 1) {
+        if :: vote[c * N + m_x1] == 0 -> send(c, m_x1, kind, arg) :: else -> skip fi
+    }
+}
+
+inline start_attempt(c)
+{
+#ifdef LIVE
+    if :: att[c] == MAXATT -> att[c] = MAXATT - 1 :: else -> skip fi; /* no deadline passes */
+#endif
+    assert(att[c] < MAXATT);
+    begin_round(c, K_ACQ);
+    DL(c, att[c]) = RUNNING;
+    rslot[c] = att[c];
+    send_all(c, K_ACQ, att[c]);
+    att[c]++;
+    m_again = 1
+}
+
+/* The fencing commit of a won acquire (commit_start in ops.c) or of a quorum of grants; its
+ * validity is the acquire's (deadline s). A node whose yes read F - 1 (a bit of pre) raised its
+ * counter to F already: its ack counts at once, and it gets no commit. */
+inline start_commit(c, F, pre, s)
+{
+    fence[c] = F;
+    begin_round(c, K_COMMIT);
+    rslot[c] = s;
+    for (m_x2 : 0 .. N - 1) {
+        if :: (pre >> m_x2) & 1 -> record_vote(c, m_x2, VY, 0) :: else -> skip fi
+    }
+    if
+    :: nyes[c] < FENCE_COMMIT -> send_all(c, K_COMMIT, F)
+    :: else -> skip
+    fi;
+    m_again = 1
+}
+
+/* Every client that holds a lock still valid has its key on a quorum of nodes, each bound to a
+ * deadline that cannot pass before the hold's (a node that is down counts if it still has it):
+ * what validity means, and what mutual exclusion rests on. */
+inline check_backed()
+{
+    for (m_x3 : 0 .. NC - 1) {
+        if
+        :: hold[m_x3] && DL(m_x3, hslot[m_x3] - 1) == RUNNING ->
+            m_b = 0;
+            for (m_k1 : 0 .. N - 1) {
+                if
+                :: ktok[m_k1] == tok[m_x3] && kbind[m_k1] > m_x3 * NS + hslot[m_x3] - 1 &&
+                   kbind[m_k1] <= (m_x3 + 1) * NS -> m_b++
+                :: else -> skip
+                fi
+            }
+            /* validity backed by a quorum of keys */
+            assert(m_b >= Q)
+        :: else -> skip
+        fi
+    }
+}
+
+/* The lock is the client's (a won plain acquire, or a won commit): the properties of a grant. */
+inline granted(c)
+{
+    for (m_x2 : 0 .. NC - 1) {
+        if
+        :: m_x2 != c ->
+            /* mutual exclusion, on true time: no other client holds a lock still valid */
+            assert(!(hold[m_x2] && DL(m_x2, hslot[m_x2] - 1) == RUNNING));
+            if :: hold[m_x2] -> gap[m_x2] = 1 :: else -> skip fi
+        :: else -> skip
+        fi
+    }
+    if
+    :: fenced[c] ->
+        /* fences strictly increase in the real-time order of grants */
+        assert(fence[c] > lastfence);
+        lastfence = fence[c]
+    :: else -> skip
+    fi;
+    hslot[c] = rslot[c] + 1;
+    end_round(c);
+    clear_grants(c);
+    hold[c] = 1;
+    check_backed();
+    gap[c] = 0;
+    lapsed[c] = 0;
+    extleft[c] = exts;
+    cs[c] = HOLD;
+#ifdef LIVE
+    if :: c == 1 -> won1 = 1 :: else -> skip fi;
+#endif
+    skip
+}
+
+/* The operation is over (given up, or released): back to idle, nothing kept. */
+inline op_done(c)
+{
+    end_round(c);
+    clear_grants(c);
+    forget_deadlines(c);
+    tok[c] = 0;
+    att[c] = 0;
+    attleft[c] = 0;
+    place[c] = 0;
+    fenced[c] = 0;
+    fence[c] = 0;
+    hold[c] = 0;
+    gap[c] = 0;
+    lapsed[c] = 0;
+    late[c] = 0;
+    retake[c] = 0;
+    extleft[c] = 0;
+    cs[c] = IDLE
+}
+
+/* grant_win: a quorum of grants for the current token. With the full ttl each: won, with the
+ * validity of the oldest attempt they name (fenced: F = 1 + the largest counter, then the
+ * commit). Some capped: a claim, an ordinary acquire round (the script renews the keys). */
+inline grant_win(c)
+{
+    if
+    :: gcap[c] ->
+        clear_grants(c);
+        if
+        :: att[c] < MAXATT -> start_attempt(c)
+        :: else -> end_round(c); cs[c] = SLEEP
+        fi
+    :: else ->
+        if
+        :: BROKEN(B_GRANT_START) -> DL(c, GS) = RUNNING; m_d = GS /* a validity that starts now */
+        :: else -> m_d = gold[c]
+        fi;
+        look_deadline(c, m_d);
+        if
+        :: DL(c, m_d) == RUNNING && fenced[c] ->
+            m_a = 0;
+            for (m_x3 : 0 .. N - 1) {
+                if
+                :: (gnode[c] >> m_x3) & 1 && gcnt[c * N + m_x3] >= m_a -> m_a = gcnt[c * N + m_x3] + 1
+                :: else -> skip
+                fi
+            }
+            m_b = 0;
+            for (m_x3 : 0 .. N - 1) {
+                if
+                :: (gnode[c] >> m_x3) & 1 && gcnt[c * N + m_x3] + 1 == m_a -> m_b = m_b | (1 << m_x3)
+                :: else -> skip
+                fi
+            }
+            clear_grants(c);
+            start_commit(c, m_a, m_b, m_d)
+        :: DL(c, m_d) == RUNNING && !fenced[c] -> rslot[c] = m_d; granted(c)
+        :: else -> clear_grants(c); end_round(c); cs[c] = SLEEP /* too old: it retries */
+        fi
+    fi
+}
+
+/* lock_attempt_lost: keep the token when nothing can be held (no yes, no timeout) and look at
+ * the grants heard meanwhile; else release everywhere, and a new token. */
+inline attempt_lost(c, st)
+{
+    if
+    :: RETRY(c) && st == ST_BUSY && rk[c] == K_ACQ && nyes[c] == 0 && nto[c] == 0 ->
+        end_round(c);
+        cs[c] = SLEEP;
+        popcount(gmask[c], m_a);
+        if :: m_a >= Q -> grant_win(c) :: else -> skip fi
+    :: else ->
+        end_round(c);
+        clear_grants(c);
+        if
+        :: RETRY(c) ->
+            for (m_x1 : 0 .. N - 1) { send(c, m_x1, K_DROP, 0) }
+            new_token(c);
+            cs[c] = SLEEP
+        :: else ->
+            for (m_x1 : 0 .. N - 1) { send(c, m_x1, K_LEAVE, 0) }
+            op_done(c)
+        fi
+    fi
+}
+
+inline release_done(c)
+{
+    if
+    :: !late[c] && !lapsed[c] && nyes[c] >= Q ->
+        /* the release reports 0: the hold was continuous */
+        assert(!gap[c])
+    :: else -> skip /* REDLOCK_ELOST or REDLOCK_ENOQUORUM */
+    fi;
+    op_done(c)
+}
+
+inline round_won(c)
+{
+    if
+    :: rk[c] == K_ACQ && fenced[c] ->
+        m_b = 0;
+        for (m_x3 : 0 .. N - 1) {
+            if
+            :: vote[c * N + m_x3] == VY && cnt[c * N + m_x3] == maxc[c] -> m_b = m_b | (1 << m_x3)
+            :: else -> skip
+            fi
+        }
+        start_commit(c, maxc[c] + 1, m_b, rslot[c])
+    :: rk[c] == K_ACQ && !fenced[c] -> granted(c)
+    :: rk[c] == K_COMMIT -> granted(c)
+    :: rk[c] == K_EXT ->
+        look_deadline(c, hslot[c] - 1);
+        if
+        :: DL(c, hslot[c] - 1) == PASSED -> skip /* decided after the deadline: EEXPIRED */
+        :: DL(c, hslot[c] - 1) != PASSED && retake[c] && lapsed[c] -> skip /* ELOST */
+        :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) ->
+            /* won: the hold goes on, continuous */
+            assert(!gap[c]);
+            hslot[c] = XS + 1;
+            lapsed[c] = 0
+        fi;
+        end_round(c);
+        cs[c] = HOLD
+    fi
+}
+
+inline round_lost(c, st)
+{
+    if
+    :: rk[c] == K_EXT ->
+        if :: st == ST_BUSY -> lapsed[c] = 1 :: else -> skip fi;
+        end_round(c);
+        cs[c] = HOLD
+    :: else -> attempt_lost(c, st)
+    fi
+}
+
+/* The round's decision (quorum.c: decide), and what the operation does with it. */
+inline round_check(c)
+{
+    if
+    :: cs[c] != RUN -> skip
+    :: cs[c] == RUN && rk[c] == K_REL ->
+        if :: nyes[c] + nno[c] + nerr[c] + nto[c] == N -> release_done(c) :: else -> skip fi
+    :: cs[c] == RUN && rk[c] != K_REL ->
+        if :: rk[c] == K_COMMIT -> m_t = FENCE_COMMIT :: else -> m_t = Q fi;
+        if
+        :: nyes[c] >= m_t ->
+            look_deadline(c, rslot[c]);
+            if
+            :: DL(c, rslot[c]) == RUNNING -> round_won(c)
+            :: else -> round_lost(c, ST_EXPIRED) /* no validity left */
+            fi
+        :: nyes[c] < m_t && nno[c] + nerr[c] + nto[c] > N - m_t ->
+            if
+            :: nno[c] >= nerr[c] + nto[c] -> round_lost(c, ST_BUSY)
+            :: else -> round_lost(c, ST_NOQUORUM)
+            fi
+        :: else -> skip
+        fi
+    fi
+}
+
+/* Decide the client's round and act on it until nothing is left to decide: acting may start a
+ * round that is decided at once (an inline cannot call itself). */
+inline settle(c)
+{
+    do
+    :: m_again -> m_again = 0; round_check(c)
+    :: else -> break
+    od
+}
+
+/* A grant heard on subscriber connection gconn (N: node 0's second one), from node gx. */
+inline on_grant(c, gconn, gx, gt, gs, gc, gf)
+{
+    if
+    :: gt == tok[c] && gt != 0 && ((cs[c] == RUN && rk[c] == K_ACQ) || cs[c] == SLEEP) ->
+        if :: gmask[c] == 0 || gs < gold[c] -> gold[c] = gs :: else -> skip fi;
+        if
+        :: BROKEN(B_SUBSCRIBER) -> gmask[c] = gmask[c] | (1 << gconn)
+        :: else -> gmask[c] = gmask[c] | (1 << gx)
+        fi;
+        gnode[c] = gnode[c] | (1 << gx);
+        gcnt[c * N + gx] = gf;
+        gcap[c] = gcap[c] | gc;
+        if
+        :: cs[c] == SLEEP ->
+            popcount(gmask[c], m_a);
+            if :: m_a >= Q -> grant_win(c) :: else -> skip fi
+        :: else -> skip /* decided with the attempt in flight (attempt_lost) */
+        fi
+    :: else -> skip
+    fi
+}
+
+/* ---- processes ------------------------------------------------------------------------------ */
+
+/* Connection c * N + x, with what travels on it and what may go wrong with it. */
+proctype Conn(byte c; byte x)
+{
+    byte kind, tk, arg, g;
+end:
+    do
+    /* One event (the node runs a request and its reply comes back; a grant is heard; the client
+     * hears that the connection dropped or a request timed out), then client c's round is
+     * settled. */
+    :: atomic {
+        ((up[x] && len(rq[c * N + x]) > 0) || len(gch[c * N + x]) > 0 ||
+         (x == 0 && len(gdup[c]) > 0) ||
+         (cs[c] == RUN && vote[c * N + x] == 0 && (!cup[c * N + x] || MAY(F_TIMEOUT)))) ->
+        if
+        :: up[x] && len(rq[c * N + x]) > 0 ->
+            rq[c * N + x]?kind, tk, arg;
+            m_f = 0;
+            if
+            :: kind == K_ACQ -> script_acquire(c, x, tk, arg)
+            :: kind == K_COMMIT -> script_commit(x, tk, arg)
+            :: kind == K_EXT -> script_extend(c, x, tk, arg)
+            :: kind == K_REL || kind == K_DROP || kind == K_LEAVE -> script_release(c, x, tk, kind)
+            fi;
+            check_backed();
+            if
+            :: cs[c] == RUN && stale[c * N + x] > 0 -> stale[c * N + x]-- /* an earlier round's */
+            :: cs[c] == RUN && stale[c * N + x] == 0 && kind != K_DROP && kind != K_LEAVE &&
+               vote[c * N + x] == 0 ->
+                if
+                :: record_vote(c, x, m_v, m_f); m_again = 1
+                :: MAY(F_LOST) -> faults--; flush_rq(c, x); cup[c * N + x] = 0 /* the reply lost */
+                fi
+            :: else -> skip /* nobody waits for this reply */
+            fi
+        :: len(gch[c * N + x]) > 0 ->
+            gch[c * N + x]?tk, arg, g, kind;
+            on_grant(c, x, x, tk, arg, g, kind)
+        :: x == 0 && len(gdup[c]) > 0 ->
+            gdup[c]?tk, arg, g, kind;
+            on_grant(c, N, 0, tk, arg, g, kind)
+        :: cs[c] == RUN && vote[c * N + x] == 0 && !cup[c * N + x] ->
+            record_vote(c, x, VE, 0); /* the connection dropped */
+            cup[c * N + x] = up[x]; /* reconnected, if the node is up */
+            m_again = 1
+        :: cs[c] == RUN && vote[c * N + x] == 0 && MAY(F_TIMEOUT) ->
+            faults--;
+            record_vote(c, x, VT, 0); /* timed out: the request stays on the wire */
+            m_again = 1
+        fi;
+        settle(c);
+        kind = 0; tk = 0; arg = 0; g = 0
+       }
+    :: atomic { up[x] && (!listen[c * N + x] || deaf[c * N + x]) -> listen[c * N + x] = 1; deaf[c * N + x] = 0 }
+    :: atomic { MAY(F_DROP) && up[x] && cup[c * N + x] -> faults--; drop_conn(c, x) }
+    :: atomic { MAY(F_UNSUB) && listen[c * N + x] -> faults--; listen[c * N + x] = 0; flush_sub(c, x) }
+    :: atomic {
+        MAY(F_DEAF) && listen[c * N + x] && !deaf[c * N + x] ->
+        faults--;
+        flush_sub(c, x);
+        deaf[c * N + x] = 1 /* the node still counts the subscriber */
+       }
+    od
+}
+
+/* Node x is back: its clients reconnect and subscribe again (one still to hear that its
+ * connection dropped, when it does). */
+inline restart(x)
+{
+    up[x] = 1;
+    for (m_k2 : 0 .. NC - 1) {
+        listen[m_k2 * N + x] = 1;
+        cup[m_k2 * N + x] = !(cs[m_k2] == RUN && vote[m_k2 * N + x] == 0)
+    }
+}
+
+/* Node x crashes (its connections drop) and restarts with its data, or empty - keys, counter,
+ * queue and grant records gone - after its key expired (it stayed away longer than the longest
+ * ttl). */
+proctype Node(byte x)
+{
+    byte c;
+end:
+    do
+    :: atomic {
+        MAY(F_CRASH) && up[x] ->
+        faults--;
+        up[x] = 0;
+        for (c : 0 .. NC - 1) {
+            flush_rq(c, x);
+            cup[c * N + x] = 0;
+            flush_sub(c, x);
+            listen[c * N + x] = 0;
+            deaf[c * N + x] = 0
+        }
+        c = 0
+       }
+    :: atomic { !up[x] -> restart(x) }
+    :: atomic {
+        !up[x] && empties > 0 ->
+        /* it stayed away until its key expired */
+        if
+        :: kbind[x] != 0 && !BROKEN(B_NO_DELAY) ->
+            m_y1 = (kbind[x] - 1) / NS;
+            m_y2 = (kbind[x] - 1) % NS;
+            pass_upto(m_y1, m_y2)
+        :: else -> skip
+        fi;
+        empties--;
+        ktok[x] = 0;
+        kbind[x] = 0;
+        ctr[x] = 0;
+        for (c : 0 .. NC - 1) { leave_queue(c, x) }
+        c = 0;
+        check_backed();
+        restart(x)
+       }
+    od
+}
+
+/* Client c: its operations, one at a time. */
+proctype Client(byte c)
+{
+end:
+    do
+    :: atomic {
+        ((cs[c] == IDLE && opsleft[c] > 0) || (cs[c] == SLEEP && RETRY_NOW(c)) ||
+         (cs[c] == HOLD && HOLD_ENDS(c))) ->
+        if
+        :: cs[c] == IDLE ->
+            opsleft[c]--;
+            nextplace++;
+            place[c] = nextplace;
+            if
+            :: c == 0 && fen0 != 1 || c == 1 && fen1 != 1 -> fenced[c] = 0
+            :: c == 0 && fen0 != 0 || c == 1 && fen1 != 0 -> fenced[c] = 1
+            fi;
+            new_token(c);
+            if :: c == 0 -> attleft[c] = att0 - 1 :: else -> attleft[c] = att1 - 1 fi;
+            start_attempt(c)
+        :: cs[c] == SLEEP ->
+            if :: attleft[c] > 0 -> attleft[c]-- :: else -> skip fi;
+            start_attempt(c)
+        :: cs[c] == HOLD && extleft[c] > 0 ->
+            extleft[c]--;
+            if :: retake[c] = 0 :: !lapsed[c] -> retake[c] = 1 fi;
+            begin_round(c, K_EXT);
+            assert(DL(c, XS) == 0);
+            DL(c, XS) = RUNNING;
+            rslot[c] = XS;
+            send_all(c, K_EXT, retake[c] + 2 * fence[c]);
+            m_again = 1
+        :: cs[c] == HOLD ->
+            look_deadline(c, hslot[c] - 1);
+            late[c] = (DL(c, hslot[c] - 1) == PASSED);
+            hold[c] = 0;
+            begin_round(c, K_REL);
+            send_all(c, K_REL, 0);
+            m_again = 1
+        fi;
+        settle(c)
+       }
+    od
+}
+
+init
+{
+    byte i;
+    atomic {
+        for (i : 0 .. N - 1) { up[i] = 1 }
+        for (i : 0 .. NC * N - 1) { cup[i] = 1; listen[i] = 1 }
+        c_code {
+            broken = rl_knob("RL_BROKEN", 0);
+            att0 = rl_knob("RL_ATT0", 1);
+            att1 = rl_knob("RL_ATT1", 2);
+            fen0 = rl_knob("RL_FEN0", 2);
+            fen1 = rl_knob("RL_FEN1", 0);
+            exts = rl_knob("RL_EXTS", 0);
+            fkinds = rl_knob("RL_FKINDS", 63);
+            now.opsleft[0] = rl_knob("RL_OPS0", 1);
+            now.opsleft[1] = rl_knob("RL_OPS1", 1);
+            now.faults = rl_knob("RL_FAULTS", 0);
+            now.empties = rl_knob("RL_EMPTIES", 1);
+            held = rl_knob("RL_HELD", 0);
+        };
+        if
+        :: held ->
+            /* client 0 starts with its first operation won */
+            opsleft[0]--;
+            nextplace = 1;
+            place[0] = 1;
+            if
+            :: fen0 != 1 -> fenced[0] = 0
+            :: fen0 != 0 -> fenced[0] = 1; fence[0] = 1; lastfence = 1
+            fi;
+            new_token(0);
+            att[0] = 1;
+            DL(0, 0) = RUNNING;
+            hslot[0] = 1;
+            /* on every node, or on as few as a won round needs (RL_HELD=2): a bare quorum, or
+             * the fence_commit nodes of a fenced lock */
+            for (i : 0 .. N - 1) {
+                if
+                :: held == 1 || i < Q || (fenced[0] && i < FENCE_COMMIT) ->
+                    ktok[i] = tok[0];
+                    kbind[i] = 1;
+                    ctr[i] = fence[0]
+                :: else -> skip
+                fi
+            }
+            hold[0] = 1;
+            extleft[0] = exts;
+            cs[0] = HOLD
+        :: else -> skip
+        fi;
+#ifdef LIVE
+        faults = 0;
+#endif
+        for (i : 0 .. NC - 1) { run Client(i) }
+        for (i : 0 .. N - 1) { run Node(i) }
+        for (i : 0 .. NC * N - 1) { run Conn(i / N, i % N) }
+        i = 0
+    }
+}
+
+#ifdef LIVE
+/* The queue's liveness: client 1, waiting while client 0 holds and releases, is served. */
+ltl served { <> won1 }
+#endif

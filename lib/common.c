@@ -138,7 +138,7 @@ void redlock__vlog(redlock__log_sink sink, void *ctx, redlock_log_level level, c
     sink(ctx, level, url, msg);
 }
 
-/* Whether byte c continues a UTF-8 sequence (10xxxxxx): a cut before it would split one. */
+/* Whether byte c continues a UTF-8 sequence (0x80-0xBF): a cut before it would split one. */
 static bool utf8_continues(char c)
 {
     return ((unsigned char)c & 0xc0) == 0x80;

@@ -45,8 +45,10 @@ int redlock__lock_grant(op *o, round *r)
 }
 
 /* A fenced acquire round was won: commit its fence on every node (docs/algorithm.md). The lock
- * is granted only if the commit round is won too. Returns 0, or REDLOCK_ENOMEM. */
-int redlock__commit_start(op *o, round *acquire)
+ * is granted only if the commit round is won too. by_grants: its yes votes are grants, whose
+ * counters are what a message said, not what the node answered: every node's commit is sent.
+ * Returns 0, or REDLOCK_ENOMEM. */
+int redlock__commit_start(op *o, round *acquire, bool by_grants)
 {
     redlock_client *c = o->client;
     round *r = redlock__round_new(c, o, o->lock, REDLOCK__CMD_COMMIT, o->ttl_ms, false);
@@ -63,8 +65,10 @@ int redlock__commit_start(op *o, round *acquire)
          * counter was when its key was set. */
         r->results[i].fence = a->fence;
         /* A yes that read fence - 1 raised its counter to the fence in the script that set the
-         * key, while the key stood: what the commit would do there, done. Its ack counts now. */
-        if (redlock_round_node_vote(&acquire->q, i) == REDLOCK_VOTE_YES && a->fence + 1 == fence) {
+         * key, while the key stood: what the commit would do there, done. Its ack counts now -
+         * when the node answered so on its own connection; a grant's counter is only a hint. */
+        if (!by_grants && redlock_round_node_vote(&acquire->q, i) == REDLOCK_VOTE_YES &&
+            a->fence + 1 == fence) {
             r->results[i].vote = REDLOCK_VOTE_YES;
             r->results[i].latency_us = a->latency_us;
             redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
@@ -112,9 +116,10 @@ static uint64_t attempt_wait_us(const round *r)
 }
 
 /* When a waiter's lost attempt retries: at once (on a short jitter) if a notification came while
- * it was out; else after the retry delay, or as soon as the nodes say a quorum of them could let
- * it in (attempt_wait_us: the holder's keys run out), whichever is sooner, plus a millisecond of
- * the servers' clock; never after the wait's deadline. */
+ * it was out, within the notifications' budget (redlock__waiter_wake_due); else after the retry
+ * delay, or as soon as the nodes say a quorum of them could let it in (attempt_wait_us: the
+ * holder's keys run out), whichever is sooner, plus a millisecond of the servers' clock; never
+ * after the wait's deadline. */
 static uint64_t retry_due_us(op *o, uint64_t now)
 {
     redlock_client *c = o->client;
@@ -127,9 +132,16 @@ static uint64_t retry_due_us(op *o, uint64_t now)
         if (wait < delay && delay - wait > 1000)
             delay = wait + 1000;
     }
-    if (w != NULL)
-        w->notified = false;
     uint64_t due = now + delay;
+    if (w != NULL && w->claim) {
+        due = now; /* evidence, not a hint: a quorum granted (wait.c, grant_win) */
+    } else if (w != NULL && w->notified) {
+        uint64_t later = now + redlock__retry_delay_us(c);
+        due = redlock__waiter_wake_due(c, w, due);
+        due = due < later ? due : later;
+    }
+    if (w != NULL)
+        w->notified = w->claim = false;
     return o->wait_deadline_us != 0 && due > o->wait_deadline_us ? o->wait_deadline_us : due;
 }
 
@@ -215,7 +227,7 @@ static void lock_round_done(op *o, round *r)
     if (status != 0 || r->cmd.kind != REDLOCK__CMD_ACQUIRE_FENCED)
         redlock__stats_round(o->client, r->cmd.kind, status, &r->q, r->results);
     if (status == 0)
-        status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? redlock__commit_start(o, r)
+        status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? redlock__commit_start(o, r, false)
                                                             : redlock__lock_grant(o, r);
     if (status != 0)
         lock_attempt_lost(o, status);

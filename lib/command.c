@@ -418,6 +418,24 @@ static redlock_vote inspect_vote(const redlock__cmd *cmd, const redisReply *repl
     return data->value != NULL ? REDLOCK_VOTE_YES : REDLOCK_VOTE_NO;
 }
 
+/* A queued release whose queue upkeep failed (lib/lua/release_queued.lua): {0 or 1, the upkeep's
+ * error}. The release's vote stands; the error becomes the note beside it (err). NONE for any
+ * other shape. */
+static redlock_vote release_with_note(const redisReply *reply, char *err, size_t err_len)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_INTEGER ||
+        (reply->element[0]->integer != 0 && reply->element[0]->integer != 1) ||
+        (reply->element[1]->type != REDIS_REPLY_STRING &&
+         reply->element[1]->type != REDIS_REPLY_STATUS &&
+         reply->element[1]->type != REDIS_REPLY_ERROR))
+        return REDLOCK_VOTE_NONE;
+    const redisReply *why = reply->element[1];
+    redlock__fmt(err, err_len, "the queue's upkeep failed (the release stands): %.*s",
+                 (int)why->len, why->str);
+    return reply->element[0]->integer == 1 ? REDLOCK_VOTE_YES : REDLOCK_VOTE_NO;
+}
+
 redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
                                size_t err_len, redlock__reply_kind *kind, redlock__reply_data *data)
 {
@@ -474,6 +492,10 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
             return REDLOCK_VOTE_YES;
         if (reply->integer == 0)
             return REDLOCK_VOTE_NO;
+    } else if (cmd->kind == REDLOCK__CMD_RELEASE && cmd->queued) {
+        redlock_vote vote = release_with_note(reply, err, err_len);
+        if (vote != REDLOCK_VOTE_NONE)
+            return vote;
     }
     return mismatch(cmd, reply, err, err_len, kind);
 }

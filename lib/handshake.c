@@ -84,10 +84,7 @@ static bool is_run_id(const char *s)
     return true;
 }
 
-/* The "run_id:<40 hex digits>" line of an INFO reply, copied into hs->run_id if there is one.
- * Anything else (shorter, binary, upper case: no Redis sends it) is no run_id at all, so two
- * nodes are never taken for one server on a partial match. */
-static void take_run_id(redlock__handshake *hs, const char *info, size_t len)
+void redlock__info_run_id(const char *info, size_t len, char *out)
 {
     static const char key[] = "run_id:";
     const size_t key_len = sizeof(key) - 1;
@@ -96,8 +93,8 @@ static void take_run_id(redlock__handshake *hs, const char *info, size_t len)
             const char *id = info + i + key_len;
             if (!is_run_id(id))
                 return;
-            memcpy(hs->run_id, id, REDLOCK__RUN_ID_LEN);
-            hs->run_id[REDLOCK__RUN_ID_LEN] = '\0';
+            memcpy(out, id, REDLOCK__RUN_ID_LEN);
+            out[REDLOCK__RUN_ID_LEN] = '\0';
             return;
         }
     }
@@ -116,7 +113,7 @@ static bool step_succeeded(redlock__handshake *hs, const redlock__hs_step *step,
     case REDLOCK__HS_INFO:
         if (r->type != REDIS_REPLY_STRING)
             return false;
-        take_run_id(hs, r->str, r->len);
+        redlock__info_run_id(r->str, r->len, hs->run_id);
         return true;
     }
     return false;

@@ -59,6 +59,12 @@ int redlock__auth_argv(const redlock_url *url, const char *argv[3], size_t argvl
  * password the URL does not give) or WRONGPASS (a wrong one). NULL for any other text. */
 const char *redlock__auth_refusal(const char *text, size_t len);
 
+/* The "run_id:<40 hex digits>" line of an INFO reply (len bytes), copied into out (41 bytes) if
+ * there is one; out is left as it was otherwise. Anything else (shorter, binary, upper case: no
+ * Redis sends it) is no run_id at all, so two nodes are never taken for one server on a partial
+ * match. */
+void redlock__info_run_id(const char *info, size_t len, char *out);
+
 /* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended
  * to out. Returns 0 or REDLOCK_ENOMEM (out may then hold part of it: discard it). */
 int redlock__handshake_start(redlock__handshake *hs, const redlock_url *url, redlock__buf *out,

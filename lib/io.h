@@ -13,6 +13,7 @@
 #ifndef REDLOCK_IO_H
 #define REDLOCK_IO_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,6 +21,9 @@
 
 typedef struct redlock__req redlock__req;
 typedef struct redlock__io redlock__io;
+
+/* on_notify's node when no node vouches for a message. */
+#define REDLOCK__IO_NO_NODE UINT_MAX
 
 /* Why a request got an ERROR vote: what a caller that retries or refreshes decides on, never by
  * matching the error's text (cluster.c on the requests it sends to its masters). */
@@ -31,7 +35,8 @@ typedef enum redlock__fail {
                              is not an error reply but none the command expects */
 } redlock__fail;
 
-/* error: NULL unless vote is ERROR or TIMEOUT; data: NULL except for answers to INSPECT and
+/* error: NULL unless vote is ERROR or TIMEOUT, or a note beside another vote (a queued release
+ * whose queue upkeep failed: command.c); data: NULL except for answers to INSPECT and
  * ACQUIRE_FENCED (redlock__cmd_has_data). Both are
  * valid only during the call. */
 typedef void (*redlock__req_cb)(redlock__req *req, redlock_vote vote, const char *error,
@@ -94,8 +99,11 @@ struct redlock__io {
     void *owner; /* the client */
     void (*on_wake)(redlock__io *io);
     void (*on_closed)(redlock__io *io);
-    /* Node node said, on channel (len bytes), that a key was released: message (message_len
-     * bytes) is the token that held it, or a grant (ops.c); both valid during the call. */
+    /* A node said, on channel (len bytes), that a key was released: message (message_len
+     * bytes) is the token that held it, or a grant (wait.c); both valid during the call. node:
+     * the node whose server sent it, as sure as a vote on that node's command connection (the
+     * same server, by its run_id), or REDLOCK__IO_NO_NODE when the io cannot vouch for that (a
+     * subscriber that reached another server, or did not say which): then it is a hint only. */
     void (*on_notify)(redlock__io *io, unsigned node, const char *channel, size_t len,
                       const char *message, size_t message_len);
     /* Node node reconnected to another server than before (a new run_id: it restarted, and may

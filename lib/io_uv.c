@@ -166,12 +166,28 @@ static int io_watch(redlock__io *base, const char *key, size_t len, bool on)
     return 0;
 }
 
-static void on_sub_message(void *ctx, unsigned node, const char *channel, size_t len,
-                           const char *message, size_t message_len)
+/* Whether the server a subscriber of node reached (run_id, "" unknown) is the one node's
+ * command connections count votes from: for a plain node, the server its ready connection
+ * reached; for a cluster, one of its masters' (a cluster is one vote whichever of its servers
+ * speaks). */
+static bool sub_is_node(const io_uv *io, unsigned node, const char *run_id)
+{
+    if (run_id[0] == '\0')
+        return false;
+    if (io->clusters[node] != NULL)
+        return redlock__cluster_twin(io->clusters[node], NULL, run_id) != NULL;
+    const char *cmd = redlock__node_run_id(io->nodes[node]);
+    return cmd != NULL && strcmp(cmd, run_id) == 0;
+}
+
+static void on_sub_message(void *ctx, unsigned node, const char *run_id, const char *channel,
+                           size_t len, const char *message, size_t message_len)
 {
     io_uv *io = ctx;
-    if (io->base.on_notify != NULL)
-        io->base.on_notify(&io->base, node, channel, len, message, message_len);
+    if (io->base.on_notify == NULL)
+        return;
+    unsigned from = sub_is_node(io, node, run_id) ? node : REDLOCK__IO_NO_NODE;
+    io->base.on_notify(&io->base, from, channel, len, message, message_len);
 }
 
 /* node_config.changed: node index (a plain node, or a connection of a cluster) reached a new

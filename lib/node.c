@@ -528,10 +528,11 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
     }
     redlock__tally_answer(&n->tally, now > req->sent_us ? now - req->sent_us : 0);
     char err[ERR_LEN];
+    err[0] = '\0';
     redlock__reply_kind kind;
     redlock__reply_data data;
     redlock_vote vote = redlock__cmd_vote(req->cmd, r, err, sizeof(err), &kind, &data);
-    if (vote == REDLOCK_VOTE_ERROR) /* it may quote a reply that is not an error */
+    if (err[0] != '\0') /* it may quote a reply that is not an error */
         redlock__scrub(err, strlen(err), n->cfg.url->password);
     if (kind == REDLOCK__REPLY_NOSCRIPT) {
         resend_with_eval(n, req, now);
@@ -547,7 +548,7 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
         return;
     }
     redlock__fail fail = r->type == REDIS_REPLY_ERROR ? REDLOCK__FAIL_SERVER : REDLOCK__FAIL_LOCAL;
-    complete(n, req, vote, fail, vote == REDLOCK_VOTE_ERROR ? err : NULL,
+    complete(n, req, vote, fail, err[0] != '\0' ? err : NULL, /* an error, or a note (io.h) */
              redlock__cmd_has_data(req->cmd) ? &data : NULL, now);
 }
 

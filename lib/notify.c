@@ -81,8 +81,13 @@ struct redlock__sub {
     bool stream_closing; /* redlock__stream_close called, on_closed not yet */
     bool closing;        /* redlock__sub_close called */
     bool auth_pending;   /* the reply to AUTH is still owed */
+    bool info_pending;   /* the reply to INFO server is still owed */
     bool ready;          /* connected, and SUBSCRIBE sent for everything wanted */
     bool refused_said;   /* a refused SUBSCRIBE was logged on this connection */
+    /* The run_id of the server this connection reached (INFO server; "" unknown): the io counts
+     * a message as its node's word only when the node's command connection reached that same
+     * server (a grant is a vote for exactly one server). */
+    char run_id[REDLOCK__RUN_ID_LEN + 1];
     redlock__reader *reader;
     uv_timer_t idle_timer;
     redlock__closing closes; /* the idle timer, and the stream if it ever started */
@@ -133,7 +138,7 @@ static void on_open(redlock__stream *st)
     s->reader = redlock__reader_new(REDLOCK__READER_SUBSCRIBER, s->cfg.alloc);
     s->ready = false;
     s->refused_said = false;
-    s->auth_pending = false;
+    s->run_id[0] = '\0';
     if (s->reader == NULL) {
         redlock__stream_drop(st);
         return;
@@ -141,15 +146,20 @@ static void on_open(redlock__stream *st)
     const char *argv[3];
     size_t argvlen[3];
     int argc = redlock__auth_argv(s->cfg.url, argv, argvlen);
-    if (argc == 0) {
-        sub_ready(s);
-        return;
-    }
-    if (redlock__resp_append(argc, argv, argvlen, redlock__stream_out(st), s->cfg.alloc) != 0) {
+    s->auth_pending = argc > 0;
+    int rc = argc > 0
+                 ? redlock__resp_append(argc, argv, argvlen, redlock__stream_out(st), s->cfg.alloc)
+                 : 0;
+    /* INFO server, before any SUBSCRIBE: which server this is. */
+    argv[0] = "INFO", argvlen[0] = 4;
+    argv[1] = "server", argvlen[1] = 6;
+    if (rc == 0)
+        rc = redlock__resp_append(2, argv, argvlen, redlock__stream_out(st), s->cfg.alloc);
+    if (rc != 0) {
         redlock__stream_drop(st);
         return;
     }
-    s->auth_pending = true;
+    s->info_pending = true;
     redlock__stream_flush(st);
 }
 
@@ -176,15 +186,22 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
 {
     if (s->auth_pending) {
         s->auth_pending = false;
-        if (r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) {
-            sub_ready(s);
-            return s->ready;
-        }
+        if (r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+            return true; /* INFO's reply comes next */
         char said[124];
         const char *auth = refusal(r, said, sizeof(said));
         sub_log(s, REDLOCK_LOG_WARN, "AUTH refused (%s): waiters poll", auth != NULL ? auth : said);
         redlock__stream_drop(&s->stream);
         return false;
+    }
+    if (s->info_pending) {
+        /* A refused INFO leaves the server unknown: its messages still wake waiters, but no
+         * grant heard here counts (notify.h). */
+        s->info_pending = false;
+        if (r->type == REDIS_REPLY_STRING)
+            redlock__info_run_id(r->str, r->len, s->run_id);
+        sub_ready(s);
+        return s->ready;
     }
     if (r->type == REDIS_REPLY_ERROR) {
         /* An ACL without +subscribe or access to the channel: nothing will come, waiters poll. */
@@ -202,8 +219,8 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
     }
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && is_str(r->element[0], "message") &&
         r->element[1]->type == REDIS_REPLY_STRING && r->element[2]->type == REDIS_REPLY_STRING)
-        s->cb(s->ctx, s->node, r->element[1]->str, r->element[1]->len, r->element[2]->str,
-              r->element[2]->len);
+        s->cb(s->ctx, s->node, s->run_id, r->element[1]->str, r->element[1]->len,
+              r->element[2]->str, r->element[2]->len);
     /* "subscribe" and "unsubscribe" confirmations need nothing. */
     return true;
 }
@@ -233,6 +250,7 @@ static void on_down(redlock__stream *st, const char *why)
         sub_log(s, REDLOCK_LOG_DEBUG, "connection lost: %s (waiters poll until it is back)", why);
     s->ready = false;
     s->auth_pending = false;
+    s->info_pending = false;
 }
 
 static void maybe_done(redlock__sub *s)

@@ -10,8 +10,9 @@
  * The connection is opened when the first channel is wanted and closed once none has been
  * wanted for REDLOCK__SUB_IDLE_MS. It uses the node's URL, TLS and connect timeout, and
  * reconnects with the same backoff (stream.h); it says AUTH when the URL has a password, and
- * SUBSCRIBE to every wanted channel on each new connection. Pub/sub ignores databases, so no
- * SELECT. A notification is a hint: it is never a vote, and one that is lost (a connection
+ * SUBSCRIBE to every wanted channel on each new connection, after INFO server (the run_id that
+ * tells which server the messages come from). Pub/sub ignores databases, so no SELECT. A
+ * notification is a hint: it is never a vote, and one that is lost (a connection
  * down, an ACL without +subscribe or channel access, a key that expired instead of being
  * released) costs a waiter the fallback retry delay, nothing more. */
 #ifndef REDLOCK_NOTIFY_H
@@ -52,9 +53,11 @@ void redlock__chanset_free(redlock__chanset *set, const redlock__alloc *alloc);
 typedef struct redlock__sub redlock__sub;
 
 /* A message arrived from the subscriber of node on channel (len bytes), saying message
- * (message_len bytes); both valid during the call. */
-typedef void (*redlock__sub_msg_cb)(void *ctx, unsigned node, const char *channel, size_t len,
-                                    const char *message, size_t message_len);
+ * (message_len bytes); both valid during the call. run_id: the server the subscriber reached
+ * (INFO server), "" when it did not say. */
+typedef void (*redlock__sub_msg_cb)(void *ctx, unsigned node, const char *run_id,
+                                    const char *channel, size_t len, const char *message,
+                                    size_t message_len);
 
 /* A subscriber for the node cfg describes (copied; its url, name, tls and alloc must outlive
  * it), following set; its messages go to cb with node, the node's index. Memory only: nothing

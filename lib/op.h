@@ -79,19 +79,23 @@ typedef struct waiter_node {
     unsigned keys;      /* keys of the lock the node's grants set for its token */
     uint64_t oldest_us; /* the oldest stamp among them: the earliest attempt they answer */
     uint64_t counter;   /* a fenced lock's: the counter the grant read (its yes's counter) */
+    bool partial;       /* a grant set a key only until the waiter's place deadline there */
 } waiter_node;
 
 /* The state of an acquire that waits (wait_ms): only such an operation carries one (wait.c). */
 typedef struct waiter {
-    bool watching;       /* the io says when its keys are released (notify.h) */
-    bool woken;          /* its retry timer was moved up by a notification */
-    bool notified;       /* a notification came while an attempt was out: retry at once if lost */
-    unsigned collisions; /* its attempts lost in a split vote (redlock__notify_jitter_us) */
+    bool watching;         /* the io says when its keys are released (notify.h) */
+    bool woken;            /* its retry timer was moved up by a notification */
+    bool notified;         /* a notification came while an attempt was out: retry at once if lost */
+    bool claim;            /* a quorum granted while an attempt was out: retry at once if lost */
+    uint64_t wake_free_us; /* before this, a notification moves no attempt up (a retry period
+                              after the last it did: redlock__waiter_wake_due) */
+    unsigned collisions;   /* its attempts lost in a split vote (redlock__notify_jitter_us) */
     /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
      * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
-     * node's release may then set its keys for it: a grant, heard on its own channel, counts as
-     * the yes of the node whose connection sent the attempt it names (its tag) for that attempt,
-     * valid from that attempt's send. */
+     * node's release may then set its keys for it: a grant, heard on its own channel from a
+     * node's own server and naming that node (its tag), counts as that node's yes for the
+     * attempt it names, valid from that attempt's send. */
     bool token_kept;         /* the last attempt lost so: its token stands */
     uint64_t grant_after_us; /* the stamps of this token's attempts: after this ... */
     uint64_t grant_until_us; /* ... up to the last one sent (0: none) */
@@ -238,8 +242,9 @@ int redlock__new_token(redlock_client *c, redlock_lock *lock);
 /* The acquire round r of o was won, or its commit round (acquire.c): the lock is granted.
  * Returns 0, or why it is not worth handing out after all. */
 int redlock__lock_grant(op *o, round *r);
-/* The fenced acquire round of o was won: commit its fence on every node. 0 or REDLOCK_ENOMEM. */
-int redlock__commit_start(op *o, round *acquire);
+/* The fenced acquire round of o was won (by_grants: with grants): commit its fence on every
+ * node. 0 or REDLOCK_ENOMEM. */
+int redlock__commit_start(op *o, round *acquire, bool by_grants);
 
 /* redlock_extend (hold.c); the auto-extension's own extends are not cancelable by
  * redlock_cancel. */
@@ -265,6 +270,10 @@ void redlock__wait_end(op *o);
 void redlock__waiter_forget_grants(waiter *w, unsigned n_nodes);
 /* Whether o heard of grants from a quorum of nodes, and if so won with them. */
 bool redlock__grant_check(op *o);
+/* When an attempt that a notification moves up to due_us may run: due_us, or the end of the
+ * retry period that began when a notification last moved one up (a hint costs at most one extra
+ * attempt per retry period, whatever is published); the period starts anew there. */
+uint64_t redlock__waiter_wake_due(redlock_client *c, waiter *w, uint64_t due_us);
 /* The short, growing jitter of a woken waiter's retry. */
 uint64_t redlock__notify_jitter_us(redlock_client *c, const op *o);
 /* Node node said on channel that a key was released, or granted it to a waiter of this client

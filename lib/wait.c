@@ -205,21 +205,38 @@ static op *queue_head_op(redlock_client *c, const redlock_lock *of, const char *
     return NULL;
 }
 
+uint64_t redlock__waiter_wake_due(redlock_client *c, waiter *w, uint64_t due_us)
+{
+    if (due_us < w->wake_free_us)
+        due_us = w->wake_free_us;
+    w->wake_free_us = due_us + redlock__retry_delay_us(c);
+    return due_us;
+}
+
 /* Wake o for a notification: after delay_us if it sleeps (the first notification sets its wake-up:
  * each node sends one), or, if its attempt is in flight, retry at once should that attempt
- * lose. */
-static void op_wake(redlock_client *c, op *o, uint64_t delay_us)
+ * lose. A notification is a hint: it moves o's next attempt up at most once per retry period
+ * (redlock__waiter_wake_due), and never later than it was due anyway; only a quorum of grants
+ * (evidence: grant_win) may retry at once, unbudgeted. */
+static void op_wake(redlock_client *c, op *o, uint64_t delay_us, bool budgeted)
 {
     waiter *w = o->w;
     if (o->state == OP_RUNNING) {
         w->notified = true;
-    } else if (!w->woken) {
-        w->woken = true;
-        uint64_t due = redlock__client_now(c) + delay_us;
-        if (due > o->wait_deadline_us)
-            due = o->wait_deadline_us;
-        redlock__client_timer_start(c, &o->timer, due, redlock__on_retry_timer);
+        w->claim = w->claim || !budgeted;
+        return;
     }
+    if (w->woken)
+        return;
+    uint64_t due = redlock__client_now(c) + delay_us;
+    if (due > o->wait_deadline_us)
+        due = o->wait_deadline_us;
+    if (budgeted && due < w->wake_free_us && o->timer.active && o->timer.due_us <= w->wake_free_us)
+        return; /* the attempt comes no later anyway: nothing to move up */
+    if (budgeted)
+        due = redlock__waiter_wake_due(c, w, due);
+    w->woken = true;
+    redlock__client_timer_start(c, &o->timer, due, redlock__on_retry_timer);
 }
 
 /* The grants the waiter o heard, from each node of w->granted, won: the lock is o's, as if an
@@ -227,9 +244,10 @@ static void op_wake(redlock_client *c, op *o, uint64_t delay_us)
  * node set the keys after that attempt reached it, with the attempt's ttl): the validity counts
  * from that send, never from the grant. A fenced lock's grants carry the counters they read and
  * raised, as a fenced acquire's yes votes do, and its fence is committed as after such a round
- * (redlock__commit_start). Not when that attempt is more than half a ttl old (the lock would have
- * little validity left), nor when less than the client's min_validity_ms is left: then o retries at
- * once, and its round renews the granted keys (lib/lua/acquire_queued.lua). Returns whether o is
+ * (redlock__commit_start). Not when a grant set a key only until o's place deadline, nor when that
+ * attempt is more than half a ttl old (the lock would have little validity left), nor when less
+ * than the client's min_validity_ms is left: then o retries at once, and its round renews the
+ * granted keys (lib/lua/acquire_queued.lua). Returns whether o is
  * decided (won, or its commit round started). */
 static bool grant_win(op *o)
 {
@@ -238,11 +256,14 @@ static bool grant_win(op *o)
     waiter *w = o->w;
     uint64_t now = redlock__client_now(c);
     uint64_t oldest = UINT64_MAX;
+    bool partial = false;
     for (unsigned i = 0; i < c->n_nodes; i++) {
-        if ((w->granted & (UINT64_C(1) << i)) != 0 && w->nodes[i].oldest_us < oldest)
-            oldest = w->nodes[i].oldest_us;
+        if ((w->granted & (UINT64_C(1) << i)) == 0)
+            continue;
+        oldest = REDLOCK__MIN(oldest, w->nodes[i].oldest_us);
+        partial = partial || w->nodes[i].partial;
     }
-    bool fresh = now - oldest <= o->ttl_ms * 1000 / 2;
+    bool fresh = !partial && now - oldest <= o->ttl_ms * 1000 / 2;
     redlock__cmd_kind kind = lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
     round *r = fresh ? redlock__round_new(c, o, lock, kind, o->ttl_ms, false) : NULL;
     if (r != NULL) {
@@ -269,7 +290,7 @@ static bool grant_win(op *o)
             redlock__client_timer_stop(c, &o->timer);
             o->state = OP_RUNNING;
             w->woken = false;
-            status = redlock__commit_start(o, r);
+            status = redlock__commit_start(o, r, true);
         } else {
             redlock__stats_round(c, kind, status, &r->q, r->results);
             if (status == 0)
@@ -281,8 +302,8 @@ static bool grant_win(op *o)
         }
     }
     redlock__waiter_forget_grants(w, c->n_nodes);
-    w->woken = false; /* a sleeping waiter now, not after the grace */
-    op_wake(c, o, 0); /* one whose attempt just lost retries at once */
+    w->woken = false;        /* a sleeping waiter now, not after the grace */
+    op_wake(c, o, 0, false); /* one whose attempt just lost retries at once */
     return false;
 }
 
@@ -315,11 +336,14 @@ static bool grant_field(const char **p, const char *end, uint64_t *out, bool *em
  * (the index of the node whose connection sent the attempt) set key j of o's lock to token for
  * the attempt sent at stamp, with that attempt's ttl if full is 1, else only until o's place
  * deadline there; a fenced lock's counter is what the node's counter was before the grant raised
- * it. A grant counts as that node's yes whichever subscriber heard it (a server listed twice, a
- * cluster heard through two connections, a replica that forwards its master's messages: still one
- * node); one for an earlier token (released since), or a stamp that is not one of this token's
- * attempts, is ignored. */
-static void op_granted(op *o, const char *message, size_t len)
+ * it. A grant is a vote of the server that delivered it, and of no other (docs/algorithm.md,
+ * "Evidence and hints"): it counts as the yes of node from only when the io vouches that node's own
+ * server sent it (from, not REDLOCK__IO_NO_NODE) and its tag names that same node, so a message
+ * forged on one server, whatever it says, costs that server's vote and nothing more. One for an
+ * earlier token (released since), or a stamp that is not one of this token's attempts, is
+ * ignored; its counter is a candidate for the fence, which only the commit round makes the
+ * lock's (redlock__commit_start). */
+static void op_granted(op *o, unsigned from, const char *message, size_t len)
 {
     redlock_client *c = o->client;
     waiter *w = o->w;
@@ -332,16 +356,9 @@ static void op_granted(op *o, const char *message, size_t len)
         return;
     const redlock_lock *lock = o->lock;
     if (!same_bytes(lock->token, lock->token_len, p, (size_t)(end - p)) ||
-        stamp <= w->grant_after_us || stamp > w->grant_until_us || tag >= c->n_nodes ||
-        key >= w->n_keys)
+        stamp <= w->grant_after_us || stamp > w->grant_until_us || tag != from ||
+        from >= c->n_nodes || key >= w->n_keys)
         return;
-    bool as_asked = full == 1 && (lock->fencing ? !no_counter : no_counter);
-    if (!as_asked) {
-        /* Set only until o's place deadline there (or not as o's attempts asked): o claims the
-         * keys with a round of its own at once, which renews them with its ttl. */
-        op_wake(c, o, 0);
-        return;
-    }
     waiter_node *node = &w->nodes[tag];
     if (w->key_bits != NULL) {
         unsigned char *bits = w->key_bits + (size_t)tag * ((w->n_keys + 7) / 8);
@@ -355,6 +372,11 @@ static void op_granted(op *o, const char *message, size_t len)
     if (node->keys == 0 || stamp < node->oldest_us)
         node->oldest_us = stamp;
     node->counter = counter;
+    /* Set only until o's place deadline there (or not as o's attempts asked): once a quorum
+     * granted, o claims the keys with a round of its own at once, which renews them with its ttl
+     * (grant_win). */
+    if (!(full == 1 && (lock->fencing ? !no_counter : no_counter)))
+        node->partial = true;
     if (++node->keys == w->n_keys)
         w->granted |= UINT64_C(1) << tag;
     /* An attempt in flight claims the granted keys itself, and one that lost keeping its token
@@ -362,7 +384,7 @@ static void op_granted(op *o, const char *message, size_t len)
      * else waits a short grace for the other nodes' grants, which come right behind as a rule,
      * before it runs a round. */
     if (o->state == OP_RUNNING || !redlock__grant_check(o))
-        op_wake(c, o, GRANT_GRACE_US);
+        op_wake(c, o, GRANT_GRACE_US, true);
 }
 
 /* Whether channel is o's own (its first key's queue name, ":" and its id), or that queue's. */
@@ -387,11 +409,11 @@ static bool is_queue_channel(const op *o, const char *channel, size_t len)
  *   - the key's: a release with nobody queued, or of a lock taken outside the queue; the message
  *     is the token. It wakes the waiter of this client that has waited longest (c->ops is in
  *     start order); the others sleep on until the next release or their fallback retry.
- * Only holders' releases say anything: the release of a lost attempt wakes nobody. */
+ * Only holders' releases say anything: the release of a lost attempt wakes nobody. A wake-up is a
+ * hint from any server (node may be REDLOCK__IO_NO_NODE); a grant counts only for node. */
 void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
                            const char *message, size_t message_len)
 {
-    (void)node; /* a grant names its node itself; a wake-up is the same from any */
     if (c->closing)
         return;
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
@@ -400,9 +422,9 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
             continue;
         if (is_own_channel(o, channel, len)) {
             if (message_len >= 2 && message[0] == 'g' && message[1] == ':')
-                op_granted(o, message, message_len);
+                op_granted(o, node, message, message_len);
             else if (message_len >= 2 && message[0] == 'w' && message[1] == ':')
-                op_wake(c, o, 0); /* the queue's designated head: no jitter */
+                op_wake(c, o, 0, true); /* the queue's designated head: no jitter */
             return;
         }
         if (is_queue_channel(o, channel, len)) {
@@ -410,7 +432,7 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
             op *head = colon != NULL ? queue_head_op(c, o->lock, message, (size_t)(colon - message))
                                      : NULL;
             if (head != NULL) /* else another client's waiter is next */
-                op_wake(c, head, 0);
+                op_wake(c, head, 0, true);
             return;
         }
     }
@@ -419,7 +441,7 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
             !redlock__lock_has_key(o->lock, channel, len))
             continue;
-        op_wake(c, o, redlock__notify_jitter_us(c, o));
+        op_wake(c, o, redlock__notify_jitter_us(c, o), true);
         return;
     }
 }

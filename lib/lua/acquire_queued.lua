@@ -38,14 +38,14 @@ for i = 1, #KEYS do
     local v = redis.call("get", KEYS[i])
     mine[i] = v == tok
     if not mine[i] then
-        local h = queue_head(KEYS[i], me)
+        local h, due = queue_head(KEYS[i], me)
         if v or (h and h ~= me) then
             free = false
-            local left
+            local left = -1 -- a head nobody vouches for: no end this node can tell
             if v then
                 left = redis.call("pttl", KEYS[i])
-            else
-                left = tonumber(redis.call("hget", KEYS[i] .. ":queue-due", h)) - now
+            elseif due then
+                left = due - now
             end
             if left < 0 or wait < 0 then
                 wait = -1

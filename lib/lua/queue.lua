@@ -15,21 +15,43 @@ do
 end
 -- The head of key's queue: its first waiter whose deadline has not passed, or me (the caller's
 -- own id, even if its deadline has: it is asking now), after dropping those whose deadline has.
--- nil when nobody waits.
+-- nil when nobody waits; and that head's deadline (nil for me, or for a head nobody vouches for).
+-- The work is bounded whatever another client wrote into the queue
+-- (docs/algorithm.md, "Evidence and hints"): the first QUEUE_SCAN members are read in one call
+-- and at most that many dropped; when all of them are stale, the head is the first member left
+-- (a waiter nobody vouches for, kept out of turn until later calls drop it: everybody waits
+-- behind it at most its place deadline, or QUEUE_SCAN members a call).
+local QUEUE_SCAN = 1000
 local function queue_head(key, me)
     local q, d = key .. ":queue", key .. ":queue-due"
-    while true do
-        local h = redis.call("zrange", q, 0, 0)[1]
-        if not h or h == me then
-            return h
-        end
-        local due = tonumber(redis.call("hget", d, h))
-        if due and due > now then
-            return h
-        end
-        redis.call("zrem", q, h)
-        redis.call("hdel", d, h, h .. ":g")
+    local ids = redis.call("zrange", q, 0, QUEUE_SCAN - 1)
+    if #ids == 0 then
+        return nil
     end
+    local dues = redis.call("hmget", d, unpack(ids))
+    local stale = {}
+    local head, head_due
+    for i = 1, #ids do
+        local due = tonumber(dues[i])
+        if ids[i] == me or (due and due > now) then
+            head, head_due = ids[i], due
+            break
+        end
+        stale[#stale + 1] = ids[i]
+    end
+    if #stale > 0 then
+        redis.call("zrem", q, unpack(stale))
+        local fields = {}
+        for i = 1, #stale do
+            fields[#fields + 1] = stale[i]
+            fields[#fields + 1] = stale[i] .. ":g"
+        end
+        redis.call("hdel", d, unpack(fields))
+    end
+    if head then
+        return head, head_due
+    end
+    return redis.call("zrange", q, 0, 0)[1], nil
 end
 -- Whether anybody listens on channel ch. Any refusal of PUBSUB (an ACL without +pubsub|numsub)
 -- reads as nobody: a grant is then not made, and nothing else depends on the answer.

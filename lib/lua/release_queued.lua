@@ -4,8 +4,8 @@
 -- ARGV[3] = "1" when it leaves the queues (done: it holds nothing and waits no more), else it
 -- waits on; ARGV[4] = "1" for a holder's release, which may wake the next waiter, "0" for a lost
 -- attempt's, which wakes nobody.
--- For each key: the waiter's grant record goes (the token it names is being released), then
--- compare-and-delete as release.lua, and a deleted key goes to its queue's next head at once
+-- For each key: compare-and-delete as release.lua, then the waiter's grant record goes (the token
+-- it names is being released), and a deleted key goes to its queue's next head at once
 -- when that head has a grant record and listens on the channel the record names: the key is set
 -- to the record's token, with the record's ttl when the head's place deadline is at least that
 -- far, else only until that deadline (a head that cannot act on it, crashed or cut off behind a
@@ -16,7 +16,8 @@
 -- "Handoff by grant"). Otherwise a holder's release tells the head ("w:token" on its channel;
 -- when nobody listens there, "head:token" on the queue's channel, K:queue), or with nobody
 -- queued the key's own channel, as release.lua does. No pubsub refusal changes the reply.
--- Returns 1 if every key held the token (and was deleted), else 0.
+-- Returns 1 if every key held the token (and was deleted), else 0; {that, error} when the queue's
+-- upkeep failed (the release itself stands).
 --@include fence.lua
 --@include queue.lua
 local tok, me, tell = ARGV[1], ARGV[2], ARGV[4] == "1"
@@ -99,23 +100,45 @@ local function hand_on(key)
         redis.pcall("publish", key .. ":queue", h .. ":" .. tok)
     end
 end
+-- The compare-and-delete runs first and its result stands whatever the queue's upkeep meets
+-- (another client's writes into the queue keys: wrong types, garbage): the upkeep runs protected,
+-- and its first error goes back beside the result, {result, error}, never in its place.
+local upkeep_error
+local function upkeep(f, key)
+    local ok, err = pcall(f, key)
+    if not ok and not upkeep_error then
+        upkeep_error = type(err) == "table" and err.err or tostring(err)
+    end
+end
+local function leave(key)
+    local d = key .. ":queue-due"
+    if ARGV[3] == "1" then
+        redis.call("zrem", key .. ":queue", me)
+        redis.call("hdel", d, me)
+    end
+    redis.call("hdel", d, me .. ":g")
+end
 local n = 0
 for i = 1, #KEYS do
-    local d = KEYS[i] .. ":queue-due"
-    if me ~= "" then
-        if ARGV[3] == "1" then
-            redis.call("zrem", KEYS[i] .. ":queue", me)
-            redis.call("hdel", d, me)
-        end
-        redis.call("hdel", d, me .. ":g")
-    end
-    if redis.call("get", KEYS[i]) == tok then
+    local ok, v = pcall(redis.call, "get", KEYS[i])
+    local deleted = ok and v == tok
+    if deleted then
         redis.call("del", KEYS[i])
         n = n + 1
-        hand_on(KEYS[i])
+    end
+    -- The waiter's own grant record goes before any hand-on: the key is never handed back to it.
+    if me ~= "" then
+        upkeep(leave, KEYS[i])
+    end
+    if deleted then
+        upkeep(hand_on, KEYS[i])
     end
 end
+local result = 0
 if n == #KEYS then
-    return 1
+    result = 1
 end
-return 0
+if upkeep_error then
+    return {result, upkeep_error}
+end
+return result

@@ -28,7 +28,10 @@ int redlock__lock_grant(op *o, round *r)
     lock->validity_ms = validity / 1000;
     lock->deadline_us = r->q.decided_us + validity;
     lock->won_start_us = r->q.start_us; /* a commit round's is its acquire's */
-    o->client->hooks->votes(lock, &r->q, true);
+    /* A yes of a node that reached a new server during the round is the old server's: without
+     * it, fewer than a quorum may hold the keys. */
+    if (!o->client->hooks->votes(lock, &r->q, true))
+        return REDLOCK_ENOQUORUM;
     lock->fence = redlock_round_fence(&r->q);
     /* Auto-extension starts before the caller hears of the lock, so no window is left
      * unguarded. Its options were checked by redlock_acquire; what is left to fail is a

@@ -33,8 +33,8 @@ typedef struct redlock__hooks {
      * handle before the close callback (api.c). */
     void (*io_closed)(redlock_client *c);
     /* A round of lock was decided, won or not: what its votes say of the nodes' keys
-     * (recheck.c). */
-    void (*votes)(redlock_lock *lock, const redlock_round *q, bool won);
+     * (recheck.c). Returns whether the hold is continuous (a quorum kept its token). */
+    bool (*votes)(redlock_lock *lock, const redlock_round *q, bool won);
     /* An acquire won and asked for auto-extension: start it before the lock is handed out
      * (autoextend.c, redlock_auto_extend). Nonzero: the lock is not worth handing out. */
     int (*auto_start)(redlock_lock *lock, const redlock_auto_opts *opts, redlock_lost_cb lost_cb,
@@ -97,6 +97,7 @@ struct redlock_client {
     /* A node reached a new server (recheck.c): when the last one did, on the client's clock (0:
      * never). A round started before it may hold a vote of the old server. */
     uint64_t node_changed_us;
+    uint64_t node_changed_at_us[REDLOCK_MAX_NODES]; /* the same, per node */
     redlock__timer recheck_timer; /* checks every held lock, on the loop turn after a change */
     /* A check found a lock without auto-extension lost (the blocking client's handle status
      * follows it); NULL: nobody listens. */

@@ -20,10 +20,12 @@ static void extend_round_done(op *o, round *r)
      * once) may have set keys again over a gap: not a continuous hold, so not a win. */
     if (status == 0 && (o->flags & REDLOCK_EXTEND_RETAKE) != 0 && lock->lapsed)
         status = REDLOCK_ELOST;
+    /* Continuity is what a quorum kept, never what this round re-created (recheck.c). */
+    if (!o->client->hooks->votes(lock, &r->q, status == 0) && status == 0)
+        status = REDLOCK_ELOST;
     if (status == REDLOCK_ELOST)
         lock->lapsed = true; /* the hold may have had a gap: no retake from now on */
     redlock__stats_round(o->client, REDLOCK__CMD_EXTEND, status, &r->q, r->results);
-    o->client->hooks->votes(lock, &r->q, status == 0);
     if (status == 0) {
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->ttl_ms = o->ttl_ms;

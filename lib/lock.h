@@ -43,6 +43,9 @@ struct redlock_lock {
     bool lost;         /* auto-extension reported it lost; only an extend called since clears it */
     bool attached;     /* made by redlock_lock_attach: validity unknown until an extend wins */
     bool lapsed;       /* an extend ended REDLOCK_ELOST: RETAKE refused until a plain one wins */
+    /* Fewer than a quorum kept the token at some moment of the hold (recheck.c): it had a gap,
+     * whatever a later round wins; set once, never cleared. */
+    bool gap;
     bool caller_token; /* the caller chose the token: retries reuse it */
     bool fencing;      /* acquire with a fence (redlock_lock_opts.fencing) */
     unsigned fence_commit; /* commit acks a fenced acquire needs (0: the quorum) */
@@ -52,7 +55,13 @@ struct redlock_lock {
     uint64_t deadline_us;
     uint64_t won_start_us; /* start of the last won round (acquire or extend) */
     uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
-    uint64_t yes_nodes;    /* bit i: node i said yes in the last won round (recheck.c) */
+    /* The nodes that keep the token (recheck.c): bit i, node i said yes in a won round and has
+     * since neither come back as a new server nor said no; fresh_nodes, those of them whose key
+     * may have been re-created (a retake) since a node of the others was last heard of: they
+     * vouch for no moment before (docs/safety.md, "A hold is continuous while a quorum kept it").
+     * A won round that every kept node said yes to makes none fresh. */
+    uint64_t kept_nodes;
+    uint64_t fresh_nodes;
     redlock__auto autox;
     redlock__using *using; /* the hold of a redlock_using work, until its done: the caller's
                               release and free are refused */

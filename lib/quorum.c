@@ -461,3 +461,25 @@ const char *redlock_vote_name(redlock_vote vote)
         return "unknown";
     }
 }
+
+/* Continuity of a hold (docs/safety.md, "A hold is continuous while a quorum kept it"): kept has
+ * bit i for each node that voted yes in the hold's last won round and has since neither come back
+ * as a new server nor said "no"; the hold is continuous while at least a quorum of the n_nodes
+ * are in it. Keys a retake re-creates are not in it until a round is won with them. */
+/*@ requires n_nodes <= REDLOCK_MAX_NODES;
+    assigns \nothing;
+    ensures \result == 0 || \result == 1;
+*/
+bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes)
+{
+    unsigned n = 0;
+    /*@ loop invariant 0 <= i <= n_nodes && n <= i;
+        loop assigns i, n;
+        loop variant n_nodes - i;
+    */
+    for (unsigned i = 0; i < n_nodes; i++) {
+        if (((kept >> i) & 1u) != 0)
+            n++;
+    }
+    return n >= redlock__quorum_of(n_nodes);
+}

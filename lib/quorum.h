@@ -21,4 +21,8 @@ static inline unsigned redlock__quorum_of(unsigned n)
     return n / 2 + 1;
 }
 
+/* Whether a hold whose kept nodes are kept (bit i: node i) is still continuous among n_nodes: a
+ * quorum of them kept its token since its last won round (quorum.c). */
+bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes);
+
 #endif /* REDLOCK_QUORUM_H */

@@ -18,7 +18,13 @@
  * A node that answers "no" where a lock's last won round had its "yes" (its keys are gone
  * without a restart: a flush, a proxy in front of a restarted server, an eviction) sets off the
  * same checks. A check that began before a later change may have heard the older server: it is
- * run again. */
+ * run again.
+ *
+ * Before any check, the change itself decides continuity (docs/safety.md, "A hold is continuous
+ * while a quorum kept it"): each lock keeps the nodes that kept its token since its last won round
+ * (lock->kept_nodes); the changed node leaves that set at once, and a held lock left with fewer
+ * than a quorum had a gap (lock->gap) and is reported lost on the next loop turn - keys a retake
+ * re-creates afterwards restore redundancy, never continuity. */
 #include "recheck.h"
 
 #include "autoextend.h"
@@ -34,9 +40,34 @@ static bool held(const redlock_lock *lock, uint64_t now)
            now < lock->deadline_us;
 }
 
+static void found_lost(redlock_lock *lock, unsigned free_nodes, unsigned n_nodes);
+
+/* Report every held lock that had a gap lost. A report calls the caller back, who may release
+ * or close anything: the list is walked again from its head after each. */
+static void report_gaps(redlock_client *c)
+{
+    while (!c->closing) {
+        uint64_t now = redlock__client_now(c);
+        redlock_lock *gone = NULL;
+        for (redlock__list *it = c->locks.next; it != &c->locks && gone == NULL; it = it->next) {
+            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+            if (lock->gap && held(lock, now))
+                gone = lock;
+        }
+        if (gone == NULL)
+            return;
+        redlock__lock_ref(gone);
+        found_lost(gone, 0, c->n_nodes);
+        redlock__lock_unref(gone);
+    }
+}
+
 static void on_recheck_timer(redlock__timer *t)
 {
     redlock_client *c = REDLOCK__CONTAINER_OF(t, redlock_client, recheck_timer);
+    report_gaps(c);
+    if (c->closing)
+        return;
     uint64_t now = redlock__client_now(c);
     /* Starting a round calls nothing back from inside (ops.c defers), so the list holds still;
      * an inspect's own handle joins it, never handed out, so skipped. */
@@ -47,16 +78,43 @@ static void on_recheck_timer(redlock__timer *t)
     }
 }
 
-void redlock__recheck_node(redlock_client *c, unsigned node)
+/* node no longer keeps lock's token (it may have lost it at any moment since it was last heard
+ * of): a held lock had a gap unless a quorum of the nodes left kept it from before any of them
+ * had its key re-created. */
+static void node_forgot(redlock_lock *lock, unsigned node, uint64_t now)
 {
-    (void)node; /* every lock has a key on every node */
-    if (c->closing)
+    uint64_t bit = UINT64_C(1) << node;
+    if ((lock->kept_nodes & bit) == 0)
         return;
+    lock->kept_nodes &= ~bit;
+    lock->fresh_nodes &= ~bit;
+    if (held(lock, now) &&
+        !redlock__kept_quorum(lock->kept_nodes & ~lock->fresh_nodes, lock->client->n_nodes)) {
+        lock->gap = true;
+        lock->lapsed = true; /* no retake from now on */
+    }
+}
+
+/* Check every held lock on the next loop turn (on_recheck_timer). */
+static void checks_due(redlock_client *c)
+{
     c->node_changed_us = redlock__client_now(c);
     redlock__client_timer_start(c, &c->recheck_timer, c->node_changed_us, on_recheck_timer);
 }
 
-void redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won)
+void redlock__recheck_node(redlock_client *c, unsigned node)
+{
+    if (c->closing)
+        return;
+    uint64_t now = redlock__client_now(c);
+    if (node < REDLOCK_MAX_NODES)
+        c->node_changed_at_us[node] = now;
+    for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next)
+        node_forgot(REDLOCK__CONTAINER_OF(it, redlock_lock, link), node, now);
+    checks_due(c);
+}
+
+bool redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won)
 {
     redlock_client *c = lock->client;
     uint64_t yes = 0;
@@ -64,17 +122,28 @@ void redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won
         redlock_vote vote = (redlock_vote)q->votes[i]; /* every acquire and extend: no call */
         uint64_t bit = 1ull << i;
         if (vote == REDLOCK_VOTE_YES) {
-            yes |= bit;
-        } else if (vote == REDLOCK_VOTE_NO && (lock->yes_nodes & bit) != 0) {
-            lock->yes_nodes &= ~bit; /* once per yes: a node that never had the key says no */
+            /* A yes from before the node reached a new server is the old server's. */
+            if (c->node_changed_at_us[i] < q->start_us)
+                yes |= bit;
+        } else if (vote == REDLOCK_VOTE_NO && (lock->kept_nodes & bit) != 0) {
+            /* once per yes: a node that never had the key says no */
             redlock__client_log(c, REDLOCK_LOG_WARN, c->urls[i].redacted,
                                 "a key it held is gone (restarted, flushed, evicted?): held locks "
                                 "are checked now");
-            redlock__recheck_node(c, i);
+            node_forgot(lock, i, redlock__client_now(c));
+            checks_due(c);
         }
     }
-    if (won)
-        lock->yes_nodes = yes;
+    if (won && (yes & lock->kept_nodes) == lock->kept_nodes) {
+        /* Every node that kept the token said so: none can have lost it before this round. */
+        lock->kept_nodes = yes;
+        lock->fresh_nodes = 0;
+    } else if (won) {
+        /* Some kept nodes were not heard: the keys this round set anew vouch from now on only. */
+        lock->fresh_nodes |= yes & ~lock->kept_nodes;
+        lock->kept_nodes |= yes;
+    }
+    return !lock->gap && redlock__kept_quorum(lock->kept_nodes, q->n_nodes);
 }
 
 /* Nodes that answered that they do not hold the lock's token (no key, another holder's). */
@@ -102,10 +171,16 @@ static void found_lost(redlock_lock *lock, unsigned free_nodes, unsigned n_nodes
         return;
     }
     lock->lost = true;
-    redlock__client_log(c, REDLOCK_LOG_WARN, NULL,
-                        "a lock was lost: %u of %u nodes no longer hold its token (checked after "
-                        "a node lost its keys)",
-                        free_nodes, n_nodes);
+    if (lock->gap)
+        redlock__client_log(c, REDLOCK_LOG_WARN, NULL,
+                            "a lock was lost: fewer than a quorum of %u nodes kept its token since "
+                            "its last won round (nodes came back as new servers or lost its key)",
+                            n_nodes);
+    else
+        redlock__client_log(c, REDLOCK_LOG_WARN, NULL,
+                            "a lock was lost: %u of %u nodes no longer hold its token (checked "
+                            "after a node lost its keys)",
+                            free_nodes, n_nodes);
     if (c->on_checked_lost != NULL)
         c->on_checked_lost(lock);
 }

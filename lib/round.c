@@ -107,6 +107,24 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         redlock__client_close_step(c);
 }
 
+/* A late yes to the round that won r's lock its hold (an acquire, its commit, an extend): node i
+ * holds the token too, and counts among the nodes that keep it (lock->kept_nodes, recheck.c) -
+ * unless it reached a new server since the round began, or the hold had a gap already. */
+static void late_yes(const round *r, unsigned i)
+{
+    redlock_lock *lock = r->lock;
+    redlock__cmd_kind kind = r->cmd.kind;
+    if (lock == NULL || lock->gap || lock->won_start_us != r->q.start_us ||
+        redlock_round_decision(&r->q) != REDLOCK_ROUND_WON ||
+        r->client->node_changed_at_us[i] >= r->q.start_us ||
+        (kind != REDLOCK__CMD_ACQUIRE && kind != REDLOCK__CMD_ACQUIRE_FENCED &&
+         kind != REDLOCK__CMD_COMMIT && kind != REDLOCK__CMD_EXTEND))
+        return;
+    lock->kept_nodes |= UINT64_C(1) << i;
+    if (kind == REDLOCK__CMD_EXTEND) /* perhaps re-created: it vouches from now on only */
+        lock->fresh_nodes |= UINT64_C(1) << i;
+}
+
 /* Node i answered r (vote, ...): record it, and act if r is open. */
 static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote vote,
                          const char *error, const redlock__reply_data *data, uint64_t now_us)
@@ -146,6 +164,8 @@ static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote v
     op *o = r->op;
     if (r->state == ROUND_DONE && o != NULL && o->round == r && o->def->late_vote != NULL)
         o->def->late_vote(o, r, vote);
+    if (r->state == ROUND_DONE && vote == REDLOCK_VOTE_YES)
+        late_yes(r, i);
     /* Completions can nest (a callback closes the client, which fails every request): only the
      * outermost one acts on the round and may free it. */
     if (r->state != ROUND_OPEN) {

@@ -216,8 +216,9 @@ uint64_t redlock__waiter_wake_due(redlock_client *c, waiter *w, uint64_t due_us)
 /* Wake o for a notification: after delay_us if it sleeps (the first notification sets its wake-up:
  * each node sends one), or, if its attempt is in flight, retry at once should that attempt
  * lose. A notification is a hint: it moves o's next attempt up at most once per retry period
- * (redlock__waiter_wake_due), and never later than it was due anyway; only a quorum of grants
- * (evidence: grant_win) may retry at once, unbudgeted. */
+ * (redlock__waiter_wake_due), and never later than it was due anyway. Grants are not budgeted:
+ * each node's count once per token (op_granted), so they bring at most one attempt per node and
+ * token, whatever is published. */
 static void op_wake(redlock_client *c, op *o, uint64_t delay_us, bool budgeted)
 {
     waiter *w = o->w;
@@ -384,7 +385,7 @@ static void op_granted(op *o, unsigned from, const char *message, size_t len)
      * else waits a short grace for the other nodes' grants, which come right behind as a rule,
      * before it runs a round. */
     if (o->state == OP_RUNNING || !redlock__grant_check(o))
-        op_wake(c, o, GRANT_GRACE_US, true);
+        op_wake(c, o, GRANT_GRACE_US, false);
 }
 
 /* Whether channel is o's own (its first key's queue name, ":" and its id), or that queue's. */

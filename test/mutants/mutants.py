@@ -303,7 +303,7 @@ MUTANTS = [
         "name": "fence-without-commit",
         "what": "a fenced lock is granted on the acquire round alone: the fence is never committed",
         "edits": [("lib/acquire.c",
-                   "status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? redlock__commit_start(o, r)",
+                   "status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? redlock__commit_start(o, r, false)",
                    "status = true ? redlock__lock_grant(o, r)")],
         "killers": [integration("fencing", "fences_grow_from_one"), integration("fencing_order"),
                     sim_fence("fences_increase*"), torture()],
@@ -568,8 +568,8 @@ MUTANTS = [
                    "if true then"),
                   ("lib/wait.c",
                    "            if (head != NULL) /* else another client's waiter is next */\n"
-                   "                op_wake(c, head, 0);\n",
-                   "            op_wake(c, o, 0);\n")],
+                   "                op_wake(c, head, 0, true);\n",
+                   "            op_wake(c, o, 0, true);\n")],
         "killers": [SIM_SCRIPTS, integration("scripts", "queued_scripts_grant_the_head_only"),
                     integration("notify", "turns_across_clients_follow_the_queue")],
     },
@@ -587,7 +587,7 @@ MUTANTS = [
         "what": "the release of a waiter's lost attempt keeps its grant record: a later release "
                 "sets the key to a token the waiter has given up",
         "edits": [("lib/lua/release_queued.lua",
-                   '        redis.call("hdel", d, me .. ":g")\n',
+                   '    redis.call("hdel", d, me .. ":g")\n',
                    "")],
         "killers": [SIM_SCRIPTS, integration("scripts", "queued_release_grants_a_listening_head")],
     },
@@ -605,21 +605,85 @@ MUTANTS = [
         "killers": [sim_grants(), integration("notify", "grants_from_a_minority_are_no_lock")],
     },
     {
-        # The first finding of the grants issue: one PUBLISH heard on two subscribers of one
-        # server (listed twice, or a cluster, or a replica) was two grants.
-        "name": "grant-counted-per-subscriber",
-        "what": "a grant counts for the node whose subscriber heard it, not the node whose "
-                "connection sent the attempt: one server listed twice makes two yes votes",
+        # Issue 39's first finding: a grant counted for the node its tag names, whichever
+        # subscriber delivered it - grants forged on one server for every tag made a second holder.
+        "name": "grant-counted-by-its-tag",
+        "what": "a grant counts for the node its message names, whichever server sent it: grants "
+                "forged on one server for every tag make a lock",
         "edits": [("lib/wait.c",
-                   "static void op_granted(op *o, const char *message, size_t len)\n",
-                   "static void op_granted(op *o, const char *message, size_t len, unsigned sub)\n"),
-                  ("lib/wait.c",
-                   "        key >= w->n_keys)\n        return;\n",
-                   "        key >= w->n_keys)\n        return;\n    tag = sub;\n"),
-                  ("lib/wait.c",
-                   "                op_granted(o, message, message_len);",
-                   "                op_granted(o, message, message_len, node);")],
-        "killers": [sim_grants(), fault("grants", "server_listed_twice_counts_once")],
+                   "stamp > w->grant_until_us || tag != from ||\n        from >= c->n_nodes ||",
+                   "stamp > w->grant_until_us || tag >= c->n_nodes ||")],
+        "killers": [fault("forged", "forged_grants_cost_one_vote")],
+    },
+    {
+        # One PUBLISH heard on two subscribers of one server (listed twice): the subscriber that
+        # reached another node's server must not vouch for its own node.
+        "name": "grant-unvouched-subscriber",
+        "what": "a message counts for the subscriber's node whatever server the subscriber "
+                "reached: a server listed twice hears one grant as two nodes' when forged",
+        "edits": [("lib/io_uv.c",
+                   "    unsigned from = sub_is_node(io, node, run_id) ? node : REDLOCK__IO_NO_NODE;",
+                   "    unsigned from = run_id != NULL ? node : REDLOCK__IO_NO_NODE;")],
+        "killers": [fault("forged", "server_listed_twice_forged")],
+    },
+    {
+        "name": "fenced-grant-without-commit",
+        "what": "a fenced lock won by grants pre-counts every grant whose counter is one below "
+                "the fence as a commit ack: a forged counter becomes the fence, no commit runs",
+        "edits": [("lib/wait.c",
+                   "status = redlock__commit_start(o, r, true);",
+                   "status = redlock__commit_start(o, r, false);")],
+        "killers": [fault("forged", "forged_fenced_grants_are_no_fence")],
+    },
+    {
+        "name": "wake-ups-unbudgeted",
+        "what": "every wake-up moves a waiter's attempt up: wake-ups forged on one server make "
+                "a round on every node each",
+        "edits": [("lib/wait.c",
+                   "    if (budgeted)\n        due = redlock__waiter_wake_due(c, w, due);\n",
+                   ""),
+                  ("lib/acquire.c",
+                   "        due = redlock__waiter_wake_due(c, w, due);\n",
+                   "")],
+        "killers": [fault("forged", "forged_wakeups_cost_bounded_rounds")],
+    },
+    {
+        "name": "upkeep-fails-the-release",
+        "what": "the queue's upkeep runs unprotected in the release script: another tenant's "
+                "write into a queue key fails the release of the lock it deleted",
+        "edits": [("lib/lua/release_queued.lua",
+                   "        upkeep(leave, KEYS[i])\n",
+                   "        leave(KEYS[i])\n")],
+        "killers": [fault("forged", "foreign_queue_types_do_not_fail_the_release")],
+    },
+    {
+        "name": "queue-scan-unbounded",
+        "what": "a queue script reads and drops every stale member in one call: garbage in the "
+                "queue costs unbounded work (and BUSY for every client of the server)",
+        "edits": [("lib/lua/queue.lua",
+                   'local ids = redis.call("zrange", q, 0, QUEUE_SCAN - 1)',
+                   'local ids = redis.call("zrange", q, 0, -1)')],
+        "killers": [fault("forged", "queue_garbage_costs_bounded_work")],
+    },
+    {
+        # Issue 39's third finding: a retake re-created the keys of two of three nodes that came
+        # back empty, and the hold read as continuous.
+        "name": "retake-proves-continuity",
+        "what": "a node back as a new server leaves the lock's kept nodes, but fewer than a "
+                "quorum left is no gap: the retake re-creates the keys and nothing is reported",
+        "edits": [("lib/recheck.c",
+                   "        lock->gap = true;\n        lock->lapsed = true; /* no retake from now on */\n",
+                   "")],
+        "killers": [integration("amnesia", "retake_does_not_hide_a_majority_back_empty")],
+    },
+    {
+        "name": "continuity-from-the-last-round-alone",
+        "what": "a won round's yes votes all count as kept, keys it re-created too: a node seen "
+                "back empty after a retake restored another hides the gap before the retake",
+        "edits": [("lib/recheck.c",
+                   "        lock->fresh_nodes |= yes & ~lock->kept_nodes;\n",
+                   "")],
+        "killers": [integration("amnesia", "retake_does_not_hide_a_gap_seen_late")],
     },
     {
         "name": "grant-without-replica-wait",
@@ -645,8 +709,8 @@ MUTANTS = [
         "what": "a grant cut at the head's place deadline counts as a yes with the head's ttl: "
                 "the lock is reported valid for longer than its keys live",
         "edits": [("lib/wait.c",
-                   "    bool as_asked = full == 1 && ",
-                   "    bool as_asked = full <= 1 && ")],
+                   "    if (!(full == 1 && ",
+                   "    if (!(full <= 1 && ")],
         "killers": [sim_grants(), integration("notify", "grant_cut_at_the_place_is_claimed")],
     },
     {
@@ -847,8 +911,8 @@ MUTANTS = [
         "what": "a round that hears a node say no where the lock's last won round had its yes "
                 "(the node lost its keys without a restart) checks no other lock",
         "edits": [("lib/recheck.c",
-                   "                                \"are checked now\");\n            redlock__recheck_node(c, i);\n",
-                   "                                \"are checked now\");\n")],
+                   "            node_forgot(lock, i, redlock__client_now(c));\n            checks_due(c);\n",
+                   "            node_forgot(lock, i, redlock__client_now(c));\n")],
         "killers": [integration("amnesia", "a_key_gone_checks_every_lock")],
     },
     {

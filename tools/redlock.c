@@ -211,6 +211,7 @@ static void say_acquire_failure(tool *t, int status, const redlock_result *resul
 {
     char key[160];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
+    tool_warn_app_data(t, result); /* a hash under the lock's name, say: the real news */
     switch (status) {
     case REDLOCK_EBUSY:
         tool_say(t, "%s is locked by another holder (%u of %u nodes said no; %u attempt%s)", key,

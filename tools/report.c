@@ -152,6 +152,24 @@ bool tool_app_data(const redlock_node_result *n)
            (n->error != NULL && strstr(n->error, "WRONGTYPE") != NULL);
 }
 
+unsigned tool_warn_app_data(const tool *t, const redlock_result *result)
+{
+    unsigned app = 0;
+    for (unsigned i = 0; i < result->n_nodes; i++)
+        app += tool_app_data(&result->nodes[i]);
+    if (app == 0)
+        return 0;
+    /* Not a lock at all: no acquire can ever win there, and waiting does not help. */
+    char key[160];
+    tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
+    tool_warn(t,
+              "%s holds application data on %u of %u nodes (a value without a ttl, or not a "
+              "string), not a lock: lock another name, or give the locks keys of their own with "
+              "--prefix (key_prefix)",
+              key, app, result->n_nodes);
+    return app;
+}
+
 /* Write the finished line to stdout at once (a script may be waiting for it). */
 static void print_line(tool *t, jw *w)
 {
@@ -373,16 +391,7 @@ void report_status(tool *t, int status, const redlock_result *result)
 
     char key[160], token[120];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
-    unsigned app = 0;
-    for (unsigned i = 0; i < result->n_nodes; i++)
-        app += tool_app_data(&result->nodes[i]);
-    if (app > 0) {
-        /* Not a lock at all: no acquire can ever win there, and waiting does not help. */
-        tool_warn(t,
-                  "%s holds application data on %u of %u nodes (a value without a ttl, or not a "
-                  "string), not a lock: lock another name, or give the locks keys of their own "
-                  "with --prefix (key_prefix)",
-                  key, app, result->n_nodes);
+    if (tool_warn_app_data(t, result) > 0) {
         if (status != 0)
             tool_say_nodes(t, result, true);
     } else if (status != 0) {

@@ -163,6 +163,9 @@ const char *tool_deleted_on(const redlock_result *result, char *buf, size_t len)
 /* A node of an inspect holds application data under the lock's key: a string without a ttl, or
  * a value of another type (the node's WRONGTYPE error). */
 bool tool_app_data(const redlock_node_result *n);
+/* If nodes of result hold application data (tool_app_data), say so with the fix (tool_warn).
+ * Returns how many do. */
+unsigned tool_warn_app_data(const tool *t, const redlock_result *result);
 /* The JSON line of status (redlock_inspect's result). */
 void report_status(tool *t, int status, const redlock_result *result);
 

@@ -57,14 +57,13 @@ static void finish(tool *t)
     for (unsigned i = 0; i < t->n_signals; i++)
         uv_close((uv_handle_t *)&t->signals[i], NULL);
     t->n_signals = 0;
-    if (t->retry_timer_init) {
-        uv_close((uv_handle_t *)&t->retry_timer, NULL);
-        t->retry_timer_init = false;
+    progress_stop(t);
+    if (t->progress.timer_init) {
+        uv_close((uv_handle_t *)&t->progress.timer, NULL);
+        t->progress.timer_init = false;
     }
     run_close_handles(t);
 }
-
-static void start_cleanup(tool *t);
 
 static void on_client_closed(redlock_client *client, void *data)
 {
@@ -72,11 +71,6 @@ static void on_client_closed(redlock_client *client, void *data)
     tool *t = data;
     t->client = NULL;
     t->client_closing = false;
-    if (t->cleanup_needed) {
-        t->cleanup_needed = false;
-        start_cleanup(t);
-        return;
-    }
     finish(t);
 }
 
@@ -98,50 +92,6 @@ static void failed_at_once(tool *t, int rc)
                                                             : redlock_strerror(rc));
     t->exit_code = tool_exit_for(rc);
     tool_close_client(t);
-}
-
-/* ---- interrupted acquire: release what it may have set ------------------------------------- */
-
-/* The acquire was canceled by closing its client; a round may already have set the key with our
- * token on some nodes (even a quorum, won but not yet delivered). A fresh client releases it
- * everywhere, so nobody waits a whole ttl for a lock nobody holds. */
-static void on_cleanup_released(redlock_lock *lock, int status, const redlock_result *result,
-                                void *data)
-{
-    tool *t = data;
-    /* REDLOCK_ELOST only says the attempt had not set the key on a quorum: nothing was held. */
-    if ((status == 0 || status == REDLOCK_ELOST) && result->votes_yes > 0)
-        tool_say(t, "released the key the interrupted attempt had set on %u node(s)",
-                 result->votes_yes);
-    else if (status != 0 && status != REDLOCK_ELOST)
-        tool_warn(t,
-                  "could not clean up after the interrupted attempt: %s (any key it set "
-                  "expires within the ttl)",
-                  redlock_strerror(status));
-    redlock_lock_free(lock);
-    tool_close_client(t);
-}
-
-static void start_cleanup(tool *t)
-{
-    t->phase = PHASE_CLEANUP;
-    char err[512];
-    int rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
-                                &t->opts, &t->client, err, sizeof(err));
-    if (rc != 0) {
-        finish(t);
-        return;
-    }
-    redlock_lock *lock;
-    rc = redlock_lock_attach(t->client, t->args.key, t->args.key_len, t->token, strlen(t->token),
-                             t->args.ttl_ms, &lock);
-    if (rc == 0) {
-        rc = redlock_release(lock, on_cleanup_released, t);
-        if (rc != 0)
-            redlock_lock_free(lock);
-    }
-    if (rc != 0)
-        tool_close_client(t);
 }
 
 /* ---- draining: let a won round reach every node ------------------------------------------- */
@@ -183,21 +133,17 @@ static void on_signal(uv_signal_t *handle, int signum)
     switch (t->phase) {
     case PHASE_ACQUIRING:
     case PHASE_ONESHOT:
-        if (!ends_process(signum))
+        if (!ends_process(signum) || t->interrupted != 0)
             break;
         tool_say(t, "got %s: giving up", name);
-        /* Only an attempt still out may have set keys (a lost one released its own). */
-        t->cleanup_needed = t->phase == PHASE_ACQUIRING && t->attempt_inflight;
         t->interrupted = signum;
         t->exit_code = EXIT_SIGNAL_BASE + signum;
         t->die_signal = signum;
-        if (t->phase == PHASE_ACQUIRING && !t->attempt_inflight) {
-            /* Between two attempts: no callback will say it, so the result is printed here. */
-            uv_timer_stop(&t->retry_timer);
-            if (t->args.command == CLI_CMD_ACQUIRE)
-                report_lock_result(t, NULL, REDLOCK_ECANCELED, NULL);
-            report_run_result(t, NULL, REDLOCK_ECANCELED, NULL);
-        }
+        /* A canceled acquire leaves nothing held: the library releases its attempt on every
+         * node (after the attempt's own commands, on each ordered connection), and its
+         * callback, with REDLOCK_ECANCELED, closes the client, which waits for that release. */
+        if (t->phase == PHASE_ACQUIRING && t->attempt_inflight && redlock_cancel(t->client, t) == 0)
+            break;
         tool_close_client(t);
         break;
     case PHASE_CHILD:
@@ -205,8 +151,15 @@ static void on_signal(uv_signal_t *handle, int signum)
             t->received |= 1u << signum;
         run_forward_signal(t, signum);
         break;
+    case PHASE_RELEASING:
+        if (ends_process(signum) && t->release_signal == 0) {
+            tool_say(t, "got %s: dying of it once the release is done (within the node timeout)",
+                     name);
+            run_die_after_release(t, signum);
+        }
+        break;
     default:
-        break; /* a release or a drain is finishing: at most one node timeout */
+        break; /* a drain is finishing: at most one node timeout */
     }
 }
 
@@ -258,10 +211,15 @@ static void say_acquire_failure(tool *t, int status, const redlock_result *resul
 {
     char key[160];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
+    tool_warn_app_data(t, result); /* a hash under the lock's name, say: the real news */
     switch (status) {
     case REDLOCK_EBUSY:
         tool_say(t, "%s is locked by another holder (%u of %u nodes said no; %u attempt%s)", key,
                  result->votes_no, result->n_nodes, t->attempts, t->attempts == 1 ? "" : "s");
+        /* What a node said beyond "no" (application data under the lock's key, say). */
+        for (unsigned i = 0; i < result->n_nodes; i++)
+            if (result->nodes[i].error != NULL)
+                tool_say(t, "  %s: %s", result->nodes[i].url, result->nodes[i].error);
         break;
     case REDLOCK_ENOQUORUM:
         tool_warn(t, "no quorum for %s: %u of %u nodes failed or timed out", key,
@@ -281,60 +239,17 @@ static void say_acquire_failure(tool *t, int status, const redlock_result *resul
     }
 }
 
-static int start_attempt(tool *t);
-
-/* Another attempt may follow a lost one while --wait allows: the outcomes a retry can change
- * (held elsewhere, too few nodes, too slow), and never once the deadline has passed. */
-static bool may_retry(tool *t, int status)
-{
-    if (t->args.wait_ms == 0 || t->interrupted != 0 || t->client_closing)
-        return false;
-    if (status != REDLOCK_EBUSY && status != REDLOCK_ENOQUORUM && status != REDLOCK_EEXPIRED)
-        return false;
-    return uv_now(&t->loop) < t->wait_deadline_ms;
-}
-
-static void on_retry_timer(uv_timer_t *timer)
-{
-    tool *t = timer->data;
-    if (t->interrupted == 0 && !t->client_closing)
-        start_attempt(t);
-}
-
-/* The delay before the next attempt: the client's retry_delay_ms +/- retry_jitter_ms, as the
- * library's own retries, cut short by the --wait deadline (the last attempt starts there). */
-static void schedule_retry(tool *t)
-{
-    uint64_t base = t->opts.retry_delay_ms, jitter = t->opts.retry_jitter_ms, r = 0;
-    if (jitter > 0 && uv_random(NULL, NULL, &r, sizeof(r), 0, NULL) != 0)
-        r = uv_hrtime();
-    uint64_t delay = jitter > 0 ? base + r % (2 * jitter + 1) : base;
-    delay = delay > jitter ? delay - jitter : 0;
-    uint64_t now = uv_now(&t->loop);
-    if (now + delay > t->wait_deadline_ms)
-        delay = t->wait_deadline_ms - now;
-    if (!t->retry_timer_init) {
-        uv_timer_init(&t->loop, &t->retry_timer);
-        t->retry_timer.data = t;
-        t->retry_timer_init = true;
-    }
-    uv_timer_start(&t->retry_timer, on_retry_timer, delay, 0);
-}
-
 static void on_acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
     tool *t = data;
     t->attempt_inflight = false;
+    t->attempts = result != NULL ? result->attempts : 0;
+    progress_stop(t);
     if (status == REDLOCK_ECANCELED && t->interrupted != 0) {
         if (t->args.command == CLI_CMD_ACQUIRE)
             report_lock_result(t, lock, status, result);
         report_run_result(t, NULL, status, result);
-        return; /* we closed the client; the cleanup follows */
-    }
-    /* The library has already sent this attempt's release to every node, with this attempt's
-     * token; the next attempt takes a fresh one. */
-    if (status != 0 && may_retry(t, status)) {
-        schedule_retry(t);
+        tool_close_client(t); /* it waits for the release of the canceled attempt */
         return;
     }
     if (t->args.command == CLI_CMD_ACQUIRE)
@@ -347,6 +262,9 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
         tool_close_client(t);
         return;
     }
+    size_t token_len;
+    const char *token = redlock_lock_token(lock, &token_len);
+    snprintf(t->token, sizeof(t->token), "%.*s", (int)token_len, token);
     char key[160];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
     tool_say(t, "acquired %s (validity %llu ms)", key,
@@ -361,35 +279,20 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     drain_then_close(t);
 }
 
-/* One attempt: one round, with a token of its own. The tool makes the token (so that a fresh
- * client can clean up after an attempt a signal interrupted) and drives the retries of --wait
- * itself, because a caller's token is reused by the library's retries: a lost attempt's release,
- * delayed on a connection that was then dropped and re-made, could then delete the key of the
- * attempt that won (docs/api.md, redlock_acquire). */
-static int start_attempt(tool *t)
+/* The acquire: one round, or with --wait the library's wait in the resource's queue on every
+ * node (docs/operations.md, "Waiting for a lock"): woken by a release, in turn with the other
+ * waiters, the tool's and the library's alike. Every attempt has a token of the library's own,
+ * fresh (a caller's token would be reused by each attempt: docs/api.md, redlock_acquire); a
+ * signal cancels the acquire, which releases its attempt. */
+static int start_acquire(tool *t)
 {
-    unsigned char raw[TOOL_TOKEN_BYTES];
-    int rc = uv_random(NULL, NULL, raw, sizeof(raw), 0, NULL);
-    if (rc != 0) {
-        fprintf(stderr, "redlock: no randomness for the token: %s\n", uv_strerror(rc));
-        t->exit_code = EXIT_OSERR;
-        tool_close_client(t);
-        return rc;
-    }
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof(raw); i++) {
-        t->token[2 * i] = digits[raw[i] >> 4];
-        t->token[2 * i + 1] = digits[raw[i] & 15];
-    }
-    t->token[2 * sizeof(raw)] = '\0';
-
+    t->phase = PHASE_ACQUIRING;
     redlock_lock_opts opts;
     redlock_lock_opts_init(&opts);
-    opts.token = t->token;
-    opts.token_len = strlen(t->token);
     opts.fencing = t->args.fence;
     opts.fence_domain = t->args.fence_domain;
-    opts.retry_count = 0; /* one round: the retries are ours */
+    opts.retry_count = 0;
+    opts.wait_ms = t->args.wait_ms; /* 0: one round */
     redlock_auto_opts auto_opts;
     if (t->args.command == CLI_CMD_RUN) {
         redlock_auto_opts_init(&auto_opts);
@@ -400,23 +303,16 @@ static int start_attempt(tool *t)
         opts.lost_cb = run_on_lost;
         opts.lost_data = t;
     }
-    rc = redlock_acquire(t->client, t->args.key, t->args.key_len, t->args.ttl_ms, &opts,
-                         on_acquired, t);
+    int rc = redlock_acquire(t->client, t->args.key, t->args.key_len, t->args.ttl_ms, &opts,
+                             on_acquired, t);
     if (rc != 0) {
         failed_at_once(t, rc);
         return rc;
     }
-    t->attempts++;
     t->attempt_inflight = true;
+    if (t->args.wait_ms > 0)
+        progress_start(t);
     return 0;
-}
-
-static int start_acquire(tool *t)
-{
-    t->phase = PHASE_ACQUIRING;
-    uv_update_time(&t->loop);
-    t->wait_deadline_ms = uv_now(&t->loop) + t->args.wait_ms;
-    return start_attempt(t);
 }
 
 /* ---- release, extend, status ---------------------------------------------------------------- */
@@ -514,6 +410,37 @@ static void start_oneshot(tool *t)
 
 /* ---- main ----------------------------------------------------------------------------------- */
 
+/* The client, then the command's first operation; on a failure, say why and end. */
+static void start_client(tool *t)
+{
+    redlock_options_init(&t->opts);
+    t->opts.ttl_ms = t->args.ttl_ms;
+    t->opts.node_timeout_ms = t->args.node_timeout_ms;
+    t->opts.connect_timeout_ms = t->args.node_timeout_ms > 1000 ? t->args.node_timeout_ms : 1000;
+    t->opts.retry_count = 0;
+    t->opts.release_waits_all = t->args.release_all;
+    char err[512];
+    if (tool_tls_options(t, err, sizeof(err)) != 0) {
+        fprintf(stderr, "redlock: %s\n", err);
+        t->exit_code = EXIT_USAGE;
+        finish(t);
+        return;
+    }
+    int rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
+                                &t->opts, &t->client, err, sizeof(err));
+    if (rc != 0) {
+        tool_tls_message(err, sizeof(err));
+        /* The library's message names the node by index and redacts any password. */
+        fprintf(stderr, "redlock: %s%s\n", t->args.nodes_from_env ? "REDLOCK_NODES: " : "", err);
+        t->exit_code = tool_exit_for(rc);
+        finish(t);
+    } else if (t->args.command == CLI_CMD_ACQUIRE || t->args.command == CLI_CMD_RUN) {
+        start_acquire(t);
+    } else {
+        start_oneshot(t);
+    }
+}
+
 static int tool_main(tool *t)
 {
     int rc = uv_loop_init(&t->loop);
@@ -527,29 +454,7 @@ static int tool_main(tool *t)
         fprintf(stderr, "redlock: cannot handle signals: %s\n", uv_strerror(rc));
         finish(t);
     } else {
-        redlock_options_init(&t->opts);
-        t->opts.ttl_ms = t->args.ttl_ms;
-        t->opts.node_timeout_ms = t->args.node_timeout_ms;
-        t->opts.connect_timeout_ms =
-            t->args.node_timeout_ms > 1000 ? t->args.node_timeout_ms : 1000;
-        t->opts.retry_count = 0;
-        t->opts.release_waits_all = t->args.release_all;
-        tool_tls_options(t);
-        char err[512];
-        rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
-                                &t->opts, &t->client, err, sizeof(err));
-        if (rc != 0) {
-            tool_tls_message(err, sizeof(err));
-            /* The library's message names the node by index and redacts any password. */
-            fprintf(stderr, "redlock: %s%s\n", t->args.nodes_from_env ? "REDLOCK_NODES: " : "",
-                    err);
-            t->exit_code = tool_exit_for(rc);
-            finish(t);
-        } else if (t->args.command == CLI_CMD_ACQUIRE || t->args.command == CLI_CMD_RUN) {
-            start_acquire(t);
-        } else {
-            start_oneshot(t);
-        }
+        start_client(t);
     }
     uv_run(&t->loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(&t->loop);
@@ -578,23 +483,29 @@ static void ensure_stdio(void)
 
 #define NODES_FILE_MAX (1024 * 1024)
 
-/* --nodes-file: its URLs join those of --nodes. Messages name the file and a line, never what
- * the line says (a password). Returns CLI_PARSE_OK, CLI_PARSE_USAGE with err set, or
- * CLI_PARSE_NOMEM. */
+/* --nodes-file: its URLs join those of --nodes. Messages name the file and a line, and quote a
+ * bad URL only as the library does, its password masked. Returns CLI_PARSE_OK, CLI_PARSE_USAGE
+ * with err set, or CLI_PARSE_NOMEM. */
 static int read_nodes_file(cli_args *a, char *err, size_t err_len)
 {
     char name[200];
     tool_printable(a->nodes_file, strlen(a->nodes_file), name, sizeof(name));
     char what[256];
     snprintf(what, sizeof(what), "--nodes-file %s", name);
-    int fd = open(a->nodes_file, O_RDONLY | O_CLOEXEC);
+    if (tool_regular_file("--nodes-file", a->nodes_file, err, err_len) != 0)
+        return CLI_PARSE_USAGE;
+    /* O_NONBLOCK: a FIFO put there since the check opens at once, and is refused below. */
+    int fd = open(a->nodes_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         snprintf(err, err_len, "%s: %s", what, strerror(errno));
         return CLI_PARSE_USAGE;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0)
-        st.st_mode = 0; /* then nothing to warn of */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        snprintf(err, err_len, "%s: not a regular file", what);
+        return CLI_PARSE_USAGE;
+    }
     char *text = malloc(NODES_FILE_MAX);
     if (text == NULL) {
         close(fd);
@@ -683,8 +594,12 @@ int main(int argc, char **argv)
         code = fflush(stdout) == 0 ? 0 : EXIT_OSERR;
     } else if (t.args.command == CLI_CMD_CHECK) {
         redlock_options_init(&t.opts);
-        tool_tls_options(&t);
-        code = check_main(&t.args, &t.opts);
+        if (tool_tls_options(&t, err, sizeof(err)) != 0) {
+            fprintf(stderr, "redlock: %s\n", err);
+            code = EXIT_USAGE;
+        } else {
+            code = check_main(&t.args, &t.opts);
+        }
     } else {
         code = tool_main(&t);
     }

@@ -93,18 +93,81 @@ const char *tool_signal_name(int signum, char *buf, size_t buf_len)
     return buf;
 }
 
+/* A node's vote in words, when it came with no error text (the text says it better). */
+static const char *vote_words(redlock_vote vote)
+{
+    switch (vote) {
+    case REDLOCK_VOTE_YES:
+        return "said yes";
+    case REDLOCK_VOTE_NO:
+        return "said no";
+    case REDLOCK_VOTE_TIMEOUT:
+        return "no answer in time";
+    default:
+        return "failed";
+    }
+}
+
 void tool_say_nodes(const tool *t, const redlock_result *result, bool warn)
 {
     void (*out)(const tool *, const char *, ...) = warn ? tool_warn : tool_say;
+    char unasked[900]; /* the nodes the round was decided without, on one line */
+    size_t o = 0;
+    unsigned n_unasked = 0;
+    unasked[0] = '\0';
     for (unsigned i = 0; i < result->n_nodes; i++) {
         const redlock_node_result *n = &result->nodes[i];
-        if (n->error != NULL)
-            out(t, "  %s: %s: %s", n->url, redlock_vote_name(n->vote), n->error);
-        else if (n->vote == REDLOCK_VOTE_NONE)
-            out(t, "  %s: none (the round was decided before it answered)", n->url);
-        else
-            out(t, "  %s: %s", n->url, redlock_vote_name(n->vote));
+        if (n->error != NULL) {
+            out(t, "  %s: %s", n->url, n->error);
+        } else if (n->vote != REDLOCK_VOTE_NONE) {
+            out(t, "  %s: %s", n->url, vote_words(n->vote));
+        } else {
+            int w = snprintf(unasked + o, sizeof(unasked) - o, "%s%s", n_unasked > 0 ? ", " : "",
+                             n->url);
+            if (w > 0 && (size_t)w < sizeof(unasked) - o)
+                o += (size_t)w;
+            n_unasked++;
+        }
     }
+    if (n_unasked > 0)
+        out(t, "  %s: not waited for (the round was decided before %s answered)", unasked,
+            n_unasked == 1 ? "it" : "they");
+}
+
+const char *tool_deleted_on(const redlock_result *result, char *buf, size_t len)
+{
+    unsigned pending = 0;
+    for (unsigned i = 0; i < result->n_nodes; i++)
+        pending += result->nodes[i].vote == REDLOCK_VOTE_NONE;
+    int w = snprintf(buf, len, "deleted on %u of %u nodes", result->votes_yes, result->n_nodes);
+    if (pending > 0 && w > 0 && (size_t)w < len)
+        snprintf(buf + w, len - (size_t)w, "; %u had not answered yet", pending);
+    return buf;
+}
+
+bool tool_app_data(const redlock_node_result *n)
+{
+    /* A lock key always has a ttl; GET on a hash, a list, ... fails with WRONGTYPE. */
+    return (n->value != NULL && n->pttl_ms == -1) ||
+           (n->error != NULL && strstr(n->error, "WRONGTYPE") != NULL);
+}
+
+unsigned tool_warn_app_data(const tool *t, const redlock_result *result)
+{
+    unsigned app = 0;
+    for (unsigned i = 0; i < result->n_nodes; i++)
+        app += tool_app_data(&result->nodes[i]);
+    if (app == 0)
+        return 0;
+    /* Not a lock at all: no acquire can ever win there, and waiting does not help. */
+    char key[160];
+    tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
+    tool_warn(t,
+              "%s holds application data on %u of %u nodes (a value without a ttl, or not a "
+              "string), not a lock: lock another name, or give the locks keys of their own with "
+              "--prefix (key_prefix)",
+              key, app, result->n_nodes);
+    return app;
 }
 
 /* Write the finished line to stdout at once (a script may be waiting for it). */
@@ -328,7 +391,10 @@ void report_status(tool *t, int status, const redlock_result *result)
 
     char key[160], token[120];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
-    if (status != 0) {
+    if (tool_warn_app_data(t, result) > 0) {
+        if (status != 0)
+            tool_say_nodes(t, result, true);
+    } else if (status != 0) {
         tool_warn(t, "no quorum for %s: only %u of %u nodes answered", key, answered,
                   result->n_nodes);
         tool_say_nodes(t, result, true);

@@ -65,34 +65,45 @@ static void on_run_released(redlock_lock *lock, int status, const redlock_result
                             void *data)
 {
     tool *t = data;
-    char key[160];
+    char key[160], deleted[96];
     tool_printable(t->args.key, t->args.key_len, key, sizeof(key));
+    /* A release is reported once its outcome is known, which can be before every node answered
+     * (a lapsed one once a quorum did): the count says so, and the rest still get it. */
+    tool_deleted_on(result, deleted, sizeof(deleted));
     if (status == 0) {
-        tool_say(t, "released %s (deleted on %u of %u nodes)", key, result->votes_yes,
-                 result->n_nodes);
+        tool_say(t, "released %s (%s)", key, deleted);
     } else if (status == REDLOCK_ELOST && t->lost) {
         /* Already said, and already exiting 70: this only cleans up. */
-        tool_say(t, "released what was left of the lost lock on %s (deleted on %u of %u nodes)",
-                 key, result->votes_yes, result->n_nodes);
+        tool_say(t, "released what was left of the lost lock on %s (%s)", key, deleted);
     } else if (status == REDLOCK_ELOST && t->command_ran) {
         /* Nothing reported a loss while COMMAND ran, but the hold lapsed before it ended (the
          * nodes lost the key, or someone else took it): its work may not have been exclusive. */
         tool_warn(t,
-                  "the lock on %s had lapsed before COMMAND ended (deleted on %u of %u nodes): "
-                  "COMMAND ran without the lock for part of its time; exiting %d",
-                  key, result->votes_yes, result->n_nodes, EXIT_LOST);
+                  "the lock on %s had lapsed before COMMAND ended (%s): COMMAND ran without the "
+                  "lock for part of its time; exiting %d",
+                  key, deleted, EXIT_LOST);
         t->exit_code = EXIT_LOST;
     } else if (status == REDLOCK_ELOST) {
-        tool_warn(t, "the lock on %s had lapsed (deleted on %u of %u nodes)", key,
-                  result->votes_yes, result->n_nodes);
+        tool_warn(t, "the lock on %s had lapsed (%s)", key, deleted);
     } else {
         tool_warn(t, "release of %s failed: %s (the key expires within the ttl)", key,
                   redlock_strerror(status));
     }
+    if (t->release_signal != 0)
+        run_die_after_release(t, t->release_signal);
     report_run_result(t, lock, status, result);
     redlock_lock_free(lock);
     t->lock = NULL;
     tool_close_client(t);
+}
+
+void run_die_after_release(tool *t, int signum)
+{
+    t->release_signal = signum;
+    if (t->exit_code == EXIT_LOST)
+        return; /* the lost lock is the news: 70, as documented */
+    t->exit_code = EXIT_SIGNAL_BASE + signum;
+    t->die_signal = signum;
 }
 
 /* Release the lock (also a lost one: keys left on some nodes go at once), then close. */
@@ -212,8 +223,9 @@ void run_on_lost(redlock_lock *lock, int reason, void *data)
     t->lost = true;
     if (!t->child_running)
         return;
-    tool_warn(t, "lock lost: %s, sending SIGTERM to pid %d", redlock_strerror(reason),
-              t->child.pid);
+    /* REDLOCK_ELOST's own text begins "lock lost: ". */
+    tool_warn(t, "%s%s, sending SIGTERM to pid %d",
+              reason == REDLOCK_ELOST ? "" : "lock lost: ", redlock_strerror(reason), t->child.pid);
     uv_process_kill(&t->child, SIGTERM);
     if (!t->grace_timer_init) {
         uv_timer_init(&t->loop, &t->grace_timer);

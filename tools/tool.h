@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tool.h - the state of one redlock tool invocation, shared by its parts:
  *
- *   redlock.c   main, the client, signals, acquire/release/extend/status, interrupt cleanup
+ *   redlock.c   main, the client, signals, acquire/release/extend/status
  *   run.c       the run command: the child process, signal forwarding, the lost lock
+ *   progress.c  --wait: a line on stderr now and then on what the nodes say while it waits
  *   report.c    JSON results on stdout and human messages on stderr
  *   args.c      the command line (pure)
  *   json.c      the JSON writer (pure)
@@ -34,7 +35,6 @@ typedef enum {
     PHASE_ONESHOT,   /* release, extend, status: one round (a signal gives up) */
     PHASE_CHILD,     /* run: COMMAND is running (signals are forwarded to it) */
     PHASE_RELEASING, /* run: COMMAND exited, the release round is out */
-    PHASE_CLEANUP,   /* an interrupted acquire: releasing what it may have set */
     PHASE_DRAINING,  /* acquire, extend won: waiting for the slower nodes before closing */
     PHASE_DONE       /* the client is closing or closed */
 } tool_phase;
@@ -50,20 +50,27 @@ typedef struct tool {
     bool output_failed; /* stdout could not be written */
 
     uv_signal_t signals[TOOL_N_SIGNALS];
-    unsigned n_signals;  /* initialized signal handles */
-    int interrupted;     /* the signal that made the tool give up (0: none) */
-    bool cleanup_needed; /* an interrupted acquire may have left keys: release them */
+    unsigned n_signals; /* initialized signal handles */
+    int interrupted;    /* the signal that made the tool give up (0: none) */
     /* The tool ends by dying of this signal (after cleaning up) when its exit status is still
      * 128 + it: a shell loop around it then stops on Ctrl-C, as it does around flock(1). */
     int die_signal;
     unsigned received; /* run: bit N set once signal N was forwarded to COMMAND */
-    /* acquire and run: the attempts, each with a token of its own (the current one here). */
-    char token[2 * TOOL_TOKEN_BYTES + 1];
-    unsigned attempts;
-    bool attempt_inflight;     /* an acquire call is out (its keys may be on the nodes) */
-    uint64_t wait_deadline_ms; /* --wait: no attempt starts after this (uv_now) */
-    uv_timer_t retry_timer;
-    bool retry_timer_init;
+    /* run: a signal that came once COMMAND had exited; the tool dies of it after the release */
+    int release_signal;
+    /* acquire and run: the won lock's token (each attempt of the library's has its own) */
+    char token[REDLOCK_TOKEN_MAX + 1];
+    unsigned attempts;     /* the acquire's rounds (redlock_result.attempts) */
+    bool attempt_inflight; /* the acquire call is out (its keys may be on the nodes) */
+
+    /* --wait: progress.c's line on what the nodes say while the acquire waits */
+    struct tool_progress {
+        uv_timer_t timer;
+        bool timer_init;
+        bool inspecting;      /* its read round is out (at most one) */
+        uint64_t started_ms;  /* uv_now when the wait began */
+        uint64_t interval_ms; /* until the next line */
+    } progress;
 
     /* run */
     redlock_lock *lock;
@@ -94,6 +101,16 @@ void run_on_lost(redlock_lock *lock, int reason, void *data);
 /* Close run's own handles (the grace timer). */
 void run_close_handles(tool *t);
 
+/* Die of signum after the release, unless the lock was lost (t->exit_code EXIT_LOST). */
+void run_die_after_release(tool *t, int signum);
+
+/* ---- progress.c ---- */
+
+/* The acquire of --wait is out: print a line now and then until progress_stop (not with -q). */
+void progress_start(tool *t);
+/* The wait is over: no more lines (the read round still out ends with the client). */
+void progress_stop(tool *t);
+
 /* ---- check.c ---- */
 
 /* "redlock check [PREFIX]": check every node and print the verdict; TLS nodes with tls_opts'
@@ -103,8 +120,12 @@ int check_main(const cli_args *args, const redlock_options *tls_opts);
 /* ---- tls.c ---- */
 
 /* Fill t->opts' TLS fields from the --tls-* options, else $REDLOCK_TLS_CA, $REDLOCK_TLS_CA_DIR,
- * $REDLOCK_TLS_CERT, $REDLOCK_TLS_KEY. */
-void tool_tls_options(tool *t);
+ * $REDLOCK_TLS_CERT, $REDLOCK_TLS_KEY. A file given that exists but is not a regular file (a
+ * FIFO would block the open) is refused: returns -1 with err set, else 0. */
+int tool_tls_options(tool *t, char *err, size_t err_len);
+/* 0 if path names no file at all or a regular file (opening it cannot block); else -1 with err
+ * "WHAT PATH: not a regular file (a FIFO)". */
+int tool_regular_file(const char *what, const char *path, char *err, size_t err_len);
 /* Rewrite the library's option names in msg (tls_ca_file: ...) as the tool's (--tls-ca: ...). */
 void tool_tls_message(char *msg, size_t len);
 
@@ -125,7 +146,8 @@ TOOL_PRINTF void tool_warn(const tool *t, const char *fmt, ...);
 char *tool_printable(const void *bytes, size_t len, char *out, size_t out_len);
 /* "SIGTERM", or "signal 42". Returns a static string or buf. */
 const char *tool_signal_name(int signum, char *buf, size_t buf_len);
-/* Per-node lines on stderr ("redlock:   URL: error: TEXT"), as tool_warn or tool_say. */
+/* Per-node lines on stderr ("redlock:   URL: TEXT"), as tool_warn or tool_say: what each node
+ * said, once, and the nodes the round did not wait for on one line. */
 void tool_say_nodes(const tool *t, const redlock_result *result, bool warn);
 
 /* The JSON line of an acquire, release or extend (see docs/cli.md); lock may be NULL, and so
@@ -135,6 +157,15 @@ void report_lock_result(tool *t, redlock_lock *lock, int status, const redlock_r
  * status the last operation's (the acquire's if it failed, else the release's), result its
  * outcome (NULL if the release could not even start). */
 void report_run_result(tool *t, redlock_lock *lock, int status, const redlock_result *result);
+/* "deleted on Y of N nodes", plus "; K had not answered yet" when the release was decided
+ * before every node answered (the release still reaches them). Returns buf. */
+const char *tool_deleted_on(const redlock_result *result, char *buf, size_t len);
+/* A node of an inspect holds application data under the lock's key: a string without a ttl, or
+ * a value of another type (the node's WRONGTYPE error). */
+bool tool_app_data(const redlock_node_result *n);
+/* If nodes of result hold application data (tool_app_data), say so with the fix (tool_warn).
+ * Returns how many do. */
+unsigned tool_warn_app_data(const tool *t, const redlock_result *result);
 /* The JSON line of status (redlock_inspect's result). */
 void report_status(tool *t, int status, const redlock_result *result);
 

@@ -447,6 +447,39 @@ static void run_with_node_2_stopped(proc *p, const char *const *args, jv **resul
     expect_status(p, 0);
 }
 
+/* A key under the lock's name that holds application data (a string without a ttl, a hash) is
+ * named as such by status, with the fix; no lock can ever be taken there. */
+static void status_names_application_data(void **state)
+{
+    (void)state;
+    const char *key = "cli:app-data";
+    for (int kind = 0; kind < 2; kind++) {
+        for (unsigned i = 0; i < shared.n; i++) {
+            redisReply *r = kind == 0 ? fixture_command(&shared, i, "SET %s some-value", key)
+                                      : fixture_command(&shared, i, "HSET %s field v", key);
+            assert_non_null(r);
+            freeReplyObject(r);
+        }
+        proc p;
+        TOOL(&p, NULL, "-n", shared_nodes, "status", key);
+        if (strstr(p.err, "redlock: cli:app-data holds application data on 3 of 3 nodes") == NULL ||
+            strstr(p.err, "--prefix") == NULL)
+            fail_msg("%s: stderr:\n%s", kind == 0 ? "a string without ttl" : "a hash", p.err);
+        assert_null(strstr(p.err, "is held by"));
+        proc_free(&p);
+        TOOL(&p, NULL, "-n", shared_nodes, "acquire", key);
+        expect_status(&p, 75);
+        proc_free(&p);
+        if (kind == 1) { /* the queue's script reads the key: the nodes' WRONGTYPE, named */
+            TOOL(&p, NULL, "-q", "-n", shared_nodes, "-w", "1s", "acquire", key);
+            assert_non_null(strstr(p.err, "redlock: cli:app-data holds application data on "));
+            proc_free(&p);
+        }
+        for (unsigned i = 0; i < shared.n; i++)
+            server_del(&shared, i, key);
+    }
+}
+
 static void won_round_reaches_slow_node(void **state)
 {
     (void)state;
@@ -502,6 +535,16 @@ static void no_quorum_exits_69(void **state)
         assert_int_equal(jv_get(jv_at(jv_get(v, "nodes"), i), "error")->type, JV_STRING);
     jv_free(v);
     assert_non_null(strstr(p.err, "no quorum"));
+    /* Each node's line says what happened to it, once: the refusals, and the healthy nodes as
+     * not waited for (not as a vote of "none"). */
+    assert_null(strstr(p.err, "none ("));
+    for (unsigned i = 0; i < 5; i++) {
+        unsigned seen = 0;
+        for (const char *at = p.err; (at = strstr(at, c->servers[i].url)) != NULL; at++)
+            seen++;
+        if (seen != 1)
+            fail_msg("node %u named %u times; stderr:\n%s", i, seen, p.err);
+    }
     proc_free(&p);
 
     TOOL(&p, NULL, "-n", nodes, "status", "cli:noq");
@@ -899,6 +942,7 @@ int main(void)
         cmocka_unit_test(release_frees_and_wrong_token_deletes_nothing),
         cmocka_unit_test(extend_renews_then_reports_lost),
         cmocka_unit_test(status_shows_holder_everywhere),
+        cmocka_unit_test(status_names_application_data),
         cmocka_unit_test(won_round_reaches_slow_node),
         cmocka_unit_test(no_quorum_exits_69),
         cmocka_unit_test(password_never_shown),

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_cli_signals.c - the tool's safety around waits, signals and secrets, against real
- * redis-server processes and real child processes: every --wait attempt has a token of its own
- * (seen on a server with MONITOR), every catchable signal reaches COMMAND, a tool interrupted
- * while waiting cleans up and dies of the signal (so a shell loop stops on Ctrl-C), COMMAND does
- * not see $REDLOCK_NODES, and --nodes-file keeps URLs out of argv. */
+ * redis-server processes and real child processes: every catchable signal reaches COMMAND, a tool
+ * interrupted while waiting cleans up and dies of the signal (so a shell loop stops on Ctrl-C),
+ * COMMAND does not see $REDLOCK_NODES, and --nodes-file keeps URLs out of argv. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -49,148 +48,17 @@ static void wait_for_set(fixture_cluster *c, unsigned i)
         redisReply *r = fixture_command(c, i, "INFO commandstats");
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_STRING);
-        bool seen = strstr(r->str, "cmdstat_set:") != NULL;
+        /* A waiting acquire's attempts are the queue's script. */
+        bool seen = strstr(r->str, "cmdstat_set:") != NULL ||
+                    strstr(r->str, "cmdstat_evalsha:") != NULL ||
+                    strstr(r->str, "cmdstat_eval:") != NULL;
         freeReplyObject(r);
         if (seen)
             return;
         if (now_ms() >= until)
-            fail_msg("no SET reached node %u within %d ms", i, TOOL_TIMEOUT_MS);
+            fail_msg("no attempt reached node %u within %d ms", i, TOOL_TIMEOUT_MS);
         sleep_ms(10);
     }
-}
-
-/* ---- MONITOR: the commands a server ran ---------------------------------------------------- */
-
-#define MAX_ARGS 8
-#define MAX_LINES 256
-
-typedef struct monitored {
-    unsigned n_args;
-    char args[MAX_ARGS][128]; /* each cut at 127 bytes */
-} monitored;
-
-/* The quoted arguments of a MONITOR line ("+1700000000.123 [0 127.0.0.1:5] "SET" "k" ..."). */
-static void parse_monitor_line(const char *line, monitored *m)
-{
-    memset(m, 0, sizeof(*m));
-    const char *p = strchr(line, ']');
-    if (p == NULL)
-        return;
-    while ((p = strchr(p, '"')) != NULL && m->n_args < MAX_ARGS) {
-        p++;
-        size_t o = 0;
-        char *out = m->args[m->n_args];
-        while (*p != '\0' && *p != '"') {
-            if (*p == '\\' && p[1] != '\0')
-                p++; /* an escaped byte: kept as its escape letter, enough to compare tokens */
-            if (o < sizeof(m->args[0]) - 1)
-                out[o++] = *p;
-            p++;
-        }
-        out[o] = '\0';
-        m->n_args++;
-        if (*p == '"')
-            p++;
-    }
-}
-
-/* Start MONITOR on server i of c; the caller reads it with monitor_collect. */
-static redisContext *monitor_start(fixture_cluster *c, unsigned i)
-{
-    redisContext *ctx = fixture_connect(c, i);
-    assert_non_null(ctx);
-    assert_int_equal(ctx->err, 0);
-    redisReply *r = redisCommand(ctx, "MONITOR");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_STATUS);
-    freeReplyObject(r);
-    return ctx;
-}
-
-/* Every command server i ran since monitor_start, up to an ECHO sent now on another connection:
- * MONITOR shows commands in the order the server ran them, so once the ECHO shows, everything
- * run before it was read. Returns the number of lines kept in lines[]. */
-static unsigned monitor_collect(redisContext *ctx, fixture_cluster *c, unsigned i, monitored *lines)
-{
-    char mark[64];
-    snprintf(mark, sizeof(mark), "monitor-end-%d", (int)getpid());
-    redisReply *e = fixture_command(c, i, "ECHO %s", mark);
-    assert_non_null(e);
-    freeReplyObject(e);
-    unsigned n = 0;
-    for (;;) {
-        void *reply = NULL;
-        if (redisGetReply(ctx, &reply) != REDIS_OK)
-            fail_msg("MONITOR connection failed: %s", ctx->errstr);
-        redisReply *r = reply;
-        assert_int_equal(r->type, REDIS_REPLY_STATUS);
-        bool end = strstr(r->str, mark) != NULL;
-        if (!end) {
-            assert_true(n < MAX_LINES);
-            parse_monitor_line(r->str, &lines[n++]);
-        }
-        freeReplyObject(r);
-        if (end)
-            return n;
-    }
-}
-
-static bool is_cmd(const monitored *m, const char *name)
-{
-    return m->n_args > 0 && strcasecmp(m->args[0], name) == 0;
-}
-
-/* The old tool passed its own token together with --wait, so every attempt reused it, and a
- * delayed release of a lost attempt could delete the key of the attempt that won. Every attempt
- * must write a token of its own, and release with that same token. */
-static void wait_uses_a_fresh_token_per_attempt(void **state)
-{
-    (void)state;
-    const char *key = "cli:wait-tokens";
-    char *holder = acquire_shared(key, "30s");
-    redisContext *mon = monitor_start(&shared, 0);
-    proc p;
-    TOOL(&p, NULL, "-n", shared_nodes, "--wait", "2s", "acquire", key);
-    expect_status(&p, 75);
-    jv *v = json_line(&p);
-    int64_t attempts = jint(v, "attempts");
-    jv_free(v);
-    proc_free(&p);
-    /* The first attempt ends in milliseconds (every node answers "no"); the wait is 2 s. */
-    assert_true(attempts >= 2);
-
-    static monitored lines[MAX_LINES];
-    unsigned n = monitor_collect(mon, &shared, 0, lines);
-    redisFree(mon);
-    char tokens[MAX_LINES][128];
-    unsigned n_sets = 0;
-    for (unsigned k = 0; k < n; k++) {
-        const monitored *m = &lines[k];
-        if (!is_cmd(m, "SET") || m->n_args < 3 || strcmp(m->args[1], key) != 0)
-            continue;
-        assert_true(is_hex_token(m->args[2]));
-        assert_string_not_equal(m->args[2], holder);
-        for (unsigned j = 0; j < n_sets; j++)
-            if (strcmp(tokens[j], m->args[2]) == 0)
-                fail_msg("attempts %u and %u both used token %s", j + 1, n_sets + 1, tokens[j]);
-        snprintf(tokens[n_sets++], sizeof(tokens[0]), "%s", m->args[2]);
-    }
-    assert_int_equal(n_sets, attempts); /* one SET per attempt reached this node */
-    /* Each lost attempt released its own token: the script's key and token arguments. */
-    for (unsigned j = 0; j < n_sets; j++) {
-        bool released = false;
-        for (unsigned k = 0; k < n && !released; k++) {
-            const monitored *m = &lines[k];
-            released = (is_cmd(m, "EVALSHA") || is_cmd(m, "EVAL")) && m->n_args >= 5 &&
-                       strcmp(m->args[3], key) == 0 && strcmp(m->args[4], tokens[j]) == 0;
-        }
-        if (!released)
-            fail_msg("attempt %u's token %s was never released", j + 1, tokens[j]);
-    }
-    expect_key_everywhere(&shared, key, holder); /* the holder is untouched */
-    for (unsigned i = 0; i < shared.n; i++)
-        server_del(&shared, i, key);
-    free(holder);
 }
 
 /* ---- signals while COMMAND runs ------------------------------------------------------------ */
@@ -263,6 +131,41 @@ static void run_dies_of_forwarded_signal_after_release(void **state)
         proc_free(&p);
         expect_key_everywhere(&shared, "cli:sig-die", NULL);
     }
+}
+
+/* COMMAND has exited and the release waits for a node that is stopped: a SIGTERM then is not
+ * ignored (the old tool exited 3, COMMAND's status, a node timeout later); the tool dies of it
+ * once the release is done, which the node timeout bounds. */
+static void signal_during_final_release_ends_the_tool(void **state)
+{
+    (void)state;
+    const char *key = "cli:sig-release";
+    assert_int_equal(fixture_start(&extra, 3, NULL), 0);
+    char nodes[1024];
+    node_list(&extra, NULL, nodes, sizeof(nodes));
+    char marker[512];
+    marker_path(marker, sizeof(marker), "sig-marker");
+    unlink(marker);
+    proc p;
+    tool_start(&p, NULL,
+               ARGS("-n", nodes, "-T", "5s", "run", key, "--", "sh", "-c",
+                    "echo ready; " UNTIL_MARKER "; exit 3", "sh", marker));
+    assert_true(proc_wait_for_output(&p, "ready", false, TOOL_TIMEOUT_MS));
+    assert_int_equal(fixture_pause(&extra, 0), 0);
+    touch_marker(marker);
+    /* Decided by the two others; the tool still waits for node 0's answer before it exits. */
+    if (!proc_wait_for_output(&p, "released cli:sig-release", true, TOOL_TIMEOUT_MS))
+        fail_msg("no release; stderr:\n%s", p.err);
+    proc_signal(&p, SIGTERM);
+    tool_finish(&p, TOOL_TIMEOUT_MS);
+    if (p.term_signal != SIGTERM)
+        fail_msg("the tool ended with status %d (signal %d); stderr:\n%s", p.status, p.term_signal,
+                 p.err);
+    assert_non_null(strstr(p.err, "got SIGTERM: dying of it once the release is done"));
+    proc_free(&p);
+    assert_int_equal(fixture_resume(&extra, 0), 0);
+    expect_key_everywhere(&extra, key, NULL);
+    unlink(marker);
 }
 
 /* ---- signals while waiting ----------------------------------------------------------------- */
@@ -393,7 +296,7 @@ static void expect_no_secret(const proc *p, const char *secret)
 }
 
 /* --nodes-file reads URLs one per line (comments and blank lines skipped): passwords stay out of
- * argv (ps) and the environment. Errors name the file and the line, never the URL. */
+ * argv (ps) and the environment. Errors name the file and the line, never the password. */
 static void nodes_file_keeps_urls_out_of_argv(void **state)
 {
     (void)state;
@@ -449,7 +352,8 @@ static void nodes_file_keeps_urls_out_of_argv(void **state)
     }
     free(token);
 
-    /* A bad line: the file and the line number, not the line. */
+    /* A bad line: the file and the line number, and its URL as the library quotes it, the
+     * password masked. */
     snprintf(text, sizeof(text), "redis://:%s@127.0.0.1:%d\nredis://:%s@127.0.0.1:99999\n", secret,
              extra.servers[0].port, secret);
     write_file(path, text);
@@ -458,6 +362,7 @@ static void nodes_file_keeps_urls_out_of_argv(void **state)
     expect_no_secret(&p, secret);
     assert_non_null(strstr(p.err, "--nodes-file"));
     assert_non_null(strstr(p.err, "line 2"));
+    assert_non_null(strstr(p.err, "redis://:***@127.0.0.1:99999"));
     proc_free(&p);
 
     write_file(path, "# nothing but a comment\n\n");
@@ -474,18 +379,59 @@ static void nodes_file_keeps_urls_out_of_argv(void **state)
     fixture_stop(&extra);
 }
 
+/* --tls-ca, --tls-cert, --tls-key (or their variables) and --nodes-file naming a FIFO: open(2)
+ * would block until someone writes to it, where no signal handler runs (the old tool hung until
+ * SIGKILL). Refused at once, exit 64, the path and what it is named. */
+static void non_regular_files_are_refused(void **state)
+{
+    (void)state;
+    char fifo[512], dir[512], env[600];
+    marker_path(fifo, sizeof(fifo), "fifo");
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    marker_path(dir, sizeof(dir), "");
+    snprintf(env, sizeof(env), "REDLOCK_TLS_CA=%s", fifo);
+    static const char *const options[] = {"--tls-ca", "--tls-cert", "--tls-key", "--nodes-file"};
+    for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+        for (int k = 0; k < 2; k++) { /* a lock command, and check */
+            proc p;
+            TOOL(&p, NULL, "-n", "rediss://127.0.0.1:1", options[i], fifo,
+                 k == 0 ? "status" : "check", "cli:fifo");
+            expect_status(&p, 64);
+            char said[700];
+            snprintf(said, sizeof(said), "redlock: %s %s: not a regular file (a FIFO)", options[i],
+                     fifo);
+            if (strstr(p.err, said) == NULL)
+                fail_msg("%s FIFO: stderr:\n%s", options[i], p.err);
+            proc_free(&p);
+        }
+    }
+    proc p;
+    TOOL(&p, ARGS(env), "-n", "rediss://127.0.0.1:1", "status", "cli:fifo");
+    expect_status(&p, 64);
+    assert_non_null(strstr(p.err, "REDLOCK_TLS_CA"));
+    assert_non_null(strstr(p.err, "not a regular file (a FIFO)"));
+    proc_free(&p);
+    TOOL(&p, NULL, "--nodes-file", dir, "status", "cli:fifo");
+    expect_status(&p, 64);
+    assert_non_null(strstr(p.err, "not a regular file (a directory)"));
+    proc_free(&p);
+    unlink(fifo);
+}
+
 int main(void)
 {
     static const struct CMUnitTest tests[] = {
-        cmocka_unit_test(wait_uses_a_fresh_token_per_attempt),
         cmocka_unit_test(run_forwards_every_signal),
         cmocka_unit_test(run_dies_of_forwarded_signal_after_release),
         cmocka_unit_test(interrupted_wait_dies_of_the_signal),
         cmocka_unit_test(shell_loop_stops_on_ctrl_c),
         cmocka_unit_test(command_does_not_see_redlock_nodes),
         cmocka_unit_test(nodes_file_keeps_urls_out_of_argv),
+        cmocka_unit_test(signal_during_final_release_ends_the_tool),
+        cmocka_unit_test(non_regular_files_are_refused),
     };
-    static const char *const temp_files[] = {"sig-marker", "wait-marker", "nodes-file",
-                                             "nodes-file-plain", NULL};
+    static const char *const temp_files[] = {"sig-marker",       "wait-marker", "nodes-file",
+                                             "nodes-file-plain", "fifo",        NULL};
     return cli_main("cli-signals", tests, sizeof(tests) / sizeof(tests[0]), temp_files);
 }

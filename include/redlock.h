@@ -211,7 +211,8 @@ typedef struct redlock_node_result {
     const char *url;          /* the node's URL, password redacted */
     redlock_vote vote;        /* REDLOCK_VOTE_NONE: not answered when the round was decided */
     uint64_t latency_us;      /* from queueing the request to the answer or the deadline */
-    const char *error;        /* what went wrong on this node, or NULL */
+    const char *error;        /* what went wrong on this node (beside a yes or no: a note,
+                                 docs/algorithm.md#evidence-and-hints), or NULL */
     const char *value;        /* inspect: the key's value (binary; NULL: no key) ... */
     size_t value_len;         /* ... its length */
     int64_t pttl_ms;          /* inspect: the key's PTTL (-2 no key, -1 no ttl); else -2 */

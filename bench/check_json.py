@@ -175,7 +175,9 @@ def check(rows, tls, peers=False, cluster=False):
         # Each row measures the limit beside its own slices (plain nodes: the bench's are).
         need(r.get("limit_cycles_per_s") is not None and r["limit_cycles_per_s"] > 0,
              "throughput without limit_cycles_per_s", r)
-        need(len(r.get("limit_slices", [])) >= 3 and all(v > 0 for v in r.get("limit_slices", [])),
+        # A slice of the smoke run's 40 ms may see no answer at all on a loaded machine (the
+        # servers descheduled): 0 is a figure; the median above must not be 0.
+        need(len(r.get("limit_slices", [])) >= 3 and all(v >= 0 for v in r.get("limit_slices", [])),
              "throughput without 3 or more limit_slices", r)
         if r.get("limit_cycles_per_s"):
             want_of = r["cycles_per_s"] / r["limit_cycles_per_s"]

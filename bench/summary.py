@@ -50,9 +50,9 @@ def table(lib, peer):
         top = max(locked, key=lambda r: (r["workers"], r.get("notify", False)))
         control = find(lib, "contention", control="nolock")
         lost = sum(r["lost_updates"] for r in locked)
-        note = f"lost updates {lost} in {len(locked)} rows"
+        note = f"lost updates {lost} ({len(locked)} rows)"
         if control:
-            note += f"; no lock: {control['lost_updates']}"
+            note += f", no lock {control['lost_updates']}"
         out.append((f"contention: {top['workers']} workers, {top['lock']}",
                     f"{top['acquisitions_per_s']:,.0f} acq/s", "", None, note))
     faults = [r for r in lib if r.get("scenario") == "faults"]
@@ -104,10 +104,10 @@ def main():
     print(f"\nsummary: {m.get('utc', '?')}, {m.get('commit', '?')}, {m.get('cores', '?')} cores "
           f"{m.get('cpu', '?')}, load {load[0]} -> {load[1]}"
           f"{', quick' if m.get('quick') else ''}")
-    print(f"  {'':<38} {'libredlock':>14} {'baseline':>12} {'ratio':>6}  note")
+    print(f"  {'':<34} {'libredlock':>12} {'baseline':>10} {'ratio':>6}  note")
     for what, a, b, r, note in table(lib, peer):
         rs = f"{r:6.2f}" if r is not None else ""
-        print(f"  {what:<38} {a:>14} {b:>12} {rs:>6}  {note}")
+        print(f"  {what:<34} {a:>12} {b:>10} {rs:>6}  {note}".rstrip())
     print("  baseline: the raw fan-out of the same commands, deciding at the same quorum "
           "(vs rows: the peer)")
     if outcome is None:
@@ -116,7 +116,7 @@ def main():
     failed = outcome["failed_rows"]
     if failed:
         print(f"  failed cycles (timing, not correctness): {outcome['failed_cycles']:,} in "
-              f"{len(failed)} rows")
+              f"{len(failed)} row{'' if len(failed) == 1 else 's'}")
         for r in failed[:6]:
             print(f"    {r['scenario']} {r['row']}: {r['failed']:,} ({r['causes'][:60]}), "
                   f"load {r['loadavg']:.2f}")

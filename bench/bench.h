@@ -81,6 +81,7 @@ typedef struct bench_config {
     samples plot_cycle, plot_raw_cycle;
     unsigned tp_concurrency[BENCH_TP_POINTS];
     double tp_lock[BENCH_TP_POINTS], tp_raw[BENCH_TP_POINTS];
+    double tp_limit[BENCH_TP_POINTS]; /* the limit measured beside each row; 0: not measured */
     unsigned tp_points;
     unsigned scale_nodes[BENCH_SCALE_POINTS];
     double scale_lock[BENCH_SCALE_POINTS], scale_raw[BENCH_SCALE_POINTS];

@@ -391,6 +391,7 @@ int bench_limit(bench_config *cfg)
     }
     memcpy(sorted, slices, sizeof(sorted));
     double cycles_per_s = median_of(sorted, SLICES);
+    cfg->limit_cycles_per_s = cycles_per_s;
     double commands_per_s = cycles_per_s * per_cycle;
     double cycles = (double)answered / per_cycle;
     double cpu_per_cycle = cycles > 0 ? (double)cpu / cycles : 0;

@@ -465,6 +465,7 @@ int bench_throughput(bench_config *cfg)
         cfg->tp_concurrency[l] = levels[l];
         cfg->tp_lock[l] = lock_rate;
         cfg->tp_raw[l] = raw_rate;
+        cfg->tp_limit[l] = limit;
         cfg->tp_points = l + 1;
     }
     speed_stop(&e);

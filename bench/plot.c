@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* plot.c - --plot FILE.svg: the latency distribution of the latency scenario (lock cycle next to
  * the raw cycle), the throughput-vs-concurrency curve (with the servers' limit measured beside
- * each row, when measured) and the cycles-per-second-vs-nodes curve of the scale scenario, drawn by
- * gnuplot. */
+ * each row, when measured) and the cycles-per-second-vs-nodes curve of the scale scenario,
+ * drawn by gnuplot. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -50,9 +50,9 @@ def table(lib, peer):
         top = max(locked, key=lambda r: (r["workers"], r.get("notify", False)))
         control = find(lib, "contention", control="nolock")
         lost = sum(r["lost_updates"] for r in locked)
-        note = f"lost updates {lost} ({len(locked)} rows)"
+        note = f"lost updates {lost}"
         if control:
-            note += f", no lock {control['lost_updates']}"
+            note += f" (no lock: {control['lost_updates']})"
         out.append((f"contention: {top['workers']} workers, {top['lock']}",
                     f"{top['acquisitions_per_s']:,.0f} acq/s", "", None, note))
     faults = [r for r in lib if r.get("scenario") == "faults"]
@@ -74,23 +74,23 @@ def table(lib, peer):
     plat = find(peer, "latency")
     if lat and plat:
         a, b = lat["cycle_us"]["p50"], plat["cycle_us"]["p50"]
-        out.append((f"vs {PEER}: latency cycle p50", f"{a:,} us", f"{b:,} us", ratio(a, b),
+        out.append((f"{PEER}: latency, cycle p50", f"{a:,} us", f"{b:,} us", ratio(a, b),
                     "below 1: faster"))
     for r in sorted((r for r in peer if r.get("scenario") == "throughput"),
                     key=lambda r: r["concurrency"]):
         mine = find(lib, "throughput", concurrency=r["concurrency"])
         if mine:
-            out.append((f"vs {PEER}: {r['concurrency']:>4} in flight",
+            out.append((f"{PEER}: throughput, {r['concurrency']:>4} in flight",
                         f"{mine['cycles_per_s']:,.0f}/s", f"{r['cycles_per_s']:,.0f}/s",
                         ratio(mine["cycles_per_s"], r["cycles_per_s"]), ""))
     for r in sorted((r for r in peer if r.get("scenario") == "contention"),
                     key=lambda r: r["workers"]):
         mine = find(lib, "contention", workers=r["workers"], notify=True, lock="plain")
         if mine:
-            out.append((f"vs {PEER}: contention {r['workers']} workers",
+            out.append((f"{PEER}: contention, {r['workers']:>2} workers",
                         f"{mine['acquisitions_per_s']:,.0f}/s", f"{r['acquisitions_per_s']:,.0f}/s",
                         ratio(mine["acquisitions_per_s"], r["acquisitions_per_s"]),
-                        f"peer lost updates {r['lost_updates']}"))
+                        f"it polls; lost {r['lost_updates']}"))
     return out
 
 
@@ -104,12 +104,13 @@ def main():
     print(f"\nsummary: {m.get('utc', '?')}, {m.get('commit', '?')}, {m.get('cores', '?')} cores "
           f"{m.get('cpu', '?')}, load {load[0]} -> {load[1]}"
           f"{', quick' if m.get('quick') else ''}")
-    print(f"  {'':<34} {'libredlock':>12} {'baseline':>10} {'ratio':>6}  note")
+    print(f"  {'':<40} {'libredlock':>11} {'baseline':>10} {'ratio':>6}  note")
     for what, a, b, r, note in table(lib, peer):
         rs = f"{r:6.2f}" if r is not None else ""
-        print(f"  {what:<34} {a:>12} {b:>10} {rs:>6}  {note}".rstrip())
-    print("  baseline: the raw fan-out of the same commands, deciding at the same quorum "
-          "(vs rows: the peer)")
+        print(f"  {what:<40} {a:>11} {b:>10} {rs:>6}  {note}".rstrip())
+    print("  baseline: the raw fan-out of the same commands, deciding at the same quorum")
+    if peer:
+        print(f"  (in the {PEER} rows: {PEER}, on the same servers, right after the library)")
     if outcome is None:
         print("NOT MADE: the run has no outcome line (it did not end)")
         return 2

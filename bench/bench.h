@@ -118,6 +118,8 @@ void bench_results_free(bench_config *cfg);
 /* A failed cycle's cause (the status, and what a timed-out or failed node said), counted for
  * the row being measured; bench_cause_text: a cause given as text (the raw side's). */
 void bench_cause(int status, const redlock_result *result);
+/* The cause as bench_cause counts it, into out (for a caller that decides later). */
+void bench_cause_of(int status, const redlock_result *result, char *out, size_t len);
 void bench_cause_text(const char *cause);
 /* Forget the causes noted so far (a warm-up's). */
 void bench_causes_clear(void);

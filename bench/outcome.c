@@ -25,7 +25,7 @@ static struct {
 } tally;
 
 /* "no answer within 50 ms" says the deadline; an error says what the node said. */
-static void cause_of(int status, const redlock_result *result, char *out, size_t len)
+void bench_cause_of(int status, const redlock_result *result, char *out, size_t len)
 {
     const redlock_node_result *timed_out = NULL, *failed = NULL;
     for (unsigned i = 0; result != NULL && i < result->n_nodes; i++) {
@@ -47,7 +47,7 @@ static void cause_of(int status, const redlock_result *result, char *out, size_t
 void bench_cause(int status, const redlock_result *result)
 {
     char key[BENCH_CAUSE_LEN];
-    cause_of(status, result, key, sizeof(key));
+    bench_cause_of(status, result, key, sizeof(key));
     bench_cause_text(key);
 }
 

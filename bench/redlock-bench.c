@@ -182,7 +182,8 @@ static void print_machine(const bench_config *cfg, machine *m)
     fflush(stdout);
 }
 
-/* The machine line is the JSON's last: it carries the load average at the end too. */
+/* The machine line comes after every scenario's (before the outcome line): it carries the load
+ * average at the end too. */
 static void json_machine(const bench_config *cfg, const machine *m)
 {
     double end[3];

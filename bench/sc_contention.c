@@ -494,7 +494,7 @@ static int run_level(bench_config *cfg, unsigned w_count, bool nolock, bool noti
         char row[48];
         snprintf(row, sizeof(row), "%s %u workers notify %s", lock_kind_names[kind], w_count,
                  notify ? "on" : "off");
-        bench_row_failures(cfg, "contention", row, ct.failures, ct.acquisitions + ct.failures);
+        bench_row_failures(cfg, "contention", row, ct.failures, ct.acquisitions);
     }
     if (rc == 0 && cfg->json != NULL) {
         FILE *f = cfg->json;

@@ -19,6 +19,30 @@
 
 struct raw;
 
+/* What went wrong in the run (outcome.c): rows with failed cycles (timing: the run goes on and
+ * exits 0), correctness checks that failed (exit 1), scenarios that could not be made (exit 2). */
+#define BENCH_CAUSES_MAX 4
+#define BENCH_CAUSE_LEN 96
+#define BENCH_FAILED_ROWS_MAX 64
+#define BENCH_NOTES_MAX 16
+#define BENCH_NOTE_LEN 256
+typedef struct bench_failed_row {
+    char scenario[16], row[48];
+    char causes[BENCH_CAUSES_MAX * (BENCH_CAUSE_LEN + 24) + 32];
+    char top[BENCH_CAUSE_LEN]; /* the most frequent cause */
+    uint64_t failed, cycles;
+    double load; /* the 1-minute load average at the row's end */
+} bench_failed_row;
+typedef struct bench_outcome {
+    bench_failed_row failed_rows[BENCH_FAILED_ROWS_MAX];
+    unsigned n_failed_rows, failed_rows_total; /* kept, and all */
+    uint64_t failed_cycles;
+    char broken[BENCH_NOTES_MAX][BENCH_NOTE_LEN];
+    unsigned n_broken;
+    char not_made[BENCH_NOTES_MAX][BENCH_NOTE_LEN];
+    unsigned n_not_made;
+} bench_outcome;
+
 typedef struct bench_config {
     const char *urls[REDLOCK_MAX_NODES];
     unsigned n_nodes;
@@ -49,10 +73,15 @@ typedef struct bench_config {
      * beside their lock and raw slices. */
     double limit_cycles_per_s;
     FILE *json;
+    /* --break-lock: the contention rows do their read-modify-write without the lock, so that
+     * their lost-update check must fail (the smoke test's correctness failure). */
+    bool break_lock;
+    bench_outcome outcome;
     /* Kept for --plot. */
     samples plot_cycle, plot_raw_cycle;
     unsigned tp_concurrency[BENCH_TP_POINTS];
     double tp_lock[BENCH_TP_POINTS], tp_raw[BENCH_TP_POINTS];
+    double tp_limit[BENCH_TP_POINTS]; /* the limit measured beside each row; 0: not measured */
     unsigned tp_points;
     unsigned scale_nodes[BENCH_SCALE_POINTS];
     double scale_lock[BENCH_SCALE_POINTS], scale_raw[BENCH_SCALE_POINTS];
@@ -86,6 +115,29 @@ int bench_cluster(bench_config *cfg);
 void bench_plot(const bench_config *cfg);
 void bench_results_free(bench_config *cfg);
 
+/* A failed cycle's cause (the status, and what a timed-out or failed node said), counted for
+ * the row being measured; bench_cause_text: a cause given as text (the raw side's). */
+void bench_cause(int status, const redlock_result *result);
+/* The cause as bench_cause counts it, into out (for a caller that decides later). */
+void bench_cause_of(int status, const redlock_result *result, char *out, size_t len);
+void bench_cause_text(const char *cause);
+/* Forget the causes noted so far (a warm-up's). */
+void bench_causes_clear(void);
+/* The end of a row: when failed > 0, prints "  failed: N cycles (M completed): causes; load
+ * average L" under the row and keeps it for the closing line and the JSON. Empties the causes
+ * either way. */
+void bench_row_failures(bench_config *cfg, const char *scenario, const char *row, uint64_t failed,
+                        uint64_t cycles);
+/* A correctness check failed (exit 1), or a scenario could not be made (exit 2): said at once
+ * in a line of its own, named in the closing line. */
+void bench_broken(bench_config *cfg, const char *scenario, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void bench_not_made(bench_config *cfg, const char *scenario, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The run's end: the JSON's "outcome" line and the closing line; returns the exit status (0,
+ * 1 correctness, 2 not made). */
+int bench_outcome_end(bench_config *cfg);
+
 /* A client on loop with the run's settings (urls NULL: the run's nodes). Exits on error. */
 redlock_client *bench_client(const bench_config *cfg, uv_loop_t *loop, const char *const *urls,
                              unsigned n, const redlock_options *opts);
@@ -110,6 +162,13 @@ typedef struct bench_chain_spec {
 double bench_chain_spec_run(uv_loop_t *loop, redlock_client *client, unsigned width, double seconds,
                             const bench_chain_spec *spec, samples *acquire, samples *cycle,
                             uint64_t *failures);
+/* bench_chain_spec_run, also adding the cycles made to *cycles and the fenced locks granted
+ * without a fence (a correctness failure, counted in *failures too) to *fence_missing; either
+ * may be NULL. */
+double bench_chain_spec_count(uv_loop_t *loop, redlock_client *client, unsigned width,
+                              double seconds, const bench_chain_spec *spec, samples *acquire,
+                              samples *cycle, uint64_t *failures, uint64_t *cycles,
+                              uint64_t *fence_missing);
 /* One side of a comparison for a scenario that runs its own slices (sc_speed.c): the library
  * (client), or with client NULL the raw fan-out (raw, raw.h, deciding at the quorum). The slices
  * run on it add up here. */

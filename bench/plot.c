@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* plot.c - --plot FILE.svg: the latency distribution of the latency scenario (lock cycle next to
- * the raw cycle), the throughput-vs-concurrency curve (with the servers' limit of the same run,
- * when measured) and the cycles-per-second-vs-nodes curve of the scale scenario, drawn by
- * gnuplot. */
+ * the raw cycle), the throughput-vs-concurrency curve (with the servers' limit measured beside
+ * each row, when measured) and the cycles-per-second-vs-nodes curve of the scale scenario,
+ * drawn by gnuplot. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,8 +11,9 @@
 
 static void write_cdf(FILE *f, const samples *s)
 {
-    /* Samples are sorted (percentiles sorted them); thin to at most ~500 points. */
-    size_t step = s->n > 500 ? s->n / 500 : 1;
+    /* Samples are sorted (percentiles sorted them); thin to at most ~150 points, which draw
+     * the curve as closely as a screen shows it and keep the SVG small (under 50 KB). */
+    size_t step = s->n > 150 ? s->n / 150 : 1;
     for (size_t i = 0; i < s->n; i += step)
         fprintf(f, "%llu %.5f\n", (unsigned long long)s->v[i], (double)(i + 1) / (double)s->n);
     if (s->n > 0)
@@ -50,18 +51,21 @@ void bench_plot(const bench_config *cfg)
     fprintf(g, "unset logscale x\nset logscale x 2\nset title 'throughput'\n"
                "set xlabel 'cycles in flight'\nset ylabel 'cycles per second'\nset key top left\n");
     if (cfg->tp_points > 0) {
+        /* The servers' limit is measured beside each row's slices (sc_speed.c): a curve too. */
+        bool limit = true;
+        for (unsigned i = 0; i < cfg->tp_points; i++)
+            limit = limit && cfg->tp_limit[i] > 0;
         fprintf(g, "plot '-' with linespoints lw 2 title 'libredlock', '-' with linespoints lw 2 "
                    "dt 2 title 'raw fan-out'");
-        if (cfg->limit_cycles_per_s > 0)
-            fprintf(g, ", %.1f with lines lw 1 dt 3 lc rgb 'black' title 'servers'' limit'",
-                    cfg->limit_cycles_per_s);
+        if (limit)
+            fprintf(g, ", '-' with linespoints lw 1 dt 3 lc rgb 'black' title 'servers'' limit'");
         fprintf(g, "\n");
-        for (unsigned i = 0; i < cfg->tp_points; i++)
-            fprintf(g, "%u %.1f\n", cfg->tp_concurrency[i], cfg->tp_lock[i]);
-        fprintf(g, "e\n");
-        for (unsigned i = 0; i < cfg->tp_points; i++)
-            fprintf(g, "%u %.1f\n", cfg->tp_concurrency[i], cfg->tp_raw[i]);
-        fprintf(g, "e\n");
+        const double *curves[3] = {cfg->tp_lock, cfg->tp_raw, cfg->tp_limit};
+        for (unsigned c = 0; c < (limit ? 3u : 2u); c++) {
+            for (unsigned i = 0; i < cfg->tp_points; i++)
+                fprintf(g, "%u %.1f\n", cfg->tp_concurrency[i], curves[c][i]);
+            fprintf(g, "e\n");
+        }
     } else {
         fprintf(g, "set label 'throughput scenario not run' at graph 0.3,0.5\n"
                    "plot [1:10][0:1] NaN notitle\n"); /* fixed ranges: no data to scale by */

@@ -6,6 +6,7 @@
  *                 [--quick] [--pids PID,PID,...] [--proxy PATH] [--node-timeout MS]
  *                 [--tls-nodes URL,URL,... --tls-ca FILE [--tls-cert FILE --tls-key FILE]]
  *                 [--scale-nodes URL,URL,...] [--cluster-former PATH] [--then CMD]
+ *                 [--break-lock]
  *
  * Scenarios: latency, limit (the servers' own capacity: the lock cycle's commands pipelined with
  * no lock logic), throughput (with the fraction of the limit it reaches), scale (1 to 9 nodes:
@@ -15,8 +16,11 @@
  * fenced locks), multi (locks on 1, 2, 4 and 8 resources at once), cluster (every node a Redis
  * Cluster of 1, 2 and 3 masters beside the plain nodes; needs --cluster-former, the program that
  * forms them, bench/clusters.sh). Default: all that can run.
- * Every scenario prints a table row and, with --json, one JSON object per line. With --then, a
- * command runs after each scenario (bench/run --peers runs another implementation's workload
+ * Every scenario prints a table row and, with --json, one JSON object per line; a row with
+ * failed cycles says how many and why on a line under it, and the run ends with a closing line
+ * (outcome.c): exit 0 when every correctness check passed (failed cycles are figures), 1 when
+ * one failed, 2 when a scenario could not be made. With --then, a command runs after each
+ * scenario (bench/run --peers runs another implementation's workload
  * that way, right after the library's, on the same servers). */
 #include <errno.h>
 #include <getopt.h>
@@ -46,6 +50,7 @@ static void usage(FILE *f)
                "                     [--scale-nodes URL,... (up to nine, for scale)]\n"
                "                     [--cluster-former PATH (forms the clusters, for cluster)]\n"
                "                     [--then CMD (run after each scenario)]\n"
+               "                     [--break-lock (contention without its lock: must fail)]\n"
                "scenarios: latency limit throughput scale contention faults wan memory tls\n"
                "           fencing multi cluster (default: all that can run)\n");
 }
@@ -177,7 +182,8 @@ static void print_machine(const bench_config *cfg, machine *m)
     fflush(stdout);
 }
 
-/* The machine line is the JSON's last: it carries the load average at the end too. */
+/* The machine line comes after every scenario's (before the outcome line): it carries the load
+ * average at the end too. */
 static void json_machine(const bench_config *cfg, const machine *m)
 {
     double end[3];
@@ -413,6 +419,7 @@ int main(int argc, char **argv)
         {"scale-nodes", required_argument, NULL, 'N'},
         {"cluster-former", required_argument, NULL, 'F'},
         {"then", required_argument, NULL, 'W'},
+        {"break-lock", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -493,6 +500,9 @@ int main(int argc, char **argv)
         case 'W':
             then_cmd = optarg;
             break;
+        case 'B':
+            cfg.break_lock = true;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -557,24 +567,26 @@ int main(int argc, char **argv)
 
     machine m;
     print_machine(&cfg, &m);
-    int failures = 0;
     for (size_t i = 0; i < N_SCENARIOS; i++) {
         if (any_wanted && !wanted[i])
             continue;
+        unsigned notes = cfg.outcome.n_broken + cfg.outcome.n_not_made;
         int rc = scenarios[i].run(&cfg);
-        if (rc < 0)
-            failures++;
+        /* A scenario says what failed itself; one that returns -1 without a word was not made. */
+        if (rc < 0 && cfg.outcome.n_broken + cfg.outcome.n_not_made == notes)
+            bench_not_made(&cfg, scenarios[i].name, "stopped with an error (said above)");
         if (then_cmd != NULL && run_then(then_cmd, scenarios[i].name, nodes, &cfg) != 0)
-            failures++;
+            bench_not_made(&cfg, scenarios[i].name, "--then failed (said above)");
     }
     json_machine(&cfg, &m);
     if (cfg.plot_path != NULL)
         bench_plot(&cfg);
+    int status = bench_outcome_end(&cfg);
     if (cfg.json != NULL)
         fclose(cfg.json);
     free(nodes_copy);
     free(tls_copy);
     free(scale_copy);
     bench_results_free(&cfg);
-    return failures == 0 ? 0 : 1;
+    return status;
 }

@@ -36,12 +36,13 @@ static void take_more(holder *h);
 
 static void on_held(redlock_lock *lock, int status, const redlock_result *result, void *data)
 {
-    (void)result;
     holder *h = data;
-    if (status == 0)
+    if (status == 0) {
         h->locks[h->finished] = lock;
-    else
+    } else {
         h->failures++;
+        bench_cause(status, result);
+    }
     h->finished++;
     take_more(h);
 }
@@ -202,11 +203,11 @@ static int memory_held(bench_config *cfg, unsigned target)
     double live_per_lock = held > 0 ? ((double)live_held - (double)live_released) / held : 0;
     release_all(&loop, &f);
 
-    printf("%-11s %u locks held: %.0f live bytes per held lock (the library's allocations, "
-           "exact)  |  RSS +%ld KiB from %u to %u locks, %.0f bytes per lock  |  %u acquires in "
-           "flight: %.0f live bytes each  (%u failed)\n",
-           "memory", held, live_per_lock, after - before, held_half, held, per_lock, inflight,
-           live_per_op, h.failures + f.failures);
+    printf("%-11s %6u locks held: %4.0f live bytes each (exact), RSS %4.0f | in flight: %4.0f\n",
+           "memory", held, live_per_lock, per_lock, live_per_op);
+    char row[48];
+    snprintf(row, sizeof(row), "%u locks held", held);
+    bench_row_failures(cfg, "memory", row, h.failures + f.failures, h.finished + f.finished);
     if (cfg->json != NULL) {
         FILE *j = cfg->json;
         json_begin(j, "memory");
@@ -224,12 +225,10 @@ static int memory_held(bench_config *cfg, unsigned target)
     bench_close(&loop, c);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    if (k.live != 0 || k.blocks != 0) {
-        fprintf(stderr, "redlock-bench: memory: %zu bytes in %zu blocks left after close\n", k.live,
-                k.blocks);
-        return -1;
-    }
-    return h.failures + f.failures == 0 ? 0 : -1;
+    if (k.live != 0 || k.blocks != 0)
+        bench_broken(cfg, "memory", "%zu bytes in %zu blocks left after the client's close", k.live,
+                     k.blocks);
+    return 0;
 }
 
 int bench_memory(bench_config *cfg)

@@ -7,7 +7,11 @@
 # reported, lost_updates is 0 and no fencing cycle failed. The cluster scenario runs too, its
 # clusters formed by bench/clusters.sh (one M at a time, each in a temp dir under this run's own
 # TMPDIR, so that none left behind goes unseen). A functional check only: speed is never
-# asserted. Prints TAP.
+# asserted. Then what a run says when it fails (bench/outcome.c): with every node behind the
+# delay proxy (20 ms) and a 5 ms node timeout every cycle fails by timeout, which is a figure:
+# the row names the failures and their cause, the closing line names them, exit 0; with
+# --break-lock the contention rows run unlocked, lose updates, and the run must exit 1 with a
+# closing line naming the lost updates. Prints TAP.
 set -uo pipefail
 bench="$1"
 proxy="${2:-}"
@@ -17,9 +21,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="$(mktemp)"
 certs=""
 clusters_tmp="$(mktemp -d)"
+proxy_pid=""
 trap 'servers_stop; rm -f "$out" "$out.log"; rm -rf "$clusters_tmp"
+      if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; fi
       if [ -n "$certs" ]; then rm -rf "$certs"; fi' EXIT
-echo "1..4"
+echo "1..6"
 if [ -n "$certs_exe" ]; then
     certs="$(mktemp -d)"
     "$certs_exe" "$certs"
@@ -41,11 +47,16 @@ args=(--quick --duration "${SMOKE_DURATION:-0.3}" --node-timeout 2000 --nodes "$
       --cluster-former "$here/clusters.sh")
 [ -n "$proxy" ] && args+=(--proxy "$proxy")
 [ -n "$certs" ] && args+=(--tls-nodes "$(IFS=,; echo "${servers_tls_urls[*]:0:5}")" --tls-ca "$certs/ca.crt")
-if TMPDIR="$clusters_tmp" "$bench" "${args[@]}" >"$out.log" 2>&1; then
-    echo "ok 1 - redlock-bench --quick ran every scenario without a failure"
+if TMPDIR="$clusters_tmp" "$bench" "${args[@]}" >"$out.log" 2>&1 &&
+    tail -1 "$out.log" | grep -q '^ok: no correctness check failed; ' &&
+    python3 "$here/summary.py" "$out" >"$out.summary" 2>&1 &&
+    tail -1 "$out.summary" | grep -q '^ok: ' && grep -q '^  throughput:' "$out.summary"; then
+    echo "ok 1 - redlock-bench --quick ran every scenario, no correctness check failed; the summary says so"
 else
-    echo "not ok 1 - redlock-bench --quick failed"
+    echo "not ok 1 - redlock-bench --quick failed, or its last line or summary says otherwise"
+    sed 's/^/# summary: /' "$out.summary" 2>/dev/null
 fi
+rm -f "$out.summary"
 sed 's/^/# /' "$out.log"
 if python3 - "$out" "$certs" <<'PY'
 import json, sys
@@ -121,4 +132,53 @@ if [ -z "$bad" ]; then
     echo "ok 4 - bad input exits 64/69 with a message and no figure; no server outlives the bench, no cluster dir is left"
 else
     echo "not ok 4 - $bad"
+fi
+
+# ---- what a failed run says ---------------------------------------------------------------------
+# Timing: every node behind the delay proxy (20 ms each way is more than the 5 ms deadline), so
+# every cycle of the latency row fails by node timeout, whatever the machine's speed.
+if [ -z "$proxy" ]; then
+    echo "ok 5 - a timing-only failure exits 0 and is named # SKIP no proxy program given"
+else
+    ports=()
+    for u in "${servers_urls[@]:2:5}"; do ports+=("${u##*:}"); done # node 0 died with faults
+    coproc PROXY { exec "$proxy" --delay-ms 20 "${ports[@]}"; }
+    proxy_pid=$PROXY_PID
+    proxied=()
+    while read -r line <&"${PROXY[0]}"; do
+        [ "$line" = ready ] && break
+        proxied+=("redis://127.0.0.1:${line%% *}")
+    done
+    "$bench" --nodes "$(IFS=,; echo "${proxied[*]}")" --scenario latency --duration 0.3 \
+        --node-timeout 5 --json "$out" >"$out.log" 2>&1
+    rc=$?
+    kill "$proxy_pid" 2>/dev/null
+    wait "$proxy_pid" 2>/dev/null
+    proxy_pid=""
+    last="$(tail -1 "$out.log")"
+    row_re='^  failed: [1-9][0-9]* cycles? .*no answer (within|for) [0-9]+ ms.*; load average '
+    last_re='^ok: no correctness check failed; timing only: [1-9][0-9]* failed cycles? in 1 row'
+    last_re+=' \(first: latency one at a time, mostly node '
+    if [ "$rc" = 0 ] && grep -Eq "$row_re" "$out.log" && grep -Eq "$last_re" <<<"$last" &&
+        python3 "$here/summary.py" "$out" >"$out.summary" 2>&1 &&
+        grep -q '^    latency one at a time: ' "$out.summary" &&
+        [ "$(tail -1 "$out.summary")" = "$last" ]; then
+        echo "ok 5 - a timing-only failure (every node past a 5 ms deadline) exits 0; its row, the closing line and the summary name it"
+    else
+        echo "not ok 5 - timing-only failure: exit $rc, or the failure is not named"
+        sed 's/^/# /' "$out.log" "$out.summary" 2>/dev/null
+    fi
+    rm -f "$out.summary"
+fi
+# Correctness: the contention rows without their lock must lose updates, and that fails the run.
+"$bench" --nodes "$(IFS=,; echo "${servers_urls[*]:2:3}")" --scenario contention --duration 0.3 \
+    --node-timeout 2000 --break-lock >"$out.log" 2>&1
+rc=$?
+lost_re='contention: [a-z]+ lock, [0-9]+ workers: [1-9][0-9]* lost updates'
+if [ "$rc" = 1 ] && grep -Eq "^CORRECTNESS FAILURE: $lost_re\$" "$out.log" &&
+    tail -1 "$out.log" | grep -Eq "^FAILED: [1-9][0-9]* correctness checks? \\($lost_re\\)"; then
+    echo "ok 6 - a correctness failure (--break-lock: lost updates) exits 1, named in its row and the closing line"
+else
+    echo "not ok 6 - correctness failure: exit $rc, or not named"
+    sed 's/^/# /' "$out.log"
 fi

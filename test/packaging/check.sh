@@ -22,11 +22,16 @@
 #      a request for the next major version is refused, one for this version is exact
 #   9. the moved install's tool runs with no LD_LIBRARY_PATH, its library found by its runpath
 #      ($ORIGIN/../lib) in the moved libdir
+#  10. installed with meson's default libdir (lib/<multiarch> on Debian), the pkg-config file and
+#      the CMake package are where the README says; a program built from that prefix with
+#      pkg-config alone runs, shared and static (libredlock.a with --static); hiredis is
+#      private: no installed header includes it and `pkg-config --cflags redlock` names none of
+#      its directories or flags
 set -uo pipefail
 src="$(cd "$1" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "1..9"
+echo "1..10"
 
 n=0
 # check DESCRIPTION LOG: "ok" if the commands before it succeeded ($? == 0), else "not ok" and
@@ -81,7 +86,8 @@ check "meson install: library (soname libredlock.so.1), header, pkg-config, CMak
 
 if [ $installed_ok = 0 ]; then
     for what in "pkg-config consumer" "header for C99, C11, C++17" "ABI against abi/redlock.abi" \
-        "man page" "meson subproject" "SPDX lines" "CMake consumer" "the tool's runpath"; do
+        "man page" "meson subproject" "SPDX lines" "CMake consumer" "the tool's runpath" \
+        "default libdir, hiredis private"; do
         n=$((n + 1))
         echo "not ok $n - $what # the install failed"
     done
@@ -341,3 +347,37 @@ log="$tmp/runpath.log"
 } >"$log" 2>&1
 check "the moved install's tool runs with no LD_LIBRARY_PATH: runpath \$ORIGIN/../lib finds its libredlock.so.1" "$log"
 mv "$moved" "$prefix"
+
+# ---- 10. meson's default libdir; hiredis private ----------------------------------------------
+# The libdir meson picks for a prefix on this system (lib/x86_64-linux-gnu on Debian), from a
+# project with no language (nothing compiled); then the same build reinstalled there.
+log="$tmp/libdir.log"
+p2="$tmp/prefix2"
+mkdir -p "$tmp/empty"
+echo "project('empty')" >"$tmp/empty/meson.build"
+{
+    meson setup "$tmp/empty/b" "$tmp/empty" --prefix="$p2" >/dev/null &&
+        libdir="$(meson introspect --buildoptions "$tmp/empty/b" |
+            python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"][0])')" &&
+        echo "meson's default libdir here: $libdir" &&
+        meson configure "$tmp/b" --prefix="$p2" --libdir="$libdir" &&
+        ninja -C "$tmp/b" install >/dev/null &&
+        ls "$p2/$libdir/pkgconfig/redlock.pc" "$p2/$libdir/cmake/redlock/redlockConfig.cmake" &&
+        ! grep -rn 'include.*hiredis' "$p2/include" &&
+        cflags="$(env PKG_CONFIG_PATH="$p2/$libdir/pkgconfig" pkg-config --cflags redlock)" &&
+        echo "pkg-config --cflags redlock: $cflags" &&
+        hiredis_cflags="$(pkg-config --cflags hiredis)" && echo "hiredis' own: $hiredis_cflags" &&
+        ! grep -qi hiredis <<<"$cflags" &&
+        ! for flag in $hiredis_cflags; do grep -F -- "$flag" <<<"$cflags"; done | grep -q . &&
+        env PKG_CONFIG_PATH="$p2/$libdir/pkgconfig" pkg-config --static --libs redlock |
+            grep -- '-lhiredis' &&
+        cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$tmp/user.c" -o "$tmp/user2" \
+            $(env PKG_CONFIG_PATH="$p2/$libdir/pkgconfig" pkg-config --cflags --libs redlock) &&
+        env LD_LIBRARY_PATH="$p2/$libdir" "$tmp/user2" | grep -F "libredlock $version" &&
+        cc -std=c11 "$tmp/user.c" -o "$tmp/user2s" $cflags "$p2/$libdir/libredlock.a" \
+            $(env PKG_CONFIG_PATH="$p2/$libdir/pkgconfig" pkg-config --static --libs redlock |
+                sed 's/-lredlock//') &&
+        ! readelf -d "$tmp/user2s" | grep -F libredlock &&
+        env -u LD_LIBRARY_PATH "$tmp/user2s" | grep -F "libredlock $version"
+} >"$log" 2>&1
+check "meson's default libdir: P/<libdir>/pkgconfig and P/<libdir>/cmake/redlock; a pkg-config program runs shared and static; no hiredis in the headers or in --cflags" "$log"

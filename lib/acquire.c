@@ -88,7 +88,7 @@ int redlock__commit_start(op *o, round *acquire, bool by_grants)
 static bool attempt_clean(const op *o, const round *r, int status, bool retry)
 {
     return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&
-           r->q.votes_yes == 0 && r->q.votes_timeout == 0;
+           redlock__round_left_nothing(&r->q);
 }
 
 /* How long until a quorum of the nodes of a waiter's lost attempt r could let it in without a

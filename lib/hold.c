@@ -12,7 +12,7 @@ static void extend_round_done(op *o, round *r)
     redlock_lock *lock = o->lock;
     int status = redlock_round_status(&r->q);
     /* Won too late: the quorum renewed keys that had already run out of validity. */
-    if (status == 0 && r->q.decided_us >= o->prev_deadline_us)
+    if (status == 0 && redlock__won_too_late(&r->q, o->prev_deadline_us))
         status = REDLOCK_EEXPIRED;
     if (status == REDLOCK_EBUSY)
         status = REDLOCK_ELOST;
@@ -47,51 +47,16 @@ static void extend_round_done(op *o, round *r)
 }
 
 /* A release speaks for the whole hold, from the acquire to the release, not only for its own
- * round. REDLOCK_ELOST when the hold is known to have lapsed: the release was called after the
- * validity ran out (a key that outlived it proves nothing: a retake or SET still on the wire can
- * set it again after a gap), or an extend found the lock lost and none has won since (the
- * library said so already), or more than N - quorum nodes said "not ours" (even if every node
- * that did not answer had held it, fewer than a quorum did). 0 when a quorum still held the token
- * and deleted it. Anything between (say yes 2, no 1, error 2 of 5) cannot be told apart:
- * REDLOCK_ENOQUORUM. */
-static int release_status(const op *o, const redlock_round *q)
-{
-    if (o->late || o->lock->lapsed)
-        return REDLOCK_ELOST;
-    if (q->votes_yes >= q->quorum)
-        return 0;
-    if (q->votes_no > q->n_nodes - q->quorum)
-        return REDLOCK_ELOST;
-    return REDLOCK_ENOQUORUM;
-}
-
-/* Whether a release's status (release_status) is known, whatever the nodes still out answer: a
- * quorum deleted the token (0), or more than N - quorum said "not ours" (REDLOCK_ELOST), or
- * neither can happen any more (REDLOCK_ENOQUORUM). A hold known to have lapsed is REDLOCK_ELOST
- * whatever the nodes say; it is reported once a quorum of them answered, so that its result
- * says what they deleted. With the client's release_waits_all, only when every node has answered
- * or timed out. */
+ * round: known to have lapsed when it was called after the validity ran out (a key that outlived
+ * it proves nothing: a retake or SET still on the wire can set it again after a gap), or an extend
+ * found the lock lost and none has won since (the library said so already), or the hold had a gap
+ * (recheck.c). The decision is the core's (redlock__release_status); with the client's
+ * release_waits_all, it is made only when every node has answered or timed out. */
 static bool release_decided(const op *o, const round *r, int *status)
 {
-    const redlock_round *q = &r->q;
-    unsigned out = r->outstanding;
-    if (out > 0 && o->client->opts.release_waits_all)
+    if (r->outstanding > 0 && o->client->opts.release_waits_all)
         return false;
-    *status = release_status(o, q);
-    if (out == 0)
-        return true;
-    if (o->late || o->lock->lapsed)
-        return q->n_nodes - out >= q->quorum;
-    if (*status != REDLOCK_ENOQUORUM)
-        return true;
-    /* No quorum of yes nor of no yet: decided only if neither is in reach any more. */
-    return q->votes_yes + out < q->quorum && q->votes_no + out <= q->n_nodes - q->quorum;
-}
-
-/* An inspect is a picture of the nodes: it succeeds when a quorum answered at all. */
-static int inspect_status(const redlock_round *q)
-{
-    return q->votes_yes + q->votes_no >= q->quorum ? 0 : REDLOCK_ENOQUORUM;
+    return redlock__release_decided(&r->q, r->outstanding, o->late || o->lock->lapsed, status);
 }
 
 /* ---- the kinds ----------------------------------------------------------------------------- */
@@ -163,7 +128,7 @@ static bool inspect_check(op *o, round *r)
 {
     if (r->outstanding > 0)
         return false;
-    int status = inspect_status(&r->q);
+    int status = redlock__inspect_status(&r->q);
     redlock__stats_round(o->client, r->cmd.kind, status, &r->q, r->results);
     redlock__op_complete(o, status);
     return true;

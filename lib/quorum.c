@@ -483,3 +483,85 @@ bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes)
     }
     return n >= redlock__quorum_of(n_nodes);
 }
+
+/* ---- the decisions of the operations that are not one round's won/lost -------------------- */
+
+/*@ // A release's status (docs/api.md, redlock_release): the whole hold's, not one round's.
+    logic integer release_status_of(redlock_round *r, integer lapsed) =
+        lapsed != 0 ? REDLOCK_ELOST :
+        r->votes_yes >= r->quorum ? 0 :
+        r->votes_no > r->n_nodes - r->quorum ? REDLOCK_ELOST : REDLOCK_ENOQUORUM;
+*/
+
+/*@ requires \valid_read(q) && round_ok(q);
+    assigns \nothing;
+    ensures spec: \result == release_status_of(q, lapsed);
+    ensures lapsed: lapsed ==> \result == REDLOCK_ELOST;
+    ensures deleted: !lapsed && q->votes_yes >= q->quorum ==> \result == 0;
+    ensures lost: !lapsed && q->votes_yes < q->quorum && q->votes_no > q->n_nodes - q->quorum ==>
+                  \result == REDLOCK_ELOST;
+    ensures unknown: !lapsed && q->votes_yes < q->quorum && q->votes_no <= q->n_nodes - q->quorum
+                     ==> \result == REDLOCK_ENOQUORUM;
+*/
+int redlock__release_status(const redlock_round *q, bool lapsed)
+{
+    if (lapsed)
+        return REDLOCK_ELOST;
+    if (q->votes_yes >= q->quorum)
+        return 0;
+    if (q->votes_no > q->n_nodes - q->quorum)
+        return REDLOCK_ELOST;
+    return REDLOCK_ENOQUORUM;
+}
+
+/*@ requires \valid_read(q) && round_ok(q) && \valid(status);
+    requires out <= q->n_nodes - q->votes_yes - failures(q);
+    assigns *status;
+    ensures *status == release_status_of(q, lapsed);
+    ensures all_in: out == 0 ==> \result == 1;
+    ensures lapsed_at_quorum: out > 0 && lapsed ==> (\result == 1 <==> q->n_nodes - out >=
+   q->quorum); ensures settled: out > 0 && !lapsed && *status != REDLOCK_ENOQUORUM ==> \result == 1;
+    ensures out_of_reach: out > 0 && !lapsed && *status == REDLOCK_ENOQUORUM ==>
+        (\result == 1 <==> q->votes_yes + out < q->quorum &&
+                           q->votes_no + out <= q->n_nodes - q->quorum);
+*/
+bool redlock__release_decided(const redlock_round *q, unsigned out, bool lapsed, int *status)
+{
+    *status = redlock__release_status(q, lapsed);
+    if (out == 0)
+        return true;
+    if (lapsed)
+        return q->n_nodes - out >= q->quorum;
+    if (*status != REDLOCK_ENOQUORUM)
+        return true;
+    /* No quorum of yes nor of no yet: decided only if neither is in reach any more. */
+    return q->votes_yes + out < q->quorum && q->votes_no + out <= q->n_nodes - q->quorum;
+}
+
+/*@ requires \valid_read(q) && round_ok(q);
+    assigns \nothing;
+    ensures \result == 0 <==> q->votes_yes + q->votes_no >= q->quorum;
+    ensures \result == 0 || \result == REDLOCK_ENOQUORUM;
+*/
+int redlock__inspect_status(const redlock_round *q)
+{
+    return q->votes_yes + q->votes_no >= q->quorum ? 0 : REDLOCK_ENOQUORUM;
+}
+
+/*@ requires \valid_read(q);
+    assigns \nothing;
+    ensures \result == 1 <==> q->decided_us >= prev_deadline_us;
+*/
+bool redlock__won_too_late(const redlock_round *q, uint64_t prev_deadline_us)
+{
+    return q->decided_us >= prev_deadline_us;
+}
+
+/*@ requires \valid_read(q);
+    assigns \nothing;
+    ensures \result == 1 <==> q->votes_yes == 0 && q->votes_timeout == 0;
+*/
+bool redlock__round_left_nothing(const redlock_round *q)
+{
+    return q->votes_yes == 0 && q->votes_timeout == 0;
+}

@@ -41,13 +41,19 @@ static redlock_client *sleepy_client(h_env *env)
     return waiting_client(env, SLEEP_MS);
 }
 
-static void start_waiter(redlock_client *c, const char *key, bool fencing, h_record *rec)
+static void start_waiter_for(redlock_client *c, const char *key, bool fencing, uint64_t ttl_ms,
+                             h_record *rec)
 {
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 2 * SLEEP_MS;
     lo.fencing = fencing;
-    assert_int_equal(redlock_acquire(c, key, strlen(key), TTL_MS, &lo, h_record_cb, rec), 0);
+    assert_int_equal(redlock_acquire(c, key, strlen(key), ttl_ms, &lo, h_record_cb, rec), 0);
+}
+
+static void start_waiter(redlock_client *c, const char *key, bool fencing, h_record *rec)
+{
+    start_waiter_for(c, key, fencing, TTL_MS, rec);
 }
 
 /* What a forger reads of a waiter's grant record on server i (lib/lua/acquire_queued.lua:
@@ -162,9 +168,49 @@ static void forged_grants_cost_one_vote(void **state)
     h_env_stop(&env);
 }
 
+/* The nodes whose slow log (every command, from CONFIG SET slowlog-log-slower-than 0) shows a
+ * script call with token and fence among its arguments: a commit of that fence for that token
+ * (lib/lua/commit.lua; no other script of a lock takes both). */
+static unsigned nodes_that_committed(h_env *env, const char *token, uint64_t fence)
+{
+    char fence_text[32];
+    snprintf(fence_text, sizeof(fence_text), "%llu", (unsigned long long)fence);
+    unsigned n = 0;
+    for (unsigned i = 0; i < N; i++) {
+        redisReply *r = fixture_command(&env->cluster, i, "SLOWLOG GET 1000");
+        assert_non_null(r);
+        bool found = false;
+        for (size_t e = 0; r->type == REDIS_REPLY_ARRAY && e < r->elements && !found; e++) {
+            const redisReply *args = r->element[e]->element[3];
+            bool has_token = false, has_fence = false;
+            for (size_t a = 0; a < args->elements; a++) {
+                has_token = has_token || strcmp(args->element[a]->str, token) == 0;
+                has_fence = has_fence || strcmp(args->element[a]->str, fence_text) == 0;
+            }
+            found = has_token && has_fence;
+        }
+        n += found;
+        freeReplyObject(r);
+    }
+    return n;
+}
+
+static void slowlog_everything(h_env *env)
+{
+    for (unsigned i = 0; i < N; i++) {
+        redisReply *r = fixture_command(&env->cluster, i, "CONFIG SET slowlog-log-slower-than 0");
+        assert_non_null(r);
+        freeReplyObject(r);
+        r = fixture_command(&env->cluster, i, "CONFIG SET slowlog-max-len 1000");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+}
+
 /* 2. The fenced version: a forged counter of 999999999 is no fence. The waiter reports nothing
- * while A holds, no node's counter moved; after A's release the waiter's fence was committed on
- * a quorum of nodes (the counters say so), whatever the forger's counter made it. */
+ * while A holds, no node's counter moved. After A's release the waiter is granted the lock (its
+ * ttl fits its place, so the grants are full), and its fence is committed by a commit round that
+ * ran on a quorum of nodes, whatever the grants' counters said. */
 static void forged_fenced_grants_are_no_fence(void **state)
 {
     (void)state;
@@ -177,6 +223,7 @@ static void forged_fenced_grants_are_no_fence(void **state)
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.fencing = true;
+    lo.wait_ms = 10000; /* a waiter's lock: its release grants the key to the queue's head */
     h_record held;
     assert_int_equal(h_acquire(&env, a, key, TTL_MS, &lo, &held), 0);
     assert_int_equal(held.fence, 1);
@@ -186,9 +233,10 @@ static void forged_fenced_grants_are_no_fence(void **state)
     h_drain(&env, a);
     redlock_client *b = sleepy_client(&env);
     h_record rec = {0};
-    start_waiter(b, key, true, &rec);
+    start_waiter_for(b, key, true, 8000, &rec);
     h_wait_busy_rounds(&env, b, 1);
     record forged = wait_record(&env, 0, key);
+    slowlog_everything(&env);
     for (int i = 0; i < 3; i++) {
         forge_grants(&env, &forged, "999999999");
         h_run_for(&env.loop, 300);
@@ -204,6 +252,9 @@ static void forged_fenced_grants_are_no_fence(void **state)
     for (unsigned i = 0; i < N; i++)
         committed += get_number(&env, i, fence_key) >= (long long)rec.fence;
     assert_true(committed >= N / 2 + 1);
+    size_t blen;
+    const char *btoken = redlock_lock_token(rec.lock, &blen);
+    assert_true(nodes_that_committed(&env, btoken, rec.fence) >= N / 2 + 1);
     h_release_ok(&env, rec.lock, NULL);
     h_close_client(&env, b);
     h_env_stop(&env);

@@ -97,6 +97,30 @@ MUTANTS = [
         "killers": [proof_wp("decide"), sim("safety_holds")],
     },
     {
+        "name": "release-one-short",
+        "what": "a release reports the hold continuous with one delete fewer than the quorum",
+        "edits": [("lib/quorum.c",
+                   "    if (q->votes_yes >= q->quorum)\n        return 0;",
+                   "    if (q->votes_yes + 1 >= q->quorum)\n        return 0;")],
+        "killers": [proof_wp("redlock__release_status")],
+    },
+    {
+        "name": "release-decided-early",
+        "what": "a release is decided while a quorum of \"not ours\" is still in reach",
+        "edits": [("lib/quorum.c",
+                   "    return q->votes_yes + out < q->quorum && q->votes_no + out <= q->n_nodes - q->quorum;",
+                   "    return q->votes_yes + out < q->quorum;")],
+        "killers": [proof_wp("redlock__release_decided")],
+    },
+    {
+        "name": "continuity-one-short",
+        "what": "a hold is taken as continuous with one kept node fewer than a quorum",
+        "edits": [("lib/quorum.c",
+                   "    return n >= redlock__quorum_of(n_nodes);",
+                   "    return n + 1 >= redlock__quorum_of(n_nodes);")],
+        "killers": [integration("amnesia", "retake_does_not_hide_a_majority_back_empty")],
+    },
+    {
         # Safe, only slow to give up: no test but the proof (a round lost as soon as the quorum
         # is out of reach) notices.
         "name": "lost-one-vote-late",
@@ -221,18 +245,12 @@ MUTANTS = [
                     integration("faults"), torture()],
     },
     {
-        "name": "tool-one-token-per-wait",
-        "what": "redlock --wait reuses its first attempt's token for every attempt",
+        "name": "tool-wait-is-one-round",
+        "what": "redlock --wait tries once instead of waiting in the library's queue",
         "edits": [("tools/redlock.c",
-                   "    t->token[2 * sizeof(raw)] = '\\0';\n\n    redlock_lock_opts opts;",
-                   "    t->token[2 * sizeof(raw)] = '\\0';\n"
-                   "    static char first[sizeof(t->token)];\n"
-                   "    if (t->attempts == 0)\n"
-                   "        memcpy(first, t->token, sizeof(first));\n"
-                   "    else\n"
-                   "        memcpy(t->token, first, sizeof(first));\n\n"
-                   "    redlock_lock_opts opts;")],
-        "killers": [cli("cli-signals")],
+                   "    opts.wait_ms = t->args.wait_ms; /* 0: one round */",
+                   "    opts.wait_ms = 0;")],
+        "killers": [cli("cli-wait", "waiters_take_turns*")],
     },
     {
         "name": "tool-forwards-three-signals",
@@ -451,15 +469,15 @@ MUTANTS = [
         "name": "lapsed-release-reports-ok",
         "what": "a release reports success whenever a quorum answered, as before issue 17: a hold "
                 "that lapsed (released after its validity, or its keys gone) looks continuous",
-        "edits": [("lib/hold.c",
-                   "    if (o->late || o->lock->lapsed)\n"
+        "edits": [("lib/quorum.c",
+                   "    if (lapsed)\n"
                    "        return REDLOCK_ELOST;\n"
                    "    if (q->votes_yes >= q->quorum)\n"
                    "        return 0;\n"
                    "    if (q->votes_no > q->n_nodes - q->quorum)\n"
                    "        return REDLOCK_ELOST;\n"
                    "    return REDLOCK_ENOQUORUM;\n",
-                   "    (void)o;\n"
+                   "    (void)lapsed;\n"
                    "    return q->votes_yes + q->votes_no >= q->quorum ? 0 : REDLOCK_ENOQUORUM;\n")],
         "killers": [integration("lapsed", "release_after_ttl_is_lost"), cli("cli-lapsed")],
     },
@@ -785,9 +803,9 @@ MUTANTS = [
         "name": "release-decided-before-its-status",
         "what": "a release is decided at its first answer, not once the nodes still out cannot "
                 "change its status: a release a quorum would have confirmed reports no quorum",
-        "edits": [("lib/hold.c",
-                   "    if (out == 0)\n        return true;\n    if (o->late",
-                   "    if (true)\n        return true;\n    if (o->late")],
+        "edits": [("lib/quorum.c",
+                   "    if (out == 0)\n        return true;\n    if (lapsed)",
+                   "    if (true)\n        return true;\n    if (lapsed)")],
         "killers": [fault("release", "release_decided_at_the_quorum")],
     },
     {
@@ -804,7 +822,7 @@ MUTANTS = [
         "what": "release_waits_all is ignored: a caller that asked for every node's answer gets "
                 "the quorum's",
         "edits": [("lib/hold.c",
-                   "    if (out > 0 && o->client->opts.release_waits_all)",
+                   "    if (r->outstanding > 0 && o->client->opts.release_waits_all)",
                    "    if (false && o->client->opts.release_waits_all)")],
         "killers": [fault("release", "release_waits_all_hears_every_node")],
     },

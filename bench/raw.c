@@ -435,7 +435,7 @@ raw *raw_new(uv_loop_t *loop, const char *const *urls, unsigned n, char *err, si
     memset(r, 0, sizeof(*r));
     r->loop = loop;
     r->n = n;
-    r->quorum = n / 2 + 1;
+    r->quorum = redlock_quorum_of(n);
     r->err = err;
     r->err_len = err_len;
     for (unsigned i = 0; i < n && r->setup_failed == 0; i++)

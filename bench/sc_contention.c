@@ -103,7 +103,7 @@ static uint64_t quorum_latency_us(const redlock_result *result)
         if (result->nodes[i].vote == REDLOCK_VOTE_YES)
             v[n++] = result->nodes[i].latency_us;
     }
-    unsigned quorum = result->n_nodes / 2 + 1;
+    unsigned quorum = redlock_quorum_of(result->n_nodes);
     if (n < quorum)
         return 0;
     qsort(v, n, sizeof(v[0]), bench_cmp_u64);

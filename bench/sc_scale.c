@@ -78,7 +78,7 @@ static int scale_one(bench_config *cfg, const char *const *urls, unsigned n, uns
     if (cfg->json != NULL) {
         FILE *f = cfg->json;
         json_begin(f, "scale");
-        fprintf(f, ",\"nodes\":%u,\"quorum\":%u,\"raw_wait\":\"%s\",\"acquire_us\":", n, n / 2 + 1,
+        fprintf(f, ",\"nodes\":%u,\"quorum\":%u,\"raw_wait\":\"%s\",\"acquire_us\":", n, redlock_quorum_of(n),
                 raw_wait_name(RAW_WAIT_QUORUM));
         json_percentiles(f, &pa);
         fprintf(f, ",\"raw_acquire_us\":");

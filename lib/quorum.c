@@ -75,6 +75,14 @@ static uint64_t drift_product_us(uint64_t ttl_us, double drift_factor)
     return (uint64_t)whole;
 }
 
+/*@ assigns \nothing;
+    ensures exact: \result == n_nodes / 2 + 1;
+*/
+unsigned redlock_quorum_of(unsigned n_nodes)
+{
+    return redlock__quorum_of(n_nodes);
+}
+
 /*@ requires round == \null || \valid(round);
     assigns *round;
     ensures \result == 0 || \result == REDLOCK_EINVAL;

@@ -720,7 +720,7 @@ static void find_twins(checker *ck, unsigned n)
         check_note(&ck->warnings,
                    "%u node(s): a quorum of %u leaves no node that may fail; use 5 (or "
                    "at least 3) independent masters or clusters",
-                   n, n / 2 + 1);
+                   n, redlock_quorum_of(n));
     else if (n % 2 == 0)
         check_note(&ck->warnings,
                    "%u nodes: an even count adds a node that may fail without adding "

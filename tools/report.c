@@ -316,7 +316,7 @@ void report_run_result(tool *t, redlock_lock *lock, int status, const redlock_re
 /* The value held by a quorum of nodes, if any (index of a node holding it, or -1). */
 static int quorum_holder(const redlock_result *result)
 {
-    unsigned quorum = result->n_nodes / 2 + 1;
+    unsigned quorum = redlock_quorum_of(result->n_nodes);
     for (unsigned i = 0; i < result->n_nodes; i++) {
         const redlock_node_result *a = &result->nodes[i];
         if (a->value == NULL)

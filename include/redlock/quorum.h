@@ -53,6 +53,9 @@ typedef struct redlock_round {
     uint64_t reserved[2]; /* zeroed by redlock_round_init; room for a minor release */
 } redlock_round;
 
+/* The votes that decide among n_nodes: n_nodes / 2 + 1, a strict majority (so two rounds never
+ * both win); 1 for 0. */
+REDLOCK_EXTERN unsigned redlock_quorum_of(unsigned n_nodes);
 /* Start a round over n_nodes at start_us (taken before the first command is written). Returns 0,
  * or REDLOCK_EINVAL with the round zeroed and refusing every vote. */
 REDLOCK_EXTERN int redlock_round_init(redlock_round *round, unsigned n_nodes, uint64_t ttl_ms,

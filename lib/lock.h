@@ -39,15 +39,15 @@ struct redlock_lock {
     redlock__list link; /* client->locks */
     unsigned refs;      /* the user's (once handed out), each operation's, each round's */
     bool user_owned;
-    bool released;     /* unlock was called */
-    bool lost;         /* auto-extension reported it lost; only an extend called since clears it */
-    bool attached;     /* made by redlock_lock_attach: validity unknown until an extend wins */
-    bool lapsed;       /* an extend ended REDLOCK_ELOST: RETAKE refused until a plain one wins */
+    bool released; /* unlock was called */
+    bool lost;     /* auto-extension reported it lost; only an extend called since clears it */
+    bool attached; /* made by redlock_lock_attach: validity unknown until an extend wins */
+    bool lapsed;   /* an extend ended REDLOCK_ELOST: RETAKE refused until a plain one wins */
     /* Fewer than a quorum kept the token at some moment of the hold (recheck.c): it had a gap,
      * whatever a later round wins; set once, never cleared. */
     bool gap;
-    bool caller_token; /* the caller chose the token: retries reuse it */
-    bool fencing;      /* acquire with a fence (redlock_lock_opts.fencing) */
+    bool caller_token;     /* the caller chose the token: retries reuse it */
+    bool fencing;          /* acquire with a fence (redlock_lock_opts.fencing) */
     unsigned fence_commit; /* commit acks a fenced acquire needs (0: the quorum) */
     uint64_t fence;        /* the fence the lock was granted with; 0: none */
     uint64_t ttl_ms;
@@ -95,6 +95,12 @@ struct redlock_lock {
     char *token; /* NUL-terminated: token_small, or its own allocation (redlock__lock_set_token) */
     char token_small[REDLOCK__TOKEN_INLINE + 1];
 };
+
+/* The nodes of a won round of lock that said yes to it so far (yes: bit i; without those that
+ * reached a new server since it began) hold its token: they join the kept nodes (a round all
+ * the kept nodes said yes to makes none fresh; else the ones it adds are fresh). recheck.c,
+ * "continuity". */
+void redlock__lock_kept_yes(redlock_lock *lock, uint64_t yes);
 
 /* Lock handles (lock.c). */
 redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len);

@@ -134,15 +134,8 @@ bool redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won
             checks_due(c);
         }
     }
-    if (won && (yes & lock->kept_nodes) == lock->kept_nodes) {
-        /* Every node that kept the token said so: none can have lost it before this round. */
-        lock->kept_nodes = yes;
-        lock->fresh_nodes = 0;
-    } else if (won) {
-        /* Some kept nodes were not heard: the keys this round set anew vouch from now on only. */
-        lock->fresh_nodes |= yes & ~lock->kept_nodes;
-        lock->kept_nodes |= yes;
-    }
+    if (won)
+        redlock__lock_kept_yes(lock, yes);
     return !lock->gap && redlock__kept_quorum(lock->kept_nodes, q->n_nodes);
 }
 

@@ -108,8 +108,9 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
 }
 
 /* A late yes to the round that won r's lock its hold (an acquire, its commit, an extend): node i
- * holds the token too, and counts among the nodes that keep it (lock->kept_nodes, recheck.c) -
- * unless it reached a new server since the round began, or the hold had a gap already. */
+ * holds the token too, and counts among the nodes that keep it with the round's other yes votes
+ * (redlock__lock_kept_yes) - unless it reached a new server since the round began, or the hold
+ * had a gap already. */
 static void late_yes(const round *r, unsigned i)
 {
     redlock_lock *lock = r->lock;
@@ -120,9 +121,13 @@ static void late_yes(const round *r, unsigned i)
         (kind != REDLOCK__CMD_ACQUIRE && kind != REDLOCK__CMD_ACQUIRE_FENCED &&
          kind != REDLOCK__CMD_COMMIT && kind != REDLOCK__CMD_EXTEND))
         return;
-    lock->kept_nodes |= UINT64_C(1) << i;
-    if (kind == REDLOCK__CMD_EXTEND) /* perhaps re-created: it vouches from now on only */
-        lock->fresh_nodes |= UINT64_C(1) << i;
+    uint64_t yes = 0;
+    for (unsigned j = 0; j < r->client->n_nodes; j++) {
+        if (redlock_round_node_vote(&r->q, j) == REDLOCK_VOTE_YES &&
+            r->client->node_changed_at_us[j] < r->q.start_us)
+            yes |= UINT64_C(1) << j;
+    }
+    redlock__lock_kept_yes(lock, yes);
 }
 
 /* Node i answered r (vote, ...): record it, and act if r is open. */

@@ -17,7 +17,7 @@ end
 -- own id, even if its deadline has: it is asking now), after dropping those whose deadline has.
 -- nil when nobody waits; and that head's deadline (nil for me, or for a head nobody vouches for).
 -- The work is bounded whatever another client wrote into the queue
--- (docs/algorithm.md, "Evidence and hints"): the first QUEUE_SCAN members are read in one call
+-- (docs/algorithm.md, "Evidence and hints"): the first QUEUE_SCAN members are read in one call,
 -- and at most that many dropped; when all of them are stale, the head is the first member left
 -- (a waiter nobody vouches for, kept out of turn until later calls drop it: everybody waits
 -- behind it at most its place deadline, or QUEUE_SCAN members a call).
@@ -28,11 +28,10 @@ local function queue_head(key, me)
     if #ids == 0 then
         return nil
     end
-    local dues = redis.call("hmget", d, unpack(ids))
     local stale = {}
     local head, head_due
     for i = 1, #ids do
-        local due = tonumber(dues[i])
+        local due = tonumber(redis.call("hget", d, ids[i]))
         if ids[i] == me or (due and due > now) then
             head, head_due = ids[i], due
             break

@@ -324,6 +324,41 @@ static void server_listed_twice_forged(void **state)
     h_env_stop(&env);
 }
 
+/* 2c. Without a forger: a fenced lock handed over by grants is granted only through a commit round
+ * that ran on a quorum of nodes, though every grant's counter says the node raised it already (a
+ * grant is what a message says; the commit is what the nodes answer). */
+static void granted_fence_is_committed(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    const char *key = "forged:committed";
+    redlock_client *a = h_client(&env, NULL);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.fencing = true;
+    lo.wait_ms = 10000;
+    h_record held;
+    assert_int_equal(h_acquire(&env, a, key, TTL_MS, &lo, &held), 0);
+    h_drain(&env, a);
+    redlock_client *b = sleepy_client(&env);
+    h_record rec = {0};
+    start_waiter_for(b, key, true, 8000, &rec);
+    h_wait_busy_rounds(&env, b, 1);
+    (void)wait_record(&env, 0, key);
+    slowlog_everything(&env);
+    h_release_ok(&env, held.lock, NULL);
+    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+    assert_int_equal(rec.status, 0);
+    assert_int_equal(rec.attempts, 1); /* by grants, not by a round of its own */
+    size_t blen;
+    const char *btoken = redlock_lock_token(rec.lock, &blen);
+    assert_true(nodes_that_committed(&env, btoken, rec.fence) >= N / 2 + 1);
+    h_release_ok(&env, rec.lock, NULL);
+    h_close_client(&env, b);
+    h_env_stop(&env);
+}
+
 /* Acquire rounds server i has run (the scripts' calls: EVALSHA and EVAL). */
 static long long script_calls(h_env *env, unsigned i)
 {
@@ -472,6 +507,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         H_TEST(forged_grants_cost_one_vote),
         H_TEST(forged_fenced_grants_are_no_fence),
+        H_TEST(granted_fence_is_committed),
         cmocka_unit_test_teardown(server_listed_twice_forged, twin_teardown),
         H_TEST(forged_wakeups_cost_bounded_rounds),
         H_TEST(foreign_queue_types_do_not_fail_the_release),

@@ -160,6 +160,32 @@ static void retake_restores_the_keys_at_once(void **state)
     h_env_stop(&env);
 }
 
+/* Rolling restarts, one node at a time, each back empty and restored by the retake before the
+ * next: a quorum kept the token at every moment, so the lock goes on, continuous, however many
+ * nodes have restarted in all. */
+static void rolling_restarts_keep_the_lock(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_lock *lock = hold(&env, c, "amnesia:rolling", REDLOCK_EXTEND_RETAKE, &lost);
+    size_t len;
+    const char *token = redlock_lock_token(lock, &len);
+    for (unsigned round = 0; round < 2; round++) {
+        for (unsigned i = 0; i < N; i++) {
+            assert_int_equal(fixture_restart(&env.cluster, i), 0);
+            assert_true(h_wait_holding(&env, "amnesia:rolling", 15, token, len, N, BOUND_MS));
+            h_drain(&env, c);
+            assert_int_equal(lost.calls, 0);
+        }
+    }
+    assert_true(redlock_lock_is_held(lock, redlock_now_us()));
+    h_release_ok(&env, lock, NULL);
+    h_env_stop(&env);
+}
+
 /* Two of three nodes back empty under a retaking auto-extended lock (issue 39's finding: the
  * retake re-created both keys and the hold read as continuous): fewer than a quorum kept the
  * token, so another client could have taken and released the lock in the gap. The loss is
@@ -366,6 +392,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         H_TEST(majority_back_empty_is_lost_at_once),
         H_TEST(retake_restores_the_keys_at_once),
+        H_TEST(rolling_restarts_keep_the_lock),
         H_TEST(retake_does_not_hide_a_majority_back_empty),
         H_TEST(retake_does_not_hide_a_gap_seen_late),
         H_TEST(retake_finds_another_holder),

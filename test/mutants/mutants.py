@@ -651,7 +651,7 @@ MUTANTS = [
         "edits": [("lib/wait.c",
                    "status = redlock__commit_start(o, r, true);",
                    "status = redlock__commit_start(o, r, false);")],
-        "killers": [fault("forged", "forged_fenced_grants_are_no_fence")],
+        "killers": [fault("forged", "granted_fence_is_committed")],
     },
     {
         "name": "wake-ups-unbudgeted",

@@ -57,6 +57,10 @@ struct redlock__node {
     char last_error[ERR_LEN];
     /* Releases that found the node down, sent when it is up again (relq.h). */
     redlock__relq kept;
+    /* Releases that timed out on this connection, until their late answers come (each is the
+     * reply_seq-th reply skipped): if the connection goes first, they join kept. */
+    redlock__relq owed;
+    uint64_t skips_owed, skips_read; /* replies of timed-out requests: owed, and read */
 
     redlock__closing closing; /* the deadline timer and the stream */
 
@@ -148,6 +152,7 @@ static void set_state(redlock__node *n, node_state state)
 
 static void kept_done(redlock__req *req, redlock_vote vote, const char *error,
                       const redlock__reply_data *data, uint64_t now);
+static void owed_to_kept(redlock__node *n);
 
 static void keep_logged(redlock__node *n, int rc)
 {
@@ -161,15 +166,34 @@ static void keep_logged(redlock__node *n, int rc)
 /* A release that failed because the node is down (it failed fast, or its connection was lost
  * before the answer): keep a copy to send once the node is up again, while its key may live or,
  * for a waiter leaving the queues, while its place may. */
+static uint64_t release_lives_until(const redlock__cmd *cmd, uint64_t now)
+{
+    uint64_t lives_ms = cmd->ttl_ms;
+    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)
+        lives_ms = cmd->place_ttl_ms;
+    return now + lives_ms * 1000;
+}
+
 static void maybe_keep(redlock__node *n, const redlock__req *req, uint64_t now)
 {
     const redlock__cmd *cmd = req->cmd;
     if (n->state != NODE_DOWN || cmd->kind != REDLOCK__CMD_RELEASE || req->cb == kept_done)
         return;
-    uint64_t lives_ms = cmd->ttl_ms;
-    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)
-        lives_ms = cmd->place_ttl_ms;
-    keep_logged(n, redlock__relq_keep(&n->kept, n->cfg.alloc, cmd, now + lives_ms * 1000, n));
+    keep_logged(n,
+                redlock__relq_keep(&n->kept, n->cfg.alloc, cmd, release_lives_until(cmd, now), n));
+}
+
+/* A release that timed out may still be unread by a stopped or partitioned server: a copy waits
+ * for its late answer (owed), and is sent again if the connection goes first. */
+static void maybe_owe(redlock__node *n, const redlock__req *req, uint64_t now)
+{
+    const redlock__cmd *cmd = req->cmd;
+    if (cmd->kind != REDLOCK__CMD_RELEASE || req->cb == kept_done)
+        return;
+    int rc = redlock__relq_keep(&n->owed, n->cfg.alloc, cmd, release_lives_until(cmd, now), n);
+    if (rc >= 0)
+        n->owed.tail->reply_seq = n->skips_owed;
+    keep_logged(n, rc);
 }
 
 /* Every request ends here: counted, then completed. */
@@ -179,6 +203,8 @@ static void complete(redlock__node *n, redlock__req *req, redlock_vote vote, red
     req->fail = vote == REDLOCK_VOTE_ERROR ? fail : REDLOCK__FAIL_NONE;
     if (vote == REDLOCK_VOTE_ERROR)
         maybe_keep(n, req, now);
+    if (vote == REDLOCK_VOTE_TIMEOUT)
+        maybe_owe(n, req, now);
     redlock__tally_vote(&n->tally, vote, error);
     req->cb(req, vote, error, data, now);
 }
@@ -244,6 +270,7 @@ static void on_deadline(uv_timer_t *t)
     redlock__node_cfg_timeout_why(&n->cfg, why, sizeof(why));
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
         redlock__req *req = fifo_pop(n);
+        n->skips_owed += req->asking ? 2 : 1;   /* its reply is the skips_owed-th skipped */
         n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, are dropped */
         req->asking = false;
         complete(n, req, REDLOCK_VOTE_TIMEOUT, REDLOCK__FAIL_NONE, why, NULL, now);
@@ -302,6 +329,7 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
                  n->connect_failures, n->last_error, next_ms);
     n->held.len = 0;
     redlock__buf_trim(&n->held, n->cfg.alloc);
+    owed_to_kept(n);
     n->skip_replies = 0;
     redlock__handshake_reset(&n->handshake);
     uv_timer_stop(&n->deadline_timer);
@@ -342,11 +370,42 @@ static void kept_done(redlock__req *req, redlock_vote vote, const char *error,
     (void)data;
     redlock__relq_entry *e = (redlock__relq_entry *)req;
     redlock__node *n = e->owner;
+    if (vote == REDLOCK_VOTE_TIMEOUT && now < e->expires_us) { /* its answer may come late */
+        e->reply_seq = n->skips_owed;
+        keep_logged(n, redlock__relq_put(&n->owed, n->cfg.alloc, e));
+        return;
+    }
     if (vote == REDLOCK_VOTE_ERROR && n->state == NODE_DOWN && now < e->expires_us) {
         keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
         return;
     }
     redlock__relq_entry_free(n->cfg.alloc, e);
+}
+
+/* A reply owed to a timed-out request came (r): a release that waited for it is done, unless the
+ * server refused it (an error: NOSCRIPT, LOADING, ...), then it is kept for the next connection. */
+static void owed_answered(redlock__node *n, const redisReply *r, uint64_t now)
+{
+    n->skips_read++;
+    while (n->owed.head != NULL && n->owed.head->reply_seq <= n->skips_read) {
+        redlock__relq_entry *e = redlock__relq_pop(&n->owed);
+        if (e->reply_seq == n->skips_read && r->type == REDIS_REPLY_ERROR && now < e->expires_us)
+            keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
+        else
+            redlock__relq_entry_free(n->cfg.alloc, e);
+    }
+}
+
+/* The connection went with late answers still owed: the releases that waited for them are kept
+ * for the next one, as if they had been in flight. */
+static void owed_to_kept(redlock__node *n)
+{
+    redlock__relq_entry *e;
+    while ((e = redlock__relq_pop(&n->owed)) != NULL) {
+        e->reply_seq = 0;
+        keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
+    }
+    n->skips_owed = n->skips_read = 0;
 }
 
 /* The node is up: send what it kept, oldest first; a key past its ttl is gone already. */
@@ -515,6 +574,7 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
     }
     if (n->skip_replies > 0) {
         n->skip_replies--;
+        owed_answered(n, r, now);
         return;
     }
     if (n->head != NULL && n->head->asking) { /* the reply to ASKING: the command's follows */
@@ -636,6 +696,7 @@ static void part_closed(redlock__node *n)
     redlock__reader_free(n->reader);
     redlock__buf_free(&n->held, n->cfg.alloc);
     redlock__relq_clear(&n->kept, n->cfg.alloc);
+    redlock__relq_clear(&n->owed, n->cfg.alloc);
     redlock__free(n->cfg.alloc, n);
     redlock__closing_tell(told);
 }

@@ -407,6 +407,16 @@ MUTANTS = [
         "killers": [integration("cancel", "release_kept_until_node_returns")],
     },
     {
+        "name": "timed-out-release-forgotten",
+        "what": "a release that timed out is not kept for its late answer: when the connection "
+                "then drops, nobody sends it again and the key stays for its ttl",
+        "edits": [("lib/node.c",
+                   "        return;\n    int rc = redlock__relq_keep(&n->owed,",
+                   "        return;\n    if (req != NULL)\n        return;\n"
+                   "    int rc = redlock__relq_keep(&n->owed,")],
+        "killers": [fault("kept", "timed_out_release_sent_after_a_reset")],
+    },
+    {
         # A node that missed a waiter's last release keeps the waiter at its queue's head.
         "name": "kept-release-forgets-the-waiter",
         "what": "a waiter's last release kept for a node that was down is sent without the "

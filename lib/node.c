@@ -459,8 +459,8 @@ static void set_ready(redlock__node *n)
                      n->handshake.refused);
         if (n->handshake.info_refused)
             node_log(n, REDLOCK_LOG_WARN,
-                     "INFO refused (%s): two URLs that reach this server cannot be told apart "
-                     "(allow +info)",
+                     "INFO refused (%s): two URLs that reach this server, or a replica and a "
+                     "master, cannot be told apart (allow +info)",
                      n->handshake.refused);
     }
     n->connect_failures = 0;
@@ -497,10 +497,20 @@ static void note_server(redlock__node *n, const char *run_id)
         n->cfg.changed(n->cfg.changed_ctx, n->cfg.index);
 }
 
-/* Every handshake reply came: the node is ready unless another node already reached the same
- * server (then it stays down, and tries again after its backoff in case that changes). */
+/* Every handshake reply came: the node is ready unless its server is a replica, or another node
+ * already reached the same server (then it stays down, and tries again after its backoff in case
+ * that changes). A cluster's connections take replicas too: its map says which are masters. */
 static void handshake_done(redlock__node *n)
 {
+    if (n->handshake.replica_of[0] != '\0' && n->cfg.replies == REDLOCK__READER_NODE) {
+        char why[ERR_LEN];
+        redlock__fmt(why, sizeof(why),
+                     "a replica of %s, not a master: a replica must not vote beside its master "
+                     "(list masters only)",
+                     n->handshake.replica_of);
+        node_fail(n, REDLOCK_LOG_ERROR, why);
+        return;
+    }
     const char *twin = NULL;
     const char *run_id = n->handshake.run_id;
     if (run_id[0] != '\0' && n->cfg.twin_of != NULL)

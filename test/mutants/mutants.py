@@ -417,6 +417,15 @@ MUTANTS = [
         "killers": [fault("kept", "timed_out_release_sent_after_a_reset")],
     },
     {
+        "name": "replica-taken-for-a-node",
+        "what": "the handshake's role is not checked: a writable replica votes beside its master",
+        "edits": [("lib/node.c",
+                   "    if (n->handshake.replica_of[0] != '\\0' && n->cfg.replies == "
+                   "REDLOCK__READER_NODE) {",
+                   "    if (false) {")],
+        "killers": [fault("real-peers", "writable_replica_is_refused")],
+    },
+    {
         # A node that missed a waiter's last release keeps the waiter at its queue's head.
         "name": "kept-release-forgets-the-waiter",
         "what": "a waiter's last release kept for a node that was down is sent without the "

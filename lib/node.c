@@ -42,7 +42,9 @@ struct redlock__node {
     uv_timer_t deadline_timer; /* armed at or before the FIFO head's deadline */
     redlock__buf held;         /* commands sent while STARTING: written once the first
                                   handshake has succeeded, so nothing runs on a server that
-                                  refused AUTH or SELECT */
+                                  refused AUTH or SELECT... */
+    unsigned held_others;      /* ...unless all of them are releases (held_others 0): those go
+                                  right behind the handshake (see early_releases) */
     redlock__req *head, *tail; /* requests whose replies are awaited, in write order */
     unsigned fifo_len;
     unsigned skip_replies; /* replies owed to requests that already timed out */
@@ -328,6 +330,7 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
                  "connection attempt failed (%u in a row): %s (next attempt in %llu ms)",
                  n->connect_failures, n->last_error, next_ms);
     n->held.len = 0;
+    n->held_others = 0;
     redlock__buf_trim(&n->held, n->cfg.alloc);
     owed_to_kept(n);
     n->skip_replies = 0;
@@ -478,6 +481,7 @@ static void set_ready(redlock__node *n)
         n->held.len = 0;
         redlock__buf_trim(&n->held, n->cfg.alloc);
     }
+    n->held_others = 0;
     redlock__stream_flush(&n->stream);
     send_kept(n);
 }
@@ -677,6 +681,56 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
         reader_failed(n);
 }
 
+/* Releases go right behind a new connection's handshake, without waiting for its answers: a
+ * server that is stopped (its kernel still accepts the connection) runs them when it continues,
+ * though the client may be gone by then (the CLI's one-shot release). That is safe before the
+ * handshake's checks: a compare-and-delete only deletes a key that holds its own token, so on a
+ * server that refuses the password it is refused too, and on a replica or a twin it deletes at
+ * most that server's copy. So the first connection's held requests go at once if all of them are
+ * releases, and a later connection's kept releases (as EVAL: the SCRIPT LOAD before them may be
+ * refused, and nobody may be left to resend them); the node is still not ready until the
+ * handshake succeeded. Their answers come after the handshake's, in the FIFO's order. */
+static void early_releases(redlock__node *n)
+{
+    redlock__buf *out = redlock__stream_out(&n->stream);
+    if (n->state == NODE_STARTING && n->held.len > 0 && n->held_others == 0) {
+        if (redlock__buf_append(out, n->cfg.alloc, n->held.data, n->held.len) != 0)
+            return; /* they wait for the handshake, as the others do */
+        n->held.len = 0;
+        redlock__buf_trim(&n->held, n->cfg.alloc);
+    }
+    if (n->state != NODE_DOWN || n->kept.len == 0)
+        return;
+    uint64_t now = redlock__now_us();
+    unsigned sent = 0, expired = 0;
+    redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
+    memset(&n->kept, 0, sizeof(n->kept));
+    redlock__relq_entry *e;
+    while ((e = redlock__relq_pop(&pending)) != NULL) {
+        if (now >= e->expires_us) {
+            redlock__relq_entry_free(n->cfg.alloc, e);
+            expired++;
+            continue;
+        }
+        if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight ||
+            redlock__cmd_append_tagged(&e->cmd, 0, true, out, n->cfg.alloc) != 0) {
+            keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e)); /* the next time */
+            continue;
+        }
+        sent++;
+        e->req.cb = kept_done;
+        e->req.sent_us = now;
+        e->req.deadline_us = now + n->cfg.timeout_us;
+        n->tally.requests++;
+        if (n->head == NULL && n->skip_replies == 0)
+            n->owing_since_us = now;
+        fifo_push(n, &e->req);
+    }
+    start_deadline_timer(n, now);
+    NODE_LOG(n, REDLOCK_LOG_INFO, "sent %u release%s kept while the node was down (%u had expired)",
+             sent, sent == 1 ? "" : "s", expired);
+}
+
 /* A new connection: it says its handshake first; requests follow once every answer came. */
 static void on_stream_open(redlock__stream *s)
 {
@@ -690,10 +744,12 @@ static void on_stream_open(redlock__stream *s)
         node_fail(n, 0, "connect: out of memory");
         return;
     }
-    if (!redlock__handshake_pending(&n->handshake))
+    if (!redlock__handshake_pending(&n->handshake)) {
         handshake_done(n);
-    else
-        redlock__stream_flush(s);
+        return;
+    }
+    early_releases(n);
+    redlock__stream_flush(s);
 }
 
 /* ---- public (internal) API ----------------------------------------------------------------- */
@@ -776,7 +832,13 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         return;
     }
     bool ready = n->state == NODE_READY;
-    redlock__buf *out = ready ? redlock__stream_out(&n->stream) : &n->held;
+    /* A release behind the first connection's handshake, like those held before it opened. */
+    bool early = !ready && req->cmd->kind == REDLOCK__CMD_RELEASE && n->held.len == 0 &&
+                 n->held_others == 0 && redlock__stream_is_open(&n->stream) &&
+                 redlock__handshake_pending(&n->handshake);
+    redlock__buf *out = ready || early ? redlock__stream_out(&n->stream) : &n->held;
+    if (!ready && req->cmd->kind != REDLOCK__CMD_RELEASE)
+        n->held_others++;
     size_t before = out->len;
     static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
     if ((req->asking && redlock__buf_append(out, n->cfg.alloc, asking, sizeof(asking) - 1) != 0) ||
@@ -792,7 +854,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     fifo_push(n, req);
     if (was_empty && !uv_is_active((uv_handle_t *)&n->deadline_timer))
         start_deadline_timer(n, now);
-    if (ready)
+    if (ready || early)
         redlock__stream_flush(&n->stream);
 }
 

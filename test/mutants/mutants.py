@@ -426,6 +426,15 @@ MUTANTS = [
         "killers": [fault("real-peers", "writable_replica_is_refused")],
     },
     {
+        "name": "release-waits-for-the-handshake",
+        "what": "releases made before the first connection wait for the handshake's answers: a "
+                "one-shot release to a stopped server is never written",
+        "edits": [("lib/node.c",
+                   "    if (n->state == NODE_STARTING && n->held.len > 0 && n->held_others == 0) {",
+                   "    if (false) {")],
+        "killers": [cli("cli", "release_reaches_a_stopped_node")],
+    },
+    {
         # A node that missed a waiter's last release keeps the waiter at its queue's head.
         "name": "kept-release-forgets-the-waiter",
         "what": "a waiter's last release kept for a node that was down is sent without the "

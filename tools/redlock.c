@@ -104,11 +104,19 @@ static void failed_at_once(tool *t, int rc)
 
 /* The acquire was canceled by closing its client; a round may already have set the key with our
  * token on some nodes (even a quorum, won but not yet delivered). A fresh client releases it
- * everywhere, so nobody waits a whole ttl for a lock nobody holds. */
+ * everywhere, so nobody waits a whole ttl for a lock nobody holds. The same after run's release
+ * found a node down (run.c). */
 static void on_cleanup_released(redlock_lock *lock, int status, const redlock_result *result,
                                 void *data)
 {
     tool *t = data;
+    if (t->command_ran) { /* run's release again, for the nodes that were down */
+        tool_say(t, "released again for the nodes that were down (deleted on %u more)",
+                 status == 0 || status == REDLOCK_ELOST ? result->votes_yes : 0);
+        redlock_lock_free(lock);
+        tool_close_client(t);
+        return;
+    }
     /* REDLOCK_ELOST only says the attempt had not set the key on a quorum: nothing was held. */
     if ((status == 0 || status == REDLOCK_ELOST) && result->votes_yes > 0)
         tool_say(t, "released the key the interrupted attempt had set on %u node(s)",

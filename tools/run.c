@@ -90,6 +90,12 @@ static void on_run_released(redlock_lock *lock, int status, const redlock_result
                   redlock_strerror(status));
     }
     report_run_result(t, lock, status, result);
+    /* A node that was down (reconnecting) kept the release, but the close drops it: a fresh
+     * client sends it again, with each connection's handshake, so a node that is stopped takes
+     * it when it continues (at most one node timeout more). */
+    for (unsigned i = 0; result != NULL && i < result->n_nodes; i++)
+        if (result->nodes[i].vote == REDLOCK_VOTE_ERROR)
+            t->cleanup_needed = true;
     redlock_lock_free(lock);
     t->lock = NULL;
     tool_close_client(t);

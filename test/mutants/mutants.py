@@ -435,6 +435,14 @@ MUTANTS = [
         "killers": [cli("cli", "release_reaches_a_stopped_node")],
     },
     {
+        "name": "run-release-left-to-a-closing-client",
+        "what": "run's release that found a node down is not sent again by a fresh client: the "
+                "closing client drops what it kept, and a stopped node keeps the key",
+        "edits": [("tools/run.c", "            t->cleanup_needed = true;",
+                   "            t->cleanup_needed = false;")],
+        "killers": [cli("cli-run", "run_release_reaches_a_stopped_node")],
+    },
+    {
         # A node that missed a waiter's last release keeps the waiter at its queue's head.
         "name": "kept-release-forgets-the-waiter",
         "what": "a waiter's last release kept for a node that was down is sent without the "

@@ -165,9 +165,8 @@ static void keep_logged(redlock__node *n, int rc)
                  (unsigned)REDLOCK__RELQ_MAX);
 }
 
-/* A release that failed because the node is down (it failed fast, or its connection was lost
- * before the answer): keep a copy to send once the node is up again, while its key may live or,
- * for a waiter leaving the queues, while its place may. */
+/* Until when a release is worth sending: while its key may live or, for a waiter leaving the
+ * queues, while its place may. */
 static uint64_t release_lives_until(const redlock__cmd *cmd, uint64_t now)
 {
     uint64_t lives_ms = cmd->ttl_ms;
@@ -175,6 +174,9 @@ static uint64_t release_lives_until(const redlock__cmd *cmd, uint64_t now)
         lives_ms = cmd->place_ttl_ms;
     return now + lives_ms * 1000;
 }
+
+/* A release that failed because the node is down (it failed fast, or its connection was lost
+ * before the answer): keep a copy to send once the node is up again. */
 
 static void maybe_keep(redlock__node *n, const redlock__req *req, uint64_t now)
 {

@@ -64,6 +64,12 @@ int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlo
         argv[1] = "server", argvlen[1] = 6;
         rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HS_INFO, NULL);
     }
+    /* A second INFO, not "INFO server replication": Redis 6 takes one section only. */
+    if (rc == 0) {
+        argv[0] = "INFO", argvlen[0] = 4;
+        argv[1] = "replication", argvlen[1] = 11;
+        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HS_ROLE, NULL);
+    }
     return rc;
 }
 
@@ -72,6 +78,7 @@ void redlock__handshake_reset(redlock__handshake *hs)
     hs->n_steps = 0;
     hs->answered = 0;
     hs->run_id[0] = '\0';
+    hs->replica_of[0] = '\0';
     hs->script_refused = hs->info_refused = false;
     hs->refused[0] = '\0';
 }
@@ -100,6 +107,53 @@ void redlock__info_run_id(const char *info, size_t len, char *out)
     }
 }
 
+/* The value of the "<key>:" line of an INFO reply (up to its line's end), or NULL. */
+static const char *info_field(const char *info, size_t len, const char *key, size_t *value_len)
+{
+    size_t key_len = strlen(key);
+    for (size_t i = 0; i + key_len < len; i++) {
+        if ((i == 0 || info[i - 1] == '\n') && memcmp(info + i, key, key_len) == 0 &&
+            info[i + key_len] == ':') {
+            const char *v = info + i + key_len + 1;
+            const char *end = memchr(v, '\r', len - (size_t)(v - info));
+            const char *nl = memchr(v, '\n', len - (size_t)(v - info));
+            if (end == NULL || (nl != NULL && nl < end))
+                end = nl != NULL ? nl : info + len;
+            *value_len = (size_t)(end - v);
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* Append the printable bytes of v (n bytes) to out (at *at, room for size), or "?" if none. */
+static void put_printable(char *out, size_t size, size_t *at, const char *v, size_t n)
+{
+    size_t start = *at;
+    for (size_t i = 0; v != NULL && i < n && *at + 1 < size; i++)
+        if (v[i] > ' ' && v[i] < 0x7f)
+            out[(*at)++] = v[i];
+    if (*at == start && *at + 1 < size)
+        out[(*at)++] = '?';
+    out[*at] = '\0';
+}
+
+/* role:slave in an INFO replication reply: the replica's master into hs->replica_of. A reply
+ * without a role line says nothing (an old or odd server): the node is taken for a master. */
+static void take_role(redlock__handshake *hs, const char *info, size_t len)
+{
+    size_t n = 0;
+    const char *role = info_field(info, len, "role", &n);
+    if (role == NULL || n != 5 || memcmp(role, "slave", 5) != 0)
+        return;
+    size_t at = 0, host_len = 0, port_len = 0;
+    const char *host = info_field(info, len, "master_host", &host_len);
+    const char *port = info_field(info, len, "master_port", &port_len);
+    put_printable(hs->replica_of, sizeof(hs->replica_of), &at, host, host_len);
+    put_printable(hs->replica_of, sizeof(hs->replica_of), &at, ":", 1);
+    put_printable(hs->replica_of, sizeof(hs->replica_of), &at, port, port_len);
+}
+
 /* Is r what a server answers to step when it succeeds? */
 static bool step_succeeded(redlock__handshake *hs, const redlock__hs_step *step,
                            const redisReply *r)
@@ -115,6 +169,11 @@ static bool step_succeeded(redlock__handshake *hs, const redlock__hs_step *step,
             return false;
         redlock__info_run_id(r->str, r->len, hs->run_id);
         return true;
+    case REDLOCK__HS_ROLE:
+        if (r->type != REDIS_REPLY_STRING)
+            return false;
+        take_role(hs, r->str, r->len);
+        return true;
     }
     return false;
 }
@@ -128,6 +187,8 @@ static const char *step_name(redlock__hs_kind kind)
         return "SCRIPT LOAD";
     case REDLOCK__HS_INFO:
         return "INFO";
+    case REDLOCK__HS_ROLE:
+        return "INFO replication";
     }
     return "?";
 }

@@ -2,12 +2,14 @@
 /* handshake.h - what a new connection to a node says first, and what it must hear back.
  *
  * On every new connection, before any lock command: AUTH and SELECT when the URL asks for them,
- * SCRIPT LOAD of the scripts (so EVALSHA finds them), and INFO server for the server's run_id
- * (so one server reached under two URLs is caught: it must count only once). Each reply is
- * checked against its step: an error to AUTH or SELECT, or a refusal of the credentials at any
- * step (NOAUTH), makes the node unusable; any other error to SCRIPT LOAD or INFO is tolerated (an
- * ACL may forbid them: EVALSHA then falls back to EVAL, and the duplicate-server check is skipped);
- * a reply of the wrong shape means the replies are out of step with the commands, and the
+ * SCRIPT LOAD of the scripts (so EVALSHA finds them), INFO server for the server's run_id
+ * (so one server reached under two URLs is caught: it must count only once), and INFO
+ * replication for its role (a replica is not a node of its own: it would vote a second time with
+ * its master's data; node.c refuses it). All of them are written at once, one round trip. Each
+ * reply is checked against its step: an error to AUTH or SELECT, or a refusal of the credentials at
+ * any step (NOAUTH), makes the node unusable; any other error to SCRIPT LOAD or INFO is tolerated
+ * (an ACL may forbid them: EVALSHA then falls back to EVAL, and the duplicate-server check is
+ * skipped); a reply of the wrong shape means the replies are out of step with the commands, and the
  * connection must go. No IO. */
 #ifndef REDLOCK_HANDSHAKE_H
 #define REDLOCK_HANDSHAKE_H
@@ -21,13 +23,14 @@
 #include "scripts.h"
 #include "url.h"
 
-#define REDLOCK__HS_MAX_STEPS 16
+#define REDLOCK__HS_MAX_STEPS 20
 #define REDLOCK__RUN_ID_LEN 40 /* a Redis server's run_id: 40 hex digits, new at every start */
 
 typedef enum {
     REDLOCK__HS_STATUS, /* AUTH, SELECT: +OK */
     REDLOCK__HS_SCRIPT, /* SCRIPT LOAD: the script's SHA1 */
-    REDLOCK__HS_INFO    /* INFO server: a bulk string, with run_id */
+    REDLOCK__HS_INFO,   /* INFO server: a bulk string, with run_id */
+    REDLOCK__HS_ROLE    /* INFO replication: a bulk string, with role (and master_host/port) */
 } redlock__hs_kind;
 
 typedef struct redlock__hs_step {
@@ -36,12 +39,16 @@ typedef struct redlock__hs_step {
 } redlock__hs_step;
 
 #define REDLOCK__HS_REFUSED_MAX 100 /* room for the text of a tolerated error reply */
+#define REDLOCK__HS_MASTER_MAX 280  /* a replica's master, "host:port" (a host name is <= 255) */
 
 typedef struct redlock__handshake {
     redlock__hs_step steps[REDLOCK__HS_MAX_STEPS];
     unsigned n_steps;
     unsigned answered;                    /* replies checked so far */
     char run_id[REDLOCK__RUN_ID_LEN + 1]; /* from INFO; "" if unknown */
+    /* From INFO replication: "" for a master (or if INFO was refused), else the replica's master
+     * as "host:port" (its printable bytes only; "?" for a part it did not say). */
+    char replica_of[REDLOCK__HS_MASTER_MAX];
     /* The first error reply that was tolerated (to SCRIPT LOAD or INFO), truncated; "" if none.
      * A server that refuses the connection itself (at its maxclients) answers the first command
      * with an error and closes: this is then the only place its reason is found. */

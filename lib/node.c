@@ -42,7 +42,9 @@ struct redlock__node {
     uv_timer_t deadline_timer; /* armed at or before the FIFO head's deadline */
     redlock__buf held;         /* commands sent while STARTING: written once the first
                                   handshake has succeeded, so nothing runs on a server that
-                                  refused AUTH or SELECT */
+                                  refused AUTH or SELECT... */
+    unsigned held_others;      /* ...unless all of them are releases (held_others 0): those go
+                                  right behind the handshake (see early_releases) */
     redlock__req *head, *tail; /* requests whose replies are awaited, in write order */
     unsigned fifo_len;
     unsigned skip_replies; /* replies owed to requests that already timed out */
@@ -57,6 +59,10 @@ struct redlock__node {
     char last_error[ERR_LEN];
     /* Releases that found the node down, sent when it is up again (relq.h). */
     redlock__relq kept;
+    /* Releases that timed out on this connection, until their late answers come (each is the
+     * reply_seq-th reply skipped): if the connection goes first, they join kept. */
+    redlock__relq owed;
+    uint64_t skips_owed, skips_read; /* replies of timed-out requests: owed, and read */
 
     redlock__closing closing; /* the deadline timer and the stream */
 
@@ -148,6 +154,7 @@ static void set_state(redlock__node *n, node_state state)
 
 static void kept_done(redlock__req *req, redlock_vote vote, const char *error,
                       const redlock__reply_data *data, uint64_t now);
+static void owed_to_kept(redlock__node *n);
 
 static void keep_logged(redlock__node *n, int rc)
 {
@@ -158,18 +165,39 @@ static void keep_logged(redlock__node *n, int rc)
                  (unsigned)REDLOCK__RELQ_MAX);
 }
 
+/* Until when a release is worth sending: while its key may live or, for a waiter leaving the
+ * queues, while its place may. */
+static uint64_t release_lives_until(const redlock__cmd *cmd, uint64_t now)
+{
+    uint64_t lives_ms = cmd->ttl_ms;
+    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)
+        lives_ms = cmd->place_ttl_ms;
+    return now + lives_ms * 1000;
+}
+
 /* A release that failed because the node is down (it failed fast, or its connection was lost
- * before the answer): keep a copy to send once the node is up again, while its key may live or,
- * for a waiter leaving the queues, while its place may. */
+ * before the answer): keep a copy to send once the node is up again. */
+
 static void maybe_keep(redlock__node *n, const redlock__req *req, uint64_t now)
 {
     const redlock__cmd *cmd = req->cmd;
     if (n->state != NODE_DOWN || cmd->kind != REDLOCK__CMD_RELEASE || req->cb == kept_done)
         return;
-    uint64_t lives_ms = cmd->ttl_ms;
-    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)
-        lives_ms = cmd->place_ttl_ms;
-    keep_logged(n, redlock__relq_keep(&n->kept, n->cfg.alloc, cmd, now + lives_ms * 1000, n));
+    keep_logged(n,
+                redlock__relq_keep(&n->kept, n->cfg.alloc, cmd, release_lives_until(cmd, now), n));
+}
+
+/* A release that timed out may still be unread by a stopped or partitioned server: a copy waits
+ * for its late answer (owed), and is sent again if the connection goes first. */
+static void maybe_owe(redlock__node *n, const redlock__req *req, uint64_t now)
+{
+    const redlock__cmd *cmd = req->cmd;
+    if (cmd->kind != REDLOCK__CMD_RELEASE || req->cb == kept_done)
+        return;
+    int rc = redlock__relq_keep(&n->owed, n->cfg.alloc, cmd, release_lives_until(cmd, now), n);
+    if (rc >= 0)
+        n->owed.tail->reply_seq = n->skips_owed;
+    keep_logged(n, rc);
 }
 
 /* Every request ends here: counted, then completed. */
@@ -179,6 +207,8 @@ static void complete(redlock__node *n, redlock__req *req, redlock_vote vote, red
     req->fail = vote == REDLOCK_VOTE_ERROR ? fail : REDLOCK__FAIL_NONE;
     if (vote == REDLOCK_VOTE_ERROR)
         maybe_keep(n, req, now);
+    if (vote == REDLOCK_VOTE_TIMEOUT)
+        maybe_owe(n, req, now);
     redlock__tally_vote(&n->tally, vote, error);
     req->cb(req, vote, error, data, now);
 }
@@ -244,6 +274,7 @@ static void on_deadline(uv_timer_t *t)
     redlock__node_cfg_timeout_why(&n->cfg, why, sizeof(why));
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
         redlock__req *req = fifo_pop(n);
+        n->skips_owed += req->asking ? 2 : 1;   /* its reply is the skips_owed-th skipped */
         n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, are dropped */
         req->asking = false;
         complete(n, req, REDLOCK_VOTE_TIMEOUT, REDLOCK__FAIL_NONE, why, NULL, now);
@@ -301,7 +332,9 @@ static void node_down(redlock__node *n, redlock_log_level level, const char *why
                  "connection attempt failed (%u in a row): %s (next attempt in %llu ms)",
                  n->connect_failures, n->last_error, next_ms);
     n->held.len = 0;
+    n->held_others = 0;
     redlock__buf_trim(&n->held, n->cfg.alloc);
+    owed_to_kept(n);
     n->skip_replies = 0;
     redlock__handshake_reset(&n->handshake);
     uv_timer_stop(&n->deadline_timer);
@@ -342,11 +375,42 @@ static void kept_done(redlock__req *req, redlock_vote vote, const char *error,
     (void)data;
     redlock__relq_entry *e = (redlock__relq_entry *)req;
     redlock__node *n = e->owner;
+    if (vote == REDLOCK_VOTE_TIMEOUT && now < e->expires_us) { /* its answer may come late */
+        e->reply_seq = n->skips_owed;
+        keep_logged(n, redlock__relq_put(&n->owed, n->cfg.alloc, e));
+        return;
+    }
     if (vote == REDLOCK_VOTE_ERROR && n->state == NODE_DOWN && now < e->expires_us) {
         keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
         return;
     }
     redlock__relq_entry_free(n->cfg.alloc, e);
+}
+
+/* A reply owed to a timed-out request came (r): a release that waited for it is done, unless the
+ * server refused it (an error: NOSCRIPT, LOADING, ...), then it is kept for the next connection. */
+static void owed_answered(redlock__node *n, const redisReply *r, uint64_t now)
+{
+    n->skips_read++;
+    while (n->owed.head != NULL && n->owed.head->reply_seq <= n->skips_read) {
+        redlock__relq_entry *e = redlock__relq_pop(&n->owed);
+        if (e->reply_seq == n->skips_read && r->type == REDIS_REPLY_ERROR && now < e->expires_us)
+            keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
+        else
+            redlock__relq_entry_free(n->cfg.alloc, e);
+    }
+}
+
+/* The connection went with late answers still owed: the releases that waited for them are kept
+ * for the next one, as if they had been in flight. */
+static void owed_to_kept(redlock__node *n)
+{
+    redlock__relq_entry *e;
+    while ((e = redlock__relq_pop(&n->owed)) != NULL) {
+        e->reply_seq = 0;
+        keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
+    }
+    n->skips_owed = n->skips_read = 0;
 }
 
 /* The node is up: send what it kept, oldest first; a key past its ttl is gone already. */
@@ -400,8 +464,8 @@ static void set_ready(redlock__node *n)
                      n->handshake.refused);
         if (n->handshake.info_refused)
             node_log(n, REDLOCK_LOG_WARN,
-                     "INFO refused (%s): two URLs that reach this server cannot be told apart "
-                     "(allow +info)",
+                     "INFO refused (%s): two URLs that reach this server, or a replica and a "
+                     "master, cannot be told apart (allow +info)",
                      n->handshake.refused);
     }
     n->connect_failures = 0;
@@ -419,6 +483,7 @@ static void set_ready(redlock__node *n)
         n->held.len = 0;
         redlock__buf_trim(&n->held, n->cfg.alloc);
     }
+    n->held_others = 0;
     redlock__stream_flush(&n->stream);
     send_kept(n);
 }
@@ -438,10 +503,20 @@ static void note_server(redlock__node *n, const char *run_id)
         n->cfg.changed(n->cfg.changed_ctx, n->cfg.index);
 }
 
-/* Every handshake reply came: the node is ready unless another node already reached the same
- * server (then it stays down, and tries again after its backoff in case that changes). */
+/* Every handshake reply came: the node is ready unless its server is a replica, or another node
+ * already reached the same server (then it stays down, and tries again after its backoff in case
+ * that changes). A cluster's connections take replicas too: its map says which are masters. */
 static void handshake_done(redlock__node *n)
 {
+    if (n->handshake.replica_of[0] != '\0' && n->cfg.replies == REDLOCK__READER_NODE) {
+        char why[ERR_LEN];
+        redlock__fmt(why, sizeof(why),
+                     "a replica of %s, not a master: a replica must not vote beside its master "
+                     "(list masters only)",
+                     n->handshake.replica_of);
+        node_fail(n, REDLOCK_LOG_ERROR, why);
+        return;
+    }
     const char *twin = NULL;
     const char *run_id = n->handshake.run_id;
     if (run_id[0] != '\0' && n->cfg.twin_of != NULL)
@@ -515,6 +590,7 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
     }
     if (n->skip_replies > 0) {
         n->skip_replies--;
+        owed_answered(n, r, now);
         return;
     }
     if (n->head != NULL && n->head->asking) { /* the reply to ASKING: the command's follows */
@@ -608,6 +684,56 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
         reader_failed(n);
 }
 
+/* Releases go right behind a new connection's handshake, without waiting for its answers: a
+ * server that is stopped (its kernel still accepts the connection) runs them when it continues,
+ * though the client may be gone by then (the CLI's one-shot release). That is safe before the
+ * handshake's checks: a compare-and-delete only deletes a key that holds its own token, so on a
+ * server that refuses the password it is refused too, and on a replica or a twin it deletes at
+ * most that server's copy. So the first connection's held requests go at once if all of them are
+ * releases, and a later connection's kept releases (as EVAL: the SCRIPT LOAD before them may be
+ * refused, and nobody may be left to resend them); the node is still not ready until the
+ * handshake succeeded. Their answers come after the handshake's, in the FIFO's order. */
+static void early_releases(redlock__node *n)
+{
+    redlock__buf *out = redlock__stream_out(&n->stream);
+    if (n->state == NODE_STARTING && n->held.len > 0 && n->held_others == 0) {
+        if (redlock__buf_append(out, n->cfg.alloc, n->held.data, n->held.len) != 0)
+            return; /* they wait for the handshake, as the others do */
+        n->held.len = 0;
+        redlock__buf_trim(&n->held, n->cfg.alloc);
+    }
+    if (n->state != NODE_DOWN || n->kept.len == 0)
+        return;
+    uint64_t now = redlock__now_us();
+    unsigned sent = 0, expired = 0;
+    redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
+    memset(&n->kept, 0, sizeof(n->kept));
+    redlock__relq_entry *e;
+    while ((e = redlock__relq_pop(&pending)) != NULL) {
+        if (now >= e->expires_us) {
+            redlock__relq_entry_free(n->cfg.alloc, e);
+            expired++;
+            continue;
+        }
+        if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight ||
+            redlock__cmd_append_tagged(&e->cmd, 0, true, out, n->cfg.alloc) != 0) {
+            keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e)); /* the next time */
+            continue;
+        }
+        sent++;
+        e->req.cb = kept_done;
+        e->req.sent_us = now;
+        e->req.deadline_us = now + n->cfg.timeout_us;
+        n->tally.requests++;
+        if (n->head == NULL && n->skip_replies == 0)
+            n->owing_since_us = now;
+        fifo_push(n, &e->req);
+    }
+    start_deadline_timer(n, now);
+    NODE_LOG(n, REDLOCK_LOG_INFO, "sent %u release%s kept while the node was down (%u had expired)",
+             sent, sent == 1 ? "" : "s", expired);
+}
+
 /* A new connection: it says its handshake first; requests follow once every answer came. */
 static void on_stream_open(redlock__stream *s)
 {
@@ -621,10 +747,12 @@ static void on_stream_open(redlock__stream *s)
         node_fail(n, 0, "connect: out of memory");
         return;
     }
-    if (!redlock__handshake_pending(&n->handshake))
+    if (!redlock__handshake_pending(&n->handshake)) {
         handshake_done(n);
-    else
-        redlock__stream_flush(s);
+        return;
+    }
+    early_releases(n);
+    redlock__stream_flush(s);
 }
 
 /* ---- public (internal) API ----------------------------------------------------------------- */
@@ -637,6 +765,7 @@ static void part_closed(redlock__node *n)
     redlock__reader_free(n->reader);
     redlock__buf_free(&n->held, n->cfg.alloc);
     redlock__relq_clear(&n->kept, n->cfg.alloc);
+    redlock__relq_clear(&n->owed, n->cfg.alloc);
     redlock__free(n->cfg.alloc, n);
     redlock__closing_tell(told);
 }
@@ -706,7 +835,13 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
         return;
     }
     bool ready = n->state == NODE_READY;
-    redlock__buf *out = ready ? redlock__stream_out(&n->stream) : &n->held;
+    /* A release behind the first connection's handshake, like those held before it opened. */
+    bool early = !ready && req->cmd->kind == REDLOCK__CMD_RELEASE && n->held.len == 0 &&
+                 n->held_others == 0 && redlock__stream_is_open(&n->stream) &&
+                 redlock__handshake_pending(&n->handshake);
+    redlock__buf *out = ready || early ? redlock__stream_out(&n->stream) : &n->held;
+    if (!ready && req->cmd->kind != REDLOCK__CMD_RELEASE)
+        n->held_others++;
     size_t before = out->len;
     static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
     if ((req->asking && redlock__buf_append(out, n->cfg.alloc, asking, sizeof(asking) - 1) != 0) ||
@@ -722,7 +857,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     fifo_push(n, req);
     if (was_empty && !uv_is_active((uv_handle_t *)&n->deadline_timer))
         start_deadline_timer(n, now);
-    if (ready)
+    if (ready || early)
         redlock__stream_flush(&n->stream);
 }
 

@@ -13,7 +13,8 @@
  * A node that is down fails every request at once (nothing queues) while its stream reconnects
  * in the background with exponential backoff and jitter. While the first connection is being
  * made, requests wait, each within its own deadline, and are written only once every reply of
- * the handshake (AUTH, SELECT, SCRIPT LOAD, INFO) has come and was the expected one. A reply
+ * the handshake (AUTH, SELECT, SCRIPT LOAD, INFO) has come and was the expected one; releases
+ * alone go right behind the handshake (node.c, early_releases). A reply
  * that no Redis gives to its command means the replies are out of step: the connection is
  * dropped. A node that owes replies and has answered nothing for three timeouts is dropped and
  * reconnected, so nothing grows without bound. */

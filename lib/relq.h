@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* relq.h - releases kept for a node that could not take them (node.c).
  *
- * A release that finds its node down (or loses its connection before the answer) would leave
- * the key blocking the resource for the rest of its ttl. The node keeps a copy of it here - the
- * key, the token and when the key expires at the latest - and sends it, oldest first, once its
- * next connection is ready, unless the key has expired meanwhile. The queue is bounded: when it
- * is full the oldest entry is dropped (the caller logs it). A compare-and-delete is safe to send
- * late or twice: it deletes the key only while it still holds this token. A waiter's last
- * release (cmd.leave) is kept with the waiter's id, and takes it out of the node's queues too
- * (lib/lua/release_queued.lua), as late or as often. */
+ * A release that finds its node down, loses its connection before the answer, or times out and
+ * then loses the connection before the late answer came, would leave the key blocking the
+ * resource for the rest of its ttl. The node keeps a copy of it here - the key, the token and
+ * when the key expires at the latest - and sends it, oldest first, behind the handshake of its
+ * next connection, unless the key has expired meanwhile. A release kept is done only when a
+ * node answered it (whatever it said) or its key's possible end of life passed. The queue is
+ * bounded: when it is full the oldest entry is dropped (the caller logs it). A compare-and-delete
+ * is safe to send late or twice: it deletes the key only while it still holds this token. A
+ * waiter's last release (cmd.leave) is kept with the waiter's id, and takes it out of the node's
+ * queues too (lib/lua/release_queued.lua), as late or as often. */
 #ifndef REDLOCK_RELQ_H
 #define REDLOCK_RELQ_H
 
@@ -26,6 +28,9 @@ struct redlock__relq_entry {
     redlock__relq_entry *next;
     void *owner;         /* the node that sends it */
     uint64_t expires_us; /* the key is gone by then: sending it later is pointless */
+    /* A release that timed out waits for its late answer: it is the reply_seq-th reply the
+     * connection skips (node.c); 0 otherwise. */
+    uint64_t reply_seq;
     redlock__cmd cmd;
     redlock__span *more; /* a set's other keys (cmd.more), with their bytes; NULL for one key */
     char bytes[];        /* key, token, then the id of a waiter leaving the queues */

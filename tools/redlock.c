@@ -65,12 +65,19 @@ static void finish(tool *t)
     run_close_handles(t);
 }
 
+static void start_cleanup(tool *t);
+
 static void on_client_closed(redlock_client *client, void *data)
 {
     (void)client;
     tool *t = data;
     t->client = NULL;
     t->client_closing = false;
+    if (t->cleanup_needed) {
+        t->cleanup_needed = false;
+        start_cleanup(t);
+        return;
+    }
     finish(t);
 }
 
@@ -92,6 +99,43 @@ static void failed_at_once(tool *t, int rc)
                                                             : redlock_strerror(rc));
     t->exit_code = tool_exit_for(rc);
     tool_close_client(t);
+}
+
+/* ---- run's release again, for the nodes that were down ------------------------------------ */
+
+/* Run's release found a node down (run.c): that client kept the release for the node, but its
+ * close drops it. A fresh client releases again; each connection writes the release with its
+ * handshake, so a stopped node takes it when it continues (at most one node timeout more). */
+static void on_cleanup_released(redlock_lock *lock, int status, const redlock_result *result,
+                                void *data)
+{
+    tool *t = data;
+    tool_say(t, "released again for the nodes that were down (deleted on %u more)",
+             status == 0 || status == REDLOCK_ELOST ? result->votes_yes : 0);
+    redlock_lock_free(lock);
+    tool_close_client(t);
+}
+
+static void start_cleanup(tool *t)
+{
+    t->phase = PHASE_CLEANUP;
+    char err[512];
+    int rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
+                                &t->opts, &t->client, err, sizeof(err));
+    if (rc != 0) {
+        finish(t);
+        return;
+    }
+    redlock_lock *lock;
+    rc = redlock_lock_attach(t->client, t->args.key, t->args.key_len, t->token, strlen(t->token),
+                             t->args.ttl_ms, &lock);
+    if (rc == 0) {
+        rc = redlock_release(lock, on_cleanup_released, t);
+        if (rc != 0)
+            redlock_lock_free(lock);
+    }
+    if (rc != 0)
+        tool_close_client(t);
 }
 
 /* ---- draining: let a won round reach every node ------------------------------------------- */

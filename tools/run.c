@@ -92,6 +92,12 @@ static void on_run_released(redlock_lock *lock, int status, const redlock_result
     if (t->release_signal != 0)
         run_die_after_release(t, t->release_signal);
     report_run_result(t, lock, status, result);
+    /* A node that was down (reconnecting) kept the release, but the close drops it: a fresh
+     * client sends it again, with each connection's handshake, so a node that is stopped takes
+     * it when it continues (at most one node timeout more). */
+    for (unsigned i = 0; result != NULL && i < result->n_nodes; i++)
+        if (result->nodes[i].vote == REDLOCK_VOTE_ERROR)
+            t->cleanup_needed = true;
     redlock_lock_free(lock);
     t->lock = NULL;
     tool_close_client(t);

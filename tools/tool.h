@@ -35,6 +35,7 @@ typedef enum {
     PHASE_ONESHOT,   /* release, extend, status: one round (a signal gives up) */
     PHASE_CHILD,     /* run: COMMAND is running (signals are forwarded to it) */
     PHASE_RELEASING, /* run: COMMAND exited, the release round is out */
+    PHASE_CLEANUP,   /* run: its release again, for the nodes that were down */
     PHASE_DRAINING,  /* acquire, extend won: waiting for the slower nodes before closing */
     PHASE_DONE       /* the client is closing or closed */
 } tool_phase;
@@ -50,8 +51,9 @@ typedef struct tool {
     bool output_failed; /* stdout could not be written */
 
     uv_signal_t signals[TOOL_N_SIGNALS];
-    unsigned n_signals; /* initialized signal handles */
-    int interrupted;    /* the signal that made the tool give up (0: none) */
+    unsigned n_signals;  /* initialized signal handles */
+    int interrupted;     /* the signal that made the tool give up (0: none) */
+    bool cleanup_needed; /* run's release found a node down: release again (redlock.c) */
     /* The tool ends by dying of this signal (after cleaning up) when its exit status is still
      * 128 + it: a shell loop around it then stops on Ctrl-C, as it does around flock(1). */
     int die_signal;

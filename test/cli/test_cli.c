@@ -515,6 +515,44 @@ static void won_round_reaches_slow_node(void **state)
     fixture_stop(&extra);
 }
 
+/* A release to a stopped node: the tool connects afresh, and the stopped server's kernel accepts
+ * the connection but nobody answers its handshake. The release goes with the handshake, so the
+ * tool exits at its own deadline (-T 1s: it does not wait for the node), and the server deletes
+ * the key once it continues, with the tool long gone. */
+static void release_reaches_a_stopped_node(void **state)
+{
+    (void)state;
+    assert_int_equal(fixture_start(&extra, 3, NULL), 0);
+    char nodes[1024];
+    node_list(&extra, NULL, nodes, sizeof(nodes));
+    proc p;
+    TOOL(&p, NULL, "-n", nodes, "-t", "30s", "acquire", "cli:stopped");
+    expect_status(&p, 0);
+    jv *v = json_line(&p);
+    char *token = strdup(jstr(v, "token"));
+    jv_free(v);
+    proc_free(&p);
+    expect_key_everywhere(&extra, "cli:stopped", token);
+
+    assert_int_equal(fixture_pause(&extra, 2), 0);
+    TOOL(&p, NULL, "-n", nodes, "-T", "1s", "release", "cli:stopped", token);
+    expect_status(&p, 0);
+    v = json_line(&p);
+    assert_int_equal(jint(v, "released"), 2);
+    jv_free(v);
+    proc_free(&p);
+    assert_int_equal(fixture_resume(&extra, 2), 0);
+    long long start = now_ms();
+    long long pttl;
+    while ((pttl = server_pttl(&extra, 2, "cli:stopped")) != -2 &&
+           now_ms() - start < LATE_NODE_WAIT_MS)
+        sleep_ms(20);
+    if (pttl != -2)
+        fail_msg("node 2 kept the key after it continued (pttl %lld ms)", pttl);
+    free(token);
+    fixture_stop(&extra);
+}
+
 static void no_quorum_exits_69(void **state)
 {
     (void)state;
@@ -944,6 +982,7 @@ int main(void)
         cmocka_unit_test(status_shows_holder_everywhere),
         cmocka_unit_test(status_names_application_data),
         cmocka_unit_test(won_round_reaches_slow_node),
+        cmocka_unit_test(release_reaches_a_stopped_node),
         cmocka_unit_test(no_quorum_exits_69),
         cmocka_unit_test(password_never_shown),
         cmocka_unit_test(any_byte_in_key_is_escaped),

@@ -81,6 +81,54 @@ static void run_passes_key_and_token_and_holds_the_lock(void **state)
     expect_key_everywhere(&shared, "cli:run-env", NULL);
 }
 
+/* run's release when a node is stopped and its connection was lost meanwhile (the node is down,
+ * reconnecting, and no attempt can finish its handshake): the release the client kept for it
+ * would go with the client; the tool sends it again on a fresh client, with each connection's
+ * handshake, exits at its own deadline (-T 1s) while the node is still stopped, and the node
+ * deletes the key once it continues. */
+static void run_release_reaches_a_stopped_node(void **state)
+{
+    (void)state;
+    assert_int_equal(fixture_start(&extra, 3, NULL), 0);
+    char nodes[1024];
+    node_list(&extra, NULL, nodes, sizeof(nodes));
+    char marker[512];
+    marker_path(marker, sizeof(marker), "stopped-marker");
+    proc p;
+    tool_start(&p, NULL,
+               ARGS("-n", nodes, "-t", "30s", "-T", "1s", "run", "cli:run-stopped", "--", "sh",
+                    "-c", "echo \"$REDLOCK_TOKEN\"; " UNTIL_MARKER, "sh", marker));
+    assert_true(proc_wait_for_output(&p, "\n", false, TOOL_TIMEOUT_MS));
+    char token[64];
+    snprintf(token, sizeof(token), "%.*s", 32, p.out);
+    assert_true(is_hex_token(token));
+    expect_key_everywhere(&extra, "cli:run-stopped", token);
+    /* The tool's connections to node 2 are dropped, and node 2 is stopped before the tool can
+     * reconnect (its first reconnect waits at least 50 ms). */
+    const char *kill_argv[] = {"CLIENT", "KILL", "TYPE", "normal"};
+    size_t kill_lens[] = {6, 4, 4, 6};
+    redisReply *r = server_cmd(&extra, 2, NULL, 4, kill_argv, kill_lens);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    assert_int_equal(fixture_pause(&extra, 2), 0);
+    touch_marker(marker);
+    tool_finish(&p, TOOL_TIMEOUT_MS);
+    expect_status(&p, 0);
+    assert_non_null(strstr(p.err, "released cli:run-stopped (deleted on 2 of 3 nodes)"));
+    assert_int_equal(fixture_resume(&extra, 2), 0);
+    long long start = now_ms();
+    long long pttl;
+    while ((pttl = server_pttl(&extra, 2, "cli:run-stopped")) != -2 &&
+           now_ms() - start < LATE_NODE_WAIT_MS)
+        sleep_ms(20);
+    if (pttl != -2)
+        fail_msg("node 2 kept the key after it continued (pttl %lld ms)", pttl);
+    assert_non_null(strstr(p.err, "released again for the nodes that were down"));
+    proc_free(&p);
+    fixture_stop(&extra);
+}
+
 static void run_busy_does_not_run_command(void **state)
 {
     (void)state;
@@ -505,6 +553,7 @@ int main(void)
     static const struct CMUnitTest tests[] = {
         cmocka_unit_test(run_exits_with_command_status),
         cmocka_unit_test(run_passes_key_and_token_and_holds_the_lock),
+        cmocka_unit_test(run_release_reaches_a_stopped_node),
         cmocka_unit_test(run_busy_does_not_run_command),
         cmocka_unit_test(run_command_not_found_releases),
         cmocka_unit_test(run_short_ttl_keeps_lock_alive),
@@ -516,6 +565,7 @@ int main(void)
         cmocka_unit_test_teardown(run_lost_in_time_with_a_hostile_node, hostile_teardown),
     };
     static const char *const temp_files[] = {"busy-marker", "int-marker",   "not-executable",
-                                             "env-marker",  "short-marker", NULL};
+                                             "env-marker",  "short-marker", "stopped-marker",
+                                             NULL};
     return cli_main("cli-run", tests, sizeof(tests) / sizeof(tests[0]), temp_files);
 }

@@ -425,6 +425,42 @@ MUTANTS = [
         "killers": [integration("cancel", "release_kept_until_node_returns")],
     },
     {
+        "name": "timed-out-release-forgotten",
+        "what": "a release that timed out is not kept for its late answer: when the connection "
+                "then drops, nobody sends it again and the key stays for its ttl",
+        "edits": [("lib/node.c",
+                   "        return;\n    int rc = redlock__relq_keep(&n->owed,",
+                   "        return;\n    if (req != NULL)\n        return;\n"
+                   "    int rc = redlock__relq_keep(&n->owed,")],
+        "killers": [fault("kept", "timed_out_release_sent_after_a_reset")],
+    },
+    {
+        "name": "replica-taken-for-a-node",
+        "what": "the handshake's role is not checked: a writable replica votes beside its master",
+        "edits": [("lib/node.c",
+                   "    if (n->handshake.replica_of[0] != '\\0' && n->cfg.replies == "
+                   "REDLOCK__READER_NODE) {",
+                   "    if (false) {")],
+        "killers": [fault("real-peers", "writable_replica_is_refused")],
+    },
+    {
+        "name": "release-waits-for-the-handshake",
+        "what": "releases made before the first connection wait for the handshake's answers: a "
+                "one-shot release to a stopped server is never written",
+        "edits": [("lib/node.c",
+                   "    if (n->state == NODE_STARTING && n->held.len > 0 && n->held_others == 0) {",
+                   "    if (false) {")],
+        "killers": [cli("cli", "release_reaches_a_stopped_node")],
+    },
+    {
+        "name": "run-release-left-to-a-closing-client",
+        "what": "run's release that found a node down is not sent again by a fresh client: the "
+                "closing client drops what it kept, and a stopped node keeps the key",
+        "edits": [("tools/run.c", "            t->cleanup_needed = true;",
+                   "            t->cleanup_needed = false;")],
+        "killers": [cli("cli-run", "run_release_reaches_a_stopped_node")],
+    },
+    {
         # A node that missed a waiter's last release keeps the waiter at its queue's head.
         "name": "kept-release-forgets-the-waiter",
         "what": "a waiter's last release kept for a node that was down is sent without the "

@@ -75,7 +75,8 @@ static void bulk(char *out, size_t len, const char *s)
     snprintf(out, len, "$%zu\r\n%s\r\n", strlen(s), s);
 }
 
-/* Feed every SCRIPT LOAD step its right SHA1, and INFO a body. */
+/* Feed every SCRIPT LOAD step its right SHA1, INFO server a body, and INFO replication a
+ * master's. */
 static void feed_scripts_and_info(redlock__handshake *hs, const char *info_body)
 {
     char resp[512], why[128];
@@ -86,6 +87,10 @@ static void feed_scripts_and_info(redlock__handshake *hs, const char *info_body)
     assert_int_equal(hs->steps[hs->answered].kind, REDLOCK__HS_INFO);
     bulk(resp, sizeof(resp), info_body);
     assert_true(feed(hs, resp, why, sizeof(why)));
+    assert_int_equal(hs->steps[hs->answered].kind, REDLOCK__HS_ROLE);
+    bulk(resp, sizeof(resp), "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+    assert_true(feed(hs, resp, why, sizeof(why)));
+    assert_string_equal(hs->replica_of, "");
 }
 
 static const char *const RUN_ID = "0123456789abcdef0123456789abcdef01234567";
@@ -95,15 +100,15 @@ static void steps_follow_the_url(void **state)
     (void)state;
     const struct {
         const char *url;
-        const char *want[16];
+        const char *want[20];
     } cases[] = {
 #define TWELVE_SCRIPTS                                                                             \
     "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD",      \
         "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD", "SCRIPT LOAD"
-        {"redis://127.0.0.1:6379", {TWELVE_SCRIPTS, "INFO", NULL}},
-        {"redis://:pw@127.0.0.1:6379/3", {"AUTH", "SELECT", TWELVE_SCRIPTS, "INFO", NULL}},
-        {"redis://user:pw@127.0.0.1:6379", {"AUTH", TWELVE_SCRIPTS, "INFO", NULL}},
-        {"unix:///tmp/r.sock?db=2", {"SELECT", TWELVE_SCRIPTS, "INFO", NULL}},
+        {"redis://127.0.0.1:6379", {TWELVE_SCRIPTS, "INFO", "INFO", NULL}},
+        {"redis://:pw@127.0.0.1:6379/3", {"AUTH", "SELECT", TWELVE_SCRIPTS, "INFO", "INFO", NULL}},
+        {"redis://user:pw@127.0.0.1:6379", {"AUTH", TWELVE_SCRIPTS, "INFO", "INFO", NULL}},
+        {"unix:///tmp/r.sock?db=2", {"SELECT", TWELVE_SCRIPTS, "INFO", "INFO", NULL}},
 #undef TWELVE_SCRIPTS
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -111,8 +116,8 @@ static void steps_follow_the_url(void **state)
         redlock__handshake hs;
         redlock__buf out = {0};
         assert_int_equal(redlock__handshake_start(&hs, &u, &out, &alloc), 0);
-        char names[16][16];
-        unsigned n = decode_all(&out, names, 16);
+        char names[20][16];
+        unsigned n = decode_all(&out, names, 20);
         assert_int_equal(n, hs.n_steps);
         for (unsigned k = 0; k < n; k++)
             assert_string_equal(names[k], cases[i].want[k]);
@@ -187,7 +192,7 @@ static void which_replies_end_the_connection(void **state)
 {
     (void)state;
     const struct {
-        unsigned step; /* 0 AUTH, 1 SELECT, 2 the first SCRIPT LOAD, 14 INFO */
+        unsigned step; /* 0 AUTH, 1 SELECT, 2 the first SCRIPT LOAD, 14 INFO, 15 its role */
         const char *resp;
         bool goes_on;
         const char *why_has;
@@ -212,24 +217,74 @@ static void which_replies_end_the_connection(void **state)
         {14, "-NOPERM this user has no permissions to run the 'info' command\r\n", true, NULL},
         {14, "+OK\r\n", false, "unexpected reply to INFO"},
         {14, "*0\r\n", false, "unexpected reply to INFO"},
+        {15, "-NOPERM this user has no permissions to run the 'info' command\r\n", true, NULL},
+        {15, ":1\r\n", false, "unexpected reply to INFO replication"},
     };
     redlock_url u = parse("redis://:pw@127.0.0.1:6379/2");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         redlock__handshake hs;
         redlock__buf out = {0};
         assert_int_equal(redlock__handshake_start(&hs, &u, &out, &alloc), 0);
-        assert_int_equal(hs.n_steps, 15);
+        assert_int_equal(hs.n_steps, 16);
         char why[REDLOCK_ERROR_TEXT_MAX] = "";
         for (unsigned k = 0; k < cases[i].step; k++) { /* the steps before succeed */
             char resp[128] = "+OK\r\n";
             if (hs.steps[k].kind == REDLOCK__HS_SCRIPT)
                 bulk(resp, sizeof(resp), hs.steps[k].script->sha1);
+            else if (hs.steps[k].kind == REDLOCK__HS_INFO)
+                bulk(resp, sizeof(resp), "run_id:x\n");
             assert_true(feed(&hs, resp, why, sizeof(why)));
         }
         bool goes_on = feed(&hs, cases[i].resp, why, sizeof(why));
         if (goes_on != cases[i].goes_on ||
             (cases[i].why_has != NULL && strstr(why, cases[i].why_has) == NULL))
             fail_msg("case %zu (%s): goes_on %d, why \"%s\"", i, cases[i].resp, goes_on, why);
+        redlock__buf_free(&out, &alloc);
+    }
+    redlock_url_free(&u);
+}
+
+/* INFO replication: a replica's master is taken from its own lines, printable bytes only; a
+ * master, or a reply without a role, is no replica. */
+static void role_names_the_master(void **state)
+{
+    (void)state;
+    const struct {
+        const char *body;
+        const char *replica_of;
+    } cases[] = {
+        {"# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:6380\r\n"
+         "master_link_status:up\r\n",
+         "127.0.0.1:6380"},
+        {"role:slave\nmaster_port:7000\nmaster_host:db-1.example\n", "db-1.example:7000"},
+        {"role:slave\r\n", "?:?"},
+        {"role:slave\r\nmaster_host:a\x1b[2Jb\r\nmaster_port:1\r\n", "a[2Jb:1"},
+        {"role:master\r\nslave0:ip=127.0.0.1,port=6381\r\n", ""},
+        {"xrole:slave\r\n", ""},
+        {"role:slaves\r\n", ""},
+        {"", ""},
+    };
+    redlock_url u = parse("redis://127.0.0.1:6379");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        redlock__handshake hs;
+        redlock__buf out = {0};
+        assert_int_equal(redlock__handshake_start(&hs, &u, &out, &alloc), 0);
+        char resp[512], why[128];
+        while (hs.steps[hs.answered].kind != REDLOCK__HS_ROLE) {
+            bulk(resp, sizeof(resp),
+                 hs.steps[hs.answered].kind == REDLOCK__HS_SCRIPT
+                     ? hs.steps[hs.answered].script->sha1
+                     : "run_id:x\n");
+            assert_true(feed(&hs, resp, why, sizeof(why)));
+        }
+        bulk(resp, sizeof(resp), cases[i].body);
+        assert_true(feed(&hs, resp, why, sizeof(why)));
+        assert_false(redlock__handshake_pending(&hs));
+        if (strcmp(hs.replica_of, cases[i].replica_of) != 0)
+            fail_msg("case %zu: replica_of \"%s\", want \"%s\"", i, hs.replica_of,
+                     cases[i].replica_of);
+        redlock__handshake_reset(&hs);
+        assert_string_equal(hs.replica_of, "");
         redlock__buf_free(&out, &alloc);
     }
     redlock_url_free(&u);
@@ -298,6 +353,7 @@ int main(void)
     redlock__alloc_init(&alloc, NULL, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(steps_follow_the_url),
+        cmocka_unit_test(role_names_the_master),
         cmocka_unit_test(success_takes_the_run_id),
         cmocka_unit_test(run_id_only_from_its_own_line),
         cmocka_unit_test(which_replies_end_the_connection),

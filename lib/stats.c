@@ -64,7 +64,8 @@ void redlock__client_log(redlock_client *c, redlock_log_level level, const char 
 
 static uint64_t slow_round_us(const redlock_client *c)
 {
-    uint64_t ms = c->opts.slow_round_ms != 0 ? c->opts.slow_round_ms : c->opts.node_timeout_ms / 2;
+    uint64_t ms = c->opts.slow_round_ms != 0 ? c->opts.slow_round_ms
+                                             : redlock__client_slowest_timeout_ms(c) / 2;
     return REDLOCK__MAX(ms, 1) * 1000;
 }
 

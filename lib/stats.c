@@ -145,7 +145,7 @@ void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
                        ? redlock__client_now(c)
                        : q->decided_us;
     uint64_t took = end > q->start_us ? end - q->start_us : 0;
-    if (took > slow_round_us(c)) {
+    if (took > 1000 && took > slow_round_us(c)) { /* it is 1 ms at least: most rounds skip it */
         st->slow_rounds++;
         log_slow_round(c, kind, took, results);
     }

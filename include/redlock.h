@@ -306,7 +306,9 @@ REDLOCK_EXTERN int redlock_client_close_ex(redlock_client *client, unsigned flag
                                            redlock_close_cb close_cb, void *data);
 /* Cancel every pending operation whose callback data is data (a cancel token is simpler). */
 REDLOCK_EXTERN int redlock_cancel(redlock_client *client, const void *data);
-/* The reason behind the last error a call returned at once ("" if none). */
+/* The reason behind the last error a call returned at once ("" if none), or of the last
+ * operation whose callback got a failure: each failed node and why ("no quorum: ...: URL
+ * timeout (no answer within 200 ms); ..."), from the start of that callback. */
 REDLOCK_EXTERN const char *redlock_client_last_error(const redlock_client *client);
 REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 /* Node i's URL, password redacted (NULL out of range). */

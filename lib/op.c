@@ -88,6 +88,8 @@ static void op_deliver(op *o)
         res.n_nodes = 0;
     }
 
+    if (o->status != 0 && o->status != REDLOCK_ECANCELED) /* for a caller who reads no result */
+        redlock__failure_text(c->last_error, sizeof(c->last_error), o->status, &res);
     o->cb(handed, o->status, &res, o->data);
 
     redlock__op_hold_round(o, NULL);

@@ -673,6 +673,38 @@ static void sync_client_tells_too(void **state)
     h_env_stop(&env);
 }
 
+/* A caller who reads no per-node result still learns which nodes failed and why: after a failed
+ * acquire, redlock_client_last_error names each of them with its reason (before: "" ). */
+static void failure_text_names_the_nodes(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL);
+    char down[2][64];
+    const char *urls[3] = {env.cluster.urls[0], down[0], down[1]};
+    for (unsigned i = 0; i < 2; i++)
+        snprintf(down[i], sizeof(down[i]), "redis://127.0.0.1:%d", fixture_free_port());
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    char err[256];
+    assert_int_equal(h_client_urls(&env, urls, 3, &o, &c, err, sizeof(err)), 0);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "observe:failure-text", 5000, NULL, &rec),
+                     REDLOCK_ENOQUORUM);
+    const char *text = redlock_client_last_error(c);
+    fprintf(stderr, "# %s\n", text);
+    assert_non_null(strstr(text, redlock_strerror(REDLOCK_ENOQUORUM)));
+    for (unsigned i = 0; i < 2; i++) {
+        assert_non_null(strstr(text, down[i]));
+        assert_true(rec.node_vote[i + 1] == REDLOCK_VOTE_ERROR);
+        assert_non_null(strstr(text, rec.node_error[i + 1]));
+    }
+    assert_null(strstr(text, env.cluster.urls[0])); /* it said yes */
+    h_close_client(&env, c);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -682,7 +714,7 @@ int main(void)
         H_TEST(silent_node_dropped_is_logged),  H_TEST(stats_count_every_outcome),
         H_TEST(stats_count_expired_rounds),     H_TEST(extension_rounds_are_told),
         H_TEST(extension_callback_may_release), H_TEST(queries_respect_the_callers_size),
-        H_TEST(sync_client_tells_too),
+        H_TEST(sync_client_tells_too),          H_TEST(failure_text_names_the_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

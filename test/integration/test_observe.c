@@ -705,6 +705,54 @@ static void failure_text_names_the_nodes(void **state)
     h_env_stop(&env);
 }
 
+/* A lock key that holds application data (a value without a ttl, a hash) is busy forever: the
+ * refused acquire says so on each node, with the fix, in its result and its text; a key that a
+ * real holder holds says nothing of the kind. */
+static void application_data_is_named(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    for (unsigned i = 0; i < 3; i++) {
+        h_set(&env, i, "observe:app-string", 18, "42");
+        redisReply *r = fixture_command(&env.cluster, i, "HSET observe:app-hash field value");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    redlock_client *c = h_client(&env, NULL);
+    static const struct {
+        const char *key, *why;
+    } cases[] = {{"observe:app-string", "a value without a ttl"},
+                 {"observe:app-hash", "a key of another type"}};
+    for (unsigned k = 0; k < 2; k++) {
+        h_record rec;
+        assert_int_equal(h_acquire(&env, c, cases[k].key, 5000, NULL, &rec), REDLOCK_EBUSY);
+        for (unsigned i = 0; i < 3; i++) {
+            if (rec.node_vote[i] != REDLOCK_VOTE_NO)
+                continue;
+            if (strstr(rec.node_error[i], "holds application data") == NULL ||
+                strstr(rec.node_error[i], cases[k].why) == NULL ||
+                strstr(rec.node_error[i], "key_prefix") == NULL)
+                fail_msg("%s on node %u: \"%s\"", cases[k].key, i, rec.node_error[i]);
+        }
+        assert_true(rec.votes_no >= 2);
+        assert_non_null(strstr(redlock_client_last_error(c), "holds application data"));
+        /* Nothing was written: the data is as it was. */
+        assert_int_equal(h_pttl(&env, 0, cases[k].key, strlen(cases[k].key)), -1);
+    }
+    /* A lock held by another client: busy, and nothing said of application data. */
+    redlock_client *other = h_own_client(&env, NULL);
+    h_record held, busy;
+    assert_int_equal(h_acquire(&env, other, "observe:held", 5000, NULL, &held), 0);
+    assert_int_equal(h_acquire(&env, c, "observe:held", 5000, NULL, &busy), REDLOCK_EBUSY);
+    for (unsigned i = 0; i < 3; i++)
+        assert_null(strstr(busy.node_error[i], "application data"));
+    h_release_ok(&env, held.lock, &held);
+    redlock_lock_free(held.lock);
+    h_close_client(&env, other);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -715,6 +763,7 @@ int main(void)
         H_TEST(stats_count_expired_rounds),     H_TEST(extension_rounds_are_told),
         H_TEST(extension_callback_may_release), H_TEST(queries_respect_the_callers_size),
         H_TEST(sync_client_tells_too),          H_TEST(failure_text_names_the_nodes),
+        H_TEST(application_data_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -702,6 +702,21 @@ static void failure_text_names_the_nodes(void **state)
     }
     assert_null(strstr(text, env.cluster.urls[0])); /* it said yes */
     h_close_client(&env, c);
+
+    /* The blocking API, called without a report: redlock_sync_last_error says the same. */
+    redlock_sync *sync = NULL;
+    assert_int_equal(redlock_sync_new(urls, 3, &o, &sync, err, sizeof(err)), 0);
+    char sync_text[256];
+    assert_int_equal(redlock_sync_last_error(sync, sync_text, sizeof(sync_text)), 0);
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(
+        redlock_sync_acquire(sync, "observe:failure-text", REDLOCK_STRLEN, 5000, NULL, &lock, NULL),
+        REDLOCK_ENOQUORUM);
+    assert_true(redlock_sync_last_error(sync, sync_text, sizeof(sync_text)) > 0);
+    fprintf(stderr, "# sync: %s\n", sync_text);
+    for (unsigned i = 0; i < 2; i++)
+        assert_non_null(strstr(sync_text, down[i]));
+    redlock_sync_free(sync);
     h_env_stop(&env);
 }
 

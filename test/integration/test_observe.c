@@ -762,8 +762,7 @@ static void application_data_is_named(void **state)
     assert_int_equal(h_acquire(&env, c, "observe:held", 5000, NULL, &busy), REDLOCK_EBUSY);
     for (unsigned i = 0; i < 3; i++)
         assert_null(strstr(busy.node_error[i], "application data"));
-    h_release_ok(&env, held.lock, &held);
-    redlock_lock_free(held.lock);
+    h_release_ok(&env, held.lock, &held); /* frees the handle */
     h_close_client(&env, other);
     h_env_stop(&env);
 }

@@ -543,13 +543,59 @@ static void on_raw_once(void *data, int won, uint64_t set_us, uint64_t release_u
 
 /* Per-node one-way delays (ms) of each wan setting: equal ones first (the proxies' own cost, and
  * the case where waiting for a quorum and waiting for all look the same), then unequal ones,
- * where a decision at the quorum waits for the third-fastest node, not the slowest. */
-#define WAN_SETTINGS 3
+ * where a decision at the quorum waits for the third-fastest node, not the slowest; the last
+ * spans a continent (a 300 ms round trip). */
+#define WAN_SETTINGS 4
 static const unsigned wan_delays[WAN_SETTINGS][5] = {
     {0, 0, 0, 0, 0},
     {1, 1, 5, 20, 50},
     {5, 20, 20, 50, 50},
+    {1, 5, 20, 50, 150},
 };
+
+typedef struct wan_once {
+    bool done;
+    int status;
+    redlock_lock *lock;
+} wan_once;
+
+static void on_wan_once(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    wan_once *o = data;
+    o->done = true;
+    o->status = status;
+    o->lock = lock;
+}
+
+/* Run the loop until o is done (bounded by a minute: a hung node is a failed cycle). */
+static int wan_wait(uv_loop_t *loop, wan_once *o, uint64_t t0)
+{
+    bench_run_until(loop, &o->done, t0 + 60000000);
+    return o->done ? o->status : -1;
+}
+
+/* One acquire, extend and release, each timed; 0 when all three succeeded. */
+static int wan_cycle(uv_loop_t *loop, redlock_client *c, const char *resource, uint64_t ttl_ms,
+                     uint64_t *acquire_us, uint64_t *extend_us, uint64_t *release_us)
+{
+    wan_once a = {0}, e = {0}, r = {0};
+    uint64_t t0 = bench_now_us();
+    if (redlock_acquire(c, resource, strlen(resource), 0, NULL, on_wan_once, &a) != 0)
+        return -1;
+    int rc = wan_wait(loop, &a, t0);
+    uint64_t t1 = bench_now_us();
+    *acquire_us = t1 - t0;
+    if (rc != 0)
+        return rc;
+    rc = redlock_extend(a.lock, ttl_ms, 0, on_wan_once, &e) != 0 ? -1 : wan_wait(loop, &e, t1);
+    uint64_t t2 = bench_now_us();
+    *extend_us = t2 - t1;
+    int rrc = redlock_release(a.lock, on_wan_once, &r) != 0 ? -1 : wan_wait(loop, &r, t2);
+    *release_us = bench_now_us() - t2;
+    redlock_lock_free(a.lock);
+    return rc != 0 ? rc : rrc;
+}
 
 static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *delays)
 {
@@ -557,7 +603,7 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
     proxies p[REDLOCK_MAX_NODES];
     memset(p, 0, sizeof(p));
     int rc = 0;
-    unsigned started = 0, max_delay = 0;
+    unsigned started = 0;
     for (unsigned i = 0; i < n; i++) {
         if (proxies_start(cfg, delays[i], &upstream[i], 1, &p[i]) != 0) {
             fprintf(stderr, "redlock-bench: wan: cannot start %s\n", cfg->proxy_path);
@@ -567,7 +613,6 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
             break;
         }
         started++;
-        max_delay = delays[i] > max_delay ? delays[i] : max_delay;
     }
     char urls[REDLOCK_MAX_NODES][64];
     const char *list[REDLOCK_MAX_NODES];
@@ -583,10 +628,11 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
     raw *r = NULL;
     if (rc == 0) {
         qsort(rtt, n, sizeof(rtt[0]), bench_cmp_u64);
+        /* The library's default timeouts (adaptive: not --node-timeout), as a new user has them
+         * across datacenters; no retry, so a round that timed out counts as a failure. */
         redlock_options o;
         redlock_options_init(&o);
         o.ttl_ms = cfg->ttl_ms;
-        o.node_timeout_ms = cfg->node_timeout_ms + 4 * max_delay;
         o.drift_factor = cfg->drift_factor;
         o.retry_count = 0;
         c = bench_client(cfg, &loop, list, n, &o);
@@ -599,7 +645,7 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
     }
     if (rc == 0) {
         uint64_t floor_us = rtt[n / 2]; /* the quorum-th smallest round trip */
-        samples acq = {0}, rel = {0}, cyc = {0}, raw_set = {0}, raw_rel = {0};
+        samples acq = {0}, ext = {0}, rel = {0}, cyc = {0}, raw_set = {0}, raw_rel = {0};
         unsigned failures = 0, seq = 0;
         double slice = cfg->duration_s / (WAN_SETTINGS * 4);
         /* Slices L R R L after a warm-up of each. */
@@ -610,13 +656,14 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
                 char name[64];
                 int len = snprintf(name, sizeof(name), "bench:wan:%u", seq++);
                 if (lock_side) {
-                    uint64_t a, rl;
-                    if (bench_cycle_once(&loop, c, name, &a, &rl) != 0) {
+                    uint64_t a = 0, x = 0, rl = 0;
+                    if (wan_cycle(&loop, c, name, cfg->ttl_ms, &a, &x, &rl) != 0) {
                         failures += k >= 0;
                         continue;
                     }
                     if (k >= 0) {
                         samples_add(&acq, a);
+                        samples_add(&ext, x);
                         samples_add(&rel, rl);
                         samples_add(&cyc, a + rl);
                     }
@@ -632,9 +679,9 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
                 }
             }
         }
-        percentiles pa = samples_percentiles(&acq), pr = samples_percentiles(&rel),
-                    pc = samples_percentiles(&cyc), prs = samples_percentiles(&raw_set),
-                    prr = samples_percentiles(&raw_rel);
+        percentiles pa = samples_percentiles(&acq), px = samples_percentiles(&ext),
+                    pr = samples_percentiles(&rel), pc = samples_percentiles(&cyc),
+                    prs = samples_percentiles(&raw_set), prr = samples_percentiles(&raw_rel);
         /* Acquire and release are both decided at the quorum: each one's floor is the
          * quorum-th round trip, a cycle's the sum of the two. */
         double over_ms = ((double)pa.p50 - (double)floor_us) / 1000.0;
@@ -644,11 +691,13 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
         for (unsigned i = 0; i < n; i++)
             printf("%s%u", i == 0 ? " " : ",", delays[i]);
         printf(" ms: acquire p50 %6llu us p99 %6llu  |  floor (3rd RTT) %6llu us, raw (quorum) "
-               "%6llu us  |  p50 - floor %+.2f ms  |  release p50 %llu us (- floor %+.2f ms), "
-               "raw %llu  |  cycle p50 %llu us (- 2 floors %+.2f ms)  (%u failed)\n",
+               "%6llu us  |  p50 - floor %+.2f ms  |  extend p50 %llu us  |  release p50 %llu us "
+               "(- floor %+.2f ms), raw %llu  |  cycle p50 %llu us (- 2 floors %+.2f ms)  (%u "
+               "failed, default timeouts)\n",
                (unsigned long long)pa.p50, (unsigned long long)pa.p99, (unsigned long long)floor_us,
-               (unsigned long long)prs.p50, over_ms, (unsigned long long)pr.p50, release_over_ms,
-               (unsigned long long)prr.p50, (unsigned long long)pc.p50, cycle_over_ms, failures);
+               (unsigned long long)prs.p50, over_ms, (unsigned long long)px.p50,
+               (unsigned long long)pr.p50, release_over_ms, (unsigned long long)prr.p50,
+               (unsigned long long)pc.p50, cycle_over_ms, failures);
         if (cfg->json != NULL) {
             FILE *f = cfg->json;
             json_begin(f, "wan");
@@ -660,6 +709,8 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
                 fprintf(f, "%s%llu", i == 0 ? "" : ",", (unsigned long long)rtt[i]);
             fprintf(f, "],\"acquire_us\":");
             json_percentiles(f, &pa);
+            fprintf(f, ",\"extend_us\":");
+            json_percentiles(f, &px);
             fprintf(f, ",\"release_us\":");
             json_percentiles(f, &pr);
             fprintf(f, ",\"cycle_us\":");
@@ -683,6 +734,7 @@ static int wan_setting(bench_config *cfg, const int *upstream, const unsigned *d
                                        delays[i]);
         bench_row_failures(cfg, "wan", row, failures, cyc.n + failures);
         samples_free(&acq);
+        samples_free(&ext);
         samples_free(&rel);
         samples_free(&cyc);
         samples_free(&raw_set);

@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 
     redlock_options opts;
     redlock_options_init(&opts);
-    opts.node_timeout_ms = 5000; /* an example on any machine: seconds, not the 50 ms default */
+    opts.node_timeout_ms = 5000; /* an example on any machine: seconds, fixed */
     opts.connect_timeout_ms = 5000;
     char err[256];
     redlock_sync *sync = NULL;

@@ -13,7 +13,7 @@
  *   --ttl-ms MS       the lock's ttl: auto-extension renews it while the work runs (10000)
  *   --wait-ms MS      how long one acquire waits for its turn before it tries again (60000)
  *   --timeout-ms MS   each node's deadline per request, and for a connection's set-up (the
- *                     library's defaults: 50 ms and 1 s); a URL's ?timeout_ms= wins
+ *                     library's defaults: adaptive, and 3 s); a URL's ?timeout_ms= wins
  */
 #ifndef JOB_CONFIG_H
 #define JOB_CONFIG_H

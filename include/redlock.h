@@ -166,11 +166,17 @@ typedef enum redlock_log_level {
 typedef void (*redlock_log_fn)(redlock_client *client, redlock_log_level level, const char *url,
                                const char *message, void *data);
 
-/* A client's settings, copied by redlock_client_new; defaults: redlock_options_init. */
+/* A client's settings, copied by redlock_client_new; defaults: redlock_options_init.
+ *
+ * node_timeout_ms, each request's deadline on a node: 0 (the default) adapts it per node, as
+ * TCP's retransmission timeout: the node's smoothed round trip plus 4 times its deviation, within
+ * 200 ms..2 s, 1 s before it has measured one, doubled after each timeout; N fixes it at N ms. A
+ * URL's timeout_ms=N fixes that node's. (Tuning of the adaptive one would come as new members, 0
+ * by default, never as new meanings of this one.) */
 typedef struct redlock_options {
     size_t size;                 /* set by redlock_options_init; do not change */
     uint64_t ttl_ms;             /* the ttl of an acquire given 0 */
-    uint64_t node_timeout_ms;    /* each request's deadline on a node (a URL's timeout_ms wins) */
+    uint64_t node_timeout_ms;    /* a request's deadline on a node: 0 adaptive, N fixed (above) */
     uint64_t connect_timeout_ms; /* a connection's set-up: TCP, TLS, AUTH, SELECT, ... */
     double drift_factor;         /* clock drift allowance per ms of ttl */
     uint64_t min_validity_ms;    /* a win with less validity left counts as lost */
@@ -301,7 +307,9 @@ REDLOCK_EXTERN int redlock_client_close_ex(redlock_client *client, unsigned flag
                                            redlock_close_cb close_cb, void *data);
 /* Cancel every pending operation whose callback data is data (a cancel token is simpler). */
 REDLOCK_EXTERN int redlock_cancel(redlock_client *client, const void *data);
-/* The reason behind the last error a call returned at once ("" if none). */
+/* The reason behind the last error a call returned at once ("" if none), or of the last
+ * operation whose callback got a failure: each failed node and why ("no quorum: ...: URL
+ * timeout (no answer within 200 ms); ..."), from the start of that callback. */
 REDLOCK_EXTERN const char *redlock_client_last_error(const redlock_client *client);
 REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 /* Node i's URL, password redacted (NULL out of range). */

@@ -9,6 +9,7 @@
 
 #include "abi.h"
 #include "node.h"
+#include "rto.h"
 #include "url.h"
 
 /* ---- errors and options ---------------------------------------------------------------------- */
@@ -125,8 +126,8 @@ static void options_defaults(redlock_options *o)
     memset(o, 0, sizeof(*o));
     o->size = sizeof(*o);
     o->ttl_ms = 10000;
-    o->node_timeout_ms = 50;
-    o->connect_timeout_ms = 1000;
+    o->node_timeout_ms = 0; /* adaptive */
+    o->connect_timeout_ms = 3000;
     o->drift_factor = 0.01;
     o->min_validity_ms = 0;
     o->retry_count = 3;
@@ -159,8 +160,8 @@ static int check_options(const redlock_options *o, char *err, size_t err_len)
 #define BAD(...) return (redlock__fmt(err, err_len, __VA_ARGS__), REDLOCK_EINVAL)
     if (o->ttl_ms == 0 || o->ttl_ms > REDLOCK_TTL_MAX_MS)
         BAD("ttl_ms must be 1..%llu", (unsigned long long)REDLOCK_TTL_MAX_MS);
-    if (o->node_timeout_ms == 0 || o->node_timeout_ms > 3600000)
-        BAD("node_timeout_ms must be 1..3600000");
+    if (o->node_timeout_ms > 3600000)
+        BAD("node_timeout_ms must be 0 (adaptive) or 1..3600000");
     if (o->connect_timeout_ms == 0 || o->connect_timeout_ms > 3600000)
         BAD("connect_timeout_ms must be 1..3600000");
     if (!(o->drift_factor >= 0 && o->drift_factor < 1)) /* also false for NaN */
@@ -185,6 +186,23 @@ static int check_options(const redlock_options *o, char *err, size_t err_len)
 uint64_t redlock__client_now(redlock_client *c)
 {
     return c->io->ops->now_us(c->io);
+}
+
+uint64_t redlock__client_slowest_timeout_ms(const redlock_client *c)
+{
+    uint64_t slowest_us = 0;
+    for (unsigned i = 0; i < c->n_nodes; i++) {
+        uint64_t us;
+        if (c->io->ops->timeout_us != NULL) {
+            us = c->io->ops->timeout_us(c->io, i);
+        } else {
+            int url_ms = c->urls[i].timeout_ms;
+            us = redlock__rto_bound_us(url_ms > 0 ? (uint64_t)url_ms * 1000
+                                                  : c->opts.node_timeout_ms * 1000);
+        }
+        slowest_us = REDLOCK__MAX(slowest_us, us);
+    }
+    return redlock__ms_ceil(slowest_us);
 }
 
 static void rearm(redlock_client *c)

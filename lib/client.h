@@ -134,6 +134,9 @@ int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)
 
 /* The clock and the timer queue. */
 uint64_t redlock__client_now(redlock_client *c);
+/* The longest timeout a request sent now gets on any of its nodes, in ms (rounded up): fixed,
+ * or what an adaptive node measured (rto.h). */
+uint64_t redlock__client_slowest_timeout_ms(const redlock_client *c);
 void redlock__client_timer_start(redlock_client *c, redlock__timer *t, uint64_t due_us,
                                  redlock__timer_cb cb);
 void redlock__client_timer_stop(redlock_client *c, redlock__timer *t);

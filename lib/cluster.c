@@ -10,6 +10,7 @@
 #include "cluster_allow.h"
 #include "cluster_map.h"
 #include "command.h"
+#include "rto.h"
 #include "slot.h"
 
 #define ERR_LEN REDLOCK_ERROR_TEXT_MAX
@@ -599,6 +600,7 @@ static void dispatch(creq *cr, uint64_t now)
         /* WAIT's own timeout: three quarters of what is left, so that its count comes back
          * before the deadline and says how many replicas had it. */
         uint64_t left = cr->outer->deadline_us > now ? cr->outer->deadline_us - now : 1000;
+        left = REDLOCK__MIN(left, redlock__node_timeout_us(target->node)); /* it may adapt */
         cr->wait_cmd = (redlock__cmd){.kind = REDLOCK__CMD_WAIT,
                                       .fence = cl->replica_wait,
                                       .ttl_ms = REDLOCK__MAX(left * 3 / 4 / 1000, 1)};
@@ -770,7 +772,7 @@ void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock (io.h), as a node's */
     cl->tally.requests++;
-    req->deadline_us = now + cl->cfg.timeout_us;
+    req->deadline_us = now + redlock__rto_bound_us(cl->cfg.timeout_us);
     if (cl->state == CL_CLOSING) {
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
         return;
@@ -942,4 +944,9 @@ void redlock__cluster_info(const redlock__cluster *cl, redlock_node_info *out)
     redlock__tally_info(&cl->tally, out);
     if (cl->state == CL_STARTING) /* "not connected yet" is no failure */
         out->last_error[0] = '\0';
+}
+
+uint64_t redlock__cluster_timeout_us(const redlock__cluster *cl)
+{
+    return redlock__rto_bound_us(cl->cfg.timeout_us);
 }

@@ -55,4 +55,7 @@ void redlock__cluster_info(const redlock__cluster *cl, redlock_node_info *out);
 const char *redlock__cluster_twin(const redlock__cluster *cl, const redlock__node *node,
                                   const char *run_id);
 
+/* The deadline its requests get, across their redirects (rto.h, redlock__rto_bound_us). */
+uint64_t redlock__cluster_timeout_us(const redlock__cluster *cl);
+
 #endif

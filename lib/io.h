@@ -92,6 +92,9 @@ typedef struct redlock__io_ops {
     /* From any thread, after signal_start: call io->on_signal on the loop thread soon (calls
      * coalesce). Never after close has begun (cancel.h says why none comes then). */
     void (*signal)(redlock__io *io);
+    /* The timeout a request sent to node now gets (node.h; adaptive ones change). NULL: the one
+     * the node's config gives (an io whose nodes do not adapt: the simulator's). */
+    uint64_t (*timeout_us)(redlock__io *io, unsigned node);
 } redlock__io_ops;
 
 struct redlock__io {

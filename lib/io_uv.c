@@ -230,9 +230,17 @@ static bool io_node_info(redlock__io *base, unsigned i, redlock_node_info *out)
     return true;
 }
 
+static uint64_t io_timeout_us(redlock__io *base, unsigned i)
+{
+    io_uv *io = (io_uv *)base;
+    if (io->clusters[i] != NULL)
+        return redlock__cluster_timeout_us(io->clusters[i]);
+    return redlock__node_timeout_us(io->nodes[i]);
+}
+
 static const redlock__io_ops io_uv_ops = {
-    io_send,  io_now_us,    io_wake_at, io_random,       io_close,
-    io_watch, io_node_info, NULL,       io_signal_start, io_signal,
+    io_send,      io_now_us, io_wake_at,      io_random, io_close,      io_watch,
+    io_node_info, NULL,      io_signal_start, io_signal, io_timeout_us,
 };
 
 redlock__node *redlock__io_uv_node(redlock__io *base, unsigned i)

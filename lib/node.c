@@ -13,6 +13,7 @@
 #include "handshake.h"
 #include "reader.h"
 #include "relq.h"
+#include "rto.h"
 #include "scrub.h"
 #include "stream.h"
 
@@ -55,6 +56,9 @@ struct redlock__node {
      * refused): a new connection to another one means the server restarted (changed). */
     char server_run_id[REDLOCK__RUN_ID_LEN + 1];
     uint64_t last_reply_us;  /* last reply (or connect) time */
+    uint64_t ready_since_us; /* when the current connection became ready: only requests sent
+                                since are round-trip samples (the others waited for it) */
+    redlock__rto rto;        /* the timeout a request gets, fixed or adaptive (rto.h) */
     uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
     char last_error[ERR_LEN];
     /* Releases that found the node down, sent when it is up again (relq.h). */
@@ -124,7 +128,7 @@ void redlock__node_cfg_vlog(const redlock__node_config *cfg, redlock_log_level l
 void redlock__node_cfg_timeout_why(const redlock__node_config *cfg, char *out, size_t out_len)
 {
     redlock__fmt(out, out_len, "no answer within %llu ms",
-                 (unsigned long long)(cfg->timeout_us / 1000));
+                 (unsigned long long)(redlock__rto_bound_us(cfg->timeout_us) / 1000));
 }
 
 void redlock__node_cfg_log(const redlock__node_config *cfg, redlock_log_level level,
@@ -259,6 +263,28 @@ static void fail_all(redlock__node *n, redlock__fail fail, const char *why)
 
 static void on_deadline(uv_timer_t *t);
 
+/* The deadline of a request sent at now: now plus the node's timeout, but never before the
+ * FIFO's last one, so that deadlines grow in FIFO order and one timer at the head serves them
+ * all even when an adaptive timeout has shrunk (a request then gets a little more). */
+static uint64_t deadline_at(const redlock__node *n, uint64_t now)
+{
+    uint64_t d = now + redlock__rto_us(&n->rto);
+    return n->tail != NULL && n->tail->deadline_us > d ? n->tail->deadline_us : d;
+}
+
+/* Why req timed out: how long it was given, and, if the connection never became ready, what
+ * it is waiting for (stream.h). */
+static void timeout_why(const redlock__node *n, const redlock__req *req, char *out, size_t len)
+{
+    char connecting[ERR_LEN] = "";
+    if (n->state == NODE_STARTING)
+        redlock__stream_pending_why(&n->stream, connecting, sizeof(connecting));
+    redlock__fmt(out, len, "no answer within %llu ms%s%s%s",
+                 (unsigned long long)((req->deadline_us - req->sent_us) / 1000),
+                 connecting[0] != '\0' ? " (not connected yet: " : "", connecting,
+                 connecting[0] != '\0' ? ")" : "");
+}
+
 static void start_deadline_timer(redlock__node *n, uint64_t now)
 {
     if (n->head == NULL || n->state == NODE_CLOSING)
@@ -270,13 +296,16 @@ static void on_deadline(uv_timer_t *t)
 {
     redlock__node *n = REDLOCK__CONTAINER_OF(t, redlock__node, deadline_timer);
     uint64_t now = redlock__now_us();
-    char why[ERR_LEN];
-    redlock__node_cfg_timeout_why(&n->cfg, why, sizeof(why));
+    uint64_t silence_us = DROP_AFTER_TIMEOUTS * redlock__rto_base_us(&n->rto);
+    if (n->head != NULL && n->head->deadline_us <= now)
+        redlock__rto_timeout(&n->rto); /* once for the batch: they timed out together */
     while (n->head != NULL && n->head->deadline_us <= now && n->state != NODE_CLOSING) {
         redlock__req *req = fifo_pop(n);
         n->skips_owed += req->asking ? 2 : 1;   /* its reply is the skips_owed-th skipped */
         n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, are dropped */
         req->asking = false;
+        char why[ERR_LEN];
+        timeout_why(n, req, why, sizeof(why));
         complete(n, req, REDLOCK_VOTE_TIMEOUT, REDLOCK__FAIL_NONE, why, NULL, now);
     }
     if (n->state == NODE_CLOSING)
@@ -285,7 +314,7 @@ static void on_deadline(uv_timer_t *t)
     /* Silence counts from the later of the last reply and the moment the node started to owe
      * one: an idle spell is not silence. */
     uint64_t quiet_since = REDLOCK__MAX(n->last_reply_us, n->owing_since_us);
-    bool silent = now - quiet_since >= DROP_AFTER_TIMEOUTS * n->cfg.timeout_us;
+    bool silent = now - quiet_since >= silence_us;
     if (owes && silent && redlock__stream_is_open(&n->stream)) {
         char drop[ERR_LEN];
         redlock__fmt(drop, sizeof(drop), "connection dropped: no answer for %llu ms",
@@ -444,7 +473,7 @@ static void set_ready(redlock__node *n)
 {
     set_state(n, NODE_READY);
     n->last_error[0] = '\0';
-    n->last_reply_us = redlock__now_us();
+    n->last_reply_us = n->ready_since_us = redlock__now_us();
     n->connects++;
     if (n->cfg.log != NULL) {
         const redlock__stream_stats *st = &n->stream.stats;
@@ -570,7 +599,7 @@ static void resend_with_eval(redlock__node *n, redlock__req *req, uint64_t now)
         complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL, "out of memory", NULL, now);
         return;
     }
-    req->deadline_us = now + n->cfg.timeout_us;
+    req->deadline_us = deadline_at(n, now);
     bool was_empty = n->head == NULL;
     fifo_push(n, req);
     if (was_empty)
@@ -602,7 +631,10 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
         node_fail(n, REDLOCK_LOG_ERROR, "protocol error: reply without a request");
         return;
     }
-    redlock__tally_answer(&n->tally, now > req->sent_us ? now - req->sent_us : 0);
+    uint64_t rtt_us = now > req->sent_us ? now - req->sent_us : 0;
+    redlock__tally_answer(&n->tally, rtt_us);
+    if (req->sent_us >= n->ready_since_us)
+        redlock__rto_sample(&n->rto, rtt_us);
     char err[ERR_LEN];
     err[0] = '\0';
     redlock__reply_kind kind;
@@ -783,6 +815,7 @@ int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock_
     n->loop = loop;
     n->cfg = *cfg;
     n->state = NODE_STARTING;
+    redlock__rto_init(&n->rto, cfg->timeout_us);
     redlock__tally_state(&n->tally);
     redlock__stream_config scfg = {
         .url = cfg->url,
@@ -817,7 +850,7 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock: one reading for a round's nodes */
     n->tally.requests++;
-    req->deadline_us = now + n->cfg.timeout_us;
+    req->deadline_us = now + redlock__rto_us(&n->rto); /* final below, once it is queued */
     if (n->state == NODE_CLOSING) {
         complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL, "canceled: client closing", NULL,
                  now);
@@ -854,11 +887,17 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     if (n->head == NULL && n->skip_replies == 0)
         n->owing_since_us = now;
     bool was_empty = n->head == NULL;
+    req->deadline_us = deadline_at(n, now);
     fifo_push(n, req);
     if (was_empty && !uv_is_active((uv_handle_t *)&n->deadline_timer))
         start_deadline_timer(n, now);
     if (ready || early)
         redlock__stream_flush(&n->stream);
+}
+
+uint64_t redlock__node_timeout_us(const redlock__node *n)
+{
+    return redlock__rto_us(&n->rto);
 }
 
 const char *redlock__node_name(const redlock__node *n)

@@ -4,8 +4,10 @@
  * Commands are appended to the stream's one output buffer, which goes out once per loop
  * iteration, in the same iteration (pipelining without a Nagle delay; see stream.h). Replies are
  * parsed with hiredis's redisReader from the bytes the stream hands over, and matched to a FIFO
- * of outstanding requests. Every request has a deadline (send time + the node's timeout); one
- * uv_timer_t, armed at the FIFO's head, serves them all because deadlines grow in FIFO order. A
+ * of outstanding requests. Every request has a deadline: its send time plus the node's timeout,
+ * fixed or adapted to the round trips the node measures (rto.h), and never before the deadline
+ * of the request queued before it; one uv_timer_t, armed at the FIFO's head, serves them all
+ * because deadlines grow in FIFO order. A
  * timed-out request leaves the FIFO at once and only a counter remembers that its reply is still
  * owed: the late reply is read and dropped. The queue never knows how its bytes travel (TCP, a
  * unix socket, TLS).
@@ -55,7 +57,7 @@ void redlock__tally_info(const redlock__tally *t, redlock_node_info *out);
 typedef struct redlock__node_config {
     const redlock_url *url; /* must outlive the node */
     const char *name;       /* redacted URL for messages; must outlive the node */
-    uint64_t timeout_us;
+    uint64_t timeout_us;    /* a request's deadline; 0: adaptive (rto.h) */
     uint64_t connect_timeout_us;
     uint64_t reconnect_min_us;
     uint64_t reconnect_max_us;
@@ -96,7 +98,7 @@ __attribute__((format(printf, 4, 0)))
 void redlock__node_cfg_vlog(const redlock__node_config *cfg, redlock_log_level level,
                             const char *prefix, const char *fmt, va_list ap);
 
-/* Why a request of a node (or a cluster node) with cfg timed out: "no answer within N ms". */
+/* Why a request of a cluster node with cfg timed out: "no answer within N ms". */
 void redlock__node_cfg_timeout_why(const redlock__node_config *cfg, char *out, size_t out_len);
 
 /* Create a node (memory only, no handle yet). Returns 0 or REDLOCK_ENOMEM. */
@@ -113,6 +115,8 @@ void redlock__node_send(redlock__node *node, redlock__req *req);
  * node. */
 void redlock__node_close(redlock__node *node, void (*cb)(void *data), void *data);
 
+/* The timeout a request sent to it now gets (fixed, or adaptive: rto.h). */
+uint64_t redlock__node_timeout_us(const redlock__node *node);
 /* Its name for messages (the redacted URL of its config). */
 const char *redlock__node_name(const redlock__node *node);
 /* The run_id of the server a ready node is connected to, or NULL (not ready, or INFO refused). */

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "busy.h"
+
 static void op_deliver(op *o);
 
 void redlock__op_hold_round(op *o, round *r)
@@ -51,6 +53,8 @@ void redlock__op_complete(op *o, int status)
     o->state = OP_DECIDED;
     if (c->closing)
         return; /* delivered by the close, with REDLOCK_ECANCELED */
+    if (status == REDLOCK_EBUSY && o->def == &redlock__acquire_kind && redlock__busy_probe(o))
+        return; /* delivered once it knows why (busy.h) */
     if (c->api_depth > 0) {
         redlock__client_timer_start(c, &o->timer, 0, on_deliver_timer);
         return;
@@ -63,6 +67,7 @@ static void op_deliver(op *o)
     redlock_client *c = o->client;
     redlock__list_remove(&o->link);
     redlock__client_timer_stop(c, &o->timer);
+    redlock__busy_detach(o);
     redlock_lock *lock = o->lock;
     round *r = o->round;
 
@@ -88,6 +93,8 @@ static void op_deliver(op *o)
         res.n_nodes = 0;
     }
 
+    if (o->status != 0 && o->status != REDLOCK_ECANCELED) /* for a caller who reads no result */
+        redlock__failure_text(c->last_error, sizeof(c->last_error), o->status, &res);
     o->cb(handed, o->status, &res, o->data);
 
     redlock__op_hold_round(o, NULL);

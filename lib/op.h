@@ -135,6 +135,9 @@ struct op {
     /* An acquire's cancel token (redlock_lock_opts.cancel), registered until it is delivered
      * (cancel.h); not registered for any other. */
     redlock__cancel_reg cancel;
+    /* A refused acquire asks why before its delivery (busy.h): once, while probe is set. */
+    bool probed;
+    struct busy_probe *probe;
 };
 
 typedef struct round_req {

@@ -60,11 +60,39 @@ void redlock__client_log(redlock_client *c, redlock_log_level level, const char 
     va_end(ap);
 }
 
+/* ---- the text of a failure ------------------------------------------------------------------ */
+
+void redlock__failure_text(char *out, size_t out_len, int status, const redlock_result *res)
+{
+    size_t used = (size_t)snprintf(out, out_len, "%s", redlock_strerror(status));
+    unsigned listed = 0;
+    for (unsigned i = 0; res != NULL && i < res->n_nodes; i++) {
+        const redlock_node_result *nr = &res->nodes[i];
+        if (nr->vote == REDLOCK_VOTE_YES || nr->vote == REDLOCK_VOTE_NONE)
+            continue;
+        const char *why = nr->error != NULL             ? nr->error
+                          : nr->vote == REDLOCK_VOTE_NO ? "held by another holder"
+                                                        : "";
+        const char *vote = nr->vote == REDLOCK_VOTE_NO        ? "no"
+                           : nr->vote == REDLOCK_VOTE_TIMEOUT ? "timeout"
+                                                              : "error";
+        if (used + 1 >= out_len)
+            break; /* what does not fit is cut, as any of the library's texts */
+        int n = snprintf(out + used, out_len - used, "%s%s %s (%s)", listed == 0 ? ": " : "; ",
+                         nr->url != NULL ? nr->url : "?", vote, why);
+        if (n < 0)
+            break;
+        used = REDLOCK__MIN(used + (size_t)n, out_len - 1);
+        listed++;
+    }
+}
+
 /* ---- counters -------------------------------------------------------------------------------- */
 
 static uint64_t slow_round_us(const redlock_client *c)
 {
-    uint64_t ms = c->opts.slow_round_ms != 0 ? c->opts.slow_round_ms : c->opts.node_timeout_ms / 2;
+    uint64_t ms = c->opts.slow_round_ms != 0 ? c->opts.slow_round_ms
+                                             : redlock__client_slowest_timeout_ms(c) / 2;
     return REDLOCK__MAX(ms, 1) * 1000;
 }
 
@@ -144,7 +172,7 @@ void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
                        ? redlock__client_now(c)
                        : q->decided_us;
     uint64_t took = end > q->start_us ? end - q->start_us : 0;
-    if (took > slow_round_us(c)) {
+    if (took > 1000 && took > slow_round_us(c)) { /* it is 1 ms at least: most rounds skip it */
         st->slow_rounds++;
         log_slow_round(c, kind, took, results);
     }

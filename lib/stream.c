@@ -410,6 +410,30 @@ static void tls_begin(redlock__stream *s, conn *c)
 
 /* ---- connecting ---------------------------------------------------------------------------- */
 
+void redlock__stream_pending_why(const redlock__stream *s, char *out, size_t out_len)
+{
+    const char *what = "";
+    switch (s->state) {
+    case REDLOCK__STREAM_RESOLVING:
+        what = "looking up the host name";
+        break;
+    case REDLOCK__STREAM_CONNECTING:
+        what = "TCP connect under way";
+        break;
+    case REDLOCK__STREAM_SECURING:
+        what = s->conn != NULL && !s->conn->heard
+                   ? "no answer to the TLS handshake: " REDLOCK__TLS_PLAIN_HINT
+                   : "TLS handshake under way";
+        break;
+    case REDLOCK__STREAM_OPEN:
+        what = "waiting for the answers to AUTH, SELECT, SCRIPT LOAD, INFO";
+        break;
+    default:
+        break;
+    }
+    redlock__fmt(out, out_len, "%s", what);
+}
+
 static void connect_to(redlock__stream *s, const struct sockaddr *addr);
 
 static void on_connect(uv_connect_t *req, int status)
@@ -455,9 +479,9 @@ static void on_connect_timeout(uv_timer_t *t)
     unsigned long long ms = (unsigned long long)(s->cfg.connect_timeout_us / 1000);
     if (s->state == REDLOCK__STREAM_SECURING && s->conn != NULL && !s->conn->heard)
         redlock__fmt(why, sizeof(why),
-                     "tls: no answer to the TLS handshake within %llu ms (server stopped, or not "
-                     "speaking TLS)",
-                     ms);
+                     "tls: no answer to the TLS handshake within %llu ms (server stopped, or "
+                     "%s)",
+                     ms, REDLOCK__TLS_PLAIN_HINT);
     else
         redlock__fmt(why, sizeof(why), "connect: timed out after %llu ms", ms);
     stream_fail(s, why);

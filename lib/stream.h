@@ -153,6 +153,10 @@ static inline redlock__buf *redlock__stream_out(redlock__stream *s)
     return &s->out;
 }
 
+/* What a connection attempt under way waits for, in a few words ("": none under way), for the
+ * message of a request that timed out before its node was ever ready. */
+void redlock__stream_pending_why(const redlock__stream *s, char *out, size_t out_len);
+
 /* Have the output buffer written in this loop iteration (see Writes above), unless the stream is
  * not open then: a stream that is not open drops it. Never writes, nor calls back, from inside
  * this call: a write error arrives through on_down from the loop. */

@@ -92,6 +92,7 @@ struct redlock_sync {
     redlock__list started;    /* calls whose async operation runs (redlock_sync_cancel) */
     bool close_started;
     unsigned close_flags; /* redlock_sync_free_ex's, written before `closing` under the mutex */
+    char last_error[256]; /* redlock_sync_last_error's, guarded by mutex */
 };
 
 /* ---- reports --------------------------------------------------------------------------------- */
@@ -230,6 +231,11 @@ static void complete(redlock_sync *s, sync_req *req, int status)
 {
     redlock__list_remove(&req->link); /* from sync->started, if there */
     uv_mutex_lock(&s->mutex);
+    if (status != 0) { /* the client's text of it (its failed nodes), cleared before each call */
+        const char *text = s->client != NULL ? s->client->last_error : "";
+        redlock__fmt(s->last_error, sizeof(s->last_error), "%s",
+                     text[0] != '\0' ? text : redlock_strerror(status));
+    }
     req->status = status;
     req->done = true;
     uv_cond_signal(&req->cond);
@@ -875,6 +881,16 @@ int redlock_sync_node_info(redlock_sync *sync, unsigned i, redlock_node_info *in
         return REDLOCK_EINVAL;
     sync_req req = {.kind = REQ_QUERY, .node_info = info, .node = i};
     return submit(sync, &req);
+}
+
+size_t redlock_sync_last_error(redlock_sync *sync, char *out, size_t out_len)
+{
+    if (sync == NULL || out == NULL || out_len == 0)
+        return 0;
+    uv_mutex_lock(&sync->mutex);
+    redlock__fmt(out, out_len, "%s", sync->last_error);
+    uv_mutex_unlock(&sync->mutex);
+    return strlen(out);
 }
 
 int redlock_sync_stats(redlock_sync *sync, redlock_stats *stats)

@@ -305,7 +305,7 @@ static void describe(redlock__tls *t, int ssl_error, char *why, size_t why_len)
     } else if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_UNKNOWN_PROTOCOL ||
                reason == SSL_R_PACKET_LENGTH_TOO_LONG || reason == SSL_R_RECORD_LENGTH_MISMATCH ||
                reason == SSL_R_WRONG_SSL_VERSION || reason == SSL_R_UNEXPECTED_RECORD) {
-        redlock__fmt(why, why_len, "tls: server does not speak TLS");
+        redlock__fmt(why, why_len, "tls: server does not speak TLS (%s)", REDLOCK__TLS_PLAIN_HINT);
     } else if (reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
                (reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE && t->cert_requested &&
                 !t->ctx->has_cert)) {

@@ -41,6 +41,8 @@ typedef struct redlock__tls_resume {
 
 /* The text of a node's error when TLS with verification off is involved. */
 #define REDLOCK__TLS_INSECURE_NOTE " [tls verification off]"
+/* What a TLS connection that a plain port met says to do (the reverse of node.c's hint). */
+#define REDLOCK__TLS_PLAIN_HINT "a plain port? use redis://"
 
 /* true when the library was built with TLS. */
 bool redlock__tls_built_in(void);

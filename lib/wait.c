@@ -34,11 +34,7 @@
 
 static uint64_t place_ttl_ms(const redlock_client *c)
 {
-    uint64_t slowest = c->opts.node_timeout_ms;
-    for (unsigned i = 0; i < c->n_nodes; i++) {
-        if (c->urls[i].timeout_ms > 0 && (uint64_t)c->urls[i].timeout_ms > slowest)
-            slowest = (uint64_t)c->urls[i].timeout_ms;
-    }
+    uint64_t slowest = redlock__client_slowest_timeout_ms(c);
     uint64_t ttl = 2 * (c->opts.retry_delay_ms + c->opts.retry_jitter_ms + slowest) + 100;
     return REDLOCK__MIN(ttl, (uint64_t)PLACE_TTL_MAX_MS);
 }

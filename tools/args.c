@@ -631,7 +631,7 @@ static const char help_options[] =
     "                              other waiters; a line on stderr now and then says what the\n"
     "                              nodes say (default 0: one try)\n"
     "  -T, --node-timeout DURATION per-request deadline on each node, including connection\n"
-    "                              setup on the first request (default 500ms, at most 1h)\n"
+    "                              setup on the first request (default 0: adapts, at most 1h)\n"
     "  -g, --grace DURATION        run: time between SIGTERM and SIGKILL when the lock is\n"
     "                              lost (default 5s)\n"
     "  -q, --quiet                 nothing on stderr unless something is wrong (a busy lock\n"

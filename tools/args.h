@@ -55,7 +55,9 @@ enum {
  * lost margin (ttl/10, at least 5 ms). */
 #define CLI_TTL_MIN_MS 10
 #define CLI_DEFAULT_TTL_MS 10000
-#define CLI_DEFAULT_NODE_TIMEOUT_MS 500
+#define CLI_DEFAULT_NODE_TIMEOUT_MS 0 /* the library's: adaptive (redlock.h, node_timeout_ms) */
+/* check's deadline per command without -T: the library's first adaptive one */
+#define CLI_CHECK_TIMEOUT_MS 1000
 #define CLI_DEFAULT_GRACE_MS 5000
 
 typedef enum {

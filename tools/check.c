@@ -767,7 +767,8 @@ static int check_plain(checker *ck, node_check *nc)
     nc->n_servers = 1;
     server_check *sc = nc->servers;
     const redlock_url *u = &nc->url;
-    check_server_init(sc, u->timeout_ms > 0 ? (uint64_t)u->timeout_ms : ck->args->node_timeout_ms);
+    uint64_t t = ck->args->node_timeout_ms != 0 ? ck->args->node_timeout_ms : CLI_CHECK_TIMEOUT_MS;
+    check_server_init(sc, u->timeout_ms > 0 ? (uint64_t)u->timeout_ms : t);
     sc->is_unix = u->is_unix;
     sc->host = u->host;
     sc->port = u->port;

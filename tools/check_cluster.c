@@ -319,7 +319,9 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
 int check_cluster(checker *ck, node_check *nc)
 {
     const redlock_url *u = &nc->url;
-    uint64_t timeout_ms = u->timeout_ms > 0 ? (uint64_t)u->timeout_ms : ck->args->node_timeout_ms;
+    uint64_t timeout_ms = u->timeout_ms > 0                ? (uint64_t)u->timeout_ms
+                          : ck->args->node_timeout_ms != 0 ? ck->args->node_timeout_ms
+                                                           : CLI_CHECK_TIMEOUT_MS;
     redlock__alloc alloc;
     redlock__alloc_init(&alloc, NULL, NULL);
     redlock__cluster_map *map = malloc(sizeof(*map));

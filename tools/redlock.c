@@ -459,8 +459,10 @@ static void start_client(tool *t)
 {
     redlock_options_init(&t->opts);
     t->opts.ttl_ms = t->args.ttl_ms;
-    t->opts.node_timeout_ms = t->args.node_timeout_ms;
-    t->opts.connect_timeout_ms = t->args.node_timeout_ms > 1000 ? t->args.node_timeout_ms : 1000;
+    t->opts.node_timeout_ms = t->args.node_timeout_ms; /* 0: the library's, adaptive */
+    if (t->args.node_timeout_ms != 0)
+        t->opts.connect_timeout_ms =
+            t->args.node_timeout_ms > 1000 ? t->args.node_timeout_ms : 1000;
     t->opts.retry_count = 0;
     t->opts.release_waits_all = t->args.release_all;
     char err[512];

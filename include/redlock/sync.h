@@ -87,6 +87,10 @@ REDLOCK_EXTERN int redlock_sync_inspect_multi(redlock_sync *sync, const void *co
 /* redlock_client_node_info and redlock_client_stats of the inner client, from any thread. */
 REDLOCK_EXTERN int redlock_sync_node_info(redlock_sync *sync, unsigned i, redlock_node_info *info);
 REDLOCK_EXTERN int redlock_sync_stats(redlock_sync *sync, redlock_stats *stats);
+/* Copy into out (cut to out_len, NUL included) the text of the last call on sync that failed,
+ * from any thread (as redlock_client_last_error: each failed node and why), for a caller who
+ * passed no report; returns its length ("": none yet; 0 when out is NULL). */
+REDLOCK_EXTERN size_t redlock_sync_last_error(redlock_sync *sync, char *out, size_t out_len);
 
 /* Thread-safe reads of a handle, as their redlock_lock_* counterparts (NULL reads as empty). */
 REDLOCK_EXTERN const void *redlock_sync_lock_resource(const redlock_sync_lock *lock, size_t *len);

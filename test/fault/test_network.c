@@ -243,6 +243,71 @@ static void slow_node_after_idle_votes_timeout_not_dropped(void **state)
     net_stop(&net);
 }
 
+/* Two nodes far away (the proxy delays each way by 80 ms and by 150 ms: round trips of 160 and
+ * 300 ms) and one local: with the default options (an adaptive node timeout) a new client's
+ * acquire, extend and release succeed, decided at the quorum. The control, the fixed 50 ms that
+ * was the default before, cannot hear a far node in time (no reply crosses the proxy in under
+ * 160 ms), so its acquire fails for want of a quorum. */
+static void far_nodes_work_with_default_options(void **state)
+{
+    (void)state;
+    static const unsigned delays_ms[2] = {80, 150};
+    memset(&net, 0, sizeof(net));
+    h_env_start(&net.env, 3, NULL);
+    for (unsigned i = 0; i < 3; i++) {
+        int port = net.env.cluster.servers[i].port;
+        if (i < 2) {
+            net.proxies[i] = proxy_start(fixture_free_port(), "127.0.0.1", port);
+            assert_non_null(net.proxies[i]);
+            proxy_set_delay_ms(net.proxies[i], delays_ms[i]);
+            port = proxy_port(net.proxies[i]);
+        }
+        snprintf(net.urls_buf[i], sizeof(net.urls_buf[i]), "redis://127.0.0.1:%d", port);
+        net.urls[i] = net.urls_buf[i];
+    }
+    redlock_options o;
+    redlock_options_init(&o); /* the defaults, as a new user has them */
+    char err[256] = "";
+    int rc = h_client_urls(&net.env, net.urls, 3, &o, &net.client, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "client: %s\n", err);
+    assert_int_equal(rc, 0);
+    h_record acq, ext, rel;
+    rc = h_acquire(&net.env, net.client, "fault:far", 10000, NULL, &acq);
+    if (rc != 0)
+        h_dump_record("far acquire", &acq);
+    assert_int_equal(rc, 0);
+    assert_true(acq.votes_yes >= 2); /* a far node among them: the quorum is 2 of 3 */
+    rc = h_extend(&net.env, acq.lock, 10000, 0, &ext);
+    if (rc != 0)
+        h_dump_record("far extend", &ext);
+    assert_int_equal(rc, 0);
+    rc = h_release(&net.env, acq.lock, &rel);
+    if (rc != 0)
+        h_dump_record("far release", &rel);
+    assert_int_equal(rc, 0);
+    redlock_lock_free(acq.lock);
+    h_close_client(&net.env, net.client);
+
+    redlock_options fixed;
+    redlock_options_init(&fixed);
+    fixed.node_timeout_ms = 50; /* the old default */
+    fixed.retry_count = 0;
+    assert_int_equal(h_client_urls(&net.env, net.urls, 3, &fixed, &net.client, err, sizeof(err)),
+                     0);
+    h_wait_connected(&net.env, net.client);
+    assert_int_equal(h_acquire(&net.env, net.client, "fault:far:fixed", 10000, NULL, &acq),
+                     REDLOCK_ENOQUORUM);
+    assert_int_equal(acq.node_vote[0], REDLOCK_VOTE_TIMEOUT);
+    assert_non_null(strstr(acq.node_error[0], "no answer within 50 ms"));
+    h_close_client(&net.env, net.client);
+    for (unsigned i = 0; i < 2; i++) {
+        proxy_stop(net.proxies[i]);
+        net.proxies[i] = NULL;
+    }
+    h_env_stop(&net.env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -251,6 +316,7 @@ int main(void)
         cmocka_unit_test_teardown(reset_minority_mid_traffic_reconnects, teardown),
         cmocka_unit_test_teardown(delayed_minority_votes_timeout, teardown),
         cmocka_unit_test_teardown(slow_node_after_idle_votes_timeout_not_dropped, teardown),
+        cmocka_unit_test_teardown(far_nodes_work_with_default_options, teardown),
     };
     return cmocka_run_group_tests_name("fault-network", tests, NULL, NULL);
 }

@@ -673,6 +673,100 @@ static void sync_client_tells_too(void **state)
     h_env_stop(&env);
 }
 
+/* A caller who reads no per-node result still learns which nodes failed and why: after a failed
+ * acquire, redlock_client_last_error names each of them with its reason (before: "" ). */
+static void failure_text_names_the_nodes(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 1, NULL);
+    char down[2][64];
+    const char *urls[3] = {env.cluster.urls[0], down[0], down[1]};
+    for (unsigned i = 0; i < 2; i++)
+        snprintf(down[i], sizeof(down[i]), "redis://127.0.0.1:%d", fixture_free_port());
+    redlock_options o;
+    h_test_options(&o);
+    redlock_client *c = NULL;
+    char err[256];
+    assert_int_equal(h_client_urls(&env, urls, 3, &o, &c, err, sizeof(err)), 0);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "observe:failure-text", 5000, NULL, &rec),
+                     REDLOCK_ENOQUORUM);
+    const char *text = redlock_client_last_error(c);
+    fprintf(stderr, "# %s\n", text);
+    assert_non_null(strstr(text, redlock_strerror(REDLOCK_ENOQUORUM)));
+    for (unsigned i = 0; i < 2; i++) {
+        assert_non_null(strstr(text, down[i]));
+        assert_true(rec.node_vote[i + 1] == REDLOCK_VOTE_ERROR);
+        assert_non_null(strstr(text, rec.node_error[i + 1]));
+    }
+    assert_null(strstr(text, env.cluster.urls[0])); /* it said yes */
+    h_close_client(&env, c);
+
+    /* The blocking API, called without a report: redlock_sync_last_error says the same. */
+    redlock_sync *sync = NULL;
+    assert_int_equal(redlock_sync_new(urls, 3, &o, &sync, err, sizeof(err)), 0);
+    char sync_text[256];
+    assert_int_equal(redlock_sync_last_error(sync, sync_text, sizeof(sync_text)), 0);
+    redlock_sync_lock *lock = NULL;
+    assert_int_equal(
+        redlock_sync_acquire(sync, "observe:failure-text", REDLOCK_STRLEN, 5000, NULL, &lock, NULL),
+        REDLOCK_ENOQUORUM);
+    assert_true(redlock_sync_last_error(sync, sync_text, sizeof(sync_text)) > 0);
+    fprintf(stderr, "# sync: %s\n", sync_text);
+    for (unsigned i = 0; i < 2; i++)
+        assert_non_null(strstr(sync_text, down[i]));
+    redlock_sync_free(sync);
+    h_env_stop(&env);
+}
+
+/* A lock key that holds application data (a value without a ttl, a hash) is busy forever: the
+ * refused acquire says so on each node, with the fix, in its result and its text; a key that a
+ * real holder holds says nothing of the kind. */
+static void application_data_is_named(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, 3, NULL);
+    for (unsigned i = 0; i < 3; i++) {
+        h_set(&env, i, "observe:app-string", 18, "42");
+        redisReply *r = fixture_command(&env.cluster, i, "HSET observe:app-hash field value");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    redlock_client *c = h_client(&env, NULL);
+    static const struct {
+        const char *key, *why;
+    } cases[] = {{"observe:app-string", "a value without a ttl"},
+                 {"observe:app-hash", "a key of another type"}};
+    for (unsigned k = 0; k < 2; k++) {
+        h_record rec;
+        assert_int_equal(h_acquire(&env, c, cases[k].key, 5000, NULL, &rec), REDLOCK_EBUSY);
+        for (unsigned i = 0; i < 3; i++) {
+            if (rec.node_vote[i] != REDLOCK_VOTE_NO)
+                continue;
+            if (strstr(rec.node_error[i], "holds application data") == NULL ||
+                strstr(rec.node_error[i], cases[k].why) == NULL ||
+                strstr(rec.node_error[i], "key_prefix") == NULL)
+                fail_msg("%s on node %u: \"%s\"", cases[k].key, i, rec.node_error[i]);
+        }
+        assert_true(rec.votes_no >= 2);
+        assert_non_null(strstr(redlock_client_last_error(c), "holds application data"));
+        /* Nothing was written: the data is as it was. */
+        assert_int_equal(h_pttl(&env, 0, cases[k].key, strlen(cases[k].key)), -1);
+    }
+    /* A lock held by another client: busy, and nothing said of application data. */
+    redlock_client *other = h_own_client(&env, NULL);
+    h_record held, busy;
+    assert_int_equal(h_acquire(&env, other, "observe:held", 5000, NULL, &held), 0);
+    assert_int_equal(h_acquire(&env, c, "observe:held", 5000, NULL, &busy), REDLOCK_EBUSY);
+    for (unsigned i = 0; i < 3; i++)
+        assert_null(strstr(busy.node_error[i], "application data"));
+    h_release_ok(&env, held.lock, &held); /* frees the handle */
+    h_close_client(&env, other);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -682,7 +776,8 @@ int main(void)
         H_TEST(silent_node_dropped_is_logged),  H_TEST(stats_count_every_outcome),
         H_TEST(stats_count_expired_rounds),     H_TEST(extension_rounds_are_told),
         H_TEST(extension_callback_may_release), H_TEST(queries_respect_the_callers_size),
-        H_TEST(sync_client_tells_too),
+        H_TEST(sync_client_tells_too),          H_TEST(failure_text_names_the_nodes),
+        H_TEST(application_data_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

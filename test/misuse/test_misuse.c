@@ -261,8 +261,8 @@ static int new_bad_drift(mctx *m)
 
 static int new_opts_null(mctx *m)
 {
-    /* The library's node timeout (50 ms) is for production networks, not a loaded test machine:
-     * each URL sets its own. The options are still NULL: the ttl below is their default. */
+    /* Each URL fixes its node timeout at the other tests' (not the adaptive default). The
+     * options are still NULL: the ttl below is their default. */
     char buf[FIXTURE_MAX_SERVERS][160];
     const char *urls[FIXTURE_MAX_SERVERS];
     for (unsigned i = 0; i < m->env.cluster.n; i++) {

@@ -226,11 +226,11 @@ MUTANTS = [
         "name": "release-without-deadline",
         "what": "release requests have no deadline: a silent node holds the release forever",
         "edits": [("lib/node.c",
-                   "    req->deadline_us = now + n->cfg.timeout_us;\n"
-                   "    if (n->state == NODE_CLOSING) {",
+                   "    req->deadline_us = deadline_at(n, now);\n"
+                   "    fifo_push(n, req);\n",
                    "    req->deadline_us = req->cmd->kind == REDLOCK__CMD_RELEASE\n"
-                   "                           ? UINT64_MAX : now + n->cfg.timeout_us;\n"
-                   "    if (n->state == NODE_CLOSING) {")],
+                   "                           ? UINT64_MAX : deadline_at(n, now);\n"
+                   "    fifo_push(n, req);\n")],
         "killers": [integration("faults", "paused_node_does_not_delay_or_confuse"),
                     integration("node"), integration("faults")],
     },

@@ -316,7 +316,7 @@ static const redlock__io_ops sim_io_ops = {
     io_send,  io_now_us, io_wake_at, io_random, io_close,
     io_watch, NULL,      io_wall_us, NULL, /* signal_start: no other thread wakes the simulator, so
                                               no cancel tokens */
-    NULL,
+    NULL,     NULL,                        /* timeout_us: the configured one */
 };
 
 int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,

@@ -465,7 +465,7 @@ static void failed_creation(void **state)
             redlock_options o;
             fds_options(&o);
             if (cases[i].bad_opts)
-                o.node_timeout_ms = 0;
+                o.node_timeout_ms = 3600001; /* out of range (0 is adaptive) */
             redlock_client *c = NULL;
             char err[256];
             assert_int_equal(

@@ -60,6 +60,31 @@ static void wrong_port_kinds_fail_bounded(void **state)
     t_stop(&env);
 }
 
+/* A new user's rediss:// URL naming a real Redis's plain port, with the default options: the
+ * acquire's failure names the mistake (as a plain URL on a TLS port gets "use rediss://"),
+ * whether the server answered the ClientHello with plain text or not at all yet. */
+static void tls_to_plain_port_says_so(void **state)
+{
+    (void)state;
+    t_env env;
+    fixture_tls_conf conf = t_conf("server", false);
+    t_start(&env, 1, &conf, true);
+    char url[160];
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d",
+             env.tls->servers[0].cluster.servers[0].port);
+    const char *urls[1] = {url};
+    redlock_options o;
+    redlock_options_init(&o);
+    o.tls_ca_file = t_path("ca.crt");
+    o.retry_count = 0; /* the first attempt's answer */
+    redlock_client *c = t_client(&env, urls, 1, &o);
+    h_record rec;
+    assert_int_equal(h_acquire(&env.h, c, "tls-to-plain", 10000, NULL, &rec), REDLOCK_ENOQUORUM);
+    fprintf(stderr, "# rediss:// on a plain port: %s\n", rec.node_error[0]);
+    assert_non_null(strstr(rec.node_error[0], "a plain port? use redis://"));
+    t_stop(&env);
+}
+
 /* A peer that answers whatever it reads with a plain-text Redis error, as a Redis port that gets
  * a line would: what a TLS client hears from a server that does not speak TLS. */
 typedef struct plain_peer {
@@ -145,7 +170,7 @@ static void handshake_counts_in_connect_timeout(void **state)
     char last[160];
     if (!t_wait_node_error(&env, c, 0,
                            "tls: no answer to the TLS handshake within 3000 ms (server stopped, "
-                           "or not speaking TLS)",
+                           "or a plain port? use redis://)",
                            30000, last))
         fail_msg("node 0 error \"%s\"", last);
     assert_int_equal(fixture_resume(&env.tls->servers[0].cluster, 0), 0);
@@ -488,6 +513,7 @@ int main(void)
     t_main_init();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(wrong_port_kinds_fail_bounded),
+        cmocka_unit_test(tls_to_plain_port_says_so),
         cmocka_unit_test(plain_answer_is_not_tls),
         cmocka_unit_test(handshake_counts_in_connect_timeout),
         cmocka_unit_test(proxy_faults),

@@ -734,7 +734,7 @@ MUTANTS = [
         "name": "continuity-from-the-last-round-alone",
         "what": "a won round's yes votes all count as kept, keys it re-created too: a node seen "
                 "back empty after a retake restored another hides the gap before the retake",
-        "edits": [("lib/recheck.c",
+        "edits": [("lib/lock.c",
                    "        lock->fresh_nodes |= yes & ~lock->kept_nodes;\n",
                    "")],
         "killers": [integration("amnesia", "retake_does_not_hide_a_gap_seen_late")],

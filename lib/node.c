@@ -442,6 +442,19 @@ static void owed_to_kept(redlock__node *n)
     n->skips_owed = n->skips_read = 0;
 }
 
+/* The next kept release of pending (oldest first) whose key may still live at now, or NULL; those
+ * before it, past their key's ttl, are gone already: freed and counted in *expired. */
+static redlock__relq_entry *kept_next(redlock__node *n, redlock__relq *pending, uint64_t now,
+                                      unsigned *expired)
+{
+    redlock__relq_entry *e;
+    while ((e = redlock__relq_pop(pending)) != NULL && now >= e->expires_us) {
+        redlock__relq_entry_free(n->cfg.alloc, e);
+        (*expired)++;
+    }
+    return e;
+}
+
 /* The node is up: send what it kept, oldest first; a key past its ttl is gone already. */
 static void send_kept(redlock__node *n)
 {
@@ -452,12 +465,7 @@ static void send_kept(redlock__node *n)
     redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
     memset(&n->kept, 0, sizeof(n->kept));
     redlock__relq_entry *e;
-    while ((e = redlock__relq_pop(&pending)) != NULL) {
-        if (now >= e->expires_us) {
-            redlock__relq_entry_free(n->cfg.alloc, e);
-            expired++;
-            continue;
-        }
+    while ((e = kept_next(n, &pending, now, &expired)) != NULL) {
         e->req.cb = kept_done;
         e->req.sent_us = now;
         sent++;
@@ -741,12 +749,7 @@ static void early_releases(redlock__node *n)
     redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
     memset(&n->kept, 0, sizeof(n->kept));
     redlock__relq_entry *e;
-    while ((e = redlock__relq_pop(&pending)) != NULL) {
-        if (now >= e->expires_us) {
-            redlock__relq_entry_free(n->cfg.alloc, e);
-            expired++;
-            continue;
-        }
+    while ((e = kept_next(n, &pending, now, &expired)) != NULL) {
         if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight ||
             redlock__cmd_append_tagged(&e->cmd, 0, true, out, n->cfg.alloc) != 0) {
             keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e)); /* the next time */
@@ -755,7 +758,7 @@ static void early_releases(redlock__node *n)
         sent++;
         e->req.cb = kept_done;
         e->req.sent_us = now;
-        e->req.deadline_us = now + n->cfg.timeout_us;
+        e->req.deadline_us = deadline_at(n, now);
         n->tally.requests++;
         if (n->head == NULL && n->skip_replies == 0)
             n->owing_since_us = now;

@@ -62,6 +62,7 @@ typedef enum {
     EV_FAILOVER,  /* a shard's replica takes over its master */
     EV_RESYNC,    /* a shard that failed over has a replica again */
     EV_MIGRATE,   /* a slot migration starts (arg 0) or moves its next key (arg 1) */
+    EV_FORGE,     /* the hostile node publishes a forged message (sim_hostile.c) */
 } sim_ev_kind;
 
 /* A message on a connection: a request (the command as the library encoded it: the round may be
@@ -405,6 +406,10 @@ void sim_pubsub_close(sim_proc *p);
 void sim_pubsub_schedule(sim_world *w);
 void sim_pubsub_event(sim_world *w, const sim_event *ev);
 void sim_pubsub_free(sim_world *w);
+
+/* sim_hostile.c: the hostile node's forgeries (cfg.forges). */
+void sim_hostile_schedule(sim_world *w);
+void sim_hostile_event(sim_world *w, const sim_event *ev);
 
 /* sim_cluster.c: the nodes that are Redis Clusters. */
 int sim_cluster_new(sim_world *w, unsigned node);

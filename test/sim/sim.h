@@ -297,7 +297,7 @@ typedef struct sim_result {
     unsigned vanished;          /* processes that vanished */
     unsigned failovers, migrations;
     /* The hostile node's forgeries (cfg.forges), by kind. */
-    unsigned forged_grants, forged_wakes, forged_queue, forged_key;
+    unsigned forged_grants, forged_wakes, forged_queue, forged_key, forged_votes;
     uint64_t requests; /* requests the processes sent: their rounds, a request per node */
 } sim_result;
 

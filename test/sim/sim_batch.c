@@ -194,6 +194,7 @@ batch run_batch(const char *scenario, uint64_t first, unsigned count, const char
         b.forged_queue += r.forged_queue;
         b.forged_key += r.forged_key;
         b.requests += r.requests;
+        b.forged_votes += r.forged_votes;
         bool ran = rc == 0 && !r.contract_broken;
         show_problem(ran && r.fence_broken, &b.fence_problems, "breaks the order of fences",
                      r.fence_what, seed, shown, sep, scenario);
@@ -272,11 +273,13 @@ batch run_batch(const char *scenario, uint64_t first, unsigned count, const char
                b.wait_bound_permille / 10.0, b.starved);
     if (b.forged_grants + b.forged_wakes + b.forged_queue + b.forged_key > 0)
         printf("#   hostile node: %" PRIu64 " forged grants, %" PRIu64 " wake-ups on waiters' "
-               "channels, %" PRIu64 " on queues' channels, %" PRIu64 " tokens on keys' channels; "
-               "%" PRIu64 " requests sent; %u seeds with two holders, %u with a gap reported "
+               "channels, %" PRIu64 " on queues' channels, %" PRIu64
+               " tokens on keys' channels, %" PRIu64 " votes "
+               "turned into errors; %" PRIu64
+               " requests sent; %u seeds with two holders, %u with a gap reported "
                "continuous, %" PRIu64 " holds handed out without a quorum\n",
-               b.forged_grants, b.forged_wakes, b.forged_queue, b.forged_key, b.requests,
-               b.violations, b.gaps, b.gap_grants);
+               b.forged_grants, b.forged_wakes, b.forged_queue, b.forged_key, b.forged_votes,
+               b.requests, b.violations, b.gaps, b.gap_grants);
     if (b.auto_holds > 0)
         printf("#   auto-extension: %" PRIu64 " holds (%" PRIu64 " worked over a ttl, %" PRIu64
                " ended as planned, %" PRIu64 " stopped first, %" PRIu64
@@ -315,6 +318,7 @@ void batch_add(batch *to, const batch *b)
     to->forged_queue += b->forged_queue;
     to->forged_key += b->forged_key;
     to->requests += b->requests;
+    to->forged_votes += b->forged_votes;
     to->replica_waits += b->replica_waits;
     to->vanished += b->vanished;
     to->failovers += b->failovers;

@@ -3,11 +3,13 @@
  * its scripts say, but also publishes, cfg.forges times a run at random moments, forged messages
  * of every kind on the channels its subscribers carry, from what it can read in its own keyspace
  * (the waiters' grant records: stamp, node tag, key index, channel, token; their ids):
- *   - a grant "g:<stamp>:<tag>:<j>:<full>:<counter>:<token>" on a waiter's own channel, with any
- *     node's tag (most often another node's), the full ttl or not, and for a fenced waiter any
+ *   - a grant "g:<stamp>:<tag>:<j>:<full>:<counter>:<token>" on a waiter's own channel, with
+ *     another node's tag, the full ttl or not, and for a fenced waiter any
  *     counter (0, 999999999, or the record's domain's read back), else none or one;
  *   - a wake-up "w:<anything>" on a waiter's own channel, "<id>:<anything>" on a queue's channel,
  *     and a token it saw on a key's channel.
+ * And it answers a fifth of the requests with an error whatever its scripts did (never a yes it
+ * did not give: sim_internal.h says why).
  * A node costs only its own vote (docs/safety.md): with the other properties' checkers on, no
  * forgery may make two holders, a hold without a quorum of keys, or a gap reported continuous. */
 #include <stdio.h>
@@ -109,7 +111,8 @@ static void forge_grant(sim_world *w, unsigned node, const forge_record *r)
 {
     static const char *const fenced_counters[] = {"0", "999999999", "1", "7"};
     static const char *const plain_counters[] = {"", "", "", "3"};
-    unsigned tag = (unsigned)sim_rng_range(&w->rng, 0, w->cfg.n_nodes - 1);
+    /* Another node's tag: its own would be a yes it did not give (sim_internal.h). */
+    unsigned tag = (unsigned)sim_rng_range(&w->rng, 0, w->cfg.n_nodes - 2);
     unsigned full = sim_rng_chance(&w->rng, 0.8) ? 1 : 0;
     const char *counter = r->fenced ? fenced_counters[sim_rng_range(&w->rng, 0, 3)]
                                     : plain_counters[sim_rng_range(&w->rng, 0, 3)];
@@ -175,6 +178,21 @@ void sim_hostile_event(sim_world *w, const sim_event *ev)
             publish(w, node, ch, ch_len, "00", 2);
         return;
     }
+}
+
+bool sim_hostile_node(const sim_world *w, unsigned node)
+{
+    return w->cfg.forges > 0 && node == w->cfg.n_nodes - 1;
+}
+
+void sim_hostile_reply(sim_world *w, unsigned node, sim_msg *m)
+{
+    if (!sim_hostile_node(w, node) || !sim_rng_chance(&w->rng, 0.2))
+        return;
+    w->res->forged_votes++;
+    memset(&m->reply, 0, sizeof(m->reply));
+    m->reply.v.type = SIM_R_ERROR;
+    m->reply.v.len = (size_t)snprintf(m->reply.v.str, sizeof(m->reply.v.str), "ERR hostile");
 }
 
 void sim_hostile_schedule(sim_world *w)

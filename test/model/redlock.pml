@@ -257,9 +257,12 @@ inline look_deadline(c, s)
  * round has a gap from then on. A hostile node keeps anything (it costs its own vote only). */
 inline ghost_kept(x)
 {
+    if
+    :: !track -> skip
+    :: else ->
     for (m_z1 : 0 .. NC - 1) {
         if
-        :: track && (tkept[m_z1] >> x) & 1 && ktok[x] != tok[m_z1] && !HOSTILE(x) ->
+        :: (tkept[m_z1] >> x) & 1 && ktok[x] != tok[m_z1] && !HOSTILE(x) ->
             tkept[m_z1] = tkept[m_z1] & ~(1 << x);
             popcount(tkept[m_z1], m_z2);
             if
@@ -270,6 +273,7 @@ inline ghost_kept(x)
         :: else -> skip
         fi
     }
+    fi
 }
 
 /* Has node x's key expired? Not before the deadline it is bound to (so that deadline has passed
@@ -702,12 +706,16 @@ inline check_backed()
 inline truth_kept(c)
 {
     tkept[c] = 0;
+    if
+    :: !track -> skip
+    :: else ->
     for (m_z3 : 0 .. N - 1) {
         if
-        :: track && (ktok[m_z3] == tok[c] || HOSTILE(m_z3)) -> tkept[c] = tkept[c] | (1 << m_z3)
+        :: ktok[m_z3] == tok[c] || HOSTILE(m_z3) -> tkept[c] = tkept[c] | (1 << m_z3)
         :: else -> skip
         fi
     }
+    fi
 }
 
 /* The nodes that voted yes in client c's round in flight. */
@@ -741,7 +749,8 @@ inline granted(c)
         :: m_x2 != c ->
             /* mutual exclusion, on true time: no other client holds a lock still valid */
             assert(amnesia || !(hold[m_x2] && DL(m_x2, hslot[m_x2] - 1) == RUNNING));
-            if :: hold[m_x2] -> gap[m_x2] = 1; gapk[m_x2] = 1 :: else -> skip fi
+            /* (gapk: only where the kept nodes are tracked; gap says the same elsewhere) */
+            if :: hold[m_x2] -> gap[m_x2] = 1; gapk[m_x2] = track :: else -> skip fi
         :: else -> skip
         fi
     }
@@ -872,8 +881,8 @@ inline attempt_lost(c, st)
  * in the last won round but is silent now may have come back empty unseen: it proves nothing. */
 inline continuous(c)
 {
-    yes_mask(c, m_z1);
-    popcount((m_z1 & keptm[c]), m_z2);
+    m_z2 = 0;
+    if :: track -> yes_mask(c, m_z1); popcount((m_z1 & keptm[c]), m_z2) :: else -> skip fi;
     if
     :: BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c] -> m_z1 = 1
     :: !(BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c]) && BROKEN(B_RETAKE | B_KEPTSIZE) ->
@@ -1046,7 +1055,7 @@ end:
                 :: kind == K_ACQ && tk == tok[c] -> hsent[c] = 1; hst[c] = arg
                 :: else -> skip
                 fi;
-                if :: m_v = VY :: m_v = VN fi; /* an error is a fault's, a no's cost */
+                if :: m_v = VN :: m_v = VY fi; /* an error is a fault's, a no's cost */
                 if :: kind == K_ACQ && fenced[c] -> if :: m_f = 0 :: m_f = 100 fi :: else -> skip fi
             :: !HOSTILE(x) && kind == K_ACQ -> script_acquire(c, x, tk, arg)
             :: !HOSTILE(x) && kind == K_COMMIT -> script_commit(x, tk, arg)

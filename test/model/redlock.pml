@@ -28,14 +28,35 @@
  *                 4  a grant counted per subscriber connection that heard it, not per node
  *                 8  a grant's validity counted from the grant, not from the attempt's send
  *                16  a node that restarts empty comes back at once (no delayed restart)
+ *                32  a grant counted for the node its tag names, not the node that delivered it
+ *                64  a fenced grant's counter trusted: a granting node whose counter + 1 is the
+ *                    fence is taken as committed, and gets no commit
+ *               128  a retake that proves continuity: a won extend with retake makes the hold
+ *                    continuous again, whatever nodes came back as new servers meanwhile
+ *               256  continuity while the nodes known to keep the token are a quorum, a won
+ *                    round's yes voters becoming them, though fewer than a quorum of its yes
+ *                    votes came from nodes that kept it (one silent may be back empty, unseen)
  *   RL_OPS0, RL_OPS1   acquire operations of client 0 and 1 (default 1 each)
  *   RL_ATT0, RL_ATT1   attempts per operation (default 1 and 2)
  *   RL_FEN0, RL_FEN1   0: plain locks, 1: fenced, 2: either (default 2 and 0)
  *   RL_EXTS            extends per hold, 0 or 1 (default 0)
+ *   RL_KEEP0           1: client 0 neither extends nor releases its hold (its keys expire)
  *   RL_HELD            1: client 0 starts with its first operation won, its key on every node;
  *                      2: on as few nodes as a won round needs
  *   RL_FAULTS          faults in all (default 0), of the kinds in RL_FKINDS (a sum of the F_
  *                      below, default all); RL_EMPTIES empty restarts (default 1)
+ *   RL_HOSTILE         1: node N - 1 is hostile: it runs no script but votes anything (any
+ *                      counter), and publishes up to RL_FORGE (default 2) grants of its own on
+ *                      each channel it carries, with any token it was sent, any stamp, tag and
+ *                      counter. Its key counts as backing anyone's hold (a hostile node costs its
+ *                      own vote); its forged wake-ups are the waiter's retry, which may come at
+ *                      any time anyway
+ *   RL_AMNESIA         1: a node restarts empty at once (the delayed restart broken on purpose),
+ *                      and its clients are told of a new server when they reconnect (the
+ *                      handshake's run_id): mutual exclusion and the keys' backing are not
+ *                      asserted (their assumption is broken), only that no hold is reported
+ *                      continuous across the gap (client 1, the competitor, may take and release
+ *                      the lock inside it)
  * A build with -DLIVE has no faults and checks the liveness claim of the queue (at the end).
  *
  * Also abstracted (docs/safety.md): one resource (no sets), no cluster nodes; a wake-up (a hint)
@@ -58,10 +79,21 @@
 #define B_SUBSCRIBER 4
 #define B_GRANT_START 8
 #define B_NO_DELAY 16
+#define B_TAG 32
+#define B_PRECOUNT 64
+#define B_RETAKE 128
+#define B_KEPTSIZE 256
+#define HOSTILE(x) (hostile && (x) == N - 1)
 #define MAY(k) (faults > 0 && (fkinds & (k)))
 #define BROKEN(b) ((broken & (b)) != 0)
 #define FENCE_COMMIT (BROKEN(B_COMMIT) -> Q : Q + 1) /* quorum + 1 tolerates one empty restart */
+#ifdef LIVE
+/* The liveness scope has no faults: a connection is never dropped as full (a fenced waiter's
+ * lost attempt leaves its commit, its release and its next acquire on a node that lags). */
+#define RQCAP 4
+#else
 #define RQCAP 3 /* requests in flight on one connection; one more drops it */
+#endif
 #ifdef LIVE
 /* The liveness scope: client 0 holds, and releases only once client 1 waits in the queue; the
  * waiter waits for the grants, and retries (the wake-up) only once the holder's release is done. */
@@ -71,11 +103,16 @@
 #else
 #define RETRY(c) (attleft[c] > 0)
 #define RETRY_NOW(c) RETRY(c)
-#define HOLD_ENDS(c) 1
+#define HOLD_ENDS(c) ((c) != 0 || !keep0)
 #endif
 
 /* The scope and the variant: set once by init, never changed, so not part of the state. */
-hidden byte broken, att0, att1, fen0, fen1, exts, fkinds, held;
+hidden short broken;
+hidden byte att0, att1, fen0, fen1, exts, fkinds, held, hostile, amnesia, keep0;
+/* Whether continuity needs the kept nodes tracked: only a retake re-creates a key (without one,
+ * a node's yes shows that it kept the token since the acquire) and only RL_AMNESIA tells of new
+ * servers. Elsewhere the tracking would only multiply the states. */
+hidden byte track;
 
 c_decl {
     /* A knob from the environment (test/model/run sets them), or its default. */
@@ -135,8 +172,14 @@ bit listen[NC * N]; /* the subscriber connection is up (PUBSUB NUMSUB > 0 on the
 bit deaf[NC * N];   /* ... but half-open: what the node publishes there is lost */
 chan rq[NC * N] = [RQCAP] of { byte, byte, byte }; /* kind, token, argument */
 byte stale[NC * N]; /* requests at the head of rq from an earlier round: no vote of this one */
-chan gch[NC * N] = [2] of { byte, byte, byte, byte }; /* grant: token, stamp, capped, counter */
-chan gdup[NC] = [2] of { byte, byte, byte, byte };    /* node 0's grants, heard a second time */
+/* grant: token, stamp, capped, counter, tag (the node its text names) */
+chan gch[NC * N] = [2] of { byte, byte, byte, byte, byte };
+chan gdup[NC] = [2] of { byte, byte, byte, byte, byte }; /* node 0's grants, heard again */
+bit newsrv[NC * N]; /* RL_AMNESIA: the client is still to hear that the node is a new server */
+/* The hostile node was sent client c's current token, in the attempt with stamp hst. */
+bit hsent[NC];
+byte hst[NC];
+byte forge;         /* the forged grants the hostile node may still publish */
 
 /* ---- clients ---- */
 byte cs[NC], rk[NC];
@@ -159,6 +202,11 @@ byte gnode[NC];    /* the nodes they came from (gmask, except under BROKEN_SUBSC
 bit gcap[NC];      /* one of them was capped by the waiter's place deadline */
 byte gold[NC];     /* the oldest attempt they name */
 byte gcnt[NC * N]; /* the counter each granting node read */
+/* Continuity (docs/safety.md): the nodes known to have kept the token since the hold's last won
+ * round (they voted yes in it, and since then have neither come back as a new server nor said
+ * no); lost: fewer than a quorum are, so the hold is lost (ELOST) whatever a retake wins. */
+byte keptm[NC];
+bit lostk[NC];
 
 /* ---- ghosts: what the assertions compare; the protocol never reads them ---- */
 bit gap[NC];    /* the hold's validity ran out, or another client won, since it was won */
@@ -166,11 +214,14 @@ byte lastfence; /* the fence of the last fenced grant */
 byte faults;
 byte empties;
 bit won1; /* LIVE: client 1 was granted the lock */
+byte tkept[NC]; /* the nodes whose key truly held the token throughout since the last won round */
+bit gapk[NC];   /* since the hold was won, fewer than a quorum kept it, or another client won */
+byte emptied;   /* empty restarts so far */
 
 /* scratch: not part of the state (and named apart from pan.c's own variables) */
 hidden byte m_x1, m_x2, m_x3, m_k1, m_k2, m_h, m_v, m_s, m_t, m_a, m_b, m_d, m_f;
 hidden byte m_again; /* settle: the round of the client at hand may be decided */
-hidden byte m_y1, m_y2;
+hidden byte m_y1, m_y2, m_z1, m_z2, m_z3, m_g, m_cf, m_cp, m_cs;
 
 /* ---- time ----------------------------------------------------------------------------------- */
 
@@ -201,6 +252,30 @@ inline look_deadline(c, s)
     fi
 }
 
+/* Ghost: node x no longer holds the token of a client that counts on it. A hold (or its extend
+ * in flight) with fewer than a quorum of nodes that kept its token throughout since its last won
+ * round has a gap from then on. A hostile node keeps anything (it costs its own vote only). */
+inline ghost_kept(x)
+{
+    if
+    :: !track -> skip
+    :: else ->
+    for (m_z1 : 0 .. NC - 1) {
+        if
+        :: (tkept[m_z1] >> x) & 1 && ktok[x] != tok[m_z1] && !HOSTILE(x) ->
+            tkept[m_z1] = tkept[m_z1] & ~(1 << x);
+            popcount(tkept[m_z1], m_z2);
+            if
+            :: m_z2 < Q && (cs[m_z1] == HOLD || (cs[m_z1] == RUN && rk[m_z1] == K_EXT)) ->
+                gapk[m_z1] = 1
+            :: else -> skip
+            fi
+        :: else -> skip
+        fi
+    }
+    fi
+}
+
 /* Has node x's key expired? Not before the deadline it is bound to (so that deadline has passed
  * if it has); under BROKEN_DRIFT, at any time. */
 inline look_key(x)
@@ -224,7 +299,8 @@ inline look_key(x)
     :: BROKEN(B_DRIFT) && ktok[x] != 0 && kbind[x] != 0 ->
         ktok[x] = 0; /* before its deadline */
         kbind[x] = 0
-    fi
+    fi;
+    ghost_kept(x)
 }
 
 /* ---- the node's scripts -------------------------------------------------------------------- */
@@ -334,9 +410,9 @@ inline publish_grant(w, x, gt, gs, gc, gf)
     if
     :: !deaf[w * N + x] ->
         assert(nfull(gch[w * N + x]));
-        gch[w * N + x]!gt, gs, gc, gf;
+        gch[w * N + x]!gt, gs, gc, gf, x;
         if
-        :: x == 0 -> assert(nfull(gdup[w])); gdup[w]!gt, gs, gc, gf
+        :: x == 0 -> assert(nfull(gdup[w])); gdup[w]!gt, gs, gc, gf, x
         :: else -> skip
         fi
     :: else -> skip
@@ -410,6 +486,8 @@ inline forget_deadlines(c)
 inline new_token(c)
 {
     forget_deadlines(c);
+    hsent[c] = 0;
+    hst[c] = 0;
     ntok[c]++;
     assert(ntok[c] < 16);
     tok[c] = c * 16 + ntok[c];
@@ -471,7 +549,15 @@ inline record_vote(c, x, vt, cr)
             if :: cr > maxc[c] -> maxc[c] = cr :: else -> skip fi
         :: else -> skip
         fi
-    :: vt == VN -> nno[c]++
+    :: vt == VN ->
+        nno[c]++;
+        /* a node that says no has not kept the token */
+        if
+        :: track && rk[c] == K_EXT && (keptm[c] >> x) & 1 ->
+            keptm[c] = keptm[c] & ~(1 << x);
+            lost_if_few(c)
+        :: else -> skip
+        fi
     :: vt == VE -> nerr[c]++
     :: vt == VT -> nto[c]++
     fi
@@ -501,15 +587,34 @@ inline drop_conn(c, x)
 inline flush_sub(c, x)
 {
     do
-    :: nempty(gch[c * N + x]) -> gch[c * N + x]?_, _, _, _
+    :: nempty(gch[c * N + x]) -> gch[c * N + x]?_, _, _, _, _
     :: empty(gch[c * N + x]) -> break
     od;
     if
     :: x == 0 ->
         do
-        :: nempty(gdup[c]) -> gdup[c]?_, _, _, _
+        :: nempty(gdup[c]) -> gdup[c]?_, _, _, _, _
         :: empty(gdup[c]) -> break
         od
+    :: else -> skip
+    fi
+}
+
+/* Client c no longer knows a quorum to have kept its token: the hold is lost (under
+ * BROKEN_RETAKE, until a retake wins). */
+inline lost_if_few(c)
+{
+    popcount(keptm[c], m_z2);
+    if :: m_z2 < Q -> lostk[c] = 1 :: else -> skip fi
+}
+
+/* Client c hears (its reconnect's handshake) that node x is a new server. */
+inline on_new_server(c, x)
+{
+    if
+    :: (keptm[c] >> x) & 1 && (cs[c] == HOLD || (cs[c] == RUN && rk[c] == K_EXT)) ->
+        keptm[c] = keptm[c] & ~(1 << x);
+        lost_if_few(c)
     :: else -> skip
     fi
 }
@@ -520,7 +625,8 @@ inline flush_sub(c, x)
 inline send(c, x, kind, arg)
 {
     if
-    :: cup[c * N + x] && len(rq[c * N + x]) < RQCAP -> rq[c * N + x]!kind, tok[c], arg
+    :: cup[c * N + x] && !newsrv[c * N + x] && len(rq[c * N + x]) < RQCAP ->
+        rq[c * N + x]!kind, tok[c], arg
     :: else ->
         if :: cup[c * N + x] -> flush_rq(c, x) :: else -> skip fi;
         if :: kind != K_DROP && kind != K_LEAVE -> record_vote(c, x, VE, 0) :: else -> skip fi
@@ -554,14 +660,19 @@ inline start_attempt(c)
  * counter to F already: its ack counts at once, and it gets no commit. */
 inline start_commit(c, F, pre, s)
 {
-    fence[c] = F;
+    /* F, pre and s may read the acquire round's own state (maxc, rslot), which begin_round
+     * clears: they are read first. */
+    m_cf = F;
+    m_cp = pre;
+    m_cs = s;
+    fence[c] = m_cf;
     begin_round(c, K_COMMIT);
-    rslot[c] = s;
+    rslot[c] = m_cs;
     for (m_x2 : 0 .. N - 1) {
-        if :: (pre >> m_x2) & 1 -> record_vote(c, m_x2, VY, 0) :: else -> skip fi
+        if :: (m_cp >> m_x2) & 1 -> record_vote(c, m_x2, VY, 0) :: else -> skip fi
     }
     if
-    :: nyes[c] < FENCE_COMMIT -> send_all(c, K_COMMIT, F)
+    :: nyes[c] < FENCE_COMMIT -> send_all(c, K_COMMIT, m_cf)
     :: else -> skip
     fi;
     m_again = 1
@@ -574,12 +685,13 @@ inline check_backed()
 {
     for (m_x3 : 0 .. NC - 1) {
         if
-        :: hold[m_x3] && DL(m_x3, hslot[m_x3] - 1) == RUNNING ->
+        :: hold[m_x3] && DL(m_x3, hslot[m_x3] - 1) == RUNNING && !amnesia ->
             m_b = 0;
             for (m_k1 : 0 .. N - 1) {
                 if
-                :: ktok[m_k1] == tok[m_x3] && kbind[m_k1] > m_x3 * NS + hslot[m_x3] - 1 &&
-                   kbind[m_k1] <= (m_x3 + 1) * NS -> m_b++
+                :: HOSTILE(m_k1) -> m_b++
+                :: !HOSTILE(m_k1) && ktok[m_k1] == tok[m_x3] &&
+                   kbind[m_k1] > m_x3 * NS + hslot[m_x3] - 1 && kbind[m_k1] <= (m_x3 + 1) * NS -> m_b++
                 :: else -> skip
                 fi
             }
@@ -590,25 +702,68 @@ inline check_backed()
     }
 }
 
-/* The lock is the client's (a won plain acquire, or a won commit): the properties of a grant. */
-inline granted(c)
+/* Ghost: the nodes whose key holds client c's token now (a hostile node: always). */
+inline truth_kept(c)
 {
-    for (m_x2 : 0 .. NC - 1) {
+    tkept[c] = 0;
+    if
+    :: !track -> skip
+    :: else ->
+    for (m_z3 : 0 .. N - 1) {
         if
-        :: m_x2 != c ->
-            /* mutual exclusion, on true time: no other client holds a lock still valid */
-            assert(!(hold[m_x2] && DL(m_x2, hslot[m_x2] - 1) == RUNNING));
-            if :: hold[m_x2] -> gap[m_x2] = 1 :: else -> skip fi
+        :: ktok[m_z3] == tok[c] || HOSTILE(m_z3) -> tkept[c] = tkept[c] | (1 << m_z3)
         :: else -> skip
         fi
     }
+    fi
+}
+
+/* The nodes that voted yes in client c's round in flight. */
+inline yes_mask(c, out)
+{
+    out = 0;
+    for (m_z3 : 0 .. N - 1) {
+        if :: vote[c * N + m_z3] == VY -> out = out | (1 << m_z3) :: else -> skip fi
+    }
+}
+
+/* The lock is the client's (a won plain acquire, or a won commit): the properties of a grant. */
+inline granted(c)
+{
     if
     :: fenced[c] ->
         /* fences strictly increase in the real-time order of grants */
         assert(fence[c] > lastfence);
-        lastfence = fence[c]
+        lastfence = fence[c];
+        /* the fence is committed: on the fence_commit nodes (a hostile one may lie, an empty
+         * restart since may have lost one) the counter is at least the fence */
+        m_z1 = 0;
+        for (m_z3 : 0 .. N - 1) {
+            if :: !HOSTILE(m_z3) && ctr[m_z3] >= fence[c] -> m_z1++ :: else -> skip fi
+        }
+        assert(m_z1 + emptied + hostile >= FENCE_COMMIT)
     :: else -> skip
     fi;
+    for (m_x2 : 0 .. NC - 1) {
+        if
+        :: m_x2 != c ->
+            /* mutual exclusion, on true time: no other client holds a lock still valid */
+            assert(amnesia || !(hold[m_x2] && DL(m_x2, hslot[m_x2] - 1) == RUNNING));
+            /* (gapk: only where the kept nodes are tracked; gap says the same elsewhere) */
+            if :: hold[m_x2] -> gap[m_x2] = 1; gapk[m_x2] = track :: else -> skip fi
+        :: else -> skip
+        fi
+    }
+    /* The nodes that voted yes in the won round (its grants, when it was won by grants) are the
+     * ones known to keep the token. */
+    if
+    :: !track -> skip
+    :: track && cs[c] == SLEEP -> keptm[c] = gnode[c]
+    :: track && cs[c] != SLEEP -> yes_mask(c, keptm[c])
+    fi;
+    lostk[c] = 0;
+    truth_kept(c);
+    gapk[c] = 0;
     hslot[c] = rslot[c] + 1;
     end_round(c);
     clear_grants(c);
@@ -642,6 +797,10 @@ inline op_done(c)
     late[c] = 0;
     retake[c] = 0;
     extleft[c] = 0;
+    keptm[c] = 0;
+    lostk[c] = 0;
+    tkept[c] = 0;
+    gapk[c] = 0;
     cs[c] = IDLE
 }
 
@@ -672,10 +831,14 @@ inline grant_win(c)
                 :: else -> skip
                 fi
             }
+            /* A grant's counter is a candidate: every node gets the commit (under
+             * BROKEN_PRECOUNT a granting node whose counter + 1 is the fence is taken as
+             * committed). */
             m_b = 0;
             for (m_x3 : 0 .. N - 1) {
                 if
-                :: (gnode[c] >> m_x3) & 1 && gcnt[c * N + m_x3] + 1 == m_a -> m_b = m_b | (1 << m_x3)
+                :: BROKEN(B_PRECOUNT) && (gnode[c] >> m_x3) & 1 && gcnt[c * N + m_x3] + 1 == m_a ->
+                    m_b = m_b | (1 << m_x3)
                 :: else -> skip
                 fi
             }
@@ -712,11 +875,30 @@ inline attempt_lost(c, st)
     fi
 }
 
+/* m_z1 = whether client c's won round (extend or release) shows continuity: a quorum of its yes
+ * votes came from nodes known to have kept the token since the last won round (and none of them
+ * lost it meanwhile: lostk). Under BROKEN_RETAKE, a won retake proves it. A node that voted yes
+ * in the last won round but is silent now may have come back empty unseen: it proves nothing. */
+inline continuous(c)
+{
+    m_z2 = 0;
+    if :: track -> yes_mask(c, m_z1); popcount((m_z1 & keptm[c]), m_z2) :: else -> skip fi;
+    if
+    :: BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c] -> m_z1 = 1
+    :: !(BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c]) && BROKEN(B_RETAKE | B_KEPTSIZE) ->
+        m_z1 = !lostk[c] /* while a quorum is not known to be lost */
+    :: !BROKEN(B_RETAKE | B_KEPTSIZE) -> m_z1 = (!lostk[c] && (m_z2 >= Q || !track))
+    fi
+}
+
 inline release_done(c)
 {
+    continuous(c);
     if
-    :: !late[c] && !lapsed[c] && nyes[c] >= Q ->
-        /* the release reports 0: the hold was continuous */
+    :: !late[c] && !lapsed[c] && nyes[c] >= Q && m_z1 ->
+        /* the release reports 0: the hold was continuous. No hold is reported continuous across
+         * a gap in which fewer than a quorum kept the token, or another client held it. */
+        assert(!gapk[c]);
         assert(!gap[c])
     :: else -> skip /* REDLOCK_ELOST or REDLOCK_ENOQUORUM */
     fi;
@@ -739,14 +921,21 @@ inline round_won(c)
     :: rk[c] == K_COMMIT -> granted(c)
     :: rk[c] == K_EXT ->
         look_deadline(c, hslot[c] - 1);
+        continuous(c);
         if
         :: DL(c, hslot[c] - 1) == PASSED -> skip /* decided after the deadline: EEXPIRED */
         :: DL(c, hslot[c] - 1) != PASSED && retake[c] && lapsed[c] -> skip /* ELOST */
-        :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) ->
-            /* won: the hold goes on, continuous */
-            assert(!gap[c]);
+        :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) && !m_z1 ->
+            lostk[c] = 1 /* ELOST: no quorum kept it */
+        :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) && m_z1 ->
+            /* won: the hold goes on, continuous (RL_AMNESIA: as far as the client knows yet;
+             * a node heard later to be a new server may still make it lost) */
+            assert(amnesia || !gap[c]);
             hslot[c] = XS + 1;
-            lapsed[c] = 0
+            lapsed[c] = 0;
+            lostk[c] = 0;
+            if :: track -> yes_mask(c, keptm[c]) :: else -> skip fi;
+            truth_kept(c)
         fi;
         end_round(c);
         cs[c] = HOLD
@@ -801,17 +990,21 @@ inline settle(c)
 }
 
 /* A grant heard on subscriber connection gconn (N: node 0's second one), from node gx. */
-inline on_grant(c, gconn, gx, gt, gs, gc, gf)
+/* It counts for the node whose subscriber delivered it, and only when its tag names that node
+ * (under BROKEN_TAG: for the node its tag names). */
+inline on_grant(c, gconn, gx, gt, gs, gc, gf, gtag)
 {
+    if :: BROKEN(B_TAG) -> m_g = gtag :: else -> m_g = gx fi;
     if
-    :: gt == tok[c] && gt != 0 && ((cs[c] == RUN && rk[c] == K_ACQ) || cs[c] == SLEEP) ->
+    :: gt == tok[c] && gt != 0 && ((cs[c] == RUN && rk[c] == K_ACQ) || cs[c] == SLEEP) &&
+       m_g == gtag && m_g < N ->
         if :: gmask[c] == 0 || gs < gold[c] -> gold[c] = gs :: else -> skip fi;
         if
         :: BROKEN(B_SUBSCRIBER) -> gmask[c] = gmask[c] | (1 << gconn)
-        :: else -> gmask[c] = gmask[c] | (1 << gx)
+        :: else -> gmask[c] = gmask[c] | (1 << m_g)
         fi;
-        gnode[c] = gnode[c] | (1 << gx);
-        gcnt[c * N + gx] = gf;
+        gnode[c] = gnode[c] | (1 << m_g);
+        gcnt[c * N + m_g] = gf;
         gcap[c] = gcap[c] | gc;
         if
         :: cs[c] == SLEEP ->
@@ -828,9 +1021,22 @@ inline on_grant(c, gconn, gx, gt, gs, gc, gf)
 /* Connection c * N + x, with what travels on it and what may go wrong with it. */
 proctype Conn(byte c; byte x)
 {
-    byte kind, tk, arg, g;
+    byte kind, tk, arg, g, tg;
 end:
     do
+    /* (First: a depth-first search meets the forgeries early.) The hostile node publishes a grant of its own on client c's channel: the current token
+     * and stamp it was sent, any counter and tag. (A grant with another token, or before the
+     * client waits, is ignored; sent later it is the same.) */
+    :: atomic {
+        HOSTILE(x) && forge > 0 && hsent[c] && listen[c * N + x] && !deaf[c * N + x] &&
+        nfull(gch[c * N + x]) && (cs[c] == SLEEP || (cs[c] == RUN && rk[c] == K_ACQ)) ->
+        forge--;
+        arg = hst[c];
+        if :: kind = 0 :: fenced[c] -> kind = 100 fi;
+        if :: tg = 0 :: tg = 1 :: tg = 2 :: N > 3 && tg < N -> tg = N - 1 fi;
+        gch[c * N + x]!tok[c], arg, 0, kind, tg;
+        kind = 0; arg = 0; tg = 0
+       }
     /* One event (the node runs a request and its reply comes back; a grant is heard; the client
      * hears that the connection dropped or a request timed out), then client c's round is
      * settled. */
@@ -843,10 +1049,18 @@ end:
             rq[c * N + x]?kind, tk, arg;
             m_f = 0;
             if
-            :: kind == K_ACQ -> script_acquire(c, x, tk, arg)
-            :: kind == K_COMMIT -> script_commit(x, tk, arg)
-            :: kind == K_EXT -> script_extend(c, x, tk, arg)
-            :: kind == K_REL || kind == K_DROP || kind == K_LEAVE -> script_release(c, x, tk, kind)
+            :: HOSTILE(x) ->
+                /* it runs nothing, and answers anything (a fenced acquire: any counter) */
+                if
+                :: kind == K_ACQ && tk == tok[c] -> hsent[c] = 1; hst[c] = arg
+                :: else -> skip
+                fi;
+                if :: m_v = VN :: m_v = VY fi; /* an error is a fault's, a no's cost */
+                if :: kind == K_ACQ && fenced[c] -> if :: m_f = 0 :: m_f = 100 fi :: else -> skip fi
+            :: !HOSTILE(x) && kind == K_ACQ -> script_acquire(c, x, tk, arg)
+            :: !HOSTILE(x) && kind == K_COMMIT -> script_commit(x, tk, arg)
+            :: !HOSTILE(x) && kind == K_EXT -> script_extend(c, x, tk, arg)
+            :: !HOSTILE(x) && kind == K_REL || kind == K_DROP || kind == K_LEAVE -> script_release(c, x, tk, kind)
             fi;
             check_backed();
             if
@@ -860,11 +1074,11 @@ end:
             :: else -> skip /* nobody waits for this reply */
             fi
         :: len(gch[c * N + x]) > 0 ->
-            gch[c * N + x]?tk, arg, g, kind;
-            on_grant(c, x, x, tk, arg, g, kind)
+            gch[c * N + x]?tk, arg, g, kind, tg;
+            on_grant(c, x, x, tk, arg, g, kind, tg)
         :: x == 0 && len(gdup[c]) > 0 ->
-            gdup[c]?tk, arg, g, kind;
-            on_grant(c, N, 0, tk, arg, g, kind)
+            gdup[c]?tk, arg, g, kind, tg;
+            on_grant(c, N, 0, tk, arg, g, kind, tg)
         :: cs[c] == RUN && vote[c * N + x] == 0 && !cup[c * N + x] ->
             record_vote(c, x, VE, 0); /* the connection dropped */
             cup[c * N + x] = up[x]; /* reconnected, if the node is up */
@@ -875,8 +1089,10 @@ end:
             m_again = 1
         fi;
         settle(c);
-        kind = 0; tk = 0; arg = 0; g = 0
+        kind = 0; tk = 0; arg = 0; g = 0; tg = 0
        }
+    /* The reconnect's handshake shows a new server (its run_id). */
+    :: atomic { newsrv[c * N + x] && up[x] -> newsrv[c * N + x] = 0; on_new_server(c, x) }
     :: atomic { up[x] && (!listen[c * N + x] || deaf[c * N + x]) -> listen[c * N + x] = 1; deaf[c * N + x] = 0 }
     :: atomic { MAY(F_DROP) && up[x] && cup[c * N + x] -> faults--; drop_conn(c, x) }
     :: atomic { MAY(F_UNSUB) && listen[c * N + x] -> faults--; listen[c * N + x] = 0; flush_sub(c, x) }
@@ -895,9 +1111,34 @@ inline restart(x)
 {
     up[x] = 1;
     for (m_k2 : 0 .. NC - 1) {
+        /* RL_AMNESIA: a client that holds hears of the new server on its reconnect (one that
+         * holds nothing has nothing to learn from it) */
+        newsrv[m_k2 * N + x] = amnesia && (cs[m_k2] == HOLD || (cs[m_k2] == RUN && rk[m_k2] != K_ACQ));
         listen[m_k2 * N + x] = 1;
         cup[m_k2 * N + x] = !(cs[m_k2] == RUN && vote[m_k2 * N + x] == 0)
     }
+}
+
+/* Node x comes back empty - keys, counter, queue and grant records gone - after its key expired
+ * (it stayed away longer than the longest ttl); under RL_AMNESIA at once. */
+inline empty_restart(x)
+{
+    if
+    :: kbind[x] != 0 && !BROKEN(B_NO_DELAY) && !amnesia ->
+        m_y1 = (kbind[x] - 1) / NS;
+        m_y2 = (kbind[x] - 1) % NS;
+        pass_upto(m_y1, m_y2)
+    :: else -> skip
+    fi;
+    empties--;
+    emptied++;
+    ktok[x] = 0;
+    kbind[x] = 0;
+    ctr[x] = 0;
+    for (m_y1 : 0 .. NC - 1) { leave_queue(m_y1, x) }
+    ghost_kept(x);
+    check_backed();
+    restart(x)
 }
 
 /* Node x crashes (its connections drop) and restarts with its data, or empty - keys, counter,
@@ -909,7 +1150,7 @@ proctype Node(byte x)
 end:
     do
     :: atomic {
-        MAY(F_CRASH) && up[x] ->
+        MAY(F_CRASH) && up[x] && !(amnesia && x == 0) -> /* RL_AMNESIA: 1 and 2 (symmetry) */
         faults--;
         up[x] = 0;
         for (c : 0 .. NC - 1) {
@@ -919,28 +1160,11 @@ end:
             listen[c * N + x] = 0;
             deaf[c * N + x] = 0
         }
-        c = 0
-       }
-    :: atomic { !up[x] -> restart(x) }
-    :: atomic {
-        !up[x] && empties > 0 ->
-        /* it stayed away until its key expired */
-        if
-        :: kbind[x] != 0 && !BROKEN(B_NO_DELAY) ->
-            m_y1 = (kbind[x] - 1) / NS;
-            m_y2 = (kbind[x] - 1) % NS;
-            pass_upto(m_y1, m_y2)
-        :: else -> skip
-        fi;
-        empties--;
-        ktok[x] = 0;
-        kbind[x] = 0;
-        ctr[x] = 0;
-        for (c : 0 .. NC - 1) { leave_queue(c, x) }
         c = 0;
-        check_backed();
-        restart(x)
+        if :: amnesia && empties > 0 -> empty_restart(x) :: else -> skip fi /* at once */
        }
+    :: atomic { !up[x] && !amnesia -> restart(x) }
+    :: atomic { !up[x] && empties > 0 && !amnesia -> empty_restart(x) }
     od
 }
 
@@ -1008,6 +1232,11 @@ init
             now.faults = rl_knob("RL_FAULTS", 0);
             now.empties = rl_knob("RL_EMPTIES", 1);
             held = rl_knob("RL_HELD", 0);
+            hostile = rl_knob("RL_HOSTILE", 0);
+            amnesia = rl_knob("RL_AMNESIA", 0);
+            keep0 = rl_knob("RL_KEEP0", 0);
+            now.forge = hostile ? rl_knob("RL_FORGE", 2) : 0;
+            track = exts > 0 || amnesia;
         };
         if
         :: held ->
@@ -1035,6 +1264,10 @@ init
                 fi
             }
             hold[0] = 1;
+            for (i : 0 .. N - 1) {
+                if :: track && ktok[i] == tok[0] -> keptm[0] = keptm[0] | (1 << i) :: else -> skip fi
+            }
+            truth_kept(0);
             extleft[0] = exts;
             cs[0] = HOLD
         :: else -> skip

@@ -184,6 +184,11 @@ typedef struct sim_config {
      * with wait_replicas takes grant records (as lib/cluster.c before the grants issue). */
     unsigned breaks;
     bool grant_per_subscriber, grant_without_wait;
+    /* > 0: the last node is hostile (sim_hostile.c): this many forged messages a run, of every
+     * kind, on the channels it carries (grants with any node's tag, full ttl or not and any
+     * counter, from the grant records it stores; wake-ups on waiters', queues' and keys'
+     * channels). */
+    unsigned forges;
     /* Liveness (the "turns" scenario): every waiter of a process that does not vanish is served
      * within sim_wait_bound_us (sim.h) of its call. */
     bool check_liveness;
@@ -291,6 +296,9 @@ typedef struct sim_result {
     unsigned replica_waits;     /* yes votes that waited for a replica's ack (WAIT) */
     unsigned vanished;          /* processes that vanished */
     unsigned failovers, migrations;
+    /* The hostile node's forgeries (cfg.forges), by kind. */
+    unsigned forged_grants, forged_wakes, forged_queue, forged_key, forged_votes;
+    uint64_t requests; /* requests the processes sent: their rounds, a request per node */
 } sim_result;
 
 /* The named scenarios the tests use; seed is folded into each. "safe": every assumption holds,

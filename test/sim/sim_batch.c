@@ -189,6 +189,12 @@ batch run_batch(const char *scenario, uint64_t first, unsigned count, const char
         b.vanished += r.vanished;
         b.failovers += r.failovers;
         b.migrations += r.migrations;
+        b.forged_grants += r.forged_grants;
+        b.forged_wakes += r.forged_wakes;
+        b.forged_queue += r.forged_queue;
+        b.forged_key += r.forged_key;
+        b.requests += r.requests;
+        b.forged_votes += r.forged_votes;
         bool ran = rc == 0 && !r.contract_broken;
         show_problem(ran && r.fence_broken, &b.fence_problems, "breaks the order of fences",
                      r.fence_what, seed, shown, sep, scenario);
@@ -265,6 +271,15 @@ batch run_batch(const char *scenario, uint64_t first, unsigned count, const char
                b.dishonest_releases, b.migration_release_errors, b.cluster_redirects,
                b.replica_waits, b.failovers, b.migrations, b.served, b.wait_max_us / 1000.0,
                b.wait_bound_permille / 10.0, b.starved);
+    if (b.forged_grants + b.forged_wakes + b.forged_queue + b.forged_key > 0)
+        printf("#   hostile node: %" PRIu64 " forged grants, %" PRIu64 " wake-ups on waiters' "
+               "channels, %" PRIu64 " on queues' channels, %" PRIu64
+               " tokens on keys' channels, %" PRIu64 " votes "
+               "turned into errors; %" PRIu64
+               " requests sent; %u seeds with two holders, %u with a gap reported "
+               "continuous, %" PRIu64 " holds handed out without a quorum\n",
+               b.forged_grants, b.forged_wakes, b.forged_queue, b.forged_key, b.forged_votes,
+               b.requests, b.violations, b.gaps, b.gap_grants);
     if (b.auto_holds > 0)
         printf("#   auto-extension: %" PRIu64 " holds (%" PRIu64 " worked over a ttl, %" PRIu64
                " ended as planned, %" PRIu64 " stopped first, %" PRIu64
@@ -298,6 +313,12 @@ void batch_add(batch *to, const batch *b)
     to->multi_holds += b->multi_holds;
     to->fenced_holds += b->fenced_holds;
     to->cluster_redirects += b->cluster_redirects;
+    to->forged_grants += b->forged_grants;
+    to->forged_wakes += b->forged_wakes;
+    to->forged_queue += b->forged_queue;
+    to->forged_key += b->forged_key;
+    to->requests += b->requests;
+    to->forged_votes += b->forged_votes;
     to->replica_waits += b->replica_waits;
     to->vanished += b->vanished;
     to->failovers += b->failovers;
@@ -317,7 +338,8 @@ int sim_replay(const char *seed_text)
     if (!sim_config_scenario(&cfg, scenario, seed) && !sim_fence_scenario(&cfg, scenario, seed)) {
         fprintf(stderr,
                 "unknown SIM_SCENARIO %s (safe, calm, slow-clock, amnesia, reconnect, "
-                "clock-jump, each also with -auto; grants, grants-alias, cluster, turns; fence, "
+                "clock-jump, each also with -auto; grants, grants-alias, cluster, turns, hostile; "
+                "fence, "
                 "fence-amnesia, fence-amnesia-q1, fence-clock)\n",
                 scenario);
         return 2;

@@ -37,6 +37,8 @@ typedef struct batch {
     /* what the seeds exercised (sim_result's coverage) */
     uint64_t grants, queued_waits, notes_lost, half_open, multi_holds, fenced_holds;
     uint64_t cluster_redirects, replica_waits, vanished, failovers, migrations;
+    /* the hostile node's forgeries, by kind (sim_hostile.c) */
+    uint64_t forged_grants, forged_wakes, forged_queue, forged_key, forged_votes, requests;
     double seconds;
 } batch;
 

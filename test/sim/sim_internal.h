@@ -62,6 +62,7 @@ typedef enum {
     EV_FAILOVER,  /* a shard's replica takes over its master */
     EV_RESYNC,    /* a shard that failed over has a replica again */
     EV_MIGRATE,   /* a slot migration starts (arg 0) or moves its next key (arg 1) */
+    EV_FORGE,     /* the hostile node publishes a forged message (sim_hostile.c) */
 } sim_ev_kind;
 
 /* A message on a connection: a request (the command as the library encoded it: the round may be
@@ -405,6 +406,17 @@ void sim_pubsub_close(sim_proc *p);
 void sim_pubsub_schedule(sim_world *w);
 void sim_pubsub_event(sim_world *w, const sim_event *ev);
 void sim_pubsub_free(sim_world *w);
+
+/* sim_hostile.c: the hostile node's forgeries (cfg.forges). */
+void sim_hostile_schedule(sim_world *w);
+void sim_hostile_event(sim_world *w, const sim_event *ev);
+/* Whether node is the hostile one. */
+bool sim_hostile_node(const sim_world *w, unsigned node);
+/* The hostile node ran m as its scripts say: now and then it answers with an error instead (a
+ * vote of its own lost). Never a yes it did not give: one node that says yes to two clients
+ * makes two quorums of 2Q - N = 1 shared node (odd N) both hold, as a node that forgets would
+ * (docs/safety.md, its assumptions), which no client can tell. */
+void sim_hostile_reply(sim_world *w, unsigned node, sim_msg *m);
 
 /* sim_cluster.c: the nodes that are Redis Clusters. */
 int sim_cluster_new(sim_world *w, unsigned node);

@@ -365,6 +365,7 @@ static void on_node_recv(sim_world *w, const sim_event *ev)
         return;
     }
     sim_node_exec(w, p, ev->node, &n->db, -1, n->run_id, NULL, NULL, m);
+    sim_hostile_reply(w, ev->node, m);
     sim_trace(w, "n%u ran req %llu from p%u: reply type %d %lld", ev->node,
               (unsigned long long)m->req_id, ev->proc, (int)m->reply.v.type, m->reply.v.integer);
     sim_hash(w, (uint64_t)m->reply.v.type << 32 ^ (uint64_t)m->reply.v.integer);
@@ -376,7 +377,8 @@ static void on_node_recv(sim_world *w, const sim_event *ev)
 static void check_release_reply(sim_proc *p, unsigned node, const sim_msg *m, redlock_vote vote)
 {
     sim_world *w = p->w;
-    if (m->kind != REDLOCK__CMD_RELEASE || m->reply.freed != m->n_keys || vote == REDLOCK_VOTE_YES)
+    if (m->kind != REDLOCK__CMD_RELEASE || m->reply.freed != m->n_keys ||
+        vote == REDLOCK_VOTE_YES || sim_hostile_node(w, node))
         return;
     sim_result *res = w->res;
     if (m->mid_migration) {

@@ -297,6 +297,7 @@ static void schedule_faults(sim_world *w)
         if (sim_rng_chance(&w->rng, cfg->vanish_prob))
             sim_push(w, sim_rng_range(&w->rng, 0, cfg->horizon_us), EV_VANISH, i, 0, 0, NULL);
     sim_pubsub_schedule(w);
+    sim_hostile_schedule(w);
     sim_cluster_schedule(w);
 }
 
@@ -376,6 +377,9 @@ static void dispatch(sim_world *w, const sim_event *ev)
     case EV_VANISH:
         sim_proc_vanish(p);
         break;
+    case EV_FORGE:
+        sim_hostile_event(w, ev);
+        break;
     default:
         sim_io_event(w, ev);
         break;
@@ -411,6 +415,8 @@ static void run_loop(sim_world *w)
         }
     }
     w->res->end_us = w->now;
+    for (unsigned i = 0; i < w->cfg.n_procs; i++)
+        w->res->requests += w->procs[i].sent;
 }
 
 static void check_contract(sim_world *w)
@@ -539,14 +545,18 @@ static void base_config(sim_config *c, uint64_t seed)
  * nodes, the last being node 0 listed again), "cluster" (3 nodes, the first, the first two or
  * all Redis Clusters with wait_replicas=1, failovers and slot migrations; no sets: a cluster needs
  * one slot per request), "turns" (liveness: no faults but lagging and dropping subscribers and
- * processes that vanish; every acquire waits, and must be served in time). */
+ * processes that vanish; every acquire waits, and must be served in time), "hostile" ("grants"
+ * with its last node forging messages of every kind: sim_hostile.c). */
 static bool waiting_scenario(sim_config *c, const char *name, sim_rng *r)
 {
     bool alias = strcmp(name, "grants-alias") == 0;
     bool cluster = strcmp(name, "cluster") == 0;
     bool turns = strcmp(name, "turns") == 0;
-    if (!alias && !cluster && !turns && strcmp(name, "grants") != 0)
+    bool hostile = strcmp(name, "hostile") == 0;
+    if (!alias && !cluster && !turns && !hostile && strcmp(name, "grants") != 0)
         return false;
+    if (hostile)
+        c->forges = 400; /* the last node forges (sim_hostile.c); the rest as in "grants" */
     c->n_nodes = alias ? 5 : cluster || sim_rng_chance(r, 0.5) ? 3 : 5;
     c->n_procs = (unsigned)sim_rng_range(r, 3, 5);
     c->n_resources = cluster ? 2 : 3;

@@ -18,6 +18,9 @@
  *   the controls: each broken rule of the grants issue, and the old rules, put back one at a
  *       time, is found - a seed that breaks a property, printed with its replay line;
  *   the replica wait is what keeps a cluster's failover safe: without it, holds overlap;
+ *   a hostile node (the "hostile" world: the last node forges grants naming any node with any
+ *       counter, and wake-ups on every channel it carries) costs only its own vote: every
+ *       property above holds;
  *   determinism: one seed, one trace.
  *
  * SIM_GRANT_SEEDS=N sets the seeds of each world (SIM_SEEDS, when set, halves it: test/run
@@ -191,10 +194,25 @@ static void cluster_failover_needs_the_replica_wait(void **state)
     assert_true(b.violations + b.gaps > 0);
 }
 
+/* A hostile node (the last one: sim_hostile.c) forges every kind of message on every channel it
+ * carries - grants naming any node, with any counter, wake-ups on waiters', queues' and keys'
+ * channels - and costs only its own vote: no two holders, no hold handed out without a quorum
+ * of keys, no hold reported continuous across a gap. Its counts are printed by the batch. */
+static void a_hostile_node_costs_only_its_vote(void **state)
+{
+    (void)state;
+    batch b = run_batch("hostile", 1, (grant_seeds() + 5) / 6, NULL, NULL);
+    assert_true(b.forged_grants > 0);
+    assert_true(b.forged_wakes + b.forged_queue + b.forged_key > 0);
+    assert_kept(&b);
+    assert_int_equal(b.gap_grants, 0);
+}
+
 static void same_seed_same_trace(void **state)
 {
     (void)state;
-    static const char *const scenarios[] = {"grants", "grants-alias", "cluster", "turns"};
+    static const char *const scenarios[] = {"grants", "grants-alias", "cluster", "turns",
+                                            "hostile"};
     sim_assert_same_seed_same_trace(scenarios, sizeof(scenarios) / sizeof(scenarios[0]));
 }
 
@@ -204,6 +222,7 @@ int main(void)
         cmocka_unit_test(every_path_keeps_its_promises),
         cmocka_unit_test(broken_variants_are_found),
         cmocka_unit_test(cluster_failover_needs_the_replica_wait),
+        cmocka_unit_test(a_hostile_node_costs_only_its_vote),
         cmocka_unit_test(same_seed_same_trace),
     };
     return sim_test_main(tests, sizeof(tests) / sizeof(tests[0]));

@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(env_nodes != NULL && a.n_nodes == 2 && strstr(a.nodes[0], "@h1:1") != NULL);
         CHECK(a.ttl_ms >= CLI_TTL_MIN_MS && a.ttl_ms <= CLI_DURATION_MAX_MS);
         CHECK(a.wait_ms <= CLI_DURATION_MAX_MS && a.grace_ms <= CLI_DURATION_MAX_MS);
-        CHECK(a.node_timeout_ms >= 1 && a.node_timeout_ms <= 3600000);
+        CHECK(a.node_timeout_ms <= 3600000); /* 0: the library's adaptive timeout */
         if (a.command == CLI_CMD_RUN)
             CHECK(a.child_argv != NULL && a.child_argv[0] != NULL && a.child_argv[0][0] != '\0');
         else

@@ -7,7 +7,7 @@
  * and every reply is checked against the next step, as lib/node.c does until the handshake is
  * over or a reply fails it. Checks, beyond "no crash, no leak, no UB":
  *   - the commands the handshake wrote are one RESP array per step, in order (AUTH, SELECT,
- *     SCRIPT LOAD x3, INFO), and the password is sent only inside AUTH;
+ *     SCRIPT LOAD x3, INFO server, INFO replication), and the password is sent only inside AUTH;
  *   - each reply moves the handshake one step on; a failure comes with a non-empty message,
  *     terminated within why_len and never written past it, that never quotes the password;
  *   - a step is passed only by its success (+OK; the script's own SHA1; a bulk string) or, for
@@ -65,6 +65,9 @@ static void check_commands(const redlock__handshake *hs, const redlock__buf *out
             CHECK(strcmp(name, "SCRIPT") == 0 && cmd->elements == 3);
             break;
         case REDLOCK__HS_INFO:
+            CHECK(strcmp(name, "INFO") == 0 && i == hs->n_steps - 2);
+            break;
+        case REDLOCK__HS_ROLE:
             CHECK(strcmp(name, "INFO") == 0 && i == hs->n_steps - 1);
             break;
         }
@@ -101,7 +104,7 @@ static bool answer(redlock__handshake *hs, const redisReply *reply, size_t why_l
                   memcmp(reply->str, "OK", 2) == 0);
         else if (ok && kind == REDLOCK__HS_SCRIPT)
             CHECK(reply->type == REDIS_REPLY_STRING && reply->len == 40);
-        else if (ok && kind == REDLOCK__HS_INFO)
+        else if (ok && (kind == REDLOCK__HS_INFO || kind == REDLOCK__HS_ROLE))
             CHECK(reply->type == REDIS_REPLY_STRING);
     }
     if (!ok && why_len > 0) {
@@ -109,6 +112,11 @@ static bool answer(redlock__handshake *hs, const redisReply *reply, size_t why_l
         CHECK(why_len == 1 || why[0] != '\0');
         CHECK(strstr(why, PASSWORD) == NULL);
     }
+    /* A replica's master, as the refusal quotes it: printable, and within its room. */
+    size_t master_len = strnlen(hs->replica_of, sizeof(hs->replica_of));
+    CHECK(master_len < sizeof(hs->replica_of));
+    for (size_t i = 0; i < master_len; i++)
+        CHECK(hs->replica_of[i] >= 0x20 && hs->replica_of[i] < 0x7f);
     size_t id_len = strlen(hs->run_id);
     CHECK(id_len == 0 || id_len == REDLOCK__RUN_ID_LEN);
     for (size_t i = 0; i < id_len; i++)
@@ -149,8 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     redlock__buf out = {0};
     CHECK(redlock__handshake_start(&hs, &u, &out, &alloc) == 0);
     /* AUTH, SELECT, SCRIPT LOAD of the twelve scripts (three plain, three fenced, four of a set,
-     * two of a waiter), INFO */
-    CHECK(hs.n_steps == 13 + (u.password != NULL) + (u.db > 0));
+     * two of a waiter), INFO server, INFO replication */
+    CHECK(hs.n_steps == 14 + (u.password != NULL) + (u.db > 0));
     check_commands(&hs, &out, &u);
 
     answer_run run = {.hs = &hs, .why_len = why_len};

@@ -292,6 +292,30 @@ static void plain_lock_reads_as_lost(void **state)
     h_env_stop(&env);
 }
 
+/* The check is more than the count of kept nodes: node 2 lost the plain lock's key without a word
+ * (deleted: an eviction, a flush), then node 1 comes back empty. Nodes 0 and 2 are still kept as
+ * far as the client heard, a quorum; the inspect that the restart sets off finds the key on node
+ * 0 alone, and the lock reads as lost. */
+static void inspect_finds_a_silent_loss(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    redlock_lock *lock = hold(&env, c, "amnesia:silent", 0, NULL);
+    assert_int_equal(h_del(&env, 2, "amnesia:silent", 14), 1);
+    assert_int_equal(fixture_restart(&env.cluster, 1), 0);
+    uint64_t back = redlock_now_us();
+    uint64_t until = back + (uint64_t)BOUND_MS * 1000;
+    while (redlock_lock_is_held(lock, redlock_now_us()) && redlock_now_us() < until)
+        h_run_for(&env.loop, 5);
+    assert_false(redlock_lock_is_held(lock, redlock_now_us()));
+    h_record rel;
+    assert_int_equal(h_release(&env, lock, &rel), REDLOCK_ELOST);
+    redlock_lock_free(lock);
+    h_env_stop(&env);
+}
+
 /* One node of three back empty: the checks run (an extension of the auto-extended lock, an
  * inspect of the other) and find a quorum: both locks are still held, nothing is reported. */
 static void one_node_back_empty_keeps_the_locks(void **state)
@@ -397,6 +421,7 @@ int main(void)
         H_TEST(retake_does_not_hide_a_gap_seen_late),
         H_TEST(retake_finds_another_holder),
         H_TEST(plain_lock_reads_as_lost),
+        H_TEST(inspect_finds_a_silent_loss),
         H_TEST(one_node_back_empty_keeps_the_locks),
         H_TEST(a_key_gone_checks_every_lock),
         H_TEST(close_during_a_check),

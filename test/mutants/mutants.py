@@ -955,7 +955,7 @@ MUTANTS = [
                    "        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)\n"
                    "            check_start(lock);\n",
                    "        if (held(lock, now))\n            (void)redlock__auto_recheck(lock);\n")],
-        "killers": [integration("amnesia", "plain_lock_reads_as_lost"),
+        "killers": [integration("amnesia", "inspect_finds_a_silent_loss"),
                     sim("amnesia_reported_at_once"),
                     {"program": "test/threads/test-threads-sync",
                      "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}}],

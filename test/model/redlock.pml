@@ -35,7 +35,8 @@
  *                    continuous again, whatever nodes came back as new servers meanwhile
  *               256  continuity while the nodes known to keep the token are a quorum, a won
  *                    round's yes voters becoming them, though fewer than a quorum of its yes
- *                    votes came from nodes that kept it (one silent may be back empty, unseen)
+ *                    votes came from nodes that kept it (one silent may be back empty, unseen);
+ *                    under RL_LIBRULE, no node is fresh
  *               512  the library's continuity rule of lib/recheck.c and lib/lock.c (kept and
  *                    fresh nodes, late yes votes; see keptm below), which this model refutes:
  *                    a kept node that did not answer a won round keeps counting though its key
@@ -56,6 +57,8 @@
  *                      counter. Its key counts as backing anyone's hold (a hostile node costs its
  *                      own vote); its forged wake-ups are the waiter's retry, which may come at
  *                      any time anyway
+ *   RL_LIBRULE         1: continuity by kept and fresh nodes, the library's rule repaired (see
+ *                      keptm below), not by the kept nodes among a won round's yes voters
  *   RL_AMNESIA         1: a node restarts empty at once (the delayed restart broken on purpose),
  *                      and its clients are told of a new server when they reconnect (the
  *                      handshake's run_id): mutual exclusion and the keys' backing are not
@@ -89,7 +92,9 @@
 #define B_RETAKE 128
 #define B_KEPTSIZE 256
 #define B_LIBRULE 512
-#define LIBRULE BROKEN(B_LIBRULE)
+/* The kept-and-fresh rule: the library's (BROKEN_LIBRULE), or repaired (RL_LIBRULE=1, LIBFIX) */
+#define LIBRULE (librule || BROKEN(B_LIBRULE))
+#define LIBFIX (librule && !BROKEN(B_LIBRULE))
 #define HOSTILE(x) (hostile && (x) == N - 1)
 #define MAY(k) (faults > 0 && (fkinds & (k)))
 #define BROKEN(b) ((broken & (b)) != 0)
@@ -115,7 +120,7 @@
 
 /* The scope and the variant: set once by init, never changed, so not part of the state. */
 hidden short broken;
-hidden byte att0, att1, fen0, fen1, exts, fkinds, held, hostile, amnesia, keep0;
+hidden byte att0, att1, fen0, fen1, exts, fkinds, held, hostile, amnesia, keep0, librule;
 /* Whether continuity needs the kept nodes tracked: only a retake re-creates a key (without one,
  * a node's yes shows that it kept the token since the acquire) and only RL_AMNESIA tells of new
  * servers. Elsewhere the tracking would only multiply the states. */
@@ -220,7 +225,11 @@ byte gcnt[NC * N]; /* the counter each granting node read */
  * while there was no gap. chg: the nodes heard of as new servers since the round in flight
  * began (their yes is the old server's); the last won round, for a late yes to it: its counted
  * yes voters (wyes), the nodes still to answer it (wpend), its request (wk, wa) and chg since
- * it began (chgw). */
+ * it began (chgw). RL_LIBRULE=1, the rule repaired: a won round's counted yes voters become the
+ * kept nodes (one it did not hear may lose its key once the round moved the deadline), the
+ * fresh ones among them those added since a round every kept node said yes to; a won extend
+ * continues while the kept nodes that are not fresh are a quorum; a release, with a quorum of
+ * its yes votes from them; a late yes counts for nothing. */
 byte keptm[NC];
 byte freshm[NC];
 bit lostk[NC];
@@ -636,7 +645,10 @@ inline kept_yes(c, y)
 {
     if
     :: (y & keptm[c]) == keptm[c] -> keptm[c] = y; freshm[c] = 0
-    :: else ->
+    :: (y & keptm[c]) != keptm[c] && LIBFIX ->
+        if :: !BROKEN(B_KEPTSIZE) -> freshm[c] = (freshm[c] | (y & ~keptm[c])) & y :: else -> skip fi;
+        keptm[c] = y
+    :: (y & keptm[c]) != keptm[c] && !LIBFIX ->
         if :: !BROKEN(B_KEPTSIZE) -> freshm[c] = freshm[c] | (y & ~keptm[c]) :: else -> skip fi;
         keptm[c] = keptm[c] | y
     fi
@@ -700,7 +712,7 @@ inline won_last(c, y, k, a)
 inline late_yes(c, x, k, tk, a)
 {
     if
-    :: LIBRULE && (wpend[c] >> x) & 1 && k == wk[c] && tk == tok[c] && a == wa[c] ->
+    :: LIBRULE && !LIBFIX && (wpend[c] >> x) & 1 && k == wk[c] && tk == tok[c] && a == wa[c] ->
         wpend[c] = wpend[c] & ~(1 << x);
         if
         :: m_v == VY && !lostk[c] && !((chgw[c] >> x) & 1) ->
@@ -1002,8 +1014,14 @@ inline continuous(c)
         yes_mask(c, m_y1);
         m_y1 = m_y1 & ~chg[c];
         kept_yes(c, m_y1);
-        popcount(keptm[c], m_z2)
-    :: LIBRULE && rk[c] != K_EXT -> m_z2 = Q
+        if
+        :: LIBFIX -> popcount((keptm[c] & ~freshm[c]), m_z2)
+        :: !LIBFIX -> popcount(keptm[c], m_z2)
+        fi
+    :: LIBFIX && rk[c] != K_EXT ->
+        yes_mask(c, m_y1);
+        popcount((m_y1 & keptm[c] & ~freshm[c] & ~chg[c]), m_z2)
+    :: LIBRULE && !LIBFIX && rk[c] != K_EXT -> m_z2 = Q
     :: !LIBRULE && track -> yes_mask(c, m_z1); popcount((m_z1 & keptm[c]), m_z2)
     :: !LIBRULE && !track -> skip
     fi;
@@ -1377,6 +1395,7 @@ init
             hostile = rl_knob("RL_HOSTILE", 0);
             amnesia = rl_knob("RL_AMNESIA", 0);
             keep0 = rl_knob("RL_KEEP0", 0);
+            librule = rl_knob("RL_LIBRULE", 0);
             now.forge = hostile ? rl_knob("RL_FORGE", 2) : 0;
             track = exts > 0 || amnesia;
         };

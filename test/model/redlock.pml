@@ -35,7 +35,13 @@
  *                    continuous again, whatever nodes came back as new servers meanwhile
  *               256  continuity while the nodes known to keep the token are a quorum, a won
  *                    round's yes voters becoming them, though fewer than a quorum of its yes
- *                    votes came from nodes that kept it (one silent may be back empty, unseen)
+ *                    votes came from nodes that kept it (one silent may be back empty, unseen);
+ *                    under RL_LIBRULE, no node is fresh
+ *               512  the library's continuity rule of lib/recheck.c and lib/lock.c (kept and
+ *                    fresh nodes, late yes votes; see keptm below), which this model refutes:
+ *                    a kept node that did not answer a won round keeps counting though its key
+ *                    may expire once that round moved the deadline, and a late yes to a
+ *                    retake (set anew) starts the kept nodes afresh
  *   RL_OPS0, RL_OPS1   acquire operations of client 0 and 1 (default 1 each)
  *   RL_ATT0, RL_ATT1   attempts per operation (default 1 and 2)
  *   RL_FEN0, RL_FEN1   0: plain locks, 1: fenced, 2: either (default 2 and 0)
@@ -51,6 +57,8 @@
  *                      counter. Its key counts as backing anyone's hold (a hostile node costs its
  *                      own vote); its forged wake-ups are the waiter's retry, which may come at
  *                      any time anyway
+ *   RL_LIBRULE         1: continuity by kept and fresh nodes, the library's rule repaired (see
+ *                      keptm below), not by the kept nodes among a won round's yes voters
  *   RL_AMNESIA         1: a node restarts empty at once (the delayed restart broken on purpose),
  *                      and its clients are told of a new server when they reconnect (the
  *                      handshake's run_id): mutual exclusion and the keys' backing are not
@@ -83,6 +91,10 @@
 #define B_PRECOUNT 64
 #define B_RETAKE 128
 #define B_KEPTSIZE 256
+#define B_LIBRULE 512
+/* The kept-and-fresh rule: the library's (BROKEN_LIBRULE), or repaired (RL_LIBRULE=1, LIBFIX) */
+#define LIBRULE (librule || BROKEN(B_LIBRULE))
+#define LIBFIX (librule && !BROKEN(B_LIBRULE))
 #define HOSTILE(x) (hostile && (x) == N - 1)
 #define MAY(k) (faults > 0 && (fkinds & (k)))
 #define BROKEN(b) ((broken & (b)) != 0)
@@ -108,7 +120,7 @@
 
 /* The scope and the variant: set once by init, never changed, so not part of the state. */
 hidden short broken;
-hidden byte att0, att1, fen0, fen1, exts, fkinds, held, hostile, amnesia, keep0;
+hidden byte att0, att1, fen0, fen1, exts, fkinds, held, hostile, amnesia, keep0, librule;
 /* Whether continuity needs the kept nodes tracked: only a retake re-creates a key (without one,
  * a node's yes shows that it kept the token since the acquire) and only RL_AMNESIA tells of new
  * servers. Elsewhere the tracking would only multiply the states. */
@@ -204,9 +216,24 @@ byte gold[NC];     /* the oldest attempt they name */
 byte gcnt[NC * N]; /* the counter each granting node read */
 /* Continuity (docs/safety.md): the nodes known to have kept the token since the hold's last won
  * round (they voted yes in it, and since then have neither come back as a new server nor said
- * no); lost: fewer than a quorum are, so the hold is lost (ELOST) whatever a retake wins. */
+ * no); lost: fewer than a quorum are, so the hold is lost (ELOST) whatever a retake wins.
+ * Under BROKEN_LIBRULE, the library's rule (lock.c redlock__lock_kept_yes, recheck.c, round.c
+ * late_yes): keptm, a won round's counted yes voters join it (all of it said yes: they replace
+ * it, none fresh), a new server or a no leaves it; freshm, the nodes a won round added while
+ * some kept node was not heard; lostk, the gap: a held lock's kept nodes less the fresh ones
+ * fell below a quorum; a won extend continues while the kept nodes are a quorum, a release
+ * while there was no gap. chg: the nodes heard of as new servers since the round in flight
+ * began (their yes is the old server's); the last won round, for a late yes to it: its counted
+ * yes voters (wyes), the nodes still to answer it (wpend), its request (wk, wa) and chg since
+ * it began (chgw). RL_LIBRULE=1, the rule repaired: a won round's counted yes voters become the
+ * kept nodes (one it did not hear may lose its key once the round moved the deadline), the
+ * fresh ones among them those added since a round every kept node said yes to; a won extend
+ * continues while the kept nodes that are not fresh are a quorum; a release, with a quorum of
+ * its yes votes from them; a late yes counts for nothing. */
 byte keptm[NC];
+byte freshm[NC];
 bit lostk[NC];
+byte chg[NC], chgw[NC], wyes[NC], wpend[NC], wk[NC], wa[NC];
 
 /* ---- ghosts: what the assertions compare; the protocol never reads them ---- */
 bit gap[NC];    /* the hold's validity ran out, or another client won, since it was won */
@@ -532,6 +559,7 @@ inline end_round(c)
 inline begin_round(c, kind)
 {
     end_round(c);
+    chg[c] = 0;
     for (m_k2 : 0 .. N - 1) { stale[c * N + m_k2] = len(rq[c * N + m_k2]) }
     rk[c] = kind;
     cs[c] = RUN
@@ -553,7 +581,8 @@ inline record_vote(c, x, vt, cr)
         nno[c]++;
         /* a node that says no has not kept the token */
         if
-        :: track && rk[c] == K_EXT && (keptm[c] >> x) & 1 ->
+        :: track && rk[c] == K_EXT && LIBRULE -> node_forgot(c, x)
+        :: track && rk[c] == K_EXT && !LIBRULE && (keptm[c] >> x) & 1 ->
             keptm[c] = keptm[c] & ~(1 << x);
             lost_if_few(c)
         :: else -> skip
@@ -569,6 +598,7 @@ inline record_vote(c, x, vt, cr)
 inline flush_rq(c, x)
 {
     stale[c * N + x] = 0;
+    wpend[c] = wpend[c] & ~(1 << x);
     do
     :: nempty(rq[c * N + x]) -> rq[c * N + x]?_, _, _
     :: empty(rq[c * N + x]) -> break
@@ -608,13 +638,88 @@ inline lost_if_few(c)
     if :: m_z2 < Q -> lostk[c] = 1 :: else -> skip fi
 }
 
+/* BROKEN_LIBRULE: a won round of client c whose counted yes voters are y (lock.c redlock__lock_kept_yes): when
+ * every kept node said yes, y is the kept set and none is fresh; else y joins it, the nodes it
+ * adds fresh (under BROKEN_KEPTSIZE, none is). */
+inline kept_yes(c, y)
+{
+    if
+    :: (y & keptm[c]) == keptm[c] -> keptm[c] = y; freshm[c] = 0
+    :: (y & keptm[c]) != keptm[c] && LIBFIX ->
+        if :: !BROKEN(B_KEPTSIZE) -> freshm[c] = (freshm[c] | (y & ~keptm[c])) & y :: else -> skip fi;
+        keptm[c] = y
+    :: (y & keptm[c]) != keptm[c] && !LIBFIX ->
+        if :: !BROKEN(B_KEPTSIZE) -> freshm[c] = freshm[c] | (y & ~keptm[c]) :: else -> skip fi;
+        keptm[c] = keptm[c] | y
+    fi
+}
+
+/* BROKEN_LIBRULE: node x no longer keeps client c's token (recheck.c node_forgot): it leaves the kept nodes, and
+ * a lock still held (its validity not passed) left with fewer than a quorum of kept nodes that
+ * are not fresh had a gap: lost, and no retake from then on (under BROKEN_RETAKE, a retake is
+ * still sent, and a won one makes the hold continuous again). */
+inline node_forgot(c, x)
+{
+    if
+    :: (keptm[c] >> x) & 1 ->
+        keptm[c] = keptm[c] & ~(1 << x);
+        freshm[c] = freshm[c] & ~(1 << x);
+        popcount((keptm[c] & ~freshm[c]), m_z2);
+        if
+        :: m_z2 < Q && (cs[c] == HOLD || (cs[c] == RUN && rk[c] == K_EXT)) &&
+           DL(c, hslot[c] - 1) != PASSED ->
+            lostk[c] = 1;
+            if :: !BROKEN(B_RETAKE) -> lapsed[c] = 1 :: else -> skip fi
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
 /* Client c hears (its reconnect's handshake) that node x is a new server. */
 inline on_new_server(c, x)
 {
     if
-    :: (keptm[c] >> x) & 1 && (cs[c] == HOLD || (cs[c] == RUN && rk[c] == K_EXT)) ->
+    :: LIBRULE ->
+        chg[c] = chg[c] | (1 << x);
+        chgw[c] = chgw[c] | (1 << x);
+        node_forgot(c, x)
+    :: !LIBRULE && (keptm[c] >> x) & 1 && (cs[c] == HOLD || (cs[c] == RUN && rk[c] == K_EXT)) ->
         keptm[c] = keptm[c] & ~(1 << x);
         lost_if_few(c)
+    :: else -> skip
+    fi
+}
+
+/* BROKEN_LIBRULE: the round client c just won is the one a late yes may come to (round.c late_yes): the nodes
+ * that have not answered it yet (a request timed out has: its reply is not read). */
+inline won_last(c, y, k, a)
+{
+    wyes[c] = y;
+    wk[c] = k;
+    wa[c] = a;
+    chgw[c] = chg[c];
+    wpend[c] = 0;
+    for (m_z3 : 0 .. N - 1) {
+        if :: k != 0 && vote[c * N + m_z3] == 0 -> wpend[c] = wpend[c] | (1 << m_z3) :: else -> skip fi
+    }
+}
+
+/* BROKEN_LIBRULE: node x's reply (kind k, token tk, argument a, vote m_v) to an earlier round of
+ * client c: a yes
+ * to its last won round joins the kept nodes with that round's other yes votes, unless the node
+ * was heard of as a new server since the round began or the hold had a gap. */
+inline late_yes(c, x, k, tk, a)
+{
+    if
+    :: LIBRULE && !LIBFIX && (wpend[c] >> x) & 1 && k == wk[c] && tk == tok[c] && a == wa[c] ->
+        wpend[c] = wpend[c] & ~(1 << x);
+        if
+        :: m_v == VY && !lostk[c] && !((chgw[c] >> x) & 1) ->
+            wyes[c] = (wyes[c] | (1 << x)) & ~chgw[c];
+            kept_yes(c, wyes[c])
+        :: else -> skip
+        fi
     :: else -> skip
     fi
 }
@@ -754,12 +859,24 @@ inline granted(c)
         :: else -> skip
         fi
     }
-    /* The nodes that voted yes in the won round (its grants, when it was won by grants) are the
-     * ones known to keep the token. */
+    /* The nodes that voted yes in the won round (its grants, when it was won by grants), less
+     * those heard of as new servers since it began, join the kept nodes. */
     if
     :: !track -> skip
-    :: track && cs[c] == SLEEP -> keptm[c] = gnode[c]
-    :: track && cs[c] != SLEEP -> yes_mask(c, keptm[c])
+    :: track && !LIBRULE && cs[c] == SLEEP -> keptm[c] = gnode[c]
+    :: track && !LIBRULE && cs[c] != SLEEP -> yes_mask(c, keptm[c])
+    :: LIBRULE && cs[c] == SLEEP ->
+        m_z1 = gnode[c] & ~chg[c];
+        kept_yes(c, m_z1);
+        won_last(c, m_z1, 0, 0)
+    :: LIBRULE && cs[c] != SLEEP ->
+        yes_mask(c, m_z1);
+        m_z1 = m_z1 & ~chg[c];
+        kept_yes(c, m_z1);
+        if
+        :: rk[c] == K_ACQ -> won_last(c, m_z1, K_ACQ, rslot[c])
+        :: else -> won_last(c, m_z1, K_COMMIT, fence[c])
+        fi
     fi;
     lostk[c] = 0;
     truth_kept(c);
@@ -798,7 +915,14 @@ inline op_done(c)
     retake[c] = 0;
     extleft[c] = 0;
     keptm[c] = 0;
+    freshm[c] = 0;
     lostk[c] = 0;
+    chg[c] = 0;
+    chgw[c] = 0;
+    wyes[c] = 0;
+    wpend[c] = 0;
+    wk[c] = 0;
+    wa[c] = 0;
     tkept[c] = 0;
     gapk[c] = 0;
     cs[c] = IDLE
@@ -878,16 +1002,36 @@ inline attempt_lost(c, st)
 /* m_z1 = whether client c's won round (extend or release) shows continuity: a quorum of its yes
  * votes came from nodes known to have kept the token since the last won round (and none of them
  * lost it meanwhile: lostk). Under BROKEN_RETAKE, a won retake proves it. A node that voted yes
- * in the last won round but is silent now may have come back empty unseen: it proves nothing. */
+ * in the last won round but is silent now may have come back empty unseen: it proves nothing.
+ * Under BROKEN_LIBRULE (recheck.c redlock__recheck_votes): the hold had no gap and, for an
+ * extend, once its counted yes voters (m_y1) joined the kept nodes, these are a quorum. */
 inline continuous(c)
 {
     m_z2 = 0;
-    if :: track -> yes_mask(c, m_z1); popcount((m_z1 & keptm[c]), m_z2) :: else -> skip fi;
+    m_y1 = 0;
+    if
+    :: LIBRULE && rk[c] == K_EXT ->
+        yes_mask(c, m_y1);
+        m_y1 = m_y1 & ~chg[c];
+        kept_yes(c, m_y1);
+        if
+        :: LIBFIX -> popcount((keptm[c] & ~freshm[c]), m_z2)
+        :: !LIBFIX -> popcount(keptm[c], m_z2)
+        fi
+    :: LIBFIX && rk[c] != K_EXT ->
+        yes_mask(c, m_y1);
+        popcount((m_y1 & keptm[c] & ~freshm[c] & ~chg[c]), m_z2)
+    :: LIBRULE && !LIBFIX && rk[c] != K_EXT -> m_z2 = Q
+    :: !LIBRULE && track -> yes_mask(c, m_z1); popcount((m_z1 & keptm[c]), m_z2)
+    :: !LIBRULE && !track -> skip
+    fi;
     if
     :: BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c] -> m_z1 = 1
-    :: !(BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c]) && BROKEN(B_RETAKE | B_KEPTSIZE) ->
+    :: !(BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c]) && LIBRULE -> m_z1 = (!lostk[c] && m_z2 >= Q)
+    :: !(BROKEN(B_RETAKE) && rk[c] == K_EXT && retake[c]) && !LIBRULE &&
+       BROKEN(B_RETAKE | B_KEPTSIZE) ->
         m_z1 = !lostk[c] /* while a quorum is not known to be lost */
-    :: !BROKEN(B_RETAKE | B_KEPTSIZE) -> m_z1 = (!lostk[c] && (m_z2 >= Q || !track))
+    :: !LIBRULE && !BROKEN(B_RETAKE | B_KEPTSIZE) -> m_z1 = (!lostk[c] && (m_z2 >= Q || !track))
     fi
 }
 
@@ -917,25 +1061,39 @@ inline round_won(c)
             fi
         }
         start_commit(c, maxc[c] + 1, m_b, rslot[c])
-    :: rk[c] == K_ACQ && !fenced[c] -> granted(c)
-    :: rk[c] == K_COMMIT -> granted(c)
+    :: (rk[c] == K_ACQ && !fenced[c]) || rk[c] == K_COMMIT ->
+        /* a yes of a node heard of as a new server since the round began is the old server's:
+         * without it, fewer than a quorum may hold the keys (acquire.c: ENOQUORUM) */
+        m_z2 = Q;
+        if :: LIBRULE -> yes_mask(c, m_z1); popcount((m_z1 & ~chg[c]), m_z2) :: else -> skip fi;
+        if
+        :: m_z2 >= Q -> granted(c)
+        :: else -> round_lost(c, ST_NOQUORUM)
+        fi
     :: rk[c] == K_EXT ->
         look_deadline(c, hslot[c] - 1);
-        continuous(c);
         if
         :: DL(c, hslot[c] - 1) == PASSED -> skip /* decided after the deadline: EEXPIRED */
         :: DL(c, hslot[c] - 1) != PASSED && retake[c] && lapsed[c] -> skip /* ELOST */
-        :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) && !m_z1 ->
-            lostk[c] = 1 /* ELOST: no quorum kept it */
-        :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) && m_z1 ->
-            /* won: the hold goes on, continuous (RL_AMNESIA: as far as the client knows yet;
-             * a node heard later to be a new server may still make it lost) */
-            assert(amnesia || !gap[c]);
-            hslot[c] = XS + 1;
-            lapsed[c] = 0;
-            lostk[c] = 0;
-            if :: track -> yes_mask(c, keptm[c]) :: else -> skip fi;
-            truth_kept(c)
+        :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) ->
+            continuous(c);
+            if
+            :: !m_z1 && LIBRULE -> lapsed[c] = 1 /* ELOST: no retake from now on */
+            :: !m_z1 && !LIBRULE -> lostk[c] = 1 /* ELOST: no quorum kept it */
+            :: m_z1 ->
+                /* won: the hold goes on, continuous (RL_AMNESIA: as far as the client knows
+                 * yet; a node heard later to be a new server may still make it lost) */
+                assert(amnesia || !gap[c]);
+                hslot[c] = XS + 1;
+                lapsed[c] = 0;
+                lostk[c] = 0;
+                if
+                :: LIBRULE -> won_last(c, m_y1, K_EXT, retake[c] + 2 * fence[c])
+                :: !LIBRULE && track -> yes_mask(c, keptm[c])
+                :: else -> skip
+                fi;
+                truth_kept(c)
+            fi
         fi;
         end_round(c);
         cs[c] = HOLD
@@ -1064,14 +1222,16 @@ end:
             fi;
             check_backed();
             if
-            :: cs[c] == RUN && stale[c * N + x] > 0 -> stale[c * N + x]-- /* an earlier round's */
+            :: cs[c] == RUN && stale[c * N + x] > 0 ->
+                stale[c * N + x]--; /* an earlier round's */
+                late_yes(c, x, kind, tk, arg)
             :: cs[c] == RUN && stale[c * N + x] == 0 && kind != K_DROP && kind != K_LEAVE &&
                vote[c * N + x] == 0 ->
                 if
                 :: record_vote(c, x, m_v, m_f); m_again = 1
                 :: MAY(F_LOST) -> faults--; flush_rq(c, x); cup[c * N + x] = 0 /* the reply lost */
                 fi
-            :: else -> skip /* nobody waits for this reply */
+            :: else -> late_yes(c, x, kind, tk, arg) /* nobody waits for this reply */
             fi
         :: len(gch[c * N + x]) > 0 ->
             gch[c * N + x]?tk, arg, g, kind, tg;
@@ -1235,6 +1395,7 @@ init
             hostile = rl_knob("RL_HOSTILE", 0);
             amnesia = rl_knob("RL_AMNESIA", 0);
             keep0 = rl_knob("RL_KEEP0", 0);
+            librule = rl_knob("RL_LIBRULE", 0);
             now.forge = hostile ? rl_knob("RL_FORGE", 2) : 0;
             track = exts > 0 || amnesia;
         };

@@ -121,6 +121,10 @@ static void late_yes(const round *r, unsigned i)
         (kind != REDLOCK__CMD_ACQUIRE && kind != REDLOCK__CMD_ACQUIRE_FENCED &&
          kind != REDLOCK__CMD_COMMIT && kind != REDLOCK__CMD_EXTEND))
         return;
+    /* Kept already, and none fresh: the round's yes votes so far are all kept (each was added
+     * when it came), so this one changes nothing - the common late vote, at no cost. */
+    if ((lock->kept_nodes & (UINT64_C(1) << i)) != 0 && lock->fresh_nodes == 0)
+        return;
     uint64_t yes = 0;
     for (unsigned j = 0; j < r->client->n_nodes; j++) {
         if (redlock_round_node_vote(&r->q, j) == REDLOCK_VOTE_YES &&

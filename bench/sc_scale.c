@@ -78,8 +78,8 @@ static int scale_one(bench_config *cfg, const char *const *urls, unsigned n, uns
     if (cfg->json != NULL) {
         FILE *f = cfg->json;
         json_begin(f, "scale");
-        fprintf(f, ",\"nodes\":%u,\"quorum\":%u,\"raw_wait\":\"%s\",\"acquire_us\":", n, redlock_quorum_of(n),
-                raw_wait_name(RAW_WAIT_QUORUM));
+        fprintf(f, ",\"nodes\":%u,\"quorum\":%u,\"raw_wait\":\"%s\",\"acquire_us\":", n,
+                redlock_quorum_of(n), raw_wait_name(RAW_WAIT_QUORUM));
         json_percentiles(f, &pa);
         fprintf(f, ",\"raw_acquire_us\":");
         json_percentiles(f, &pra);

@@ -188,8 +188,8 @@ typedef enum {
  * not, and *data is filled; for ACQUIRE_FENCED, a yes fills data->counter; a counter that is not
  * a decimal number below 2^64 - 1 is an ERROR). On ERROR a message (the server's text, or what was
  * wrong with the reply) goes to err; a queued release's YES or NO may come with a note in err
- * (its queue upkeep failed), which is otherwise left as it was. *kind says whether the reply fits the command at all (see
- * above); a NOSCRIPT or a mismatch always comes with ERROR. */
+ * (its queue upkeep failed), which is otherwise left as it was. *kind says whether the reply fits
+ * the command at all (see above); a NOSCRIPT or a mismatch always comes with ERROR. */
 redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply, char *err,
                                size_t err_len, redlock__reply_kind *kind,
                                redlock__reply_data *data);

@@ -455,24 +455,40 @@ static redlock__relq_entry *kept_next(redlock__node *n, redlock__relq *pending, 
     return e;
 }
 
-/* The node is up: send what it kept, oldest first; a key past its ttl is gone already. */
-static void send_kept(redlock__node *n)
+/* Send what n kept, oldest first, each through send at now (false: not sent, and kept again for
+ * the next time); a key past its ttl is gone already. What is put back meanwhile waits for the
+ * next time too. */
+static void flush_kept(redlock__node *n, uint64_t now,
+                       bool (*send)(redlock__node *n, redlock__relq_entry *e, uint64_t now))
 {
-    if (n->kept.len == 0)
-        return;
-    uint64_t now = redlock__now_us();
     unsigned sent = 0, expired = 0;
-    redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
+    redlock__relq pending = n->kept;
     memset(&n->kept, 0, sizeof(n->kept));
     redlock__relq_entry *e;
     while ((e = kept_next(n, &pending, now, &expired)) != NULL) {
         e->req.cb = kept_done;
         e->req.sent_us = now;
-        sent++;
-        redlock__node_send(n, &e->req);
+        if (send(n, e, now))
+            sent++;
+        else
+            keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e));
     }
     NODE_LOG(n, REDLOCK_LOG_INFO, "sent %u release%s kept while the node was down (%u had expired)",
              sent, sent == 1 ? "" : "s", expired);
+}
+
+static bool send_ready(redlock__node *n, redlock__relq_entry *e, uint64_t now)
+{
+    (void)now;
+    redlock__node_send(n, &e->req);
+    return true;
+}
+
+/* The node is up: send what it kept. */
+static void send_kept(redlock__node *n)
+{
+    if (n->kept.len > 0)
+        flush_kept(n, redlock__now_us(), send_ready);
 }
 
 /* ---- replies ------------------------------------------------------------------------------- */
@@ -724,6 +740,22 @@ static void on_stream_read(redlock__stream *s, const char *data, size_t len)
         reader_failed(n);
 }
 
+/* A kept release written behind the handshake, as EVAL (early_releases), and queued for its
+ * answer; false when the FIFO is full or without memory. */
+static bool send_early(redlock__node *n, redlock__relq_entry *e, uint64_t now)
+{
+    if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight ||
+        redlock__cmd_append_tagged(&e->cmd, 0, true, redlock__stream_out(&n->stream),
+                                   n->cfg.alloc) != 0)
+        return false;
+    e->req.deadline_us = deadline_at(n, now);
+    n->tally.requests++;
+    if (n->head == NULL && n->skip_replies == 0)
+        n->owing_since_us = now;
+    fifo_push(n, &e->req);
+    return true;
+}
+
 /* Releases go right behind a new connection's handshake, without waiting for its answers: a
  * server that is stopped (its kernel still accepts the connection) runs them when it continues,
  * though the client may be gone by then (the CLI's one-shot release). That is safe before the
@@ -745,28 +777,8 @@ static void early_releases(redlock__node *n)
     if (n->state != NODE_DOWN || n->kept.len == 0)
         return;
     uint64_t now = redlock__now_us();
-    unsigned sent = 0, expired = 0;
-    redlock__relq pending = n->kept; /* what is put back meanwhile waits for the next time */
-    memset(&n->kept, 0, sizeof(n->kept));
-    redlock__relq_entry *e;
-    while ((e = kept_next(n, &pending, now, &expired)) != NULL) {
-        if (n->fifo_len + n->skip_replies >= n->cfg.max_inflight ||
-            redlock__cmd_append_tagged(&e->cmd, 0, true, out, n->cfg.alloc) != 0) {
-            keep_logged(n, redlock__relq_put(&n->kept, n->cfg.alloc, e)); /* the next time */
-            continue;
-        }
-        sent++;
-        e->req.cb = kept_done;
-        e->req.sent_us = now;
-        e->req.deadline_us = deadline_at(n, now);
-        n->tally.requests++;
-        if (n->head == NULL && n->skip_replies == 0)
-            n->owing_since_us = now;
-        fifo_push(n, &e->req);
-    }
+    flush_kept(n, now, send_early);
     start_deadline_timer(n, now);
-    NODE_LOG(n, REDLOCK_LOG_INFO, "sent %u release%s kept while the node was down (%u had expired)",
-             sent, sent == 1 ? "" : "s", expired);
 }
 
 /* A new connection: it says its handshake first; requests follow once every answer came. */

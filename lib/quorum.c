@@ -470,26 +470,63 @@ const char *redlock_vote_name(redlock_vote vote)
     }
 }
 
-/* Continuity of a hold (docs/safety.md, "A hold is continuous while a quorum kept it"): kept has
- * bit i for each node that voted yes in the hold's last won round and has since neither come back
- * as a new server nor said "no"; the hold is continuous while at least a quorum of the n_nodes
- * are in it. Keys a retake re-creates are not in it until a round is won with them. */
+/* ---- continuity (docs/safety.md, "A hold is continuous while a quorum kept it") ----------- */
+
+/*@ // The nodes of mask m among nodes 0 .. n - 1: the number of its low n bits that are set.
+    logic integer bits(integer m, integer n) = n <= 0 ? 0 : bits(m, n - 1) + ((m >> (n - 1)) & 1);
+*/
+
 /*@ requires n_nodes <= REDLOCK_MAX_NODES;
     assigns \nothing;
-    ensures \result == 0 || \result == 1;
+    ensures \result == bits(mask, n_nodes);
+    ensures \result <= n_nodes;
 */
-bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes)
+unsigned redlock__count_nodes(uint64_t mask, unsigned n_nodes)
 {
     unsigned n = 0;
-    /*@ loop invariant 0 <= i <= n_nodes && n <= i;
+    /*@ loop invariant 0 <= i <= n_nodes && n == bits(mask, i) && n <= i;
         loop assigns i, n;
         loop variant n_nodes - i;
     */
-    for (unsigned i = 0; i < n_nodes; i++) {
-        if (((kept >> i) & 1u) != 0)
-            n++;
-    }
-    return n >= redlock__quorum_of(n_nodes);
+    for (unsigned i = 0; i < n_nodes; i++)
+        n += (unsigned)((mask >> i) & 1u);
+    return n;
+}
+
+/*@ requires n_nodes <= REDLOCK_MAX_NODES;
+    assigns \nothing;
+    ensures \result == 1 <==> bits(kept, n_nodes) >= n_nodes / 2 + 1;
+*/
+bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes)
+{
+    return redlock__count_nodes(kept, n_nodes) >= redlock__quorum_of(n_nodes);
+}
+
+/*@ requires n_nodes <= REDLOCK_MAX_NODES;
+    assigns \nothing;
+    behavior proven:
+        assumes bits(kept & evidence, n_nodes) >= n_nodes / 2 + 1;
+        ensures \result == REDLOCK__CONT_PROVEN;
+    behavior broken:
+        assumes bits(kept & evidence, n_nodes) < n_nodes / 2 + 1;
+        assumes bits(kept & (evidence | unanswered), n_nodes) < n_nodes / 2 + 1;
+        ensures \result == REDLOCK__CONT_BROKEN;
+    behavior pending:
+        assumes bits(kept & evidence, n_nodes) < n_nodes / 2 + 1;
+        assumes bits(kept & (evidence | unanswered), n_nodes) >= n_nodes / 2 + 1;
+        ensures \result == REDLOCK__CONT_PENDING;
+    complete behaviors;
+    disjoint behaviors;
+*/
+redlock__cont redlock__continuity(uint64_t kept, uint64_t evidence, uint64_t unanswered,
+                                  unsigned n_nodes)
+{
+    unsigned quorum = redlock__quorum_of(n_nodes);
+    if (redlock__count_nodes(kept & evidence, n_nodes) >= quorum)
+        return REDLOCK__CONT_PROVEN;
+    if (redlock__count_nodes(kept & (evidence | unanswered), n_nodes) < quorum)
+        return REDLOCK__CONT_BROKEN;
+    return REDLOCK__CONT_PENDING;
 }
 
 /* ---- the decisions of the operations that are not one round's won/lost -------------------- */
@@ -544,6 +581,32 @@ bool redlock__release_decided(const redlock_round *q, unsigned out, bool lapsed,
         return true;
     /* No quorum of yes nor of no yet: decided only if neither is in reach any more. */
     return q->votes_yes + out < q->quorum && q->votes_no + out <= q->n_nodes - q->quorum;
+}
+
+/*@ requires \valid_read(q) && round_ok(q) && \valid(status);
+    requires out <= q->n_nodes - q->votes_yes - failures(q);
+    requires REDLOCK__CONT_PENDING <= cont <= REDLOCK__CONT_BROKEN;
+    assigns *status;
+    ensures waits: !lapsed && cont == REDLOCK__CONT_PENDING && out > 0 ==> \result == 0;
+    ensures as_before: lapsed || cont == REDLOCK__CONT_PROVEN ==>
+        *status == release_status_of(q, lapsed);
+    ensures continuity: *status == 0 ==> !lapsed && cont == REDLOCK__CONT_PROVEN;
+    ensures unproven: !lapsed && cont != REDLOCK__CONT_PROVEN ==>
+        (*status == REDLOCK_ENOQUORUM || *status == REDLOCK_ELOST);
+*/
+bool redlock__release_decided_cont(const redlock_round *q, unsigned out, bool lapsed,
+                                   redlock__cont cont, int *status)
+{
+    if (!lapsed && cont == REDLOCK__CONT_PENDING && out > 0) {
+        *status = REDLOCK_ENOQUORUM;
+        return false;
+    }
+    bool decided = redlock__release_decided(q, out, lapsed, status);
+    /* Deleted on a quorum, but not shown by a quorum of nodes that kept the token: too few of
+     * them answered to tell that the hold was continuous. */
+    if (!lapsed && cont != REDLOCK__CONT_PROVEN && *status == 0)
+        *status = REDLOCK_ENOQUORUM;
+    return decided;
 }
 
 /*@ requires \valid_read(q) && round_ok(q);

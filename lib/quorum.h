@@ -21,9 +21,22 @@ static inline unsigned redlock__quorum_of(unsigned n)
     return n / 2 + 1;
 }
 
-/* Whether a hold whose kept nodes are kept (bit i: node i) is still continuous among n_nodes: a
- * quorum of them kept its token since its last won round (quorum.c). */
+/* Continuity of a hold (docs/safety.md, "A hold is continuous while a quorum kept it"; quorum.c,
+ * proved). Masks have bit i for node i, among nodes 0 .. n_nodes - 1. */
+/* The nodes in mask. */
+unsigned redlock__count_nodes(uint64_t mask, unsigned n_nodes);
+/* Whether the nodes in kept are a quorum. */
 bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes);
+typedef enum redlock__cont {
+    REDLOCK__CONT_PENDING, /* more answers may still prove it */
+    REDLOCK__CONT_PROVEN,  /* a quorum of kept nodes gave evidence */
+    REDLOCK__CONT_BROKEN   /* that quorum is out of reach */
+} redlock__cont;
+/* A round's continuity: proven once a quorum of the kept nodes gave evidence that they still hold
+ * the key they kept (an extend's renewal, a release's delete); broken once that quorum is out of
+ * reach, with unanswered the nodes still to answer; pending otherwise. */
+redlock__cont redlock__continuity(uint64_t kept, uint64_t evidence, uint64_t unanswered,
+                                  unsigned n_nodes);
 
 /* The decisions of the operations beyond one round's won or lost (quorum.c, proved with it). */
 
@@ -36,6 +49,11 @@ int redlock__release_status(const redlock_round *q, bool lapsed);
  * *status): every node answered; a lapsed hold once a quorum answered (so its result says what
  * they deleted); or a quorum of yes or of no is reached, or neither is in reach any more. */
 bool redlock__release_decided(const redlock_round *q, unsigned out, bool lapsed, int *status);
+/* The same for the release of a held lock whose continuity is cont (redlock__continuity over
+ * its kept nodes): it waits while cont is pending, and its status is 0 only when cont is proven
+ * (deleted on a quorum but not shown continuous: REDLOCK_ENOQUORUM). */
+bool redlock__release_decided_cont(const redlock_round *q, unsigned out, bool lapsed,
+                                   redlock__cont cont, int *status);
 /* An inspect is a picture of the nodes: 0 when a quorum answered at all, else ENOQUORUM. */
 int redlock__inspect_status(const redlock_round *q);
 /* An extend won too late: its quorum renewed keys whose validity (up to prev_deadline_us) had run

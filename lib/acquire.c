@@ -30,7 +30,7 @@ int redlock__lock_grant(op *o, round *r)
     lock->won_start_us = r->q.start_us; /* a commit round's is its acquire's */
     /* A yes of a node that reached a new server during the round is the old server's: without
      * it, fewer than a quorum may hold the keys. */
-    if (!o->client->hooks->votes(lock, &r->q, true))
+    if (!redlock__kept_won(lock, &r->q))
         return REDLOCK_ENOQUORUM;
     lock->fence = redlock_round_fence(&r->q);
     /* Auto-extension starts before the caller hears of the lock, so no window is left

@@ -32,9 +32,10 @@ typedef struct redlock__hooks {
     /* The io closed, every request completed: end every operation, auto-extension and lock
      * handle before the close callback (api.c). */
     void (*io_closed)(redlock_client *c);
-    /* A round of lock was decided, won or not: what its votes say of the nodes' keys
-     * (recheck.c). Returns whether the hold is continuous (a quorum kept its token). */
-    bool (*votes)(redlock_lock *lock, const redlock_round *q, bool won);
+    /* A round's answer showed that node no longer keeps lock's token (kept.c): said_no, a "no"
+     * where it was kept (its keys are gone: check every held lock); gap, the hold had a gap from
+     * then on (report it lost). recheck.c. */
+    void (*kept_lost)(redlock_lock *lock, unsigned node, bool said_no, bool gap);
     /* An acquire won and asked for auto-extension: start it before the lock is handed out
      * (autoextend.c, redlock_auto_extend). Nonzero: the lock is not worth handing out. */
     int (*auto_start)(redlock_lock *lock, const redlock_auto_opts *opts, redlock_lost_cb lost_cb,
@@ -98,7 +99,23 @@ struct redlock_client {
      * never). A round started before it may hold a vote of the old server. */
     uint64_t node_changed_us;
     uint64_t node_changed_at_us[REDLOCK_MAX_NODES]; /* the same, per node */
+    /* Per node, when the newest request it answered (yes or no) was sent: its server held what
+     * it held then (kept.c). */
+    uint64_t heard_us[REDLOCK_MAX_NODES];
+    uint64_t sent_us[REDLOCK_MAX_NODES]; /* per node, when a round last wrote to it */
+    /* kept.c's probe: a TIME to each node the client has written nothing to since the newest
+     * fresh key (probe_for_us), so that a quiet client hears its kept nodes after it. */
+    uint64_t probe_for_us;
+    bool probe_armed;
+    redlock__timer probe_timer;
+    struct redlock__probe {
+        redlock__req req;
+        redlock_client *client;
+        unsigned node;
+        bool busy;
+    } probes[REDLOCK_MAX_NODES];
     redlock__timer recheck_timer; /* checks every held lock, on the loop turn after a change */
+    redlock__timer gap_timer;     /* reports the locks that had a gap, on the next loop turn */
     /* A check found a lock without auto-extension lost (the blocking client's handle status
      * follows it); NULL: nobody listens. */
     void (*on_checked_lost)(redlock_lock *lock);

@@ -55,6 +55,7 @@ struct creq {
     bool is_parked;
     bool has_answer; /* the command answered yes and its wait is pending: its counter below */
     uint64_t answer_counter;
+    bool answer_anew; /* ... and whether it set a key anew (an extend's retake) */
     const char *answered_by;
 };
 
@@ -674,6 +675,7 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
     if (vote == REDLOCK_VOTE_YES && cr->pending > 0) { /* the vote waits for the replicas */
         cr->has_answer = true;
         cr->answer_counter = data != NULL ? data->counter : 0;
+        cr->answer_anew = data != NULL && data->anew;
         return;
     }
     finish(cr, vote, error, data, now);
@@ -696,7 +698,8 @@ static void on_wait(redlock__req *req, redlock_vote vote, const char *error,
         return;
     }
     if (vote == REDLOCK_VOTE_YES && data != NULL && data->counter >= cl->replica_wait) {
-        redlock__reply_data d = {.pttl_ms = -2, .counter = cr->answer_counter};
+        redlock__reply_data d = {
+            .pttl_ms = -2, .counter = cr->answer_counter, .anew = cr->answer_anew};
         finish(cr, REDLOCK_VOTE_YES, NULL, &d, now);
         return;
     }

@@ -29,6 +29,8 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
         return "CLUSTER SLOTS";
     case REDLOCK__CMD_WAIT:
         return "WAIT";
+    case REDLOCK__CMD_TIME:
+        return "TIME";
     }
     return "?";
 }
@@ -226,6 +228,8 @@ int redlock__cmd_encode(const redlock__cmd *cmd, unsigned grant_tag, bool use_ev
         ARG("CLUSTER", 7);
         ARG(cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS ? "SHARDS" : "SLOTS",
             cmd->kind == REDLOCK__CMD_CLUSTER_SHARDS ? 6 : 5);
+    } else if (cmd->kind == REDLOCK__CMD_TIME) {
+        ARG("TIME", 4);
     } else if (cmd->kind == REDLOCK__CMD_WAIT) {
         ARG("WAIT", 4);
         ARG(fence, u64_decimal(fence, cmd->fence));
@@ -444,6 +448,7 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
     data->value_len = 0;
     data->pttl_ms = -2;
     data->counter = 0;
+    data->anew = false;
     data->raw = NULL;
     data->answered_by = NULL;
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -458,6 +463,9 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
             data->raw = reply;
             return REDLOCK_VOTE_YES;
         }
+    } else if (cmd->kind == REDLOCK__CMD_TIME) {
+        if (reply->type == REDIS_REPLY_ARRAY)
+            return REDLOCK_VOTE_YES;
     } else if (cmd->kind == REDLOCK__CMD_WAIT) {
         if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0) {
             data->counter = (uint64_t)reply->integer;
@@ -490,6 +498,10 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
     } else if (reply->type == REDIS_REPLY_INTEGER) {
         if (reply->integer == 1)
             return REDLOCK_VOTE_YES;
+        if (reply->integer == 2 && cmd->kind == REDLOCK__CMD_EXTEND && cmd->retake) {
+            data->anew = true; /* the retake set a missing key anew */
+            return REDLOCK_VOTE_YES;
+        }
         if (reply->integer == 0)
             return REDLOCK_VOTE_NO;
     } else if (cmd->kind == REDLOCK__CMD_RELEASE && cmd->queued) {

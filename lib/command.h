@@ -27,7 +27,9 @@ typedef enum {
     REDLOCK__CMD_CLUSTER_SLOTS,
     /* WAIT <fence> <ttl_ms>: how many replicas have the writes so far (cluster.c, the replica
      * wait); YES with the count in data->counter. No key. */
-    REDLOCK__CMD_WAIT
+    REDLOCK__CMD_WAIT,
+    /* TIME, asked only as a sign of life (kept.c's probe): YES for the server's answer. No key. */
+    REDLOCK__CMD_TIME
 } redlock__cmd_kind;
 
 /* The name of a lock key's fencing counter: the lock key with this appended. It keeps the lock
@@ -52,6 +54,7 @@ typedef struct redlock__reply_data {
     size_t value_len;
     int64_t pttl_ms;
     uint64_t counter;      /* the fence counter; 0 when the node has none (WAIT: replicas) */
+    bool anew;             /* EXTEND with retake: the yes set a missing key anew (kept.c) */
     const redisReply *raw; /* the reply itself, for the CLUSTER kinds (NULL otherwise) */
     /* A cluster node's: "host:port" of the master that answered (cluster.c); NULL otherwise.
      * Valid while the client lives. */
@@ -113,7 +116,8 @@ static inline bool redlock__cmd_has_data(const redlock__cmd *cmd)
 {
     return cmd->kind == REDLOCK__CMD_INSPECT || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED ||
            cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS ||
-           (cmd->queued && cmd->kind == REDLOCK__CMD_ACQUIRE);
+           (cmd->queued && cmd->kind == REDLOCK__CMD_ACQUIRE) ||
+           (cmd->retake && cmd->kind == REDLOCK__CMD_EXTEND);
 }
 
 /* Whether cmd's script names the fence counter (fence_key) as its second key: INSPECT, the fenced
@@ -185,7 +189,8 @@ typedef enum {
 } redlock__reply_kind;
 
 /* What the reply means for cmd: YES / NO / ERROR (for INSPECT: YES the key exists, NO it does
- * not, and *data is filled; for ACQUIRE_FENCED, a yes fills data->counter; a counter that is not
+ * not, and *data is filled; for ACQUIRE_FENCED, a yes fills data->counter; for an EXTEND with
+ * retake, data->anew says whether its yes set the key anew; a counter that is not
  * a decimal number below 2^64 - 1 is an ERROR). On ERROR a message (the server's text, or what was
  * wrong with the reply) goes to err; a queued release's YES or NO may come with a note in err
  * (its queue upkeep failed), which is otherwise left as it was. *kind says whether the reply fits

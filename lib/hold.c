@@ -20,9 +20,15 @@ static void extend_round_done(op *o, round *r)
      * once) may have set keys again over a gap: not a continuous hold, so not a win. */
     if (status == 0 && (o->flags & REDLOCK_EXTEND_RETAKE) != 0 && lock->lapsed)
         status = REDLOCK_ELOST;
-    /* Continuity is what a quorum kept, never what this round re-created (recheck.c). */
-    if (!o->client->hooks->votes(lock, &r->q, status == 0) && status == 0)
+    /* Continuity is what a quorum kept, never what this round set anew (kept.c): shown by
+     * extend_check's wait (r->proven). The first won extend of an attached lock starts its hold,
+     * as an acquire does. */
+    if (status == 0 && lock->attached && !redlock__kept_won(lock, &r->q))
         status = REDLOCK_ELOST;
+    else if (status == 0 && !lock->attached && (!r->proven || lock->gap))
+        status = lock->gap ? REDLOCK_ELOST : REDLOCK_ENOQUORUM; /* too few kept nodes renewed */
+    else if (status == 0)
+        redlock__kept_proven(lock, r->evidence, o->prev_deadline_us);
     if (status == REDLOCK_ELOST)
         lock->lapsed = true; /* the hold may have had a gap: no retake from now on */
     redlock__stats_round(o->client, REDLOCK__CMD_EXTEND, status, &r->q, r->results);
@@ -56,7 +62,12 @@ static bool release_decided(const op *o, const round *r, int *status)
 {
     if (r->outstanding > 0 && o->client->opts.release_waits_all)
         return false;
-    return redlock__release_decided(&r->q, r->outstanding, o->late || o->lock->lapsed, status);
+    const redlock_lock *lock = o->lock;
+    bool lapsed = o->late || lock->lapsed || lock->gap;
+    /* An attached lock that no extend won has no hold of its own to speak for. */
+    redlock__cont cont =
+        lapsed || lock->attached ? REDLOCK__CONT_PROVEN : redlock__round_continuity(r);
+    return redlock__release_decided_cont(&r->q, r->outstanding, lapsed, cont, status);
 }
 
 /* ---- the kinds ----------------------------------------------------------------------------- */
@@ -67,11 +78,19 @@ static redlock__cmd_kind extend_command(const op *o)
     return REDLOCK__CMD_EXTEND;
 }
 
-/* Decided at the quorum, as an acquire. */
+/* Decided at the quorum, as an acquire, once its continuity is known too: a won round waits for
+ * the answers of kept nodes while a quorum of them may still renew the keys they kept. */
 static bool extend_check(op *o, round *r)
 {
-    if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
+    redlock_decision decision = redlock_round_decision(&r->q);
+    if (decision == REDLOCK_ROUND_PENDING)
         return false;
+    if (decision == REDLOCK_ROUND_WON && !o->client->closing && !o->lock->attached) {
+        redlock__cont cont = redlock__round_continuity(r);
+        if (cont == REDLOCK__CONT_PENDING)
+            return false;
+        r->proven = cont == REDLOCK__CONT_PROVEN;
+    }
     if (o->client->closing)
         redlock__op_complete(o, REDLOCK_ECANCELED);
     else

@@ -62,6 +62,9 @@ struct redlock__req {
     /* Set by a node (node.c) before the callback: why the vote is ERROR (else
      * REDLOCK__FAIL_NONE). */
     redlock__fail fail;
+    /* Set by a node with an ERROR vote when the request never left this process (the node was
+     * down, closing, full): what it asked was surely not done. */
+    bool unsent;
 };
 
 typedef struct redlock__io_ops {
@@ -113,6 +116,9 @@ struct redlock__io {
      * have lost every key it held). Comes after the new connection is ready, never from inside
      * send; NULL: nobody listens. */
     void (*on_node_changed)(redlock__io *io, unsigned node);
+    /* Node node reconnected to the server it had (the same run_id), which was running, with
+     * every key it held, when the handshake was written at asked_us. NULL: nobody listens. */
+    void (*on_node_same)(redlock__io *io, unsigned node, uint64_t asked_us);
     /* Another thread called signal (a cancel token fired). */
     void (*on_signal)(redlock__io *io);
 };

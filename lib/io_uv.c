@@ -199,6 +199,14 @@ static void on_node_changed(void *ctx, unsigned index)
         io->base.on_node_changed(&io->base, index);
 }
 
+/* node_config.same: node index reconnected to the server it had, running since before asked_us. */
+static void on_node_same(void *ctx, unsigned index, uint64_t asked_us)
+{
+    io_uv *io = ctx;
+    if (io->base.on_node_same != NULL)
+        io->base.on_node_same(&io->base, index, asked_us);
+}
+
 /* node_config.twin_of: another node connected to the server with this run_id (for a cluster,
  * a connection of another cluster: a cluster's own servers are one vote together). */
 static const char *io_twin_of(void *ctx, const redlock__node *node, const char *run_id)
@@ -274,6 +282,7 @@ int redlock__io_uv_new(uv_loop_t *loop, const redlock__node_config *cfgs, unsign
         cfg.twin_of = io_twin_of;
         cfg.twin_ctx = io;
         cfg.changed = on_node_changed;
+        cfg.same = cfg.url->cluster ? NULL : on_node_same; /* a cluster: one of its masters */
         cfg.changed_ctx = io;
         cfg.index = i;
         int rc = cfg.url->cluster ? redlock__cluster_new(loop, &cfg, &io->clusters[i])

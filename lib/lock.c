@@ -144,19 +144,6 @@ const char *redlock__lock_own_channel(const redlock_lock *lock, size_t *len)
     return queue + queue_len + 1;
 }
 
-void redlock__lock_kept_yes(redlock_lock *lock, uint64_t yes)
-{
-    if ((yes & lock->kept_nodes) == lock->kept_nodes) {
-        /* Every node that kept the token said so: none can have lost it before this round. */
-        lock->kept_nodes = yes;
-        lock->fresh_nodes = 0;
-    } else {
-        /* Some kept nodes were not heard: the keys this round set anew vouch from now on only. */
-        lock->fresh_nodes |= yes & ~lock->kept_nodes;
-        lock->kept_nodes |= yes;
-    }
-}
-
 void redlock__lock_ref(redlock_lock *lock)
 {
     lock->refs++;

@@ -7,6 +7,7 @@
 #define REDLOCK_LOCK_H
 
 #include "client.h"
+#include "kept.h"
 
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 #define REDLOCK__WAITER_BYTES 8 /* a waiter's id in a resource's queue: 64 random bits, in hex */
@@ -43,8 +44,8 @@ struct redlock_lock {
     bool lost;     /* auto-extension reported it lost; only an extend called since clears it */
     bool attached; /* made by redlock_lock_attach: validity unknown until an extend wins */
     bool lapsed;   /* an extend ended REDLOCK_ELOST: RETAKE refused until a plain one wins */
-    /* Fewer than a quorum kept the token at some moment of the hold (recheck.c): it had a gap,
-     * whatever a later round wins; set once, never cleared. */
+    /* Fewer than a quorum may have kept the token at some moment of the hold (kept.c): it had a
+     * gap, whatever a later round wins; set once, never cleared. */
     bool gap;
     bool caller_token;     /* the caller chose the token: retries reuse it */
     bool fencing;          /* acquire with a fence (redlock_lock_opts.fencing) */
@@ -55,13 +56,7 @@ struct redlock_lock {
     uint64_t deadline_us;
     uint64_t won_start_us; /* start of the last won round (acquire or extend) */
     uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
-    /* The nodes that keep the token (recheck.c): bit i, node i said yes in a won round and has
-     * since neither come back as a new server nor said no; fresh_nodes, those of them whose key
-     * may have been re-created (a retake) since a node of the others was last heard of: they
-     * vouch for no moment before (docs/safety.md, "A hold is continuous while a quorum kept it").
-     * A won round that every kept node said yes to makes none fresh. */
-    uint64_t kept_nodes;
-    uint64_t fresh_nodes;
+    redlock__kept cont;    /* the nodes that vouch for the hold's continuity (kept.c) */
     redlock__auto autox;
     redlock__using *using; /* the hold of a redlock_using work, until its done: the caller's
                               release and free are refused */
@@ -95,12 +90,6 @@ struct redlock_lock {
     char *token; /* NUL-terminated: token_small, or its own allocation (redlock__lock_set_token) */
     char token_small[REDLOCK__TOKEN_INLINE + 1];
 };
-
-/* The nodes of a won round of lock that said yes to it so far (yes: bit i; without those that
- * reached a new server since it began) hold its token: they join the kept nodes (a round all
- * the kept nodes said yes to makes none fresh; else the ones it adds are fresh). recheck.c,
- * "continuity". */
-void redlock__lock_kept_yes(redlock_lock *lock, uint64_t yes);
 
 /* Lock handles (lock.c). */
 redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len);

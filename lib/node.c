@@ -60,6 +60,7 @@ struct redlock__node {
                                 since are round-trip samples (the others waited for it) */
     redlock__rto rto;        /* the timeout a request gets, fixed or adaptive (rto.h) */
     uint64_t owing_since_us; /* when the node last went from owing nothing to owing a reply */
+    uint64_t handshake_us;   /* when the current connection's handshake was written */
     char last_error[ERR_LEN];
     /* Releases that found the node down, sent when it is up again (relq.h). */
     redlock__relq kept;
@@ -551,9 +552,12 @@ static void note_server(redlock__node *n, const char *run_id)
                  "a new server (run_id %.8s..., was %.8s...): it restarted and may have lost its "
                  "keys; held locks are checked now",
                  run_id, n->server_run_id);
+    bool same = n->server_run_id[0] != '\0' && !changed;
     memcpy(n->server_run_id, run_id, sizeof(n->server_run_id));
     if (changed && n->cfg.changed != NULL)
         n->cfg.changed(n->cfg.changed_ctx, n->cfg.index);
+    if (same && n->cfg.same != NULL)
+        n->cfg.same(n->cfg.changed_ctx, n->cfg.index, n->handshake_us);
 }
 
 /* Every handshake reply came: the node is ready unless its server is a replica, or another node
@@ -789,6 +793,7 @@ static void on_stream_open(redlock__stream *s)
     n->reader = redlock__reader_new(n->cfg.replies, n->cfg.alloc);
     n->skip_replies = 0;
     n->last_reply_us = redlock__now_us();
+    n->handshake_us = n->last_reply_us;
     if (n->reader == NULL || redlock__handshake_start(&n->handshake, n->cfg.url,
                                                       redlock__stream_out(s), n->cfg.alloc) != 0) {
         node_fail(n, 0, "connect: out of memory");
@@ -866,6 +871,8 @@ void redlock__node_send(redlock__node *n, redlock__req *req)
     uint64_t now = req->sent_us; /* the caller's clock: one reading for a round's nodes */
     n->tally.requests++;
     req->deadline_us = now + redlock__rto_us(&n->rto); /* final below, once it is queued */
+    req->unsent = n->state == NODE_CLOSING || n->state == NODE_DOWN ||
+                  n->fifo_len + n->skip_replies >= n->cfg.max_inflight;
     if (n->state == NODE_CLOSING) {
         complete(n, req, REDLOCK_VOTE_ERROR, REDLOCK__FAIL_LOCAL, "canceled: client closing", NULL,
                  now);

@@ -73,6 +73,10 @@ typedef struct redlock__node_config {
      * cluster's connections (cluster.c) inherit it, and the cluster's index, with the config. */
     void (*changed)(void *ctx, unsigned index);
     void *changed_ctx;
+    /* Told when a connection's handshake reached the same server as the last ready connection
+     * (its run_id): same(changed_ctx, index, asked_us), asked_us the time the handshake was
+     * written, before which that server was already running. NULL: nobody is told. */
+    void (*same)(void *ctx, unsigned index, uint64_t asked_us);
     unsigned index;        /* the io's node this connection serves */
     redlock__tls_ctx *tls; /* the client's TLS context, for a rediss:// url; must outlive the
                               node */

@@ -157,6 +157,10 @@ struct round {
     redlock__cmd cmd;
     redlock_round q;
     unsigned outstanding; /* requests not yet completed */
+    /* The nodes whose answer shows the key held the lock's token without a break: an extend's
+     * renewals (not a key set anew), a release's deletes (kept.c, redlock__continuity). */
+    uint64_t evidence;
+    bool proven; /* an extend shown continuous by them (hold.c) */
     round_state state;
     bool held;       /* the operation keeps it for its callback's result */
     bool close_wait; /* a release whose answers a closing client waits for (its last answer is a
@@ -179,6 +183,9 @@ round *redlock__round_new(redlock_client *c, op *o, redlock_lock *lock, redlock_
 /* Write r's command to every node that has not voted yet (init_q: start its quorum round now),
  * then let its operation act on what is known. */
 void redlock__round_send(round *r, bool init_q);
+/* Whether r (an extend or the release of a held lock) shows the hold continuous: its evidence
+ * from the lock's kept nodes, with the nodes still to answer (redlock__continuity). */
+redlock__cont redlock__round_continuity(const round *r);
 /* Free r if nothing holds it any more (its answers are in, nobody keeps its results). */
 void redlock__round_maybe_free(round *r);
 /* Release the lock's keys on every node; nobody waits for the answers (docs/algorithm.md, "A

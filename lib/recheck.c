@@ -21,10 +21,10 @@
  * run again.
  *
  * Before any check, the change itself decides continuity (docs/safety.md, "A hold is continuous
- * while a quorum kept it"): each lock keeps the nodes that kept its token since its last won round
- * (lock->kept_nodes); the changed node leaves that set at once, and a held lock left with fewer
- * than a quorum had a gap (lock->gap) and is reported lost on the next loop turn - keys a retake
- * re-creates afterwards restore redundancy, never continuity. */
+ * while a quorum kept it"): the changed node no longer keeps any lock's token (kept.c), and a held
+ * lock left with fewer than a quorum of nodes that kept it had a gap (lock->gap) and is reported
+ * lost on the next loop turn - keys a retake re-creates afterwards restore redundancy, never
+ * continuity. */
 #include "recheck.h"
 
 #include "autoextend.h"
@@ -78,23 +78,6 @@ static void on_recheck_timer(redlock__timer *t)
     }
 }
 
-/* node no longer keeps lock's token (it may have lost it at any moment since it was last heard
- * of): a held lock had a gap unless a quorum of the nodes left kept it from before any of them
- * had its key re-created. */
-static void node_forgot(redlock_lock *lock, unsigned node, uint64_t now)
-{
-    uint64_t bit = UINT64_C(1) << node;
-    if ((lock->kept_nodes & bit) == 0)
-        return;
-    lock->kept_nodes &= ~bit;
-    lock->fresh_nodes &= ~bit;
-    if (held(lock, now) &&
-        !redlock__kept_quorum(lock->kept_nodes & ~lock->fresh_nodes, lock->client->n_nodes)) {
-        lock->gap = true;
-        lock->lapsed = true; /* no retake from now on */
-    }
-}
-
 /* Check every held lock on the next loop turn (on_recheck_timer). */
 static void checks_due(redlock_client *c)
 {
@@ -102,41 +85,38 @@ static void checks_due(redlock_client *c)
     redlock__client_timer_start(c, &c->recheck_timer, c->node_changed_us, on_recheck_timer);
 }
 
+static void on_gap_timer(redlock__timer *t)
+{
+    report_gaps(REDLOCK__CONTAINER_OF(t, redlock_client, gap_timer));
+}
+
 void redlock__recheck_node(redlock_client *c, unsigned node)
 {
     if (c->closing)
         return;
     uint64_t now = redlock__client_now(c);
-    if (node < REDLOCK_MAX_NODES)
+    if (node < REDLOCK_MAX_NODES) {
         c->node_changed_at_us[node] = now;
-    for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next)
-        node_forgot(REDLOCK__CONTAINER_OF(it, redlock_lock, link), node, now);
+        /* It may have lost every key at any moment since its old server was last heard. */
+        for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next)
+            (void)redlock__kept_lose(REDLOCK__CONTAINER_OF(it, redlock_lock, link), node, now);
+    }
     checks_due(c);
 }
 
-bool redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won)
+void redlock__recheck_kept_lost(redlock_lock *lock, unsigned node, bool said_no, bool gap)
 {
     redlock_client *c = lock->client;
-    uint64_t yes = 0;
-    for (unsigned i = 0; i < q->n_nodes; i++) {
-        redlock_vote vote = (redlock_vote)q->votes[i]; /* every acquire and extend: no call */
-        uint64_t bit = 1ull << i;
-        if (vote == REDLOCK_VOTE_YES) {
-            /* A yes from before the node reached a new server is the old server's. */
-            if (c->node_changed_at_us[i] < q->start_us)
-                yes |= bit;
-        } else if (vote == REDLOCK_VOTE_NO && (lock->kept_nodes & bit) != 0) {
-            /* once per yes: a node that never had the key says no */
-            redlock__client_log(c, REDLOCK_LOG_WARN, c->urls[i].redacted,
-                                "a key it held is gone (restarted, flushed, evicted?): held locks "
-                                "are checked now");
-            node_forgot(lock, i, redlock__client_now(c));
-            checks_due(c);
-        }
+    if (c->closing)
+        return;
+    if (said_no) {
+        redlock__client_log(c, REDLOCK_LOG_WARN, c->urls[node].redacted,
+                            "a key it held is gone (restarted, flushed, evicted?): held locks "
+                            "are checked now");
+        checks_due(c);
+    } else if (gap) {
+        redlock__client_timer_start(c, &c->gap_timer, redlock__client_now(c), on_gap_timer);
     }
-    if (won)
-        redlock__lock_kept_yes(lock, yes);
-    return !lock->gap && redlock__kept_quorum(lock->kept_nodes, q->n_nodes);
 }
 
 /* Nodes that answered that they do not hold the lock's token (no key, another holder's). */

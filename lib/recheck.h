@@ -13,11 +13,10 @@
  * client holds is checked - an extension for an auto-extended one, else an inspect round - and
  * one a quorum no longer holds is reported lost. */
 void redlock__recheck_node(redlock_client *c, unsigned node);
-/* A round of lock was decided (won: it now holds where q's yes votes say, less the nodes that
- * reached a new server since q started): a node that said no where the last won round had its
- * yes answers as if it had lost its keys, and has every held lock checked as
- * redlock__recheck_node does. Returns whether the hold is continuous: a quorum kept the token
- * since its last won round (docs/safety.md), and it never had a gap. */
-bool redlock__recheck_votes(redlock_lock *lock, const redlock_round *q, bool won);
+/* A round's answer showed node no longer keeps lock's token (the hooks' kept_lost, client.h):
+ * said_no, it said "no" where it was kept, as if it had lost its keys: every held lock is
+ * checked as redlock__recheck_node does; gap, the hold had a gap: on the next loop turn it is
+ * reported lost. */
+void redlock__recheck_kept_lost(redlock_lock *lock, unsigned node, bool said_no, bool gap);
 
 #endif

@@ -107,31 +107,79 @@ static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
         redlock__client_close_step(c);
 }
 
-/* A late yes to the round that won r's lock its hold (an acquire, its commit, an extend): node i
- * holds the token too, and counts among the nodes that keep it with the round's other yes votes
- * (redlock__lock_kept_yes) - unless it reached a new server since the round began, or the hold
- * had a gap already. */
-static void late_yes(const round *r, unsigned i)
+/* Whether a request that got vote may still have run, or run later: sent, and neither answered
+ * nor refused by the server (an error reply is a script that did not run, or stopped before its
+ * writes). */
+static bool outcome_unknown(const redlock__req *req, redlock_vote vote)
+{
+    return vote == REDLOCK_VOTE_TIMEOUT ||
+           (vote == REDLOCK_VOTE_ERROR && req->fail == REDLOCK__FAIL_LINK && !req->unsent);
+}
+
+/* What node i's answer to r says of the keys of r's lock (kept.c): a yes or no shows its server
+ * held what it held when the request was sent; a late yes to the round that won the hold, a key
+ * an extend set anew or one it renewed that was not known to hold the token, is fresh; a no, a
+ * key set anew, a retake that may have set it anew (no answer), is a loss of a kept node. An
+ * answer of a server the node left since the round began says nothing. */
+static void kept_vote(round *r, unsigned i, const redlock__req *req, redlock_vote vote, bool anew,
+                      uint64_t now);
+
+static void kept_answer(round *r, unsigned i, const redlock__req *req, redlock_vote vote, bool anew,
+                        uint64_t now)
+{
+    redlock_client *c = r->client;
+    /* After what follows, so that a no is not taken for its own key's last sign. */
+    bool heard =
+        (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) && req->sent_us > c->heard_us[i];
+    if (r->lock != NULL && c->node_changed_at_us[i] < r->q.start_us)
+        kept_vote(r, i, req, vote, anew, now);
+    if (heard)
+        c->heard_us[i] = req->sent_us; /* any round's: the server's */
+}
+
+static void kept_vote(round *r, unsigned i, const redlock__req *req, redlock_vote vote, bool anew,
+                      uint64_t now)
 {
     redlock_lock *lock = r->lock;
     redlock__cmd_kind kind = r->cmd.kind;
-    if (lock == NULL || lock->gap || lock->won_start_us != r->q.start_us ||
-        redlock_round_decision(&r->q) != REDLOCK_ROUND_WON ||
-        r->client->node_changed_at_us[i] >= r->q.start_us ||
-        (kind != REDLOCK__CMD_ACQUIRE && kind != REDLOCK__CMD_ACQUIRE_FENCED &&
-         kind != REDLOCK__CMD_COMMIT && kind != REDLOCK__CMD_EXTEND))
+    bool lost = false;
+    bool was_kept = ((lock->cont.kept >> i) & 1u) != 0;
+    if (kind == REDLOCK__CMD_EXTEND) {
+        if (vote == REDLOCK_VOTE_YES && !anew) {
+            r->evidence |= UINT64_C(1) << i;
+            redlock__kept_renewed(lock, i, now);
+        } else if (vote == REDLOCK_VOTE_YES) {
+            lost = redlock__kept_lose(lock, i, now);
+            redlock__kept_fresh(lock, i, now);
+        } else if (vote == REDLOCK_VOTE_NO || (r->cmd.retake && outcome_unknown(req, vote))) {
+            lost = redlock__kept_lose(lock, i, now); /* a retake may have set it anew */
+        }
+    } else if (kind == REDLOCK__CMD_RELEASE) {
+        if (vote == REDLOCK_VOTE_YES)
+            r->evidence |= UINT64_C(1) << i;
+        else if (vote == REDLOCK_VOTE_NO)
+            lost = redlock__kept_lose(lock, i, now);
+    } else if ((kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_ACQUIRE_FENCED ||
+                kind == REDLOCK__CMD_COMMIT) &&
+               vote == REDLOCK_VOTE_YES && r->state == ROUND_DONE &&
+               lock->won_start_us == r->q.start_us &&
+               redlock_round_decision(&r->q) == REDLOCK_ROUND_WON) {
+        redlock__kept_fresh(lock, i, now); /* set after the decision, perhaps */
         return;
-    /* Kept already, and none fresh: the round's yes votes so far are all kept (each was added
-     * when it came), so this one changes nothing - the common late vote, at no cost. */
-    if ((lock->kept_nodes & (UINT64_C(1) << i)) != 0 && lock->fresh_nodes == 0)
-        return;
-    uint64_t yes = 0;
-    for (unsigned j = 0; j < r->client->n_nodes; j++) {
-        if (redlock_round_node_vote(&r->q, j) == REDLOCK_VOTE_YES &&
-            r->client->node_changed_at_us[j] < r->q.start_us)
-            yes |= UINT64_C(1) << j;
     }
-    redlock__lock_kept_yes(lock, yes);
+    if ((vote == REDLOCK_VOTE_NO && was_kept) || lost)
+        r->client->hooks->kept_lost(lock, i, vote == REDLOCK_VOTE_NO && was_kept, lost);
+}
+
+redlock__cont redlock__round_continuity(const round *r)
+{
+    unsigned n = r->client->n_nodes;
+    uint64_t unanswered = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (r->results[i].vote == REDLOCK_VOTE_NONE)
+            unanswered |= UINT64_C(1) << i;
+    }
+    return redlock__continuity(redlock__kept_now(r->lock), r->evidence, unanswered, n);
 }
 
 /* Node i answered r (vote, ...): record it, and act if r is open. */
@@ -173,8 +221,7 @@ static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote v
     op *o = r->op;
     if (r->state == ROUND_DONE && o != NULL && o->round == r && o->def->late_vote != NULL)
         o->def->late_vote(o, r, vote);
-    if (r->state == ROUND_DONE && vote == REDLOCK_VOTE_YES)
-        late_yes(r, i);
+    kept_answer(r, i, req, vote, data != NULL && data->anew, now_us);
     /* Completions can nest (a callback closes the client, which fails every request): only the
      * outermost one acts on the round and may free it. */
     if (r->state != ROUND_OPEN) {
@@ -247,6 +294,7 @@ void redlock__round_send(round *r, bool init_q)
         rr->req.sent_us = now;
         if (per_node)
             rr->req.grant_tag = i + 1;
+        c->sent_us[i] = now;
         c->io->ops->send(c->io, i, &rr->req);
     }
     if (shared) {

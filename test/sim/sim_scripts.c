@@ -42,7 +42,7 @@ static void s_extend(sx *x, bool fenced)
     r_set_px(x, key, tok, ttl, false);
     if (fenced)
         fence_raise(x, key_of(x, 1), &c, arg_of(x, 3));
-    reply_int(x, 1);
+    reply_int(x, 2); /* set anew */
 }
 
 /* release.lua */
@@ -154,12 +154,15 @@ static void s_extend_multi(sx *x)
 {
     str tok = arg_of(x, 0);
     bool retake = str_is(arg_of(x, 2), "1");
+    bool anew = false;
     for (int i = 0; i < x->nk; i++) {
         sbuf v;
         r_get(x, key_of(x, i), &v);
         if (x->raised)
             return;
-        if (!(!v.absent && str_eq((str){v.p, v.len}, tok)) && !(v.absent && retake)) {
+        if (v.absent && retake) {
+            anew = true;
+        } else if (!(!v.absent && str_eq((str){v.p, v.len}, tok))) {
             reply_int(x, 0);
             return;
         }
@@ -167,7 +170,7 @@ static void s_extend_multi(sx *x)
     for (int i = 0; i < x->nk && !x->raised; i++)
         r_set_px(x, key_of(x, i), tok, arg_of(x, 1), false);
     if (!x->raised)
-        reply_int(x, 1);
+        reply_int(x, anew ? 2 : 1);
 }
 
 /* release_multi.lua */
@@ -299,6 +302,16 @@ void sim_server_exec(sim_db *db, uint64_t now_us, const sim_server_hooks *hooks,
     x.now = (double)(now_us / 1000000) * 1000 + (double)(now_us % 1000000 / 1000);
     if (argc >= 1 && word_is(argv[0], lens[0], "SET")) {
         c_set(&x, argc, argv, lens);
+        return;
+    }
+    if (argc == 1 && word_is(argv[0], lens[0], "TIME")) { /* the library's probe: seconds, us */
+        out->v.type = SIM_R_ARRAY;
+        out->n = 2;
+        out->elem[0].type = out->elem[1].type = SIM_R_BULK;
+        out->elem[0].len = (size_t)snprintf(out->elem[0].str, sizeof(out->elem[0].str), "%llu",
+                                            (unsigned long long)(now_us / 1000000));
+        out->elem[1].len = (size_t)snprintf(out->elem[1].str, sizeof(out->elem[1].str), "%llu",
+                                            (unsigned long long)(now_us % 1000000));
         return;
     }
     bool eval = argc >= 1 && word_is(argv[0], lens[0], "EVAL");

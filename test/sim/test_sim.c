@@ -268,12 +268,15 @@ static void auto_extension_broken_assumptions(void **state)
 {
     (void)state;
     static const char *const scenarios[] = {"slow-clock-auto", "amnesia-auto"};
+    /* Amnesia breaks it less often since a hold is lost as soon as a quorum of its kept nodes
+     * may be gone (issue 39): 10 of 300 seeds, from about twice that before. */
+    static const unsigned min_violations[] = {BROKEN_SEEDS / 25, BROKEN_SEEDS / 60};
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
         batch b = run_batch(scenarios[i], 1, BROKEN_SEEDS, NULL, NULL);
         assert_int_equal(b.contract_failures, 0);
         assert_int_equal(b.broken_promises, 0);
         assert_true(b.auto_holds > 0);
-        assert_true(b.violations >= BROKEN_SEEDS / 25);
+        assert_true(b.violations >= min_violations[i]);
     }
 }
 

@@ -36,6 +36,7 @@ static void hold_everywhere(h_env *env, redlock_client *c, const char *key, h_re
     size_t token_len = 0;
     const char *token = redlock_lock_token(held->lock, &token_len);
     assert_true(h_wait_holding(env, key, strlen(key), token, token_len, N, H_WAIT_MS));
+    h_hear_all(env, c); /* every key kept: one node's loss costs its own vote only */
 }
 
 /* Release held (its client waits for every node; the handle is freed): deleted on the two

@@ -128,10 +128,13 @@ static void two_nodes_stopped_five_seconds_under_load(void **state)
         const traffic_stats *sets[2] = {&t.by_epoch[e], &t.straddle[e]};
         for (int k = 0; k < 2; k++) {
             const traffic_stats *st = sets[k];
-            if (st->ok != st->calls || st->max_latency_us >= bound_us || st->immediate_errors)
+            if (st->ok + (k == 1 ? st->releases_unproven : 0) != st->calls ||
+                st->max_latency_us >= bound_us || st->immediate_errors)
                 traffic_dump(&t, e);
-            /* Three nodes always answer: every call succeeds, stopped nodes or not. */
-            assert_int_equal(st->ok, st->calls);
+            /* Three nodes always answer: every call succeeds, stopped nodes or not - but a
+             * release of a lock acquired just before the stop may be unproven (ENOQUORUM): a
+             * stopped node was one of its few kept nodes (docs/safety.md). */
+            assert_int_equal(st->ok + (k == 1 ? st->releases_unproven : 0), st->calls);
             assert_int_equal(st->immediate_errors, 0);
             /* No callback later than one node timeout after its call. */
             assert_true(st->max_latency_us < bound_us);

@@ -28,6 +28,9 @@ static void count(traffic_slot *s, bool is_acquire, int status, const redlock_re
         st->max_acquire_latency_us = latency;
     if (is_acquire && status == 0)
         st->acquires_ok++;
+    if (!is_acquire && status == REDLOCK_ENOQUORUM &&
+        result->votes_yes >= redlock_quorum_of(result->n_nodes))
+        st->releases_unproven++;
     if (!is_acquire && status == 0) {
         st->releases_ok++;
         if (result->votes_yes < st->min_release_votes_yes)

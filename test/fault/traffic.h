@@ -19,11 +19,14 @@ typedef struct traffic_stats {
     int calls; /* acquires and releases called back */
     int ok;
     int enoquorum;
-    int other;                        /* any other status */
-    int other_status;                 /* the first such status */
-    int acquires_ok;                  /* acquires that won */
-    int releases_ok;                  /* releases that reported status 0 */
-    int releases_full;                /* releases confirmed by every node (votes_yes == n_nodes) */
+    int other;         /* any other status */
+    int other_status;  /* the first such status */
+    int acquires_ok;   /* acquires that won */
+    int releases_ok;   /* releases that reported status 0 */
+    int releases_full; /* releases confirmed by every node (votes_yes == n_nodes) */
+    /* Releases deleted on a quorum but ENOQUORUM: too few of the lock's kept nodes answered to
+     * show the hold continuous (docs/safety.md, "A hold is continuous while a quorum kept it"). */
+    int releases_unproven;
     int immediate_errors;             /* calls refused at once (no callback expected) */
     uint64_t max_latency_us;          /* call to callback, acquire or release */
     uint64_t max_acquire_latency_us;  /* call to callback, acquires only */

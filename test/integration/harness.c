@@ -560,6 +560,33 @@ static bool server_running(const h_env *env, unsigned i)
     return env->cluster.servers[i].pid != 0 && !env->cluster.servers[i].paused;
 }
 
+void h_settle(h_env *env, redlock_client *c)
+{
+    uint64_t t0 = redlock_now_us();
+    for (;;) {
+        bool idle = true;
+        for (unsigned i = 0; i < redlock_client_node_count(c); i++) {
+            redlock_node_info info;
+            redlock_node_info_init(&info);
+            assert_int_equal(redlock_client_node_info(c, i, &info), 0);
+            if (info.inflight != 0 || info.owed != 0)
+                idle = false;
+        }
+        if (idle)
+            return;
+        if (h_since_us(t0) > H_WAIT_MS * 1000ull)
+            fail_msg("h_settle: a node still owes an answer after %llu ms",
+                     (unsigned long long)H_WAIT_MS);
+        h_run_for(&env->loop, 5);
+    }
+}
+
+void h_hear_all(h_env *env, redlock_client *c)
+{
+    h_settle(env, c);
+    h_drain(env, c);
+}
+
 void h_drain(h_env *env, redlock_client *c)
 {
     bool answered[H_MAX_NODES] = {false};

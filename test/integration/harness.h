@@ -193,6 +193,15 @@ uint64_t h_since_us(uint64_t t0_us);
  * everywhere, left on the servers. c's node i must be the env's server i (h_client, or
  * h_client_urls with the env's servers in order). */
 void h_drain(h_env *env, redlock_client *c);
+/* Run the loop until no node owes c an answer: every reply to what c sent so far (a round's late
+ * votes too) has been read, at most H_WAIT_MS (else the test fails). Nothing is sent. */
+void h_settle(h_env *env, redlock_client *c);
+/* h_settle, then h_drain: every node was heard on a request sent after every vote c was owed, so
+ * a key a late yes (or a retake) set is known to lie inside the hold, and a node back empty
+ * afterwards costs only its own key (docs/safety.md, "A hold is continuous while a quorum kept
+ * it"). Without it a restart of one of an acquire's first yes voters right after a late yes is
+ * a loss: the late key may have been set after the restarted one was lost. */
+void h_hear_all(h_env *env, redlock_client *c);
 /* Check the validity a won acquire or extend gave (validity_ms, from redlock_lock_validity_ms)
  * against the library's promise for the round recorded in rec with this ttl: ttl - elapsed -
  * drift (drift = ttl * 0.01 + 2 ms, the default drift factor), whatever the machine's speed:

@@ -175,7 +175,7 @@ static void retake_restores_the_domain_counter(void **state)
     assert_int_equal(h_acquire(&env, c, "user:8", 10000, &lo, &prev), 0);
     h_release_ok(&env, prev.lock, NULL);
     assert_int_equal(h_acquire(&env, c, "user:9", 10000, &lo, &rec), 0);
-    h_drain(&env, c);
+    h_hear_all(&env, c); /* every key kept: one node's loss costs its own vote only */
     assert_int_equal(h_del(&env, 0, PREFIX "user:9", strlen(PREFIX "user:9")), 1);
     assert_int_equal(h_del(&env, 0, COUNTER, strlen(COUNTER)), 1);
     assert_int_equal(h_extend(&env, rec.lock, 10000, REDLOCK_EXTEND_RETAKE, &ext), 0);

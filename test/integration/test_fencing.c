@@ -417,7 +417,7 @@ static void extend_keeps_fence_and_retake_restores_counter(void **state)
     assert_int_equal(h_extend(&env, rec.lock, 20000, 0, &ext), 0);
     assert_true(redlock_lock_fence(rec.lock) == 7);
     assert_true(ext.fence == 7);
-    h_drain(&env, c);
+    h_hear_all(&env, c); /* every key kept: node 0 back empty costs its own vote only */
     assert_int_equal(fixture_restart(&env.cluster, 0), 0);
     assert_true(counter(&env, 0, "fence:ext") == 0);
     h_wait_ready(&env, c);

@@ -113,12 +113,13 @@ MUTANTS = [
         "killers": [proof_wp("redlock__release_decided")],
     },
     {
-        "name": "continuity-one-short",
-        "what": "a hold is taken as continuous with one kept node fewer than a quorum",
+        "name": "kept-quorum-one-short",
+        "what": "the kept nodes are taken as a quorum with one fewer",
         "edits": [("lib/quorum.c",
-                   "    return n >= redlock__quorum_of(n_nodes);",
-                   "    return n + 1 >= redlock__quorum_of(n_nodes);")],
-        "killers": [integration("amnesia", "retake_does_not_hide_a_majority_back_empty")],
+                   "    return redlock__count_nodes(kept, n_nodes) >= redlock__quorum_of(n_nodes);",
+                   "    return redlock__count_nodes(kept, n_nodes) + 1 >= redlock__quorum_of(n_nodes);")],
+        "killers": [proof_wp("redlock__kept_quorum"),
+                    integration("amnesia", "retake_does_not_hide_a_majority_back_empty")],
     },
     {
         # Safe, only slow to give up: no test but the proof (a round lost as soon as the quorum
@@ -547,8 +548,8 @@ MUTANTS = [
         "what": "a set's extend renews (and re-creates) every key whatever it holds: a node that "
                 "lost part of the set, or gave it to another holder, votes yes",
         "edits": [("lib/lua/extend_multi.lua",
-                   'if v ~= ARGV[1] and not (v == false and ARGV[3] == "1") then',
-                   'if false then')],
+                   '    elseif v ~= ARGV[1] then',
+                   '    elseif false then')],
         "killers": [SIM_SCRIPTS, integration("multi", "extend_covers_the_set")],
     },
     {
@@ -725,19 +726,67 @@ MUTANTS = [
         "name": "retake-proves-continuity",
         "what": "a node back as a new server leaves the lock's kept nodes, but fewer than a "
                 "quorum left is no gap: the retake re-creates the keys and nothing is reported",
-        "edits": [("lib/recheck.c",
-                   "        lock->gap = true;\n        lock->lapsed = true; /* no retake from now on */\n",
+        "edits": [("lib/kept.c",
+                   "    lock->gap = true;\n    lock->lapsed = true; /* no retake from now on: it would hide the gap */\n",
                    "")],
         "killers": [integration("amnesia", "retake_does_not_hide_a_majority_back_empty")],
     },
     {
         "name": "continuity-from-the-last-round-alone",
-        "what": "a won round's yes votes all count as kept, keys it re-created too: a node seen "
-                "back empty after a retake restored another hides the gap before the retake",
-        "edits": [("lib/lock.c",
-                   "        lock->fresh_nodes |= yes & ~lock->kept_nodes;\n",
-                   "")],
-        "killers": [integration("amnesia", "retake_does_not_hide_a_gap_seen_late")],
+        "what": "a key an extend's retake set anew (its script answers 2) counts as renewed: a "
+                "node seen back empty after a retake restored another hides the gap before it",
+        "edits": [("lib/round.c",
+                   "        if (vote == REDLOCK_VOTE_YES && !anew) {",
+                   "        if (vote == REDLOCK_VOTE_YES) {")],
+        "killers": [integration("amnesia", "retake_does_not_hide_a_gap_seen_late"),
+                    fault("continuity")],
+    },
+    {
+        # Issue 39, the model's trails: the release reported the hold continuous from any
+        # quorum of deletes, keys set anew included.
+        "name": "release-continuous-without-kept-nodes",
+        "what": "a release is continuous once a quorum deleted the key, whether or not those "
+                "nodes kept it (a key a retake set anew vouches for the whole hold)",
+        "edits": [("lib/hold.c",
+                   "    redlock__cont cont = lapsed || lock->attached ? REDLOCK__CONT_PROVEN\n"
+                   "                                                 : redlock__round_continuity(r);",
+                   "    redlock__cont cont = REDLOCK__CONT_PROVEN;")],
+        "killers": [fault("continuity")],
+    },
+    {
+        "name": "extend-continuous-at-any-quorum",
+        "what": "an extend won at a quorum of yes is continuous, whether or not a quorum of kept "
+                "nodes renewed their keys in it",
+        "edits": [("lib/hold.c",
+                   "        if (cont == REDLOCK__CONT_PENDING)\n            return false;\n"
+                   "        r->proven = cont == REDLOCK__CONT_PROVEN;",
+                   "        (void)cont;\n        r->proven = true;")],
+        "killers": [fault("continuity"), integration("amnesia")],
+    },
+    {
+        "name": "late-yes-kept-at-once",
+        "what": "a yes that comes after the acquire's decision is kept at once: its key may have "
+                "been set after a first voter lost its own, and that gap is hidden",
+        "edits": [("lib/round.c",
+                   "        redlock__kept_fresh(lock, i, now); /* set after the decision, perhaps */",
+                   "        lock->cont.kept |= UINT64_C(1) << i;")],
+        "killers": [fault("continuity"), integration("amnesia")],
+    },
+    {
+        "name": "continuity-one-short",
+        "what": "a round's continuity is shown with one kept node fewer than the quorum",
+        "edits": [("lib/quorum.c",
+                   "    if (redlock__count_nodes(kept & evidence, n_nodes) >= quorum)",
+                   "    if (redlock__count_nodes(kept & evidence, n_nodes) + 1 >= quorum)")],
+        "killers": [proof_wp("redlock__continuity"), fault("continuity")],
+    },
+    {
+        "name": "release-ok-unproven",
+        "what": "a release whose continuity is not shown still reports 0 when a quorum deleted",
+        "edits": [("lib/quorum.c",
+                   "    if (!lapsed && cont != REDLOCK__CONT_PROVEN && *status == 0)",
+                   "    if (!lapsed && cont == REDLOCK__CONT_PENDING && *status == 0)")],
+        "killers": [proof_wp("redlock__release_decided_cont"), fault("continuity")],
     },
     {
         "name": "grant-without-replica-wait",
@@ -965,8 +1014,8 @@ MUTANTS = [
         "what": "a round that hears a node say no where the lock's last won round had its yes "
                 "(the node lost its keys without a restart) checks no other lock",
         "edits": [("lib/recheck.c",
-                   "            node_forgot(lock, i, redlock__client_now(c));\n            checks_due(c);\n",
-                   "            node_forgot(lock, i, redlock__client_now(c));\n")],
+                   "        checks_due(c);\n    } else if (gap) {",
+                   "    } else if (gap) {")],
         "killers": [integration("amnesia", "a_key_gone_checks_every_lock")],
     },
     {

@@ -560,6 +560,22 @@ static bool server_running(const h_env *env, unsigned i)
     return env->cluster.servers[i].pid != 0 && !env->cluster.servers[i].paused;
 }
 
+void h_settle_node(h_env *env, redlock_client *c, unsigned i)
+{
+    uint64_t t0 = redlock_now_us();
+    redlock_node_info info;
+    for (;;) {
+        redlock_node_info_init(&info);
+        assert_int_equal(redlock_client_node_info(c, i, &info), 0);
+        if (info.inflight == 0 && info.owed == 0)
+            return;
+        if (h_since_us(t0) > H_WAIT_MS * 1000ull)
+            fail_msg("h_settle_node: node %u still owes an answer after %llu ms", i,
+                     (unsigned long long)H_WAIT_MS);
+        h_run_for(&env->loop, 1);
+    }
+}
+
 void h_settle(h_env *env, redlock_client *c)
 {
     uint64_t t0 = redlock_now_us();

@@ -196,6 +196,8 @@ void h_drain(h_env *env, redlock_client *c);
 /* Run the loop until no node owes c an answer: every reply to what c sent so far (a round's late
  * votes too) has been read, at most H_WAIT_MS (else the test fails). Nothing is sent. */
 void h_settle(h_env *env, redlock_client *c);
+/* The same for node i alone. */
+void h_settle_node(h_env *env, redlock_client *c, unsigned i);
 /* h_settle, then h_drain: every node was heard on a request sent after every vote c was owed, so
  * a key a late yes (or a retake) set is known to lie inside the hold, and a node back empty
  * afterwards costs only its own key (docs/safety.md, "A hold is continuous while a quorum kept

@@ -173,12 +173,12 @@ static void late_retake_yes_is_no_confirmation(void **state)
 /* 2. A retake on a fresh node is no proof. C comes back empty and the client hears it (a quorum
  * of kept nodes is left, A and B); a retake extend re-creates C's key (C stopped until A and B
  * renewed theirs and were stopped in turn, so no answer of theirs, not even to the client's probe,
- * comes after C's). Then B is restarted empty, and a retake extend wins on A and C. B's last answer came in the round that re-created C's key: B may have
- * lost the key (its restart) before C's was set, when only A held it. C's key vouches for nothing
- * before it was set, so of the nodes known to have kept the token only A is left: the extend is
- * not continuous (ELOST, or the lock reads as lost), and the release says ELOST. A library that
- * counts C as kept as soon as a retake set its key reports a continuous hold (extend 0, release
- * 0). */
+ * comes after C's). Then B is restarted empty, and a retake extend wins on A and C. B's last answer
+ * came in the round that re-created C's key: B may have lost the key (its restart) before C's was
+ * set, when only A held it. C's key vouches for nothing before it was set, so of the nodes known to
+ * have kept the token only A is left: the extend is not continuous (ELOST, or the lock reads as
+ * lost), and the release says ELOST. A library that counts C as kept as soon as a retake set its
+ * key reports a continuous hold (extend 0, release 0). */
 static void retake_on_a_fresh_node_is_no_proof(void **state)
 {
     (void)state;
@@ -296,6 +296,58 @@ static void rolling_restarts_with_an_extend_between_keep_the_lock(void **state)
     h_env_stop(&env);
 }
 
+/* 4. Fresh keys speak for nothing, even when nothing was lost. C comes back empty (heard), and
+ * a retake sets its key anew while A and B, which renewed theirs, are stopped before C's answer
+ * is read (so no answer of theirs comes after it). A continues; B stays stopped, silent (a short
+ * node timeout). A plain extend then renews on A and C, and B times out: of the kept nodes only A
+ * renewed, so the extend is not won (ENOQUORUM) and the lock is still held; the release deletes
+ * on A and C and cannot tell either (ENOQUORUM). A library that takes any quorum of yes votes for
+ * continuity wins the extend and releases with 0. */
+static void fresh_keys_prove_nothing(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    static char buf[N][160];
+    const char *urls[N];
+    h_urls_with_timeout(&env, 1u << B, 400, buf, urls);
+    redlock_client *c = client_on(&env, urls);
+    const char *name = "continuity:silent";
+    redlock_lock *lock = hold_kept(&env, c, name, TTL_MS);
+
+    assert_int_equal(fixture_restart(&env.cluster, C), 0);
+    h_drain(&env, c);  /* the client reconnected to C and heard its new run_id */
+    h_settle(&env, c); /* and the check (an inspect) is answered */
+    h_record ext;
+    assert_int_equal(fixture_pause(&env.cluster, C), 0);
+    assert_int_equal(h_extend(&env, lock, 0, REDLOCK_EXTEND_RETAKE, &ext), 0);
+    h_settle_node(&env, c, A);
+    h_settle_node(&env, c, B);
+    assert_int_equal(fixture_pause(&env.cluster, A), 0);
+    assert_int_equal(fixture_pause(&env.cluster, B), 0);
+    assert_int_equal(fixture_resume(&env.cluster, C), 0);
+    h_settle_node(&env, c, C); /* C's key set anew, read */
+    assert_int_equal(fixture_resume(&env.cluster, A), 0);
+
+    int ext_status = h_extend(&env, lock, 0, 0, &ext);
+    bool held = redlock_lock_is_held(lock, redlock_now_us());
+    h_record rel;
+    int rel_status = h_release(&env, lock, &rel);
+    printf("# plain extend %d (A %s, B %s, C %s), held %d, release %d (want %d, 1, %d)\n",
+           ext_status, redlock_vote_name(ext.node_vote[A]), redlock_vote_name(ext.node_vote[B]),
+           redlock_vote_name(ext.node_vote[C]), held, rel_status, REDLOCK_ENOQUORUM,
+           REDLOCK_ENOQUORUM);
+    assert_int_equal(ext.node_vote[A], REDLOCK_VOTE_YES);
+    assert_int_equal(ext.node_vote[C], REDLOCK_VOTE_YES);
+    assert_int_equal(ext_status, REDLOCK_ENOQUORUM);
+    assert_true(held);
+    assert_int_equal(rel_status, REDLOCK_ENOQUORUM);
+    assert_int_equal(rel.votes_yes, 2);
+    assert_int_equal(fixture_resume(&env.cluster, B), 0);
+    redlock_lock_free(lock);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -304,6 +356,7 @@ int main(void)
         H_TEST(retake_on_a_fresh_node_is_no_proof),
         H_TEST(one_back_empty_after_an_extend_keeps_the_lock),
         H_TEST(rolling_restarts_with_an_extend_between_keep_the_lock),
+        H_TEST(fresh_keys_prove_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,16 +56,28 @@ static void count_log(redlock_client *client, redlock_log_level level, const cha
         new_server_lines++;
 }
 
-static redlock_client *amnesia_client(h_env *env)
+/* A client of env's nodes; slow_mask's nodes get a node timeout longer than BOUND_MS, so that a
+ * loss reported within the bound is not their timeout's. */
+static redlock_client *amnesia_client_slow(h_env *env, unsigned slow_mask)
 {
     redlock_options o;
     h_test_options(&o);
     o.reconnect_max_ms = RECONNECT_MAX_MS;
     o.log_fn = count_log;
     new_server_lines = 0;
-    redlock_client *c = h_client(env, &o);
+    static char buf[N][160];
+    const char *urls[N];
+    h_urls_with_timeout(env, slow_mask, 2 * BOUND_MS, buf, urls);
+    redlock_client *c = NULL;
+    char err[256] = "";
+    assert_int_equal(h_client_urls(env, urls, N, &o, &c, err, sizeof(err)), 0);
     h_wait_ready(env, c);
     return c;
+}
+
+static redlock_client *amnesia_client(h_env *env)
+{
+    return amnesia_client_slow(env, 0);
 }
 
 /* Acquire name for TTL_MS, auto-extended with flags unless lost is NULL; wait until every node
@@ -388,7 +400,7 @@ static void restart_right_after_a_late_yes_is_a_loss_when_unheard(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
-    redlock_client *c = amnesia_client(&env);
+    redlock_client *c = amnesia_client_slow(&env, 1u << 0); /* node 0 is stopped below */
     lost_record lost = {0};
     redlock_auto_opts ao;
     redlock_auto_opts_init(&ao);

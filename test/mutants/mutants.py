@@ -750,7 +750,7 @@ MUTANTS = [
         "edits": [("lib/hold.c",
                    "        lapsed || lock->attached ? REDLOCK__CONT_PROVEN : redlock__round_continuity(r);",
                    "        REDLOCK__CONT_PROVEN;")],
-        "killers": [fault("continuity")],
+        "killers": [fault("continuity", "fresh_keys_prove_nothing"), fault("continuity")],
     },
     {
         "name": "extend-continuous-at-any-quorum",
@@ -760,7 +760,7 @@ MUTANTS = [
                    "        if (cont == REDLOCK__CONT_PENDING)\n            return false;\n"
                    "        r->proven = cont == REDLOCK__CONT_PROVEN;",
                    "        (void)cont;\n        r->proven = true;")],
-        "killers": [fault("continuity"), integration("amnesia")],
+        "killers": [fault("continuity", "fresh_keys_prove_nothing"), fault("continuity")],
     },
     {
         "name": "late-yes-kept-at-once",
@@ -769,7 +769,7 @@ MUTANTS = [
         "edits": [("lib/round.c",
                    "        redlock__kept_fresh(lock, i, now); /* set after the decision, perhaps */",
                    "        lock->cont.kept |= UINT64_C(1) << i;")],
-        "killers": [fault("continuity"), integration("amnesia")],
+        "killers": [integration("amnesia", "restart_right_after_a_late_yes_is_a_loss_when_unheard")],
     },
     {
         "name": "continuity-one-short",

@@ -64,9 +64,10 @@ static bool release_decided(const op *o, const round *r, int *status)
         return false;
     const redlock_lock *lock = o->lock;
     bool lapsed = o->late || lock->lapsed || lock->gap;
-    /* An attached lock that no extend won has no hold of its own to speak for. */
-    redlock__cont cont =
-        lapsed || lock->attached ? REDLOCK__CONT_PROVEN : redlock__round_continuity(r);
+    /* An attached lock that no extend won has no hold of its own to speak for; and below a quorum
+     * of deletes the status is not 0 whatever the continuity. */
+    bool shown = lapsed || lock->attached || !redlock__round_has_quorum(&r->q);
+    redlock__cont cont = shown ? REDLOCK__CONT_PROVEN : redlock__round_continuity(r);
     return redlock__release_decided_cont(&r->q, r->outstanding, lapsed, cont, status);
 }
 

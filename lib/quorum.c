@@ -583,6 +583,15 @@ bool redlock__release_decided(const redlock_round *q, unsigned out, bool lapsed,
     return q->votes_yes + out < q->quorum && q->votes_no + out <= q->n_nodes - q->quorum;
 }
 
+/*@ requires \valid_read(q);
+    assigns \nothing;
+    ensures \result == 1 <==> q->votes_yes >= q->quorum;
+*/
+bool redlock__round_has_quorum(const redlock_round *q)
+{
+    return q->votes_yes >= q->quorum;
+}
+
 /*@ requires \valid_read(q) && round_ok(q) && \valid(status);
     requires out <= q->n_nodes - q->votes_yes - failures(q);
     requires REDLOCK__CONT_PENDING <= cont <= REDLOCK__CONT_BROKEN;

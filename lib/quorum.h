@@ -49,6 +49,8 @@ int redlock__release_status(const redlock_round *q, bool lapsed);
  * *status): every node answered; a lapsed hold once a quorum answered (so its result says what
  * they deleted); or a quorum of yes or of no is reached, or neither is in reach any more. */
 bool redlock__release_decided(const redlock_round *q, unsigned out, bool lapsed, int *status);
+/* Whether a quorum of q's nodes said yes so far. */
+bool redlock__round_has_quorum(const redlock_round *q);
 /* The same for the release of a held lock whose continuity is cont (redlock__continuity over
  * its kept nodes): it waits while cont is pending, and its status is 0 only when cont is proven
  * (deleted on a quorum but not shown continuous: REDLOCK_ENOQUORUM). */

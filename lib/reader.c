@@ -304,7 +304,17 @@ const char *redlock__reader_error(const redlock__reader *rd)
 
 bool redlock__reader_idle(const redlock__reader *rd)
 {
-    return rd->r->pos == rd->r->len && rd->r->ridx == -1;
+    const redisReader *r = rd->r;
+    if (r->pos != r->len)
+        return false;
+    /* A call that found no byte to read leaves the stack's first task set up but not begun
+     * (type -1): as idle as an empty stack. Without this the fast path of node.c was taken or
+     * not by chance, until hiredis trimmed its buffer. */
+#if HIREDIS_MAJOR >= 1
+    return r->ridx == -1 || (r->ridx == 0 && r->task[0]->type == -1);
+#else
+    return r->ridx == -1 || (r->ridx == 0 && r->rstack[0].type == -1);
+#endif
 }
 
 size_t redlock__reader_buffered(const redlock__reader *rd)

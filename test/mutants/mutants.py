@@ -748,8 +748,8 @@ MUTANTS = [
         "what": "a release is continuous once a quorum deleted the key, whether or not those "
                 "nodes kept it (a key a retake set anew vouches for the whole hold)",
         "edits": [("lib/hold.c",
-                   "        lapsed || lock->attached ? REDLOCK__CONT_PROVEN : redlock__round_continuity(r);",
-                   "        REDLOCK__CONT_PROVEN;")],
+                   "    redlock__cont cont = shown ? REDLOCK__CONT_PROVEN : redlock__round_continuity(r);",
+                   "    redlock__cont cont = REDLOCK__CONT_PROVEN;")],
         "killers": [fault("continuity", "fresh_keys_prove_nothing"), fault("continuity")],
     },
     {

@@ -103,6 +103,10 @@ static void run_release_reaches_a_stopped_node(void **state)
     snprintf(token, sizeof(token), "%.*s", 32, p.out);
     assert_true(is_hex_token(token));
     expect_key_everywhere(&extra, "cli:run-stopped", token);
+    /* Let the tool hear every node after the acquire's late yes (its probe goes 5 ms after it):
+     * a kept node lost before that leaves the hold unproven (docs/safety.md), which is not what
+     * this test is about. */
+    usleep(300 * 1000);
     /* The tool's connections to node 2 are dropped, and node 2 is stopped before the tool can
      * reconnect (its first reconnect waits at least 50 ms). */
     const char *kill_argv[] = {"CLIENT", "KILL", "TYPE", "normal"};
@@ -115,7 +119,8 @@ static void run_release_reaches_a_stopped_node(void **state)
     touch_marker(marker);
     tool_finish(&p, TOOL_TIMEOUT_MS);
     expect_status(&p, 0);
-    assert_non_null(strstr(p.err, "released cli:run-stopped (deleted on 2 of 3 nodes)"));
+    if (strstr(p.err, "released cli:run-stopped (deleted on 2 of 3 nodes)") == NULL)
+        fail_msg("stderr:\n%s", p.err);
     assert_int_equal(fixture_resume(&extra, 2), 0);
     long long start = now_ms();
     long long pttl;

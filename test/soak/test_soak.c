@@ -97,6 +97,9 @@ struct soak {
     bool stopping;
     uint64_t rng;
     uint64_t issued[OP_KINDS], completed[OP_KINDS], ok[OP_KINDS];
+    /* Extends and releases that could not show the hold continuous (ENOQUORUM, ELOST): a lock a
+     * restart reached among its few kept nodes before they were heard after its late votes. */
+    uint64_t unproven[OP_KINDS];
     uint64_t failed; /* operations whose status was not 0 */
     h_record first_failure;
     op_kind first_failure_kind;
@@ -141,6 +144,10 @@ static void record_outcome(slot *s, int status, const redlock_result *result)
     sk->completed[s->in_flight]++;
     if (status == 0) {
         sk->ok[s->in_flight]++;
+        return;
+    }
+    if (s->in_flight != OP_ACQUIRE && (status == REDLOCK_ENOQUORUM || status == REDLOCK_ELOST)) {
+        sk->unproven[s->in_flight]++;
         return;
     }
     if (sk->failed++ == 0) {
@@ -479,8 +486,10 @@ static void soak_run(void **state)
     /* Stop: held locks are released, nothing new starts; every callback must come. */
     drain(env, sk);
     for (int k = 0; k < OP_KINDS; k++) {
-        fprintf(stderr, "soak: %-7s issued %" PRIu64 ", called back %" PRIu64 ", ok %" PRIu64 "\n",
-                op_names[k], sk->issued[k], sk->completed[k], sk->ok[k]);
+        fprintf(stderr,
+                "soak: %-7s issued %" PRIu64 ", called back %" PRIu64 ", ok %" PRIu64
+                ", unproven %" PRIu64 "\n",
+                op_names[k], sk->issued[k], sk->completed[k], sk->ok[k], sk->unproven[k]);
     }
     fprintf(stderr, "soak: %u restarts, fewest locks taken in a window %" PRIu64 ", CPU %.1f s\n",
             restarts, min_window_acquires, run_cpu_s);
@@ -489,10 +498,15 @@ static void soak_run(void **state)
                 sk->first_failure_kind == OP_ACQUIRE ? "n" : "", op_names[sk->first_failure_kind]);
         h_dump_record("  ", &sk->first_failure);
     }
+    uint64_t unproven = 0;
     for (int k = 0; k < OP_KINDS; k++) {
         assert_int_equal(sk->completed[k], sk->issued[k]); /* no callback missing */
-        assert_int_equal(sk->ok[k], sk->issued[k]);        /* at most one node of five away */
+        /* at most one node of five away: every call succeeds, but a restarted node may have been
+         * one of a lock's few kept nodes (docs/safety.md): only the locks in flight then */
+        assert_int_equal(sk->ok[k] + sk->unproven[k], sk->issued[k]);
+        unproven += sk->unproven[k];
     }
+    assert_true(unproven <= (uint64_t)SLOTS * restarts);
     assert_true(restarts >= 3);
     assert_true(min_window_acquires >= SLOTS);
 

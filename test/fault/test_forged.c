@@ -332,29 +332,41 @@ static void granted_fence_is_committed(void **state)
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
-    const char *key = "forged:committed";
     redlock_client *a = h_client(&env, NULL);
+    redlock_client *b = sleepy_client(&env);
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.fencing = true;
     lo.wait_ms = 10000;
-    h_record held;
-    assert_int_equal(h_acquire(&env, a, key, TTL_MS, &lo, &held), 0);
-    h_drain(&env, a);
-    redlock_client *b = sleepy_client(&env);
-    h_record rec = {0};
-    start_waiter_for(b, key, true, 8000, &rec);
-    h_wait_busy_rounds(&env, b, 1);
-    (void)wait_record(&env, 0, key);
-    slowlog_everything(&env);
-    h_release_ok(&env, held.lock, NULL);
-    assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
-    assert_int_equal(rec.status, 0);
-    assert_int_equal(rec.attempts, 1); /* by grants, not by a round of its own */
-    size_t blen;
-    const char *btoken = redlock_lock_token(rec.lock, &blen);
-    assert_true(nodes_that_committed(&env, btoken, rec.fence) >= N / 2 + 1);
-    h_release_ok(&env, rec.lock, NULL);
+    /* The waiter is granted the lock by the holder's release, unless a loaded machine let it run
+     * an attempt of its own first: then again, on another resource, at most three times. */
+    bool by_grants = false;
+    for (int k = 0; k < 3 && !by_grants; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "forged:committed-%d", k);
+        h_record held;
+        assert_int_equal(h_acquire(&env, a, key, TTL_MS, &lo, &held), 0);
+        h_drain(&env, a);
+        redlock_stats st;
+        redlock_stats_init(&st);
+        assert_int_equal(redlock_client_stats(b, &st), 0);
+        h_record rec = {0};
+        start_waiter_for(b, key, true, 8000, &rec);
+        h_wait_busy_rounds(&env, b, st.rounds_busy + 1);
+        (void)wait_record(&env, 0, key);
+        slowlog_everything(&env);
+        h_release_ok(&env, held.lock, NULL);
+        assert_true(h_run_until(&env.loop, &rec.calls, 1, H_WAIT_MS));
+        assert_int_equal(rec.status, 0);
+        by_grants = rec.attempts == 1; /* by grants, not by a round of its own */
+        if (by_grants) {
+            size_t blen;
+            const char *btoken = redlock_lock_token(rec.lock, &blen);
+            assert_true(nodes_that_committed(&env, btoken, rec.fence) >= N / 2 + 1);
+        }
+        h_release_ok(&env, rec.lock, NULL);
+    }
+    assert_true(by_grants);
     h_close_client(&env, b);
     h_env_stop(&env);
 }

@@ -82,19 +82,26 @@ static redlock_client *amnesia_client(h_env *env)
 
 /* Acquire name for TTL_MS, auto-extended with flags unless lost is NULL; wait until every node
  * holds it, and until the client heard every node after its last vote (h_hear_all). */
+/* Lock options for an acquire auto-extended with flags that reports to lost (none if NULL). */
+static void lock_opts(redlock_lock_opts *lo, redlock_auto_opts *ao, unsigned flags,
+                      lost_record *lost)
+{
+    redlock_auto_opts_init(ao);
+    ao->extend_flags = flags;
+    redlock_lock_opts_init(lo);
+    if (lost != NULL) {
+        lo->auto_extend = ao;
+        lo->lost_cb = on_lost;
+        lo->lost_data = lost;
+    }
+}
+
 static redlock_lock *hold(h_env *env, redlock_client *c, const char *name, unsigned flags,
                           lost_record *lost)
 {
     redlock_auto_opts ao;
-    redlock_auto_opts_init(&ao);
-    ao.extend_flags = flags;
     redlock_lock_opts lo;
-    redlock_lock_opts_init(&lo);
-    if (lost != NULL) {
-        lo.auto_extend = &ao;
-        lo.lost_cb = on_lost;
-        lo.lost_data = lost;
-    }
+    lock_opts(&lo, &ao, flags, lost);
     h_record rec;
     assert_int_equal(h_acquire(env, c, name, TTL_MS, &lo, &rec), 0);
     size_t len;
@@ -403,12 +410,8 @@ static void restart_right_after_a_late_yes_is_a_loss_when_unheard(void **state)
     redlock_client *c = amnesia_client_slow(&env, 1u << 0); /* node 0 is stopped below */
     lost_record lost = {0};
     redlock_auto_opts ao;
-    redlock_auto_opts_init(&ao);
     redlock_lock_opts lo;
-    redlock_lock_opts_init(&lo);
-    lo.auto_extend = &ao;
-    lo.lost_cb = on_lost;
-    lo.lost_data = &lost;
+    lock_opts(&lo, &ao, 0, &lost);
     assert_int_equal(fixture_pause(&env.cluster, 2), 0);
     h_record rec;
     assert_int_equal(h_acquire(&env, c, "amnesia:late-yes", TTL_MS, &lo, &rec), 0);

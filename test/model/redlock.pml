@@ -272,8 +272,8 @@ byte lastfence; /* the fence of the last fenced grant */
 byte faults;
 byte empties;
 bit won1; /* LIVE: client 1 was granted the lock */
-byte tkept[NC]; /* the nodes whose key truly held the token throughout since the last won round */
-bit gapk[NC];   /* since the hold was won, fewer than a quorum kept it, or another client won */
+bit gapk[NC]; /* since the hold was won, fewer than a quorum of nodes held its token at some
+               * moment (a hostile node holds anything), or another client won */
 byte emptied;   /* empty restarts so far */
 
 /* scratch: not part of the state (and named apart from pan.c's own variables) */
@@ -285,6 +285,7 @@ hidden byte m_y1, m_y2, m_z1, m_z2, m_z3, m_g, m_cf, m_cp, m_cs;
 hidden byte m_to, m_af, m_lw, m_lv, m_v2, m_i, m_n1, m_n2, m_pk, m_held, m_rn, m_w;
 hidden byte m_q1, m_q2, m_q3;
 hidden byte m_ax, m_av, m_ak, m_art, m_alw, m_j; /* rule_answer's: 1 + the node, what it said */
+hidden byte m_gy, m_gn, m_gj; /* the ghost's */
 
 /* ---- time ----------------------------------------------------------------------------------- */
 
@@ -316,28 +317,34 @@ inline look_deadline(c, s)
     fi
 }
 
-/* Ghost: node x no longer holds the token of a client that counts on it. A hold (or its extend
- * in flight) with fewer than a quorum of nodes that kept its token throughout since its last won
- * round has a gap from then on. A hostile node keeps anything (it costs its own vote only). */
-inline ghost_kept(x)
+/* Ghost: the hold of client c (held, or its extend in flight) has a gap from now on if fewer than
+ * a quorum of nodes hold its token now: the true keys, whatever the client knows of them. A key
+ * set for the hold while it is held counts from the moment it is set, one lost (expired, gone in
+ * an empty restart) no longer does; a hostile node holds anything (it costs its own vote only). */
+inline ghost_check(c)
 {
     if
-    :: !track -> skip
-    :: else ->
-    for (m_z1 : 0 .. NC - 1) {
+    :: track && !gapk[c] && (cs[c] == HOLD || (cs[c] == RUN && rk[c] == K_EXT)) ->
+        m_gn = 0;
+        for (m_gy : 0 .. N - 1) {
+            if :: ktok[m_gy] == tok[c] || HOSTILE(m_gy) -> m_gn++ :: else -> skip fi
+        }
         if
-        :: (tkept[m_z1] >> x) & 1 && ktok[x] != tok[m_z1] && !HOSTILE(x) ->
-            tkept[m_z1] = tkept[m_z1] & ~(1 << x);
-            popcount(tkept[m_z1], m_z2);
-            if
-            :: m_z2 < Q && (cs[m_z1] == HOLD || (cs[m_z1] == RUN && rk[m_z1] == K_EXT)) ->
-                gapk[m_z1] = 1
-            :: else -> skip
-            fi
+        :: m_gn < Q ->
+            printf("NOTE ghost: client %d's token is held by %d nodes: a gap\n", c, m_gn);
+            gapk[c] = 1
         :: else -> skip
-        fi
-    }
+        fi;
+        m_gy = 0;
+        m_gn = 0
+    :: else -> skip
     fi
+}
+
+/* Ghost: node x may no longer hold the token of a client that counts on it. */
+inline ghost_kept(x)
+{
+    for (m_z1 : 0 .. NC - 1) { ghost_check(m_z1) }
 }
 
 /* Has node x's key expired? Not before the deadline it is bound to (so that deadline has passed
@@ -366,6 +373,27 @@ inline look_key(x)
         kbind[x] = 0
     fi;
     ghost_kept(x)
+}
+
+/* Ghost: node x is about to set a key with client w's token tk. While w holds, each other key of
+ * its hold that may expire before its deadline (bound to an older deadline, or to none) may have
+ * expired already, unseen: the moment of an expiry nobody looked at is chosen here, so that a
+ * moment with fewer than a quorum before the new key is set is not skipped over. */
+inline ghost_join(w, x, tk)
+{
+    if
+    :: track && !gapk[w] && tk == tok[w] && tk != 0 && ktok[x] != tk &&
+       (cs[w] == HOLD || (cs[w] == RUN && rk[w] == K_EXT)) ->
+        for (m_gj : 0 .. N - 1) {
+            if
+            :: m_gj != x && ktok[m_gj] == tok[w] && !HOSTILE(m_gj) &&
+               kbind[m_gj] != w * NS + hslot[w] -> look_key(m_gj)
+            :: else -> skip
+            fi
+        }
+        m_gj = 0
+    :: else -> skip
+    fi
 }
 
 /* ---- the node's scripts -------------------------------------------------------------------- */
@@ -424,6 +452,7 @@ inline script_acquire(c, x, tk, stamp)
     m_f = 0;
     if
     :: ktok[x] == tk || (ktok[x] == 0 && (m_h == NC || m_h == c)) ->
+        ghost_join(c, x, tk);
         ktok[x] = tk;
         kbind[x] = BIND(c, tk, stamp);
         if :: fenced[c] -> fenced_yes(x) :: else -> skip fi;
@@ -460,6 +489,7 @@ inline script_extend(c, x, tk, arg)
     if
     :: ktok[x] == tk -> kbind[x] = BIND(c, tk, XS); m_v = VY
     :: ktok[x] == 0 && (arg & 1) ->
+        ghost_join(c, x, tk);
         ktok[x] = tk;
         kbind[x] = BIND(c, tk, XS);
         if :: (arg >> 1) > ctr[x] -> ctr[x] = (arg >> 1) :: else -> skip fi;
@@ -509,6 +539,7 @@ inline script_release(c, x, tk, kind)
             if
             :: m_h != NC && listen[m_h * N + x] && grtok[m_h * N + x] != 0 ->
                 m_s = grtok[m_h * N + x];
+                ghost_join(m_h, x, m_s);
                 ktok[x] = m_s;
                 if
                 :: m_t = 0; kbind[x] = BIND(m_h, m_s, grst[m_h * N + x])
@@ -1041,22 +1072,6 @@ inline check_backed()
     }
 }
 
-/* Ghost: the nodes whose key holds client c's token now (a hostile node: always). */
-inline truth_kept(c)
-{
-    tkept[c] = 0;
-    if
-    :: !track -> skip
-    :: else ->
-    for (m_z3 : 0 .. N - 1) {
-        if
-        :: ktok[m_z3] == tok[c] || HOSTILE(m_z3) -> tkept[c] = tkept[c] | (1 << m_z3)
-        :: else -> skip
-        fi
-    }
-    fi
-}
-
 /* The nodes that voted yes in client c's round in flight. */
 inline yes_mask(c, out)
 {
@@ -1128,7 +1143,6 @@ inline granted(c)
         fi
     fi;
     lostk[c] = 0;
-    truth_kept(c);
     gapk[c] = 0;
     hslot[c] = rslot[c] + 1;
     end_round(c);
@@ -1139,6 +1153,7 @@ inline granted(c)
     lapsed[c] = 0;
     extleft[c] = exts;
     cs[c] = HOLD;
+    ghost_check(c); /* the yes votes of old servers, gone since: fewer than a quorum hold it */
 #ifdef LIVE
     if :: c == 1 -> won1 = 1 :: else -> skip fi;
 #endif
@@ -1176,7 +1191,6 @@ inline op_done(c)
     wpend[c] = 0;
     wk[c] = 0;
     wa[c] = 0;
-    tkept[c] = 0;
     gapk[c] = 0;
     cs[c] = IDLE
 }
@@ -1339,8 +1353,7 @@ inline round_won(c)
                 :: OLDLIB -> won_last(c, m_y1, K_EXT, retake[c] + 2 * fence[c])
                 :: !LIBRULE && track -> yes_mask(c, keptm[c])
                 :: else -> skip
-                fi;
-                truth_kept(c)
+                fi
             fi
         fi;
         end_round(c);
@@ -1400,7 +1413,6 @@ inline ext_won(c)
             :: else -> wq[c * N + m_i] = 0
             fi
         }
-        truth_kept(c)
     fi;
     end_round(c);
     cs[c] = HOLD
@@ -1842,7 +1854,6 @@ init
             for (i : 0 .. N - 1) {
                 if :: track && ktok[i] == tok[0] -> keptm[0] = keptm[0] | (1 << i) :: else -> skip fi
             }
-            truth_kept(0);
             extleft[0] = exts;
             cs[0] = HOLD
         :: else -> skip

@@ -36,12 +36,19 @@
  *               256  continuity while the nodes known to keep the token are a quorum, a won
  *                    round's yes voters becoming them, though fewer than a quorum of its yes
  *                    votes came from nodes that kept it (one silent may be back empty, unseen);
- *                    under RL_LIBRULE, no node is fresh
- *               512  the library's continuity rule of lib/recheck.c and lib/lock.c (kept and
+ *                    under RL_LIBRULE, no node is fresh: a yes that would make a node fresh
+ *                    (a key set anew too) makes it kept
+ *               512  the library's old continuity rule of lib/recheck.c and lib/lock.c (kept and
  *                    fresh nodes, late yes votes; see keptm below), which this model refutes:
  *                    a kept node that did not answer a won round keeps counting though its key
  *                    may expire once that round moved the deadline, and a late yes to a
  *                    retake (set anew) starts the kept nodes afresh
+ *              1024  under RL_LIBRULE: a re-created key counts as a renewal (the extend
+ *                    script's 2 read as 1)
+ *              2048  under RL_LIBRULE: a late yes is kept at once (fresh nodes join the kept
+ *                    ones without the heard evidence)
+ *              4096  under RL_LIBRULE: a pending node counts past its deadline (the loss
+ *                    check counts K & P whether or not pending_until passed)
  *   RL_OPS0, RL_OPS1   acquire operations of client 0 and 1 (default 1 each)
  *   RL_ATT0, RL_ATT1   attempts per operation (default 1 and 2)
  *   RL_FEN0, RL_FEN1   0: plain locks, 1: fenced, 2: either (default 2 and 0)
@@ -57,8 +64,8 @@
  *                      counter. Its key counts as backing anyone's hold (a hostile node costs its
  *                      own vote); its forged wake-ups are the waiter's retry, which may come at
  *                      any time anyway
- *   RL_LIBRULE         1: continuity by kept and fresh nodes, the library's rule repaired (see
- *                      keptm below), not by the kept nodes among a won round's yes voters
+ *   RL_LIBRULE         1: continuity by kept, fresh and pending nodes, the rule of issue 39
+ *                      (see keptm below), not by the kept nodes among a won round's yes voters
  *   RL_AMNESIA         1: a node restarts empty at once (the delayed restart broken on purpose),
  *                      and its clients are told of a new server when they reconnect (the
  *                      handshake's run_id): mutual exclusion and the keys' backing are not
@@ -92,9 +99,14 @@
 #define B_RETAKE 128
 #define B_KEPTSIZE 256
 #define B_LIBRULE 512
-/* The kept-and-fresh rule: the library's (BROKEN_LIBRULE), or repaired (RL_LIBRULE=1, LIBFIX) */
+#define B_RECREATED 1024
+#define B_LATEKEPT 2048
+#define B_PASTDUE 4096
+/* The kept-and-fresh rule: the library's old one (BROKEN_LIBRULE, OLDLIB), or the rule of issue
+ * 39 (RL_LIBRULE=1, LIBFIX): kept, fresh and pending nodes, heard evidence */
 #define LIBRULE (librule || BROKEN(B_LIBRULE))
 #define LIBFIX (librule && !BROKEN(B_LIBRULE))
+#define OLDLIB BROKEN(B_LIBRULE)
 #define HOSTILE(x) (hostile && (x) == N - 1)
 #define MAY(k) (faults > 0 && (fkinds & (k)))
 #define BROKEN(b) ((broken & (b)) != 0)
@@ -157,6 +169,7 @@ c_decl {
 #define VN 2
 #define VE 3
 #define VT 4
+#define VR 5 /* an extend's yes for a key its retake set anew (the script's 2; LIBFIX only) */
 /* a client's state */
 #define IDLE 0
 #define RUN 1   /* a round in flight; rk says which */
@@ -225,15 +238,33 @@ byte gcnt[NC * N]; /* the counter each granting node read */
  * while there was no gap. chg: the nodes heard of as new servers since the round in flight
  * began (their yes is the old server's); the last won round, for a late yes to it: its counted
  * yes voters (wyes), the nodes still to answer it (wpend), its request (wk, wa) and chg since
- * it began (chgw). RL_LIBRULE=1, the rule repaired: a won round's counted yes voters become the
- * kept nodes (one it did not hear may lose its key once the round moved the deadline), the
- * fresh ones among them those added since a round every kept node said yes to; a won extend
- * continues while the kept nodes that are not fresh are a quorum; a release, with a quorum of
- * its yes votes from them; a late yes counts for nothing. */
+ * it began (chgw).
+ * RL_LIBRULE=1 (LIBFIX), the rule of issue 39: keptm is K, the nodes whose key is known to have
+ * held the token continuously since before a moment at which the hold was proven continuous;
+ * freshm is F, nodes that hold it (a yes) but whose key may have been set later; pendm is P, the
+ * nodes of K that did not renew in the last won extend, their keys bound to the deadline before
+ * it, pslot (1 + its slot: "now < pending_until" is whether that deadline has not passed,
+ * decided when the loss check looks, as every deadline). A won acquire: K = its yes votes (less
+ * the nodes heard of as new servers), F = P = 0; a later yes to it (wk, wa) joins F. An extend's
+ * answer (ext_answer): 1 (renewal) from a node not in K joins F, from one in P late to the last
+ * won extend (wq) leaves P; 2 (set anew by the retake) leaves K, joins F; no leaves K and F, and
+ * so does a retake's error or timeout. Each yes that joins F is a fresh event (fresh_since): hrd
+ * is the nodes heard since (a reply, yes or no, to a request sent after it: bfr counts, per
+ * connection, the requests that were on the wire at the event; a reply to a request that timed
+ * out is not read). F joins K once a quorum of K \ P were heard (promote), checked before every
+ * decision and loss check. An extend is continuous once a quorum of K renewed (1) in it, a
+ * release once a quorum of K said yes; ELOST once out of reach. After any node leaves K, the
+ * loss check: |K \ P| + (pending_until not passed ? |K & P| : 0) below a quorum is a loss
+ * (lostk, lapsed: ELOST at once, whatever a retake wins), never cleared. */
 byte keptm[NC];
 byte freshm[NC];
 bit lostk[NC];
 byte chg[NC], chgw[NC], wyes[NC], wpend[NC], wk[NC], wa[NC];
+byte pendm[NC];   /* P */
+byte pslot[NC];   /* 1 + the slot of pending_until (0: none) */
+byte hrd[NC];     /* the nodes heard since the last fresh event (kept at 0 while F is empty) */
+byte bfr[NC * N]; /* the requests on the wire at the last fresh event, not yet answered */
+byte wq[NC * N];  /* 1 + the requests ahead of the last won extend's (0: none on the wire) */
 
 /* ---- ghosts: what the assertions compare; the protocol never reads them ---- */
 bit gap[NC];    /* the hold's validity ran out, or another client won, since it was won */
@@ -241,14 +272,20 @@ byte lastfence; /* the fence of the last fenced grant */
 byte faults;
 byte empties;
 bit won1; /* LIVE: client 1 was granted the lock */
-byte tkept[NC]; /* the nodes whose key truly held the token throughout since the last won round */
-bit gapk[NC];   /* since the hold was won, fewer than a quorum kept it, or another client won */
+bit gapk[NC]; /* since the hold was won, fewer than a quorum of nodes held its token at some
+               * moment (a hostile node holds anything), or another client won */
 byte emptied;   /* empty restarts so far */
 
 /* scratch: not part of the state (and named apart from pan.c's own variables) */
 hidden byte m_x1, m_x2, m_x3, m_k1, m_k2, m_h, m_v, m_s, m_t, m_a, m_b, m_d, m_f;
 hidden byte m_again; /* settle: the round of the client at hand may be decided */
 hidden byte m_y1, m_y2, m_z1, m_z2, m_z3, m_g, m_cf, m_cp, m_cs;
+/* LIBFIX's scratch: the reply at hand timed out (m_to), its request was sent after the last
+ * fresh event (m_af), it answers the last won extend (m_lw); node left K (m_lv) */
+hidden byte m_to, m_af, m_lw, m_lv, m_v2, m_i, m_n1, m_n2, m_pk, m_held, m_rn, m_w;
+hidden byte m_q1, m_q2, m_q3;
+hidden byte m_ax, m_av, m_ak, m_art, m_alw, m_j; /* rule_answer's: 1 + the node, what it said */
+hidden byte m_gy, m_gn, m_gj; /* the ghost's */
 
 /* ---- time ----------------------------------------------------------------------------------- */
 
@@ -260,6 +297,7 @@ inline pass_upto(c, s)
         if
         :: DL(c, m_k2) == RUNNING ->
             DL(c, m_k2) = PASSED;
+            printf("NOTE client %d: deadline %d passes\n", c, m_k2);
             if :: hold[c] && hslot[c] == m_k2 + 1 -> gap[c] = 1 :: else -> skip fi
         :: else -> skip
         fi
@@ -279,28 +317,34 @@ inline look_deadline(c, s)
     fi
 }
 
-/* Ghost: node x no longer holds the token of a client that counts on it. A hold (or its extend
- * in flight) with fewer than a quorum of nodes that kept its token throughout since its last won
- * round has a gap from then on. A hostile node keeps anything (it costs its own vote only). */
-inline ghost_kept(x)
+/* Ghost: the hold of client c (held, or its extend in flight) has a gap from now on if fewer than
+ * a quorum of nodes hold its token now: the true keys, whatever the client knows of them. A key
+ * set for the hold while it is held counts from the moment it is set, one lost (expired, gone in
+ * an empty restart) no longer does; a hostile node holds anything (it costs its own vote only). */
+inline ghost_check(c)
 {
     if
-    :: !track -> skip
-    :: else ->
-    for (m_z1 : 0 .. NC - 1) {
+    :: track && !gapk[c] && (cs[c] == HOLD || (cs[c] == RUN && rk[c] == K_EXT)) ->
+        m_gn = 0;
+        for (m_gy : 0 .. N - 1) {
+            if :: ktok[m_gy] == tok[c] || HOSTILE(m_gy) -> m_gn++ :: else -> skip fi
+        }
         if
-        :: (tkept[m_z1] >> x) & 1 && ktok[x] != tok[m_z1] && !HOSTILE(x) ->
-            tkept[m_z1] = tkept[m_z1] & ~(1 << x);
-            popcount(tkept[m_z1], m_z2);
-            if
-            :: m_z2 < Q && (cs[m_z1] == HOLD || (cs[m_z1] == RUN && rk[m_z1] == K_EXT)) ->
-                gapk[m_z1] = 1
-            :: else -> skip
-            fi
+        :: m_gn < Q ->
+            printf("NOTE ghost: client %d's token is held by %d nodes: a gap\n", c, m_gn);
+            gapk[c] = 1
         :: else -> skip
-        fi
-    }
+        fi;
+        m_gy = 0;
+        m_gn = 0
+    :: else -> skip
     fi
+}
+
+/* Ghost: node x may no longer hold the token of a client that counts on it. */
+inline ghost_kept(x)
+{
+    for (m_z1 : 0 .. NC - 1) { ghost_check(m_z1) }
 }
 
 /* Has node x's key expired? Not before the deadline it is bound to (so that deadline has passed
@@ -319,6 +363,7 @@ inline look_key(x)
         m_y1 = (kbind[x] - 1) / NS;
         m_y2 = (kbind[x] - 1) % NS;
         pass_upto(m_y1, m_y2);
+        printf("NOTE node %d: key %d expires\n", x, ktok[x]);
         ktok[x] = 0;
         kbind[x] = 0
 #endif
@@ -328,6 +373,27 @@ inline look_key(x)
         kbind[x] = 0
     fi;
     ghost_kept(x)
+}
+
+/* Ghost: node x is about to set a key with client w's token tk. While w holds, each other key of
+ * its hold that may expire before its deadline (bound to an older deadline, or to none) may have
+ * expired already, unseen: the moment of an expiry nobody looked at is chosen here, so that a
+ * moment with fewer than a quorum before the new key is set is not skipped over. */
+inline ghost_join(w, x, tk)
+{
+    if
+    :: track && !gapk[w] && tk == tok[w] && tk != 0 && ktok[x] != tk &&
+       (cs[w] == HOLD || (cs[w] == RUN && rk[w] == K_EXT)) ->
+        for (m_gj : 0 .. N - 1) {
+            if
+            :: m_gj != x && ktok[m_gj] == tok[w] && !HOSTILE(m_gj) &&
+               kbind[m_gj] != w * NS + hslot[w] -> look_key(m_gj)
+            :: else -> skip
+            fi
+        }
+        m_gj = 0
+    :: else -> skip
+    fi
 }
 
 /* ---- the node's scripts -------------------------------------------------------------------- */
@@ -386,6 +452,7 @@ inline script_acquire(c, x, tk, stamp)
     m_f = 0;
     if
     :: ktok[x] == tk || (ktok[x] == 0 && (m_h == NC || m_h == c)) ->
+        ghost_join(c, x, tk);
         ktok[x] = tk;
         kbind[x] = BIND(c, tk, stamp);
         if :: fenced[c] -> fenced_yes(x) :: else -> skip fi;
@@ -414,17 +481,19 @@ inline script_commit(x, tk, F)
 }
 
 /* Extend: pexpire where the key holds the token; with retake (bit 0 of arg), set it where it is
- * gone and raise the counter to the fence (arg >> 1). */
+ * gone and raise the counter to the fence (arg >> 1). Under LIBFIX the retake's answer tells a
+ * key set anew (2, VR) from one renewed (1). */
 inline script_extend(c, x, tk, arg)
 {
     look_key(x);
     if
     :: ktok[x] == tk -> kbind[x] = BIND(c, tk, XS); m_v = VY
     :: ktok[x] == 0 && (arg & 1) ->
+        ghost_join(c, x, tk);
         ktok[x] = tk;
         kbind[x] = BIND(c, tk, XS);
         if :: (arg >> 1) > ctr[x] -> ctr[x] = (arg >> 1) :: else -> skip fi;
-        m_v = VY
+        if :: LIBFIX -> m_v = VR :: else -> m_v = VY fi
     :: else -> m_v = VN
     fi
 }
@@ -470,6 +539,7 @@ inline script_release(c, x, tk, kind)
             if
             :: m_h != NC && listen[m_h * N + x] && grtok[m_h * N + x] != 0 ->
                 m_s = grtok[m_h * N + x];
+                ghost_join(m_h, x, m_s);
                 ktok[x] = m_s;
                 if
                 :: m_t = 0; kbind[x] = BIND(m_h, m_s, grst[m_h * N + x])
@@ -565,10 +635,179 @@ inline begin_round(c, kind)
     cs[c] = RUN
 }
 
+/* ---- LIBFIX: the continuity rule of issue 39 (see keptm above) ---- */
+
+inline clear_heard(c)
+{
+    hrd[c] = 0;
+    for (m_i : 0 .. N - 1) { bfr[c * N + m_i] = 0 }
+}
+
+/* A yes made a node fresh: fresh_since is now. What is on the wire now was sent before it. */
+inline fresh_event(c)
+{
+    hrd[c] = 0;
+    for (m_i : 0 .. N - 1) { bfr[c * N + m_i] = len(rq[c * N + m_i]) }
+}
+
+/* Node x of client c answered (a real reply, yes or no) a request sent after the last fresh
+ * event: heard (only while some node is fresh: else nothing reads it). */
+inline heard(c, x)
+{
+    if :: LIBFIX && m_af && freshm[c] != 0 -> hrd[c] = hrd[c] | (1 << x) :: else -> skip fi
+}
+
+/* Node x holds client c's token by a yes that vouches for no earlier moment: it joins F (under
+ * BROKEN_KEPTSIZE: K, none is fresh). */
+inline join_fresh(c, x)
+{
+    if
+    :: BROKEN(B_KEPTSIZE) -> keptm[c] = keptm[c] | (1 << x)
+    :: else ->
+        freshm[c] = freshm[c] | (1 << x);
+        fresh_event(c);
+        printf("NOTE client %d: node %d fresh (F=%d), a fresh event\n", c, x, freshm[c])
+    fi
+}
+
+/* Node x leaves K (and P); m_lv: it was in K. */
+inline kept_left(c, x)
+{
+    m_lv = (keptm[c] >> x) & 1;
+    keptm[c] = keptm[c] & ~(1 << x);
+    pendm[c] = pendm[c] & ~(1 << x)
+}
+
+inline fresh_left(c, x)
+{
+    freshm[c] = freshm[c] & ~(1 << x);
+    if :: freshm[c] == 0 -> clear_heard(c) :: else -> skip fi
+}
+
+/* Rule 3: F joins K once a quorum of K \ P were heard after fresh_since (under
+ * BROKEN_LATEKEPT: at once). */
+inline promote(c)
+{
+    if
+    :: freshm[c] != 0 ->
+        popcount((hrd[c] & keptm[c] & ~pendm[c]), m_n1);
+        if
+        :: m_n1 >= Q || BROKEN(B_LATEKEPT) ->
+            keptm[c] = keptm[c] | freshm[c];
+            printf("NOTE client %d: promotion, heard %d, K=%d\n", c, hrd[c], keptm[c]);
+            freshm[c] = 0;
+            clear_heard(c)
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
+/* Rule 5, after a node left K: the nodes that hold the token as far as client c knows, |K \ P|
+ * and, while pending_until has not passed (under BROKEN_PASTDUE: always), |K & P|; fewer than a
+ * quorum: the hold had a gap, lost at once (under BROKEN_RETAKE a retake is still sent). A lock
+ * not found lost counts a quorum of nodes that do hold its token (or came back as new servers it
+ * has not heard of yet), while its validity lasts: the nodes it counts keep their keys till the
+ * deadlines they are bound to, unless they restart. */
+inline loss_check(c)
+{
+    promote(c);
+    if
+    :: !lostk[c] && (cs[c] == HOLD || (cs[c] == RUN && rk[c] == K_EXT)) ->
+        popcount((keptm[c] & ~pendm[c]), m_n1);
+        m_pk = 0;
+        if
+        :: m_n1 < Q && pslot[c] != 0 ->
+            popcount((keptm[c] & pendm[c]), m_n2);
+            if
+            :: m_n1 + m_n2 >= Q && BROKEN(B_PASTDUE) -> m_pk = 1
+            :: m_n1 + m_n2 >= Q && !BROKEN(B_PASTDUE) ->
+                look_deadline(c, pslot[c] - 1);
+                m_pk = (DL(c, pslot[c] - 1) == RUNNING)
+            :: else -> skip
+            fi;
+            if :: m_pk -> m_n1 = m_n1 + m_n2 :: else -> skip fi
+        :: else -> skip
+        fi;
+        if
+        :: m_n1 < Q ->
+            printf("NOTE client %d: loss check K=%d P=%d: lost\n", c, keptm[c], pendm[c]);
+            lostk[c] = 1;
+            if :: !BROKEN(B_RETAKE) -> lapsed[c] = 1 :: else -> skip fi
+        :: m_n1 >= Q && DL(c, hslot[c] - 1) == RUNNING ->
+            m_held = 0;
+            for (m_i : 0 .. N - 1) {
+                if
+                :: (keptm[c] >> m_i) & 1 && (m_pk || !((pendm[c] >> m_i) & 1)) &&
+                   (ktok[m_i] == tok[c] || newsrv[c * N + m_i] || HOSTILE(m_i)) -> m_held++
+                :: else -> skip
+                fi
+            }
+            printf("NOTE client %d: loss check K=%d P=%d (pending counted %d): not lost\n", c,
+                   keptm[c], pendm[c], m_pk);
+            /* a lock not found lost is held by a quorum */
+            assert(m_held >= Q)
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
+/* Rule 2: node x's answer v to an extend of client c's lock (rt: with retake; lw: a late
+ * answer to the last won extend). */
+inline ext_answer(c, x, v, rt, lw)
+{
+    m_v2 = v;
+    if :: m_v2 == VR && BROKEN(B_RECREATED | B_KEPTSIZE) -> m_v2 = VY :: else -> skip fi;
+    if
+    :: m_v2 == VY && (keptm[c] >> x) & 1 ->
+        if :: lw -> pendm[c] = pendm[c] & ~(1 << x) :: else -> skip fi
+    :: m_v2 == VY && !((keptm[c] >> x) & 1) -> join_fresh(c, x)
+    :: m_v2 == VR || m_v2 == VN || ((m_v2 == VE || m_v2 == VT) && rt) ->
+        kept_left(c, x);
+        if :: m_v2 == VR -> join_fresh(c, x) :: else -> fresh_left(c, x) fi;
+        if :: m_lv -> loss_check(c) :: else -> skip fi
+    :: else -> skip
+    fi
+}
+
+/* What the reply or event at hand said for rule 1 or 2, acted on once the event is recorded (one
+ * place per process: the rule's code is not copied into every inline that records a vote). */
+inline rule_answer(c)
+{
+    if
+    :: m_ax != 0 && m_ak == K_EXT -> ext_answer(c, m_ax - 1, m_av, m_art, m_alw)
+    :: m_ax != 0 && m_ak != K_EXT -> join_fresh(c, m_ax - 1) /* a late yes to the acquire */
+    :: else -> skip
+    fi;
+    m_ax = 0; m_av = 0; m_ak = 0; m_art = 0; m_alw = 0
+}
+
+/* The request of client c's round in flight to node x timed out: it stays on the wire (the
+ * last there) and runs later, but its reply will not be read - marked in its kind (+ 8). */
+inline mark_timed_out(c, x)
+{
+    if
+    :: len(rq[c * N + x]) > stale[c * N + x] ->
+        m_w = len(rq[c * N + x]);
+        do
+        :: m_w > 0 ->
+            rq[c * N + x]?m_q1, m_q2, m_q3;
+            if :: m_w == 1 -> m_q1 = m_q1 | 8 :: else -> skip fi;
+            rq[c * N + x]!m_q1, m_q2, m_q3;
+            m_w--
+        :: else -> break
+        od;
+        m_q1 = 0; m_q2 = 0; m_q3 = 0
+    :: else -> skip
+    fi
+}
+
 inline record_vote(c, x, vt, cr)
 {
     vote[c * N + x] = vt;
     if
+    :: vt == VR -> nyes[c]++ /* a yes for the round: the key is set */
     :: vt == VY ->
         nyes[c]++;
         if
@@ -581,7 +820,7 @@ inline record_vote(c, x, vt, cr)
         nno[c]++;
         /* a node that says no has not kept the token */
         if
-        :: track && rk[c] == K_EXT && LIBRULE -> node_forgot(c, x)
+        :: track && rk[c] == K_EXT && OLDLIB -> node_forgot(c, x)
         :: track && rk[c] == K_EXT && !LIBRULE && (keptm[c] >> x) & 1 ->
             keptm[c] = keptm[c] & ~(1 << x);
             lost_if_few(c)
@@ -589,6 +828,10 @@ inline record_vote(c, x, vt, cr)
         fi
     :: vt == VE -> nerr[c]++
     :: vt == VT -> nto[c]++
+    fi;
+    if
+    :: LIBFIX && rk[c] == K_EXT -> m_ax = x + 1; m_av = vt; m_ak = K_EXT; m_art = retake[c]; m_alw = 0
+    :: else -> skip
     fi
 }
 
@@ -599,6 +842,8 @@ inline flush_rq(c, x)
 {
     stale[c * N + x] = 0;
     wpend[c] = wpend[c] & ~(1 << x);
+    bfr[c * N + x] = 0;
+    wq[c * N + x] = 0;
     do
     :: nempty(rq[c * N + x]) -> rq[c * N + x]?_, _, _
     :: empty(rq[c * N + x]) -> break
@@ -645,10 +890,7 @@ inline kept_yes(c, y)
 {
     if
     :: (y & keptm[c]) == keptm[c] -> keptm[c] = y; freshm[c] = 0
-    :: (y & keptm[c]) != keptm[c] && LIBFIX ->
-        if :: !BROKEN(B_KEPTSIZE) -> freshm[c] = (freshm[c] | (y & ~keptm[c])) & y :: else -> skip fi;
-        keptm[c] = y
-    :: (y & keptm[c]) != keptm[c] && !LIBFIX ->
+    :: (y & keptm[c]) != keptm[c] ->
         if :: !BROKEN(B_KEPTSIZE) -> freshm[c] = freshm[c] | (y & ~keptm[c]) :: else -> skip fi;
         keptm[c] = keptm[c] | y
     fi
@@ -676,11 +918,23 @@ inline node_forgot(c, x)
     fi
 }
 
-/* Client c hears (its reconnect's handshake) that node x is a new server. */
+/* Client c hears (its reconnect's handshake) that node x is a new server. LIBFIX: the promotion
+ * is checked with x's old server heard (rule 3), then x leaves K and F, then the loss check. */
 inline on_new_server(c, x)
 {
     if
-    :: LIBRULE ->
+    :: LIBFIX ->
+        chg[c] = chg[c] | (1 << x);
+        if
+        :: ((keptm[c] | freshm[c]) >> x) & 1 ->
+            promote(c);
+            kept_left(c, x);
+            fresh_left(c, x);
+            hrd[c] = hrd[c] & ~(1 << x);
+            if :: m_lv -> loss_check(c) :: else -> skip fi
+        :: else -> hrd[c] = hrd[c] & ~(1 << x)
+        fi
+    :: OLDLIB ->
         chg[c] = chg[c] | (1 << x);
         chgw[c] = chgw[c] | (1 << x);
         node_forgot(c, x)
@@ -712,7 +966,18 @@ inline won_last(c, y, k, a)
 inline late_yes(c, x, k, tk, a)
 {
     if
-    :: LIBRULE && !LIBFIX && (wpend[c] >> x) & 1 && k == wk[c] && tk == tok[c] && a == wa[c] ->
+    :: LIBFIX && !m_to && k != K_DROP && k != K_LEAVE ->
+        /* LIBFIX: any reply read is heard; a yes to the won acquire (or its commit) joins F
+         * (rule 1), an extend's answer is rule 2's */
+        heard(c, x);
+        if
+        :: tk == tok[c] && tk != 0 && k == wk[c] && a == wa[c] && m_v == VY &&
+           !((keptm[c] >> x) & 1) -> m_ax = x + 1; m_ak = K_ACQ
+        :: tk == tok[c] && tk != 0 && k == K_EXT ->
+            m_ax = x + 1; m_av = m_v; m_ak = K_EXT; m_art = a & 1; m_alw = m_lw
+        :: else -> skip
+        fi
+    :: OLDLIB && (wpend[c] >> x) & 1 && k == wk[c] && tk == tok[c] && a == wa[c] ->
         wpend[c] = wpend[c] & ~(1 << x);
         if
         :: m_v == VY && !lostk[c] && !((chgw[c] >> x) & 1) ->
@@ -807,22 +1072,6 @@ inline check_backed()
     }
 }
 
-/* Ghost: the nodes whose key holds client c's token now (a hostile node: always). */
-inline truth_kept(c)
-{
-    tkept[c] = 0;
-    if
-    :: !track -> skip
-    :: else ->
-    for (m_z3 : 0 .. N - 1) {
-        if
-        :: ktok[m_z3] == tok[c] || HOSTILE(m_z3) -> tkept[c] = tkept[c] | (1 << m_z3)
-        :: else -> skip
-        fi
-    }
-    fi
-}
-
 /* The nodes that voted yes in client c's round in flight. */
 inline yes_mask(c, out)
 {
@@ -865,11 +1114,26 @@ inline granted(c)
     :: !track -> skip
     :: track && !LIBRULE && cs[c] == SLEEP -> keptm[c] = gnode[c]
     :: track && !LIBRULE && cs[c] != SLEEP -> yes_mask(c, keptm[c])
-    :: LIBRULE && cs[c] == SLEEP ->
+    /* LIBFIX (rule 1): K = the yes votes, F = P = 0; a later yes to the won round joins F */
+    :: LIBFIX ->
+        if
+        :: cs[c] == SLEEP -> keptm[c] = gnode[c] & ~chg[c]; wk[c] = 0; wa[c] = 0
+        :: cs[c] != SLEEP ->
+            yes_mask(c, m_z1);
+            keptm[c] = m_z1 & ~chg[c];
+            wk[c] = rk[c];
+            if :: rk[c] == K_ACQ -> wa[c] = rslot[c] :: else -> wa[c] = fence[c] fi
+        fi;
+        freshm[c] = 0;
+        pendm[c] = 0;
+        pslot[c] = 0;
+        clear_heard(c);
+        for (m_i : 0 .. N - 1) { wq[c * N + m_i] = 0 }
+    :: OLDLIB && cs[c] == SLEEP ->
         m_z1 = gnode[c] & ~chg[c];
         kept_yes(c, m_z1);
         won_last(c, m_z1, 0, 0)
-    :: LIBRULE && cs[c] != SLEEP ->
+    :: OLDLIB && cs[c] != SLEEP ->
         yes_mask(c, m_z1);
         m_z1 = m_z1 & ~chg[c];
         kept_yes(c, m_z1);
@@ -879,7 +1143,6 @@ inline granted(c)
         fi
     fi;
     lostk[c] = 0;
-    truth_kept(c);
     gapk[c] = 0;
     hslot[c] = rslot[c] + 1;
     end_round(c);
@@ -890,6 +1153,7 @@ inline granted(c)
     lapsed[c] = 0;
     extleft[c] = exts;
     cs[c] = HOLD;
+    ghost_check(c); /* the yes votes of old servers, gone since: fewer than a quorum hold it */
 #ifdef LIVE
     if :: c == 1 -> won1 = 1 :: else -> skip fi;
 #endif
@@ -916,6 +1180,10 @@ inline op_done(c)
     extleft[c] = 0;
     keptm[c] = 0;
     freshm[c] = 0;
+    pendm[c] = 0;
+    pslot[c] = 0;
+    clear_heard(c);
+    for (m_i : 0 .. N - 1) { wq[c * N + m_i] = 0 }
     lostk[c] = 0;
     chg[c] = 0;
     chgw[c] = 0;
@@ -923,7 +1191,6 @@ inline op_done(c)
     wpend[c] = 0;
     wk[c] = 0;
     wa[c] = 0;
-    tkept[c] = 0;
     gapk[c] = 0;
     cs[c] = IDLE
 }
@@ -1010,18 +1277,13 @@ inline continuous(c)
     m_z2 = 0;
     m_y1 = 0;
     if
-    :: LIBRULE && rk[c] == K_EXT ->
+    :: LIBFIX -> skip /* its own decisions: ext_check, rel_check */
+    :: OLDLIB && rk[c] == K_EXT ->
         yes_mask(c, m_y1);
         m_y1 = m_y1 & ~chg[c];
         kept_yes(c, m_y1);
-        if
-        :: LIBFIX -> popcount((keptm[c] & ~freshm[c]), m_z2)
-        :: !LIBFIX -> popcount(keptm[c], m_z2)
-        fi
-    :: LIBFIX && rk[c] != K_EXT ->
-        yes_mask(c, m_y1);
-        popcount((m_y1 & keptm[c] & ~freshm[c] & ~chg[c]), m_z2)
-    :: LIBRULE && !LIBFIX && rk[c] != K_EXT -> m_z2 = Q
+        popcount(keptm[c], m_z2)
+    :: OLDLIB && rk[c] != K_EXT -> m_z2 = Q
     :: !LIBRULE && track -> yes_mask(c, m_z1); popcount((m_z1 & keptm[c]), m_z2)
     :: !LIBRULE && !track -> skip
     fi;
@@ -1078,7 +1340,7 @@ inline round_won(c)
         :: DL(c, hslot[c] - 1) != PASSED && !(retake[c] && lapsed[c]) ->
             continuous(c);
             if
-            :: !m_z1 && LIBRULE -> lapsed[c] = 1 /* ELOST: no retake from now on */
+            :: !m_z1 && OLDLIB -> lapsed[c] = 1 /* ELOST: no retake from now on */
             :: !m_z1 && !LIBRULE -> lostk[c] = 1 /* ELOST: no quorum kept it */
             :: m_z1 ->
                 /* won: the hold goes on, continuous (RL_AMNESIA: as far as the client knows
@@ -1088,11 +1350,10 @@ inline round_won(c)
                 lapsed[c] = 0;
                 lostk[c] = 0;
                 if
-                :: LIBRULE -> won_last(c, m_y1, K_EXT, retake[c] + 2 * fence[c])
+                :: OLDLIB -> won_last(c, m_y1, K_EXT, retake[c] + 2 * fence[c])
                 :: !LIBRULE && track -> yes_mask(c, keptm[c])
                 :: else -> skip
-                fi;
-                truth_kept(c)
+                fi
             fi
         fi;
         end_round(c);
@@ -1111,14 +1372,130 @@ inline round_lost(c, st)
     fi
 }
 
+/* LIBFIX: ext_check found a quorum of K renewed in client c's extend (m_rn: the renewals), within
+ * its validity: proven, unless decided after the hold's deadline (EEXPIRED). */
+inline ext_won(c)
+{
+    look_deadline(c, hslot[c] - 1);
+    if
+    :: DL(c, hslot[c] - 1) == PASSED -> skip /* decided after the deadline: EEXPIRED */
+    :: DL(c, hslot[c] - 1) != PASSED ->
+        assert(amnesia || !gap[c]);
+        /* BROKEN_RETAKE: a won retake proves continuity, its yes voters kept anew */
+        if
+        :: BROKEN(B_RETAKE) && retake[c] ->
+            for (m_i : 0 .. N - 1) {
+                if
+                :: (vote[c * N + m_i] == VY || vote[c * N + m_i] == VR) &&
+                   !((chg[c] >> m_i) & 1) -> m_rn = m_rn | (1 << m_i)
+                :: else -> skip
+                fi
+            }
+            keptm[c] = m_rn;
+            freshm[c] = 0;
+            clear_heard(c)
+        :: else -> skip
+        fi;
+        /* rule 4: the pending nodes that did not renew leave K; P = K less the renewed */
+        keptm[c] = keptm[c] & ~(pendm[c] & ~m_rn);
+        pendm[c] = keptm[c] & ~m_rn;
+        pslot[c] = hslot[c];
+        hslot[c] = XS + 1;
+        lapsed[c] = 0;
+        lostk[c] = 0;
+        printf("NOTE client %d: extend proven, renewed %d, K=%d P=%d\n", c, m_rn, keptm[c],
+               pendm[c]);
+        /* where the answer to this extend is still on the wire: the last request there */
+        for (m_i : 0 .. N - 1) {
+            if
+            :: vote[c * N + m_i] == 0 && len(rq[c * N + m_i]) > stale[c * N + m_i] ->
+                wq[c * N + m_i] = len(rq[c * N + m_i])
+            :: else -> wq[c * N + m_i] = 0
+            fi
+        }
+    fi;
+    end_round(c);
+    cs[c] = HOLD
+}
+
+/* LIBFIX, rule 4: an extend is continuous once a quorum of K renewed (1) in it, ELOST once that
+ * is out of reach or the lock was found lost (under BROKEN_RETAKE, a retake is won by any
+ * quorum of yes votes, whatever was lost). The promotion is checked first. */
+inline ext_check(c)
+{
+    promote(c);
+    m_rn = 0;
+    m_n2 = 0;
+    for (m_i : 0 .. N - 1) {
+        if
+        :: vote[c * N + m_i] == VY && !((chg[c] >> m_i) & 1) -> m_rn = m_rn | (1 << m_i)
+        :: vote[c * N + m_i] == 0 && (keptm[c] >> m_i) & 1 -> m_n2++
+        :: else -> skip
+        fi
+    }
+    if
+    :: BROKEN(B_RETAKE) && retake[c] ->
+        m_n1 = nyes[c];
+        m_n2 = N - nyes[c] - nno[c] - nerr[c] - nto[c];
+        m_w = 0
+    :: else -> popcount((m_rn & keptm[c]), m_n1); m_w = lostk[c]
+    fi;
+    if
+    :: !m_w && m_n1 >= Q ->
+        look_deadline(c, rslot[c]);
+        if
+        :: DL(c, rslot[c]) == RUNNING -> ext_won(c)
+        :: else -> end_round(c); cs[c] = HOLD /* no validity left (EEXPIRED) */
+        fi
+    :: m_w || (m_n1 < Q && m_n1 + m_n2 < Q) ->
+        printf("NOTE client %d: extend ELOST (lost %d)\n", c, m_w);
+        lapsed[c] = 1; end_round(c); cs[c] = HOLD /* ELOST: no retake from now on */
+    :: else -> skip
+    fi
+}
+
+/* LIBFIX, rule 4: a release reports 0 (continuous) once a quorum of K said yes, ELOST once that
+ * is out of reach (or the lock was lost, or released late). The promotion is checked first. */
+inline rel_check(c)
+{
+    promote(c);
+    m_rn = 0;
+    m_n2 = 0;
+    for (m_i : 0 .. N - 1) {
+        if
+        :: vote[c * N + m_i] == VY && !((chg[c] >> m_i) & 1) -> m_rn = m_rn | (1 << m_i)
+        :: vote[c * N + m_i] == 0 && (keptm[c] >> m_i) & 1 -> m_n2++
+        :: else -> skip
+        fi
+    }
+    popcount((m_rn & keptm[c]), m_n1);
+    m_w = 1; /* decided */
+    if
+    :: late[c] || lapsed[c] || lostk[c] ->
+        printf("NOTE client %d: release ELOST (or late)\n", c) /* REDLOCK_ELOST, EEXPIRED */
+    :: !(late[c] || lapsed[c] || lostk[c]) && m_n1 >= Q ->
+        /* the release reports 0: the hold was continuous. No hold is reported continuous across
+         * a gap in which fewer than a quorum kept the token, or another client held it. */
+        printf("NOTE client %d: release reports continuous, K=%d yes=%d\n", c, keptm[c], m_rn);
+        assert(!gapk[c]);
+        assert(!gap[c])
+    :: !(late[c] || lapsed[c] || lostk[c]) && m_n1 < Q && m_n1 + m_n2 < Q ->
+        printf("NOTE client %d: release ELOST (out of reach)\n", c)
+    :: else -> m_w = 0
+    fi;
+    if :: m_w -> m_w = 0; op_done(c) :: else -> skip fi
+}
+
 /* The round's decision (quorum.c: decide), and what the operation does with it. */
 inline round_check(c)
 {
     if
     :: cs[c] != RUN -> skip
-    :: cs[c] == RUN && rk[c] == K_REL ->
+    :: cs[c] == RUN && rk[c] == K_REL && LIBFIX -> rel_check(c)
+    :: cs[c] == RUN && rk[c] == K_EXT && LIBFIX -> ext_check(c)
+    :: cs[c] == RUN && rk[c] == K_REL && !LIBFIX ->
         if :: nyes[c] + nno[c] + nerr[c] + nto[c] == N -> release_done(c) :: else -> skip fi
-    :: cs[c] == RUN && rk[c] != K_REL ->
+    :: cs[c] == RUN && rk[c] != K_REL && !(rk[c] == K_EXT && LIBFIX) ->
         if :: rk[c] == K_COMMIT -> m_t = FENCE_COMMIT :: else -> m_t = Q fi;
         if
         :: nyes[c] >= m_t ->
@@ -1206,6 +1583,22 @@ end:
         :: up[x] && len(rq[c * N + x]) > 0 ->
             rq[c * N + x]?kind, tk, arg;
             m_f = 0;
+            /* LIBFIX: a request that timed out (its reply unread), one sent before the last
+             * fresh event, the last won extend's */
+            m_to = 0;
+            m_af = 1;
+            m_lw = 0;
+            if
+            :: LIBFIX ->
+                m_to = kind >> 3;
+                kind = kind & 7;
+                if :: bfr[c * N + x] > 0 -> bfr[c * N + x]--; m_af = 0 :: else -> skip fi;
+                if
+                :: wq[c * N + x] > 0 -> m_lw = (wq[c * N + x] == 1); wq[c * N + x]--
+                :: else -> skip
+                fi
+            :: else -> skip
+            fi;
             if
             :: HOSTILE(x) ->
                 /* it runs nothing, and answers anything (a fenced acquire: any counter) */
@@ -1221,6 +1614,8 @@ end:
             :: !HOSTILE(x) && kind == K_REL || kind == K_DROP || kind == K_LEAVE -> script_release(c, x, tk, kind)
             fi;
             check_backed();
+            printf("NOTE node %d ran kind %d (token %d, arg %d) of client %d: answer %d (unread %d)\n",
+                   x, kind, tk, arg, c, m_v, m_to);
             if
             :: cs[c] == RUN && stale[c * N + x] > 0 ->
                 stale[c * N + x]--; /* an earlier round's */
@@ -1228,8 +1623,10 @@ end:
             :: cs[c] == RUN && stale[c * N + x] == 0 && kind != K_DROP && kind != K_LEAVE &&
                vote[c * N + x] == 0 ->
                 if
-                :: record_vote(c, x, m_v, m_f); m_again = 1
-                :: MAY(F_LOST) -> faults--; flush_rq(c, x); cup[c * N + x] = 0 /* the reply lost */
+                :: heard(c, x); record_vote(c, x, m_v, m_f); m_again = 1
+                :: MAY(F_LOST) ->
+                    printf("NOTE client %d: that reply of node %d is lost\n", c, x);
+                    faults--; flush_rq(c, x); cup[c * N + x] = 0 /* the reply lost */
                 fi
             :: else -> late_yes(c, x, kind, tk, arg) /* nobody waits for this reply */
             fi
@@ -1240,21 +1637,35 @@ end:
             gdup[c]?tk, arg, g, kind, tg;
             on_grant(c, N, 0, tk, arg, g, kind, tg)
         :: cs[c] == RUN && vote[c * N + x] == 0 && !cup[c * N + x] ->
+            printf("NOTE client %d: node %d errs (its connection dropped)\n", c, x);
             record_vote(c, x, VE, 0); /* the connection dropped */
             cup[c * N + x] = up[x]; /* reconnected, if the node is up */
             m_again = 1
         :: cs[c] == RUN && vote[c * N + x] == 0 && MAY(F_TIMEOUT) ->
             faults--;
+            printf("NOTE client %d: its request to node %d times out\n", c, x);
+            if :: LIBFIX -> mark_timed_out(c, x) :: else -> skip fi;
             record_vote(c, x, VT, 0); /* timed out: the request stays on the wire */
             m_again = 1
         fi;
+        rule_answer(c);
         settle(c);
-        kind = 0; tk = 0; arg = 0; g = 0; tg = 0
+        kind = 0; tk = 0; arg = 0; g = 0; tg = 0; m_to = 0; m_af = 0; m_lw = 0
        }
     /* The reconnect's handshake shows a new server (its run_id). */
-    :: atomic { newsrv[c * N + x] && up[x] -> newsrv[c * N + x] = 0; on_new_server(c, x) }
+    :: atomic {
+        newsrv[c * N + x] && up[x] ->
+        newsrv[c * N + x] = 0;
+        printf("NOTE client %d hears node %d is a new server\n", c, x);
+        on_new_server(c, x)
+       }
     :: atomic { up[x] && (!listen[c * N + x] || deaf[c * N + x]) -> listen[c * N + x] = 1; deaf[c * N + x] = 0 }
-    :: atomic { MAY(F_DROP) && up[x] && cup[c * N + x] -> faults--; drop_conn(c, x) }
+    :: atomic {
+        MAY(F_DROP) && up[x] && cup[c * N + x] ->
+        printf("NOTE client %d: its connection to node %d drops\n", c, x);
+        faults--;
+        drop_conn(c, x)
+       }
     :: atomic { MAY(F_UNSUB) && listen[c * N + x] -> faults--; listen[c * N + x] = 0; flush_sub(c, x) }
     :: atomic {
         MAY(F_DEAF) && listen[c * N + x] && !deaf[c * N + x] ->
@@ -1272,8 +1683,10 @@ inline restart(x)
     up[x] = 1;
     for (m_k2 : 0 .. NC - 1) {
         /* RL_AMNESIA: a client that holds hears of the new server on its reconnect (one that
-         * holds nothing has nothing to learn from it) */
-        newsrv[m_k2 * N + x] = amnesia && (cs[m_k2] == HOLD || (cs[m_k2] == RUN && rk[m_k2] != K_ACQ));
+         * holds nothing has nothing to learn from it; under the kept-and-fresh rules, one that
+         * acquires or waits has: a yes its node gave before is the old server's) */
+        newsrv[m_k2 * N + x] = amnesia && (cs[m_k2] == HOLD || (cs[m_k2] == RUN && rk[m_k2] != K_ACQ) ||
+                                           (LIBRULE && cs[m_k2] != IDLE));
         listen[m_k2 * N + x] = 1;
         cup[m_k2 * N + x] = !(cs[m_k2] == RUN && vote[m_k2 * N + x] == 0)
     }
@@ -1290,6 +1703,7 @@ inline empty_restart(x)
         pass_upto(m_y1, m_y2)
     :: else -> skip
     fi;
+    printf("NOTE node %d restarts empty\n", x);
     empties--;
     emptied++;
     ktok[x] = 0;
@@ -1311,6 +1725,7 @@ end:
     do
     :: atomic {
         MAY(F_CRASH) && up[x] && !(amnesia && x == 0) -> /* RL_AMNESIA: 1 and 2 (symmetry) */
+        printf("NOTE node %d crashes\n", x);
         faults--;
         up[x] = 0;
         for (c : 0 .. NC - 1) {
@@ -1355,16 +1770,27 @@ end:
             extleft[c]--;
             if :: retake[c] = 0 :: !lapsed[c] -> retake[c] = 1 fi;
             begin_round(c, K_EXT);
+            printf("NOTE client %d sends an extend (retake %d)\n", c, retake[c]);
             assert(DL(c, XS) == 0);
             DL(c, XS) = RUNNING;
             rslot[c] = XS;
             send_all(c, K_EXT, retake[c] + 2 * fence[c]);
+            /* LIBFIX: a retake that failed at once (rule 2) */
+            m_ax = 0; m_av = 0; m_ak = 0; m_art = 0; m_alw = 0;
+            for (m_j : 0 .. N - 1) {
+                if
+                :: LIBFIX && vote[c * N + m_j] == VE -> ext_answer(c, m_j, VE, retake[c], 0)
+                :: else -> skip
+                fi
+            }
+            m_j = 0;
             m_again = 1
         :: cs[c] == HOLD ->
             look_deadline(c, hslot[c] - 1);
             late[c] = (DL(c, hslot[c] - 1) == PASSED);
             hold[c] = 0;
             begin_round(c, K_REL);
+            printf("NOTE client %d sends its release (late %d)\n", c, late[c]);
             send_all(c, K_REL, 0);
             m_again = 1
         fi;
@@ -1428,7 +1854,6 @@ init
             for (i : 0 .. N - 1) {
                 if :: track && ktok[i] == tok[0] -> keptm[0] = keptm[0] | (1 << i) :: else -> skip fi
             }
-            truth_kept(0);
             extleft[0] = exts;
             cs[0] = HOLD
         :: else -> skip

@@ -39,6 +39,17 @@ static void assert_all_ok(const traffic *t, unsigned epoch, const traffic_stats 
     assert_int_equal(st->immediate_errors, 0);
 }
 
+/* The same for calls in flight at a kill, where a release of a lock the killed node was one of
+ * the few kept nodes of (acquired just before, its late votes not yet heard after) may be deleted
+ * on a quorum and still unproven (ENOQUORUM: docs/safety.md). */
+static void assert_ok_or_unproven(const traffic *t, unsigned epoch, const traffic_stats *st)
+{
+    if (st->ok + st->releases_unproven != st->calls || st->immediate_errors != 0)
+        traffic_dump(t, epoch);
+    assert_int_equal(st->ok + st->releases_unproven, st->calls);
+    assert_int_equal(st->immediate_errors, 0);
+}
+
 static void kill_three_then_restart_under_traffic(void **state)
 {
     (void)state;
@@ -78,8 +89,8 @@ static void kill_three_then_restart_under_traffic(void **state)
         assert_true(t.by_epoch[e].acquires_ok >= SLOTS);
         assert_true(t.by_epoch[e].max_latency_us < bound_us);
     }
-    assert_all_ok(&t, E_ALL_UP, &t.straddle[E_ALL_UP]);
-    assert_all_ok(&t, E_ONE_DOWN, &t.straddle[E_ONE_DOWN]);
+    assert_ok_or_unproven(&t, E_ALL_UP, &t.straddle[E_ALL_UP]);
+    assert_ok_or_unproven(&t, E_ONE_DOWN, &t.straddle[E_ONE_DOWN]);
     /* With two down the releases say so: three nodes confirm, not more. */
     assert_int_equal(t.by_epoch[E_TWO_DOWN].min_release_votes_yes, 3);
     /* Calls in flight when the third node died may have been won just before. */

@@ -83,9 +83,12 @@ static void kill_three_then_restart_under_traffic(void **state)
             run_epoch(&t, down, 1500, &t.by_epoch[down].calls, SLOTS);
     }
 
-    /* Up to two nodes down: every call succeeded, in flight at a kill or not. */
+    /* Up to two nodes down: every call succeeded, in flight at a kill or not, but for releases
+     * of the locks held at a kill that the killed node was one of the few kept nodes of (each
+     * slot holds one lock at a time: at most SLOTS an epoch). */
     for (unsigned e = E_ALL_UP; e <= E_TWO_DOWN; e++) {
-        assert_all_ok(&t, e, &t.by_epoch[e]);
+        assert_ok_or_unproven(&t, e, &t.by_epoch[e]);
+        assert_true(t.by_epoch[e].releases_unproven + t.straddle[e].releases_unproven <= SLOTS);
         assert_true(t.by_epoch[e].acquires_ok >= SLOTS);
         assert_true(t.by_epoch[e].max_latency_us < bound_us);
     }

@@ -193,8 +193,9 @@ static void inflight_cap_bounds_a_stopped_node(void **state)
     }
     /* All ten before the first request to node 2 timed out (else it would owe fewer). */
     assert_true(h_since_us(t0) < H_NODE_TIMEOUT_MS * 1000);
-    /* The first 4 wait for the paused node; the other 6 were refused at once. */
-    assert_int_equal(capped, K - 4);
+    /* The first 4 wait for the paused node; the other 6 were refused at once (or 7: one of the
+     * 4 requests node 2 holds may be the client's probe after a late yes, on a slow run). */
+    assert_true(capped == K - 4 || capped == K - 3);
     fixture_resume(&env.cluster, 2);
     h_env_stop(&env);
 }

@@ -189,10 +189,13 @@ static void log_and_state_follow_a_node(void **state)
     redlock_lock *lock = rec.lock;
     assert_int_equal(h_release(&env, lock, &rec), 0);
     redlock_lock_free(lock);
+    h_settle(&env, c);
     for (unsigned i = 0; i < 3; i++) {
         redlock_node_info info = node_info(c, i);
-        assert_int_equal(info.requests, 2);
-        assert_int_equal(info.answers, 2);
+        /* The acquire and the release, and the client's probe after the acquire's late yes when
+         * the release came more than its 5 ms later (a slow run: docs/safety.md). */
+        assert_true(info.requests == 2 || info.requests == 3);
+        assert_int_equal(info.answers, info.requests);
         assert_int_equal(info.inflight, 0);
         assert_true(info.rtt_us > 0);
         assert_int_equal(info.consecutive_failures, 0);

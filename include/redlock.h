@@ -444,6 +444,7 @@ typedef struct redlock_node_info {
     uint64_t rtt_us;               /* moving average of the answered requests' latency_us */
     uint64_t state_since_us;       /* when it entered its state (redlock_now_us clock) */
     char last_error[REDLOCK_ERROR_TEXT_MAX]; /* the last error, also after recovery ("": none) */
+    uint64_t probes; /* of the requests, the client's own signs of life (TIME), asked of it */
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_node_info;
 

@@ -18,7 +18,7 @@ _Static_assert(sizeof(redlock_lock_opts) == REDLOCK__END_OF(redlock_lock_opts, f
                "redlock_lock_opts: name its last member here, with no tail padding");
 _Static_assert(sizeof(redlock_auto_opts) == REDLOCK__END_OF(redlock_auto_opts, extended_data),
                "redlock_auto_opts: name its last member here, with no tail padding");
-_Static_assert(sizeof(redlock_node_info) == REDLOCK__END_OF(redlock_node_info, last_error),
+_Static_assert(sizeof(redlock_node_info) == REDLOCK__END_OF(redlock_node_info, probes),
                "redlock_node_info: name its last member here, with no tail padding");
 _Static_assert(sizeof(redlock_stats) == REDLOCK__END_OF(redlock_stats, acquires_granted),
                "redlock_stats: name its last member here, with no tail padding");

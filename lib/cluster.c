@@ -774,7 +774,7 @@ static void cmd_for_cluster(redlock__cluster *cl, creq *cr)
 void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock (io.h), as a node's */
-    cl->tally.requests++;
+    redlock__tally_request(&cl->tally, req);
     req->deadline_us = now + redlock__rto_bound_us(cl->cfg.timeout_us);
     if (cl->state == CL_CLOSING) {
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);

@@ -81,6 +81,13 @@ static void node_fail(redlock__node *n, redlock_log_level level, const char *why
 
 /* ---- what it tells ------------------------------------------------------------------------- */
 
+void redlock__tally_request(redlock__tally *t, const redlock__req *req)
+{
+    t->requests++;
+    if (req->cmd->kind == REDLOCK__CMD_TIME)
+        t->probes++;
+}
+
 void redlock__tally_answer(redlock__tally *t, uint64_t sample_us)
 {
     t->answers++;
@@ -110,6 +117,7 @@ void redlock__tally_state(redlock__tally *t)
 void redlock__tally_info(const redlock__tally *t, redlock_node_info *out)
 {
     out->requests = t->requests;
+    out->probes = t->probes;
     out->answers = t->answers;
     out->errors = t->errors;
     out->timeouts = t->timeouts;
@@ -869,7 +877,7 @@ void redlock__node_start(redlock__node *n)
 void redlock__node_send(redlock__node *n, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock: one reading for a round's nodes */
-    n->tally.requests++;
+    redlock__tally_request(&n->tally, req);
     req->deadline_us = now + redlock__rto_us(&n->rto); /* final below, once it is queued */
     req->unsent = n->state == NODE_CLOSING || n->state == NODE_DOWN ||
                   n->fifo_len + n->skip_replies >= n->cfg.max_inflight;

@@ -39,12 +39,15 @@ typedef struct redlock__node redlock__node;
  * cluster node (counted, never used for decisions). */
 typedef struct redlock__tally {
     uint64_t requests, answers, errors, timeouts;
+    uint64_t probes; /* of the requests, the TIMEs kept.c asks as signs of life */
     uint64_t rtt_us; /* moving average of the answers' latencies (redlock__rtt_average) */
     unsigned consecutive_failures;
     uint64_t state_since_us;                   /* when its state last changed */
     char last_failure[REDLOCK_ERROR_TEXT_MAX]; /* of a request (or of a connection); "" at first */
 } redlock__tally;
 
+/* A request is sent (or fails at once). */
+void redlock__tally_request(redlock__tally *t, const redlock__req *req);
 /* An answer came sample_us after its request was sent. */
 void redlock__tally_answer(redlock__tally *t, uint64_t sample_us);
 /* A request ended with vote (error: its text, or NULL). */

@@ -78,8 +78,7 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
     }
     /* Always release a won lock, even when stopping, so no key outlives the test. */
     s->lock = lock;
-    s->issued_us = redlock_now_us();
-    s->epoch = s->t->epoch;
+    s->issued_us = redlock_now_us(); /* s->epoch stays the acquire's */
     s->busy = true;
     s->t->issued++;
     if (redlock_release(lock, on_released, s) != 0) {

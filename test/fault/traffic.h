@@ -5,8 +5,11 @@
  * Outcomes are counted per epoch: the test bumps the epoch whenever it changes the world (kills
  * a node, stops one, heals a proxy). A call issued and completed within one epoch is "clean" and
  * counted in by_epoch[e]; a call that completes in a later epoch than it was issued in straddles
- * a change, and is counted in straddle[e] by the epoch it was issued in. Everything runs on the
- * env's loop thread; the test drives the loop (h_run_for) between changes. */
+ * a change, and is counted in straddle[e] by the epoch it was issued in. A release is issued in
+ * its acquire's epoch: a lock whose acquire straddles a change (a node stopped or killed while its
+ * votes were on the way) is judged with that change, and so is its release, whose outcome
+ * depends on which nodes kept the lock (docs/safety.md). Everything runs on the env's loop
+ * thread; the test drives the loop (h_run_for) between changes. */
 #ifndef REDLOCK_TEST_TRAFFIC_H
 #define REDLOCK_TEST_TRAFFIC_H
 
@@ -45,7 +48,7 @@ typedef struct traffic_slot {
     char resource[48];
     redlock_lock *lock; /* held between a won acquire and its release's callback */
     uint64_t issued_us;
-    unsigned epoch; /* when the call in flight was issued */
+    unsigned epoch; /* when the call in flight (for a release: its acquire) was issued */
     bool busy;      /* a call is in flight */
 } traffic_slot;
 

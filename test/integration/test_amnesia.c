@@ -455,6 +455,63 @@ static void restart_right_after_a_late_yes_is_a_loss_when_unheard(void **state)
     h_env_stop(&env);
 }
 
+/* The same late yes with every node running and the client quiet: 5 ms after it the client asks
+ * nodes 0 and 1, which it wrote nothing to since, for the TIME (its probe, counted in
+ * redlock_node_info's probes), and their answers show that node 2's key lies inside the hold.
+ * Then node 1 back empty costs only its own key: nodes 0 and 2 kept the lock, the check's
+ * extension is won on them, and the release is 0. (A client that never asks, or that counts its
+ * probe for nothing, sees only node 0 kept and reports a loss.) */
+static void a_quiet_client_asks_after_a_late_yes(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = amnesia_client(&env);
+    lost_record lost = {0};
+    redlock_auto_opts ao;
+    redlock_lock_opts lo;
+    lock_opts(&lo, &ao, 0, &lost);
+    assert_int_equal(fixture_pause(&env.cluster, 2), 0);
+    h_record rec;
+    assert_int_equal(h_acquire(&env, c, "amnesia:asks", TTL_MS, &lo, &rec), 0);
+    redlock_lock *lock = rec.lock;
+    assert_int_equal(rec.node_vote[2], REDLOCK_VOTE_NONE); /* stopped: not answered yet */
+    assert_int_equal(fixture_resume(&env.cluster, 2), 0);
+    h_settle(&env, c); /* node 2's late yes */
+    redlock_node_info info[N];
+    uint64_t t0 = redlock_now_us();
+    for (;;) { /* until the probes went and were answered */
+        unsigned asked = 0;
+        for (unsigned i = 0; i < N; i++) {
+            redlock_node_info_init(&info[i]);
+            assert_int_equal(redlock_client_node_info(c, i, &info[i]), 0);
+            asked += i < 2 && info[i].probes > 0 && info[i].inflight == 0;
+        }
+        if (asked == 2 || h_since_us(t0) > H_WAIT_MS * 1000ull)
+            break;
+        h_run_for(&env.loop, 5);
+    }
+    assert_int_equal(info[0].probes, 1);
+    assert_int_equal(info[1].probes, 1);
+    assert_true(info[2].probes <= 1); /* the probe is the client's, for all its locks */
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(info[i].answers, info[i].requests);
+    assert_int_equal(lost.calls, 0);
+    assert_int_equal(fixture_restart(&env.cluster, 1), 0);
+    uint64_t back = redlock_now_us();
+    while (lost.calls == 0 && redlock_lock_extensions(lock) == 0 &&
+           h_since_us(back) < BOUND_MS * 1000ull)
+        h_run_for(&env.loop, 5);
+    printf("# lost callbacks %d (reason %d), extensions %u (want 0, 0, 1)\n", lost.calls,
+           lost.reason, redlock_lock_extensions(lock));
+    assert_int_equal(lost.calls, 0);
+    assert_int_equal(redlock_lock_extensions(lock), 1);
+    h_record rel;
+    assert_int_equal(h_release(&env, lock, &rel), 0);
+    redlock_lock_free(lock);
+    h_env_stop(&env);
+}
+
 /* Keys lost without a restart (FLUSHALL here; a proxy in front of a restarted server, an
  * eviction): no new run_id tells, but the first round that hears a "no" from a node where the
  * lock's last won round had a "yes" does, and every held lock is checked then: within one more
@@ -535,6 +592,7 @@ int main(void)
         H_TEST(inspect_finds_a_silent_loss),
         H_TEST(one_node_back_empty_keeps_the_locks),
         H_TEST(restart_right_after_a_late_yes_is_a_loss_when_unheard),
+        H_TEST(a_quiet_client_asks_after_a_late_yes),
         H_TEST(a_key_gone_checks_every_lock),
         H_TEST(close_during_a_check),
     };

@@ -772,6 +772,23 @@ MUTANTS = [
         "killers": [integration("amnesia", "restart_right_after_a_late_yes_is_a_loss_when_unheard")],
     },
     {
+        "name": "probe-never-sent",
+        "what": "a quiet client never asks its nodes after a late yes: the fresh key stays "
+                "unconfirmed, and a node back empty then costs the lock",
+        "edits": [("lib/kept.c",
+                   "    c->probe_armed = true;\n    redlock__client_timer_start(",
+                   "    return;\n    redlock__client_timer_start(")],
+        "killers": [integration("amnesia", "a_quiet_client_asks_after_a_late_yes")],
+    },
+    {
+        "name": "probe-answer-ignored",
+        "what": "the answer to the client's probe is not counted as the node heard",
+        "edits": [("lib/kept.c",
+                   "    if (vote == REDLOCK_VOTE_YES && req->sent_us > c->heard_us[p->node])",
+                   "    if (vote == REDLOCK_VOTE_YES && req->sent_us > UINT64_MAX - 1)")],
+        "killers": [integration("amnesia", "a_quiet_client_asks_after_a_late_yes")],
+    },
+    {
         "name": "continuity-one-short",
         "what": "a round's continuity is shown with one kept node fewer than the quorum",
         "edits": [("lib/quorum.c",

@@ -415,7 +415,7 @@ static int node_open(raw *r, unsigned i, const char *url)
         command(n, WANT_SETUP, NULL, 2, argv, argvlen);
         r->setup_owed++;
     }
-    /* The library's release script, its own bytes (lib/lua/release.lua): the SHA1 is the
+    /* The library's release script, its own bytes (lib/core/lua/release.lua): the SHA1 is the
      * library's, and the servers do the same work for both sides (the scenarios check it). */
     const char *argv[3] = {"SCRIPT", "LOAD", redlock__script_release.source};
     size_t argvlen[3] = {6, 4, redlock__script_release.source_len};

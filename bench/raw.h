@@ -10,10 +10,10 @@
  *
  * Its IO is what a careful user would write, and the library's own shape: libuv owns the sockets
  * (TCP_NODELAY), hiredis only encodes (redisFormatCommandArgv, which the library used too before it
- * got an encoder of its own, lib/command.c: cheaper, bench/HISTORY.md) and parses (redisReader);
- * each node has one output buffer that goes out at once when no write is in flight and otherwise
- * rides with the next write; replies are matched to requests by a FIFO per connection. So `lock /
- * raw` says what the lock logic adds, not how two kinds of glue differ.
+ * got an encoder of its own, lib/core/command.c: cheaper, bench/HISTORY.md) and parses
+ * (redisReader); each node has one output buffer that goes out at once when no write is in flight
+ * and otherwise rides with the next write; replies are matched to requests by a FIFO per
+ * connection. So `lock / raw` says what the lock logic adds, not how two kinds of glue differ.
  *
  * RAW_WAIT_ALL (waiting for every SET answer before the release) is kept as a labelled second
  * baseline: it shows what deciding at the quorum is worth. */

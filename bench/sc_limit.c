@@ -2,10 +2,10 @@
 /* sc_limit.c - the limit scenario: what the nodes themselves can do, measured in the same run, so
  * that the throughput rows can say what fraction of it a lock cycle reaches (of_limit).
  *
- * The commands of one lock cycle, byte for byte as the library sends them (lib/command.c encodes
- * them here too: SET key token NX PX ttl, then EVALSHA of the library's release script from
- * lib/lua/release.lua on the same key and token), go to every node deeply pipelined, with no lock
- * logic at all. Every node gets the same batches, each BATCH_CYCLES SETs followed by their
+ * The commands of one lock cycle, byte for byte as the library sends them (lib/core/command.c
+ * encodes them here too: SET key token NX PX ttl, then EVALSHA of the library's release script from
+ * lib/core/lua/release.lua on the same key and token), go to every node deeply pipelined, with no
+ * lock logic at all. Every node gets the same batches, each BATCH_CYCLES SETs followed by their
  * BATCH_CYCLES releases; WINDOW batches are in flight, and the next batch goes to every node once
  * the oldest has been answered by all of them. So every node does the same work in the same order,
  * as under lock cycles, and the pace is that of the nodes together (the slowest sets it, as it does

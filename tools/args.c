@@ -523,7 +523,7 @@ static int parse_positionals(parser *ps)
     a->key_len = strlen(a->key);
     if (a->key_len == 0)
         return usage(ps->err, ps->err_len, "%s: KEY must not be empty", word);
-    if (a->key_len > CLI_KEY_MAX) /* the library's message (lib/client.h) */
+    if (a->key_len > CLI_KEY_MAX) /* the library's message (lib/lock/client.h) */
         return usage(ps->err, ps->err_len,
                      "%s: KEY is %zu bytes, over REDLOCK_RESOURCE_MAX (%u): lock a digest of it "
                      "instead",

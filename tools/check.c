@@ -447,8 +447,8 @@ static void try_commands(checker *ck, server_check *sc, check_conn *ctx, bool *o
     }
 }
 
-/* What a cluster's master is sent besides (lib/cluster.c): ASKING before a command redirected by
- * ASK while a slot migrates, and with wait_replicas, WAIT behind every write (here WAIT 0 1,
+/* What a cluster's master is sent besides (lib/net/cluster.c): ASKING before a command redirected
+ * by ASK while a slot migrates, and with wait_replicas, WAIT behind every write (here WAIT 0 1,
  * which returns at once). */
 static void try_cluster_commands(checker *ck, server_check *sc, check_conn *ctx, bool *ok)
 {

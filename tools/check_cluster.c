@@ -3,9 +3,9 @@
  *
  * A cluster is one vote, cast by whichever master owns the lock key's slot, so every master that
  * owns slots must be fit to hold locks: the check asks the URL's host for the slot map (CLUSTER
- * SHARDS, or CLUSTER SLOTS before Redis 7, loaded by lib/cluster_map.c as the library loads it),
- * else each seed in turn, reads the cluster's state on the same connection (CLUSTER INFO), counts
- * the slots no master owns, and runs the per-server checks of check.c on every master with a
+ * SHARDS, or CLUSTER SLOTS before Redis 7, loaded by lib/core/cluster_map.c as the library loads
+ * it), else each seed in turn, reads the cluster's state on the same connection (CLUSTER INFO),
+ * counts the slots no master owns, and runs the per-server checks of check.c on every master with a
  * probe key in one of its slots, so that none of its commands is answered MOVED. With
  * wait_replicas=N in the URL each master must have N connected replicas. */
 #include "check.h"

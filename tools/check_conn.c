@@ -4,8 +4,8 @@
  *
  * The socket is non-blocking and every wait is a poll(2) with what is left of a deadline: the
  * connection (and its TLS handshake) has one, each command has its own. TLS goes through the
- * library's own layer (lib/tls.c: OpenSSL on memory BIOs, the client's verification of the chain
- * and of the host name), so the check trusts exactly what the client would. hiredis only
+ * library's own layer (lib/net/tls.c: OpenSSL on memory BIOs, the client's verification of the
+ * chain and of the host name), so the check trusts exactly what the client would. hiredis only
  * encodes the commands and parses the replies. */
 #include "check_conn.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* check_conn.h - the connection "redlock check" has to one server: TCP or a unix socket,
- * plaintext or TLS (the library's TLS layer, lib/tls.c, with the client's verification), one
+ * plaintext or TLS (the library's TLS layer, lib/net/tls.c, with the client's verification), one
  * command at a time, each wait bounded by a deadline. hiredis encodes and parses, nothing more. */
 #ifndef REDLOCK_TOOL_CHECK_CONN_H
 #define REDLOCK_TOOL_CHECK_CONN_H

@@ -233,7 +233,7 @@ void expect_key_everywhere(fixture_cluster *c, const char *key, const char *toke
 
 void expect_validity(int64_t validity_ms, long long ttl_ms, long long took_ms)
 {
-    /* drift = floor(ttl_us * 0.01) + 2000 us (lib/quorum.c), and the JSON has whole ms. */
+    /* drift = floor(ttl_us * 0.01) + 2000 us (lib/core/quorum.c), and the JSON has whole ms. */
     long long ttl_us = ttl_ms * 1000;
     long long best_us = ttl_us - ttl_us / 100 - 2000;
     long long most = best_us / 1000;

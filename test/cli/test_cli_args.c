@@ -280,7 +280,7 @@ static void command_line_refused(void **state)
     cli_args_free(&a);
 
     /* A KEY over REDLOCK_RESOURCE_MAX is refused before anything is sent, as the library would
-     * refuse it (the same words: lib/client.h). */
+     * refuse it (the same words: lib/lock/client.h). */
     static char key[CLI_KEY_MAX + 2];
     memset(key, 'k', CLI_KEY_MAX + 1);
     assert_int_equal(PARSE(&a, "redis://a", err, "run", key, "--", "true"), CLI_PARSE_USAGE);

@@ -56,7 +56,7 @@ static void start_waiter(redlock_client *c, const char *key, bool fencing, h_rec
     start_waiter_for(c, key, fencing, TTL_MS, rec);
 }
 
-/* What a forger reads of a waiter's grant record on server i (lib/lua/acquire_queued.lua:
+/* What a forger reads of a waiter's grant record on server i (lib/core/lua/acquire_queued.lua:
  * "ttl:stamp:tag:j:fenced:#channel:channel..token"): the stamp, the channel and the token. */
 typedef struct record {
     char stamp[32];
@@ -170,7 +170,7 @@ static void forged_grants_cost_one_vote(void **state)
 
 /* The nodes whose slow log (every command, from CONFIG SET slowlog-log-slower-than 0) shows a
  * script call with token and fence among its arguments: a commit of that fence for that token
- * (lib/lua/commit.lua; no other script of a lock takes both). */
+ * (lib/core/lua/commit.lua; no other script of a lock takes both). */
 static unsigned nodes_that_committed(h_env *env, const char *token, uint64_t fence)
 {
     char fence_text[32];

@@ -3,7 +3,7 @@
  * (fake_redis.h) that answers the handshake properly and then every lock command with an array
  * of 2^31 elements that never ends, or with a bulk string of a billion bytes trickled 4 KiB at a
  * time, is one of three nodes. Its reply is refused as a protocol error as soon as its header
- * is read (lib/reader.h), so its vote is an error at once, never a timeout; the two real
+ * is read (lib/core/reader.h), so its vote is an error at once, never a timeout; the two real
  * servers decide every round; and the loop is never held up, not even when the fake's
  * connections are dropped and made again (what a reply cut off holds is bounded, and so is its
  * teardown). That last part is watched by a timer on the loop: the longest gap between its

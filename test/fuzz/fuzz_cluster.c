@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_cluster.c - libFuzzer target: bytes from a cluster node -> the library's reader -> the
  * slot map's loaders (CLUSTER SHARDS and CLUSTER SLOTS), the MOVED / ASK parser and MOVED
- * updates (lib/cluster_map.c).
+ * updates (lib/core/cluster_map.c).
  *
  * The first byte sets whether the loads get a reply host and how long the message buffer is;
  * the rest is fed to the reader in chunks. One map lives through the whole input, so that each

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_handshake.c - libFuzzer target: the connection handshake (lib/handshake.c) against
+/* fuzz_handshake.c - libFuzzer target: the connection handshake (lib/core/handshake.c) against
  * arbitrary bytes from a "server".
  *
  * The first byte picks the URL (with or without user, password and db), so the handshake has
  * 4 to 6 steps; the rest is fed to hiredis's reader in chunks whose sizes come from the input,
- * and every reply is checked against the next step, as lib/node.c does until the handshake is
+ * and every reply is checked against the next step, as lib/net/node.c does until the handshake is
  * over or a reply fails it. Checks, beyond "no crash, no leak, no UB":
  *   - the commands the handshake wrote are one RESP array per step, in order (AUTH, SELECT,
  *     SCRIPT LOAD x3, INFO server, INFO replication), and the password is sent only inside AUTH;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_reader.c - libFuzzer target: bytes from a server -> the bounded reader (lib/reader.h).
+/* fuzz_reader.c - libFuzzer target: bytes from a server -> the bounded reader (lib/core/reader.h).
  *
  * The first byte picks the limits: one of the connections' own, or small ones from the next four
  * bytes (so that every limit is hit); the rest is fed in chunks of 1..64 bytes, each size taken

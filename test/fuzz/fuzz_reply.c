@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_reply.c - libFuzzer target: bytes from a node -> the library's reader (lib/reader.h) -> the
- * vote of each round type (redlock__cmd_vote).
+/* fuzz_reply.c - libFuzzer target: bytes from a node -> the library's reader (lib/core/reader.h) ->
+ * the vote of each round type (redlock__cmd_vote).
  *
  * The first byte picks the command kind (and EXTEND's retake flag); the rest is fed to the
  * reader in chunks whose sizes come from the input too, as a socket would deliver it. Every

@@ -12,11 +12,11 @@
 
 #include "reader.h"
 
-/* Feed data to a new reader with the limits of use (the library's bounded reader, lib/reader.h:
- * a header of any size is refused before anything is allocated for it, so no input needs
- * skipping), each chunk's size (1..64) taken from the byte before it, and call on_reply for every
- * reply the reader completes (the reply is freed after it returns). Ends at the input's end, at
- * a protocol error or a refusal, or when on_reply returns 0. */
+/* Feed data to a new reader with the limits of use (the library's bounded reader,
+ * lib/core/reader.h: a header of any size is refused before anything is allocated for it, so no
+ * input needs skipping), each chunk's size (1..64) taken from the byte before it, and call on_reply
+ * for every reply the reader completes (the reply is freed after it returns). Ends at the input's
+ * end, at a protocol error or a refusal, or when on_reply returns 0. */
 static inline void fuzz_replies(const uint8_t *data, size_t size, redlock__reader_use use,
                                 int (*on_reply)(const redisReply *reply, void *ud), void *ud)
 {

@@ -6,7 +6,7 @@
  * successful parse with a password, the redacted URL is the input with exactly one span replaced
  * by "***", a span that percent-decodes to the parsed password - so the password itself is gone.
  * (Inputs containing '*' skip that last check: the span's edges are then ambiguous.)
- * This holds for unix URLs too, whose socket path may contain '@' (lib/url.c userinfo_end). */
+ * This holds for unix URLs too, whose socket path may contain '@' (lib/core/url.c userinfo_end). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

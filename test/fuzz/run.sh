@@ -48,14 +48,15 @@ fi
 
 flags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra
        -fsanitize=address,undefined -fno-sanitize-recover=undefined
-       -I"$root/include" -I"$root/lib" $(pkg-config --cflags libuv hiredis))
+       -I"$root/include" $(for d in "$root"/lib/*/; do echo "-I$d"; done)
+       $(pkg-config --cflags libuv hiredis))
 libs=($(pkg-config --libs libuv hiredis) -lpthread -lm)
 
-# The Lua scripts as C (scripts_gen.c/.h), generated as lib/meson.build does, in its order.
-scripts=($(sed -n "/^lua_scripts = files(/,/^)/p" "$root/lib/meson.build" |
+# The Lua scripts as C (scripts_gen.c/.h), generated as lib/core/meson.build does, in its order.
+scripts=($(sed -n "/^lua_scripts = files(/,/^)/p" "$root/lib/core/meson.build" |
            grep -o "'lua/[a-z_]*\.lua'" | tr -d "'"))
-if ! python3 "$root/lib/lua/generate.py" "$work/scripts_gen.c" "$work/scripts_gen.h" \
-    "${scripts[@]/#/$root/lib/}" 2>"$work/build.log"; then
+if ! python3 "$root/lib/core/lua/generate.py" "$work/scripts_gen.c" "$work/scripts_gen.h" \
+    "${scripts[@]/#/$root/lib/core/}" 2>"$work/build.log"; then
     cat "$work/build.log" >&2
     for i in "${!targets[@]}"; do echo "not ok $((i + 1)) - ${targets[$i]} # build failed"; done
     exit 1
@@ -64,7 +65,7 @@ flags+=(-I"$work")
 
 # The library once, instrumented for coverage (fuzzer-no-link) and the sanitizers.
 objs=()
-for src in "$root"/lib/*.c "$work/scripts_gen.c"; do
+for src in "$root"/lib/*/*.c "$work/scripts_gen.c"; do
     obj="$work/$(basename "$src" .c).o"
     if ! "$cc" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" 2>"$work/build.log"; then
         cat "$work/build.log" >&2

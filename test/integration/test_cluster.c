@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* test_cluster.c - a node that is a whole Redis Cluster (cluster:// URLs, lib/cluster.c) against
- * real clusters: five nodes, three of them clusters of three masters (a with a replica for each
- * master) and two plain servers. Keys go to their slot's master; locks are taken, extended,
+/* test_cluster.c - a node that is a whole Redis Cluster (cluster:// URLs, lib/net/cluster.c)
+ * against real clusters: five nodes, three of them clusters of three masters (a with a replica for
+ * each master) and two plain servers. Keys go to their slot's master; locks are taken, extended,
  * auto-extended and released over all five; a slot migrates under a loop of locks; a replica is
  * promoted under traffic; a stopped master makes its cluster vote timeout; keys of one request
  * in two slots are refused; masters that restart empty are noticed at once.

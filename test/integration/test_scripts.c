@@ -215,7 +215,7 @@ static void release_then_reacquire_on_cold_script_cache(void **state)
     h_env_stop(&env);
 }
 
-/* A waiter's attempt on server 0 (EVAL of lib/lua/acquire_queued.lua) for the keys of a lock,
+/* A waiter's attempt on server 0 (EVAL of lib/core/lua/acquire_queued.lua) for the keys of a lock,
  * with ttl 10000 ms and tag 0, its channel "<first key>:queue:<waiter>". */
 typedef struct queued_attempt {
     const char *const *keys; /* NULL: the one key q:k */

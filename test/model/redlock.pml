@@ -38,7 +38,7 @@
  *                    votes came from nodes that kept it (one silent may be back empty, unseen);
  *                    under RL_LIBRULE, no node is fresh: a yes that would make a node fresh
  *                    (a key set anew too) makes it kept
- *               512  the library's old continuity rule of lib/recheck.c and lib/lock.c (kept and
+ *               512  the library's old continuity rule of lib/lock/recheck.c and lib/lock/lock.c (kept and
  *                    fresh nodes, late yes votes; see keptm below), which this model refutes:
  *                    a kept node that did not answer a won round keeps counting though its key
  *                    may expire once that round moved the deadline, and a late yes to a

@@ -64,12 +64,12 @@ def auth(program, cases="*"):
             "env": {"H_TEST_FILTER": cases, "REDLOCK_DOCS": "{src}/docs"}}
 
 
-# The proof of lib/quorum.c (test/model/run wp): a script of the tree, not a program of the build.
+# The proof of lib/core/quorum.c (test/model/run wp): a script of the tree, not a program of the build.
 PROOF_WP = {"program": "{src}/test/model/run", "args": ["wp", "{src}"]}
 
 
 def proof_wp(*functions):
-    """The proof of lib/quorum.c, of these functions only: a killer takes seconds, not a minute."""
+    """The proof of lib/core/quorum.c, of these functions only: a killer takes seconds, not a minute."""
     return dict(PROOF_WP, env={"PROOFS_FUNCTIONS": ",".join(functions)})
 
 
@@ -81,7 +81,7 @@ MUTANTS = [
     {
         "name": "quorum-of-one",
         "what": "a round is won by the first yes (quorum 1 instead of N/2+1)",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "round->quorum = redlock__quorum_of(n_nodes);",
                    "round->quorum = 1;")],
         "killers": [sim("safety_holds"), integration("faults", "two_nodes_down*"),
@@ -91,7 +91,7 @@ MUTANTS = [
         # Its contract says a round is won with a quorum of yes votes: the proof fails.
         "name": "majority-one-short",
         "what": "a round is won with one yes fewer than the quorum",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    if (round->votes_yes >= round->quorum) {",
                    "    if (round->votes_yes + 1 >= round->quorum) {")],
         "killers": [proof_wp("decide"), sim("safety_holds")],
@@ -99,7 +99,7 @@ MUTANTS = [
     {
         "name": "release-one-short",
         "what": "a release reports the hold continuous with one delete fewer than the quorum",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    if (q->votes_yes >= q->quorum)\n        return 0;",
                    "    if (q->votes_yes + 1 >= q->quorum)\n        return 0;")],
         "killers": [proof_wp("redlock__release_status")],
@@ -107,7 +107,7 @@ MUTANTS = [
     {
         "name": "release-decided-early",
         "what": "a release is decided while a quorum of \"not ours\" is still in reach",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    return q->votes_yes + out < q->quorum && q->votes_no + out <= q->n_nodes - q->quorum;",
                    "    return q->votes_yes + out < q->quorum;")],
         "killers": [proof_wp("redlock__release_decided")],
@@ -115,7 +115,7 @@ MUTANTS = [
     {
         "name": "kept-quorum-one-short",
         "what": "the kept nodes are taken as a quorum with one fewer",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    return redlock__count_nodes(kept, n_nodes) >= redlock__quorum_of(n_nodes);",
                    "    return redlock__count_nodes(kept, n_nodes) + 1 >= redlock__quorum_of(n_nodes);")],
         "killers": [proof_wp("redlock__kept_quorum"),
@@ -126,7 +126,7 @@ MUTANTS = [
         # is out of reach) notices.
         "name": "lost-one-vote-late",
         "what": "a round is lost one failure after the quorum went out of reach",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    } else if (failures > round->n_nodes - round->quorum) {",
                    "    } else if (failures > round->n_nodes - round->quorum + 1) {")],
         "killers": [proof_wp("decide")],
@@ -136,7 +136,7 @@ MUTANTS = [
         # nodes can each win. The simulation used to run only 3 and 5 nodes; it runs 2 and 4 too.
         "name": "quorum-half-for-even-n",
         "what": "the quorum is (N+1)/2: a strict majority for odd N, only half for even N",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "round->quorum = redlock__quorum_of(n_nodes);",
                    "round->quorum = (n_nodes + 1) / 2;")],
         "killers": [sim("safety_holds"), unit("quorum")],
@@ -147,7 +147,7 @@ MUTANTS = [
         # formula check of the integration suite caught it.
         "name": "no-drift",
         "what": "the clock-drift allowance is not subtracted from the validity",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "return left_us > round->drift_us ? left_us - round->drift_us : 0;",
                    "return left_us;")],
         "killers": [sim("safety_holds"), integration("lock", "lock_is_free_again_after_ttl"),
@@ -156,7 +156,7 @@ MUTANTS = [
     {
         "name": "validity-from-decision",
         "what": "validity measured from the deciding vote instead of the round's start",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "uint64_t elapsed_us = now_us > round->start_us ? now_us - round->start_us : 0;",
                    "uint64_t elapsed_us = 0;")],
         "killers": [sim("safety_holds"), integration("lock", "lock_is_free_again_after_ttl"),
@@ -165,7 +165,7 @@ MUTANTS = [
     {
         "name": "release-without-compare",
         "what": "release deletes the key whatever token it holds",
-        "edits": [("lib/lua/release.lua",
+        "edits": [("lib/core/lua/release.lua",
                    'if redis.call("get", KEYS[1]) == ARGV[1] then',
                    'if true then')],
         "killers": [SIM_SCRIPTS,
@@ -175,7 +175,7 @@ MUTANTS = [
     {
         "name": "acquire-without-ttl",
         "what": "the acquire's SET has no PX: a holder that dies leaves a key that never expires",
-        "edits": [("lib/command.c",
+        "edits": [("lib/core/command.c",
                    '        ARG("NX", 2);\n        ARG("PX", 2);\n'
                    '        ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));\n',
                    '        ARG("NX", 2);\n')],
@@ -184,7 +184,7 @@ MUTANTS = [
     {
         "name": "no-release-everywhere",
         "what": "a lost acquire round leaves its keys where it got them",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "    redlock__release_everywhere(c, lock, leave, false);\n    if (lock->caller_token",
                    "    if (lock->caller_token")],
         "killers": [integration("faults", "lost_round_leaves_no_key"),
@@ -193,14 +193,14 @@ MUTANTS = [
     {
         "name": "extend-without-compare",
         "what": "extend renews the key whatever token it holds",
-        "edits": [("lib/lua/extend.lua", "if v == ARGV[1] then", "if v ~= false then")],
+        "edits": [("lib/core/lua/extend.lua", "if v == ARGV[1] then", "if v ~= false then")],
         "killers": [SIM_SCRIPTS, integration("extend", "extend_fails_when_quorum_lost_the_key"),
                     integration("scripts"), integration("autoextend")],
     },
     {
         "name": "token-16-bits",
         "what": "tokens carry 16 bits of randomness instead of 128",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "    int rc = c->io->ops->random(c->io, raw, sizeof(raw));\n",
                    "    int rc = c->io->ops->random(c->io, raw, sizeof(raw));\n"
                    "    memset(raw + 2, 0, sizeof(raw) - 2);\n")],
@@ -209,7 +209,7 @@ MUTANTS = [
     {
         "name": "auto-never-reports-loss",
         "what": "auto-extension never calls the lost callback",
-        "edits": [("lib/autoextend.c",
+        "edits": [("lib/lock/autoextend.c",
                    "    a->lost_cb(lock, reason, a->lost_data);\n",
                    "    (void)reason;\n")],
         "killers": [sim("auto_extension_safe"), integration("autoextend"),
@@ -218,7 +218,7 @@ MUTANTS = [
     {
         "name": "simple-reply-wrong-integer",
         "what": "the fast path reads :0 as :1: a release that deleted nothing counts as a yes",
-        "edits": [("lib/command.c",
+        "edits": [("lib/core/command.c",
                    "        out->integer = negative ? -v : v;\n",
                    "        out->integer = negative ? -v : v + 1;\n")],
         "killers": [unit("command"), integration("lock")],
@@ -226,7 +226,7 @@ MUTANTS = [
     {
         "name": "release-without-deadline",
         "what": "release requests have no deadline: a silent node holds the release forever",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "    req->deadline_us = deadline_at(n, now);\n"
                    "    fifo_push(n, req);\n",
                    "    req->deadline_us = req->cmd->kind == REDLOCK__CMD_RELEASE\n"
@@ -238,7 +238,7 @@ MUTANTS = [
     {
         "name": "late-reply-matched",
         "what": "after a timeout, the late reply is matched to the next request",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "        n->skip_replies += req->asking ? 2 : 1; /* its replies, if they ever come, "
                    "are dropped */\n",
                    "")],
@@ -321,7 +321,7 @@ MUTANTS = [
     {
         "name": "fence-without-commit",
         "what": "a fenced lock is granted on the acquire round alone: the fence is never committed",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "status = r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED ? redlock__commit_start(o, r, false)",
                    "status = true ? redlock__lock_grant(o, r)")],
         "killers": [integration("fencing", "fences_grow_from_one"), integration("fencing_order"),
@@ -330,7 +330,7 @@ MUTANTS = [
     {
         "name": "fence-not-above-counters",
         "what": "the fence is the largest counter read, not one more",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "if (round->decision == REDLOCK_ROUND_PENDING && counter + 1 > round->fence)\n"
                    "            round->fence = counter + 1;",
                    "if (round->decision == REDLOCK_ROUND_PENDING && counter > round->fence)\n"
@@ -342,7 +342,7 @@ MUTANTS = [
         "name": "pre-ack-any-yes",
         "what": "every yes of a fenced acquire counts as a commit ack, also where the node's "
                 "counter is below the fence",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "a->fence + 1 == fence",
                    "a->fence + 1 <= fence")],
         "killers": [integration("fencing", "commit_only_where_the_fence_is_missing"),
@@ -352,7 +352,7 @@ MUTANTS = [
         "name": "acquire-counter-not-raised",
         "what": "the fenced acquire's script reads the counter but does not raise it, so a yes "
                 "counted as a commit ack has not written the fence",
-        "edits": [("lib/lua/fence.lua",
+        "edits": [("lib/core/lua/fence.lua",
                    'redis.call("set", ck, up .. string.rep',
                    'redis.call("exists", ck, up .. string.rep')],
         "killers": [SIM_SCRIPTS, integration("fencing", "acquire_raises_the_counter_by_one"),
@@ -361,7 +361,7 @@ MUTANTS = [
     {
         "name": "commit-without-compare",
         "what": "the commit raises the counter whatever token the key holds",
-        "edits": [("lib/lua/commit.lua",
+        "edits": [("lib/core/lua/commit.lua",
                    'if redis.call("get", KEYS[1]) ~= ARGV[1] then',
                    'if false then')],
         "killers": [SIM_SCRIPTS, integration("fencing", "commit_lost_releases_everywhere")],
@@ -369,7 +369,7 @@ MUTANTS = [
     {
         "name": "commit-acks-ignored",
         "what": "the commit round is won by the quorum whatever fence_commit asks for",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);",
                    "redlock_round_commit_init(&r->q, &acquire->q, 0);")],
         "killers": [sim_fence("amnesia_with_one_more_ack*"),
@@ -380,7 +380,7 @@ MUTANTS = [
         "name": "commit-validity-from-decision",
         "what": "a fenced lock's validity is counted from the acquire round's decision, not its "
                 "start",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "next.start_us = acquire->start_us;",
                    "next.start_us = acquire->decided_us;")],
         "killers": [{"program": "test/test-fence"}],
@@ -388,7 +388,7 @@ MUTANTS = [
     {
         "name": "retake-without-counter",
         "what": "a retake of a fenced lock does not restore the node's counter",
-        "edits": [("lib/command.c",
+        "edits": [("lib/core/command.c",
                    "return cmd->fence != 0 && cmd->retake ? &redlock__script_extend_fenced",
                    "return false ? &redlock__script_extend_fenced")],
         "killers": [integration("fencing", "extend_keeps_fence*")],
@@ -396,7 +396,7 @@ MUTANTS = [
     {
         "name": "cancel-keeps-attempt",
         "what": "a canceled acquire with a round in flight leaves its attempt's keys on the nodes",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "    case OP_RUNNING:\n        redlock__release_everywhere(c, lock, true, false);\n",
                    "    case OP_RUNNING:\n")],
         "killers": [integration("cancel", "cancel_acquire_in_flight")],
@@ -404,7 +404,7 @@ MUTANTS = [
     {
         "name": "cancel-auto-extension",
         "what": "redlock_cancel also cancels the auto-extension's own extends",
-        "edits": [("lib/autoextend.c",
+        "edits": [("lib/lock/autoextend.c",
                    "on_extended, NULL, false);",
                    "on_extended, NULL, true);")],
         "killers": [integration("cancel", "cancel_refusals")],
@@ -412,7 +412,7 @@ MUTANTS = [
     {
         "name": "close-strands-locks",
         "what": "closing the client releases nothing it holds",
-        "edits": [("lib/api.c",
+        "edits": [("lib/api/api.c",
                    "    if ((flags & REDLOCK_CLOSE_FAST) == 0)\n        redlock__ops_release_all(c);\n",
                    "")],
         "killers": [integration("cancel", "close_releases_held_locks")],
@@ -420,7 +420,7 @@ MUTANTS = [
     {
         "name": "release-not-kept",
         "what": "a release that finds its node down is not kept for the reconnection",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "    if (vote == REDLOCK_VOTE_ERROR)\n        maybe_keep(n, req, now);\n",
                    "")],
         "killers": [integration("cancel", "release_kept_until_node_returns")],
@@ -429,7 +429,7 @@ MUTANTS = [
         "name": "timed-out-release-forgotten",
         "what": "a release that timed out is not kept for its late answer: when the connection "
                 "then drops, nobody sends it again and the key stays for its ttl",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "        return;\n    int rc = redlock__relq_keep(&n->owed,",
                    "        return;\n    if (req != NULL)\n        return;\n"
                    "    int rc = redlock__relq_keep(&n->owed,")],
@@ -438,7 +438,7 @@ MUTANTS = [
     {
         "name": "replica-taken-for-a-node",
         "what": "the handshake's role is not checked: a writable replica votes beside its master",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "    if (n->handshake.replica_of[0] != '\\0' && n->cfg.replies == "
                    "REDLOCK__READER_NODE) {",
                    "    if (false) {")],
@@ -448,7 +448,7 @@ MUTANTS = [
         "name": "release-waits-for-the-handshake",
         "what": "releases made before the first connection wait for the handshake's answers: a "
                 "one-shot release to a stopped server is never written",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "    if (n->state == NODE_STARTING && n->held.len > 0 && n->held_others == 0) {",
                    "    if (false) {")],
         "killers": [cli("cli", "release_reaches_a_stopped_node")],
@@ -466,7 +466,7 @@ MUTANTS = [
         "name": "kept-release-forgets-the-waiter",
         "what": "a waiter's last release kept for a node that was down is sent without the "
                 "waiter's id: the node keeps it in the queue, in everybody's way",
-        "edits": [("lib/relq.c",
+        "edits": [("lib/net/relq.c",
                    "    size_t waiter_len = cmd->queued && cmd->leave ? cmd->waiter_len : 0;\n",
                    "    size_t waiter_len = 0;\n")],
         "killers": [integration("cancel", "waiter_release_kept_leaves_the_queue")],
@@ -475,7 +475,7 @@ MUTANTS = [
         "name": "kept-leave-dropped-with-the-key",
         "what": "a waiter's last release kept for a node that was down is dropped when the key's "
                 "ttl runs out, though the waiter's place in the node's queue lives longer",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)\n",
                    "    if (false)\n")],
         "killers": [integration("cancel", "waiter_release_kept_past_the_keys_ttl")],
@@ -483,7 +483,7 @@ MUTANTS = [
     {
         "name": "release-without-publish",
         "what": "a release does not tell the node's subscribers: waiters sleep their retry delay",
-        "edits": [("lib/lua/release.lua",
+        "edits": [("lib/core/lua/release.lua",
                    '    redis.pcall("publish", KEYS[1], ARGV[1])\n',
                    '')],
         "killers": [SIM_SCRIPTS, integration("notify", "waiter_wakes_on_release")],
@@ -491,7 +491,7 @@ MUTANTS = [
     {
         "name": "newest-waiter-first",
         "what": "a release wakes the waiter that started last instead of the longest-waiting one",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
                    "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
                    "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
@@ -506,7 +506,7 @@ MUTANTS = [
         "name": "lapsed-release-reports-ok",
         "what": "a release reports success whenever a quorum answered, as before issue 17: a hold "
                 "that lapsed (released after its validity, or its keys gone) looks continuous",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    if (lapsed)\n"
                    "        return REDLOCK_ELOST;\n"
                    "    if (q->votes_yes >= q->quorum)\n"
@@ -522,7 +522,7 @@ MUTANTS = [
         "name": "attached-retake-allowed",
         "what": "an attached handle may extend with REDLOCK_EXTEND_RETAKE: it re-creates keys "
                 "another holder took and released meanwhile, as if its hold had no gap",
-        "edits": [("lib/hold.c",
+        "edits": [("lib/lock/hold.c",
                    "    if (lock->attached)\n        return redlock__client_error(",
                    "    if (false)\n        return redlock__client_error(")],
         "killers": [integration("lapsed", "attached_retake_after_another_holder_is_refused")],
@@ -531,7 +531,7 @@ MUTANTS = [
         "name": "multi-acquire-over-a-held-key",
         "what": "a set's acquire script does not check that every key is free: a node grants the "
                 "set over another holder's key",
-        "edits": [("lib/lua/acquire_multi.lua",
+        "edits": [("lib/core/lua/acquire_multi.lua",
                    'if redis.call("exists", KEYS[i]) == 1 then',
                    'if false then')],
         "killers": [SIM_SCRIPTS, integration("multi", "all_or_none_per_node")],
@@ -540,14 +540,14 @@ MUTANTS = [
         "name": "multi-release-yes-for-part",
         "what": "a set's release votes yes where it deleted any key of the set, not all of them: "
                 "a node that no longer held the whole set counts as a holder",
-        "edits": [("lib/lua/release_multi.lua", "if n == #KEYS then", "if n > 0 then")],
+        "edits": [("lib/core/lua/release_multi.lua", "if n == #KEYS then", "if n > 0 then")],
         "killers": [SIM_SCRIPTS, integration("multi", "release_deletes_what_is_ours")],
     },
     {
         "name": "multi-extend-without-compare",
         "what": "a set's extend renews (and re-creates) every key whatever it holds: a node that "
                 "lost part of the set, or gave it to another holder, votes yes",
-        "edits": [("lib/lua/extend_multi.lua",
+        "edits": [("lib/core/lua/extend_multi.lua",
                    '    elseif v ~= ARGV[1] then',
                    '    elseif false then')],
         "killers": [SIM_SCRIPTS, integration("multi", "extend_covers_the_set")],
@@ -555,7 +555,7 @@ MUTANTS = [
     {
         "name": "multi-first-key-only",
         "what": "a lock on several resources takes only the first one",
-        "edits": [("lib/lock.c",
+        "edits": [("lib/lock/lock.c",
                    "    lock->n_more = count - 1;",
                    "    lock->n_more = 0;")],
         "killers": [integration("multi", "set_taken_and_released_everywhere")],
@@ -563,7 +563,7 @@ MUTANTS = [
     {
         "name": "multi-duplicates-allowed",
         "what": "a set naming one resource twice is accepted",
-        "edits": [("lib/client.c",
+        "edits": [("lib/lock/client.c",
                    "            if (hash[i] == hash[j] && len == redlock__len(resources[j], lens[j]) &&",
                    "            if (false && hash[i] == hash[j] &&")],
         "killers": [integration("multi", "bad_sets_are_refused")],
@@ -571,7 +571,7 @@ MUTANTS = [
     {
         "name": "multi-kept-release-first-key-only",
         "what": "a set's release kept for a node that was down is sent for its first key only",
-        "edits": [("lib/relq.c",
+        "edits": [("lib/net/relq.c",
                    "        e->cmd.n_more = cmd->n_more;",
                    "        e->cmd.n_more = 0;")],
         "killers": [integration("multi", "release_of_a_set_kept_until_node_returns")],
@@ -580,7 +580,7 @@ MUTANTS = [
         "name": "queue-head-ignored",
         "what": "a waiter's acquire script takes a free key for any waiter, not the queue's head: "
                 "turns no longer follow the order the waiters began to wait in",
-        "edits": [("lib/lua/acquire_queued.lua",
+        "edits": [("lib/core/lua/acquire_queued.lua",
                    "        if v or (h and h ~= me) then",
                    "        if v then")],
         "killers": [SIM_SCRIPTS, integration("scripts", "queued_scripts_grant_the_head_only")],
@@ -590,7 +590,7 @@ MUTANTS = [
         "what": "a waiter's place in the queue is when its attempt reached the node, not when it "
                 "began to wait: the nodes order the same waiters differently, and a waiter that "
                 "asked again later never moves up",
-        "edits": [("lib/lua/acquire_queued.lua",
+        "edits": [("lib/core/lua/acquire_queued.lua",
                    'redis.call("zadd", q, "nx", ARGV[4], me)',
                    'redis.call("zadd", q, "nx", now, me)')],
         "killers": [SIM_SCRIPTS, integration("scripts", "queued_scripts_grant_the_head_only")],
@@ -599,7 +599,7 @@ MUTANTS = [
         "name": "queue-kept-by-a-waiter-that-gave-up",
         "what": "a waiter whose wait ran out keeps its place in the queue: every release names it, "
                 "and the waiters behind it sleep out their retry delay",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "        int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);",
                    "        int rc = attempt_release(o, now, false, status != REDLOCK_ENOMEM);")],
         "killers": [integration("notify", "waiter_that_gives_up_leaves_the_queue")],
@@ -608,7 +608,7 @@ MUTANTS = [
         "name": "queue-kept-by-the-releasing-holder",
         "what": "a holder's release does not take it out of the queue: it stays the head, and the "
                 "next waiter is never named",
-        "edits": [("lib/hold.c",
+        "edits": [("lib/lock/hold.c",
                    "    r->cmd.leave = true;",
                    "    (void)0;")],
         "killers": [sim_grants(), integration("notify", "turns_across_clients_follow_the_queue")],
@@ -618,10 +618,10 @@ MUTANTS = [
         "what": "a release that has a next head wakes a waiter of every client, as before the "
                 "queue (it tells the queue's channel, and clients ignore the head it names): all "
                 "of them retry, and all but one lose",
-        "edits": [("lib/lua/release_queued.lua",
+        "edits": [("lib/core/lua/release_queued.lua",
                    'if type(told) ~= "number" or told == 0 then',
                    "if true then"),
-                  ("lib/wait.c",
+                  ("lib/lock/wait.c",
                    "            if (head != NULL) /* else another client's waiter is next */\n"
                    "                op_wake(c, head, 0, true);\n",
                    "            op_wake(c, o, 0, true);\n")],
@@ -632,7 +632,7 @@ MUTANTS = [
         "name": "grant-to-a-head-nobody-hears",
         "what": "a release grants the key to the queue's head even when nobody listens on its "
                 "channel: a waiter whose client vanished holds the key",
-        "edits": [("lib/lua/queue.lua",
+        "edits": [("lib/core/lua/queue.lua",
                    'type(subs[2]) == "number" and subs[2] > 0',
                    'type(subs[2]) == "number" and subs[2] >= 0')],
         "killers": [SIM_SCRIPTS, integration("scripts", "queued_release_grants_a_listening_head")],
@@ -641,7 +641,7 @@ MUTANTS = [
         "name": "grant-record-outlives-its-release",
         "what": "the release of a waiter's lost attempt keeps its grant record: a later release "
                 "sets the key to a token the waiter has given up",
-        "edits": [("lib/lua/release_queued.lua",
+        "edits": [("lib/core/lua/release_queued.lua",
                    '    redis.call("hdel", d, me .. ":g")\n',
                    "")],
         "killers": [SIM_SCRIPTS, integration("scripts", "queued_release_grants_a_listening_head")],
@@ -649,10 +649,10 @@ MUTANTS = [
     {
         "name": "grant-counts-for-every-node",
         "what": "one node's grant is counted as every node's: grants from a minority make a lock",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "    return n >= redlock__quorum_of(o->client->n_nodes) && grant_win(o);",
                    "    return n >= 1 && grant_win(o);"),
-                  ("lib/wait.c",
+                  ("lib/lock/wait.c",
                    "            if ((w->granted & (UINT64_C(1) << i)) == 0)\n"
                    "                continue;\n"
                    "            r->results[i].vote = REDLOCK_VOTE_YES;",
@@ -665,7 +665,7 @@ MUTANTS = [
         "name": "grant-counted-by-its-tag",
         "what": "a grant counts for the node its message names, whichever server sent it: grants "
                 "forged on one server for every tag make a lock",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "stamp > w->grant_until_us || tag != from ||\n        from >= c->n_nodes ||",
                    "stamp > w->grant_until_us || tag >= c->n_nodes ||")],
         "killers": [fault("forged", "forged_grants_cost_one_vote")],
@@ -676,7 +676,7 @@ MUTANTS = [
         "name": "grant-unvouched-subscriber",
         "what": "a message counts for the subscriber's node whatever server the subscriber "
                 "reached: a server listed twice hears one grant as two nodes' when forged",
-        "edits": [("lib/io_uv.c",
+        "edits": [("lib/net/io_uv.c",
                    "    unsigned from = sub_is_node(io, node, run_id) ? node : REDLOCK__IO_NO_NODE;",
                    "    unsigned from = run_id != NULL ? node : REDLOCK__IO_NO_NODE;")],
         "killers": [fault("forged", "server_listed_twice_forged")],
@@ -685,7 +685,7 @@ MUTANTS = [
         "name": "fenced-grant-without-commit",
         "what": "a fenced lock won by grants pre-counts every grant whose counter is one below "
                 "the fence as a commit ack: a forged counter becomes the fence, no commit runs",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "status = redlock__commit_start(o, r, true);",
                    "status = redlock__commit_start(o, r, false);")],
         "killers": [fault("forged", "granted_fence_is_committed")],
@@ -694,10 +694,10 @@ MUTANTS = [
         "name": "wake-ups-unbudgeted",
         "what": "every wake-up moves a waiter's attempt up: wake-ups forged on one server make "
                 "a round on every node each",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "    if (budgeted)\n        due = redlock__waiter_wake_due(c, w, due);\n",
                    ""),
-                  ("lib/acquire.c",
+                  ("lib/lock/acquire.c",
                    "        due = redlock__waiter_wake_due(c, w, due);\n",
                    "")],
         "killers": [fault("forged", "forged_wakeups_cost_bounded_rounds")],
@@ -706,7 +706,7 @@ MUTANTS = [
         "name": "upkeep-fails-the-release",
         "what": "the queue's upkeep runs unprotected in the release script: another tenant's "
                 "write into a queue key fails the release of the lock it deleted",
-        "edits": [("lib/lua/release_queued.lua",
+        "edits": [("lib/core/lua/release_queued.lua",
                    "        upkeep(leave, KEYS[i])\n",
                    "        leave(KEYS[i])\n")],
         "killers": [fault("forged", "foreign_queue_types_do_not_fail_the_release")],
@@ -715,7 +715,7 @@ MUTANTS = [
         "name": "queue-scan-unbounded",
         "what": "a queue script reads and drops every stale member in one call: garbage in the "
                 "queue costs unbounded work (and BUSY for every client of the server)",
-        "edits": [("lib/lua/queue.lua",
+        "edits": [("lib/core/lua/queue.lua",
                    'local ids = redis.call("zrange", q, 0, QUEUE_SCAN - 1)',
                    'local ids = redis.call("zrange", q, 0, -1)')],
         "killers": [fault("forged", "queue_garbage_costs_bounded_work")],
@@ -726,7 +726,7 @@ MUTANTS = [
         "name": "retake-proves-continuity",
         "what": "a node back as a new server leaves the lock's kept nodes, but fewer than a "
                 "quorum left is no gap: the retake re-creates the keys and nothing is reported",
-        "edits": [("lib/kept.c",
+        "edits": [("lib/lock/kept.c",
                    "    lock->gap = true;\n    lock->lapsed = true; /* no retake from now on: it would hide the gap */\n",
                    "")],
         "killers": [integration("amnesia", "retake_does_not_hide_a_majority_back_empty")],
@@ -735,7 +735,7 @@ MUTANTS = [
         "name": "continuity-from-the-last-round-alone",
         "what": "a key an extend's retake set anew (its script answers 2) counts as renewed: a "
                 "node seen back empty after a retake restored another hides the gap before it",
-        "edits": [("lib/round.c",
+        "edits": [("lib/lock/round.c",
                    "        if (vote == REDLOCK_VOTE_YES && !anew) {",
                    "        if (vote == REDLOCK_VOTE_YES) {")],
         "killers": [integration("amnesia", "retake_does_not_hide_a_gap_seen_late"),
@@ -747,7 +747,7 @@ MUTANTS = [
         "name": "release-continuous-without-kept-nodes",
         "what": "a release is continuous once a quorum deleted the key, whether or not those "
                 "nodes kept it (a key a retake set anew vouches for the whole hold)",
-        "edits": [("lib/hold.c",
+        "edits": [("lib/lock/hold.c",
                    "    redlock__cont cont = shown ? REDLOCK__CONT_PROVEN : redlock__round_continuity(r);",
                    "    redlock__cont cont = REDLOCK__CONT_PROVEN;")],
         "killers": [fault("continuity", "fresh_keys_prove_nothing"), fault("continuity")],
@@ -756,7 +756,7 @@ MUTANTS = [
         "name": "extend-continuous-at-any-quorum",
         "what": "an extend won at a quorum of yes is continuous, whether or not a quorum of kept "
                 "nodes renewed their keys in it",
-        "edits": [("lib/hold.c",
+        "edits": [("lib/lock/hold.c",
                    "        if (cont == REDLOCK__CONT_PENDING)\n            return false;\n"
                    "        r->proven = cont == REDLOCK__CONT_PROVEN;",
                    "        (void)cont;\n        r->proven = true;")],
@@ -766,7 +766,7 @@ MUTANTS = [
         "name": "late-yes-kept-at-once",
         "what": "a yes that comes after the acquire's decision is kept at once: its key may have "
                 "been set after a first voter lost its own, and that gap is hidden",
-        "edits": [("lib/round.c",
+        "edits": [("lib/lock/round.c",
                    "        redlock__kept_fresh(lock, i, now); /* set after the decision, perhaps */",
                    "        lock->cont.kept |= UINT64_C(1) << i;")],
         "killers": [integration("amnesia", "restart_right_after_a_late_yes_is_a_loss_when_unheard")],
@@ -775,7 +775,7 @@ MUTANTS = [
         "name": "probe-never-sent",
         "what": "a quiet client never asks its nodes after a late yes: the fresh key stays "
                 "unconfirmed, and a node back empty then costs the lock",
-        "edits": [("lib/kept.c",
+        "edits": [("lib/lock/kept.c",
                    "    c->probe_armed = true;\n    redlock__client_timer_start(",
                    "    return;\n    redlock__client_timer_start(")],
         "killers": [integration("amnesia", "a_quiet_client_asks_after_a_late_yes")],
@@ -783,7 +783,7 @@ MUTANTS = [
     {
         "name": "probe-answer-ignored",
         "what": "the answer to the client's probe is not counted as the node heard",
-        "edits": [("lib/kept.c",
+        "edits": [("lib/lock/kept.c",
                    "    if (vote == REDLOCK_VOTE_YES && req->sent_us > c->heard_us[p->node])",
                    "    if (vote == REDLOCK_VOTE_YES && req->sent_us > UINT64_MAX - 1)")],
         "killers": [integration("amnesia", "a_quiet_client_asks_after_a_late_yes")],
@@ -791,7 +791,7 @@ MUTANTS = [
     {
         "name": "continuity-one-short",
         "what": "a round's continuity is shown with one kept node fewer than the quorum",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    if (redlock__count_nodes(kept & evidence, n_nodes) >= quorum)",
                    "    if (redlock__count_nodes(kept & evidence, n_nodes) + 1 >= quorum)")],
         "killers": [proof_wp("redlock__continuity"), fault("continuity")],
@@ -799,7 +799,7 @@ MUTANTS = [
     {
         "name": "release-ok-unproven",
         "what": "a release whose continuity is not shown still reports 0 when a quorum deleted",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    if (!lapsed && cont != REDLOCK__CONT_PROVEN && *status == 0)",
                    "    if (!lapsed && cont == REDLOCK__CONT_PENDING && *status == 0)")],
         "killers": [proof_wp("redlock__release_decided_cont"), fault("continuity")],
@@ -808,7 +808,7 @@ MUTANTS = [
         "name": "grant-without-replica-wait",
         "what": "a cluster node with wait_replicas takes grant records: a grant counts with no "
                 "replica having the key, and a failover loses it under a valid lock",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    ".grant_tag = cl->replica_wait > 0 ? 0 : cr->outer->grant_tag};",
                    ".grant_tag = cr->outer->grant_tag};")],
         "killers": [integration("cluster", "grant_waits_for_replicas")],
@@ -817,7 +817,7 @@ MUTANTS = [
         "name": "grant-for-the-full-ttl-to-a-half-open-waiter",
         "what": "a grant sets the key for the head's whole ttl whatever is left of its place: a "
                 "waiter cut off behind half-open connections holds the next waiters off for it",
-        "edits": [("lib/lua/release_queued.lua",
+        "edits": [("lib/core/lua/release_queued.lua",
                    "    local full = r.ttl <= left",
                    "    local full = true")],
         "killers": [SIM_SCRIPTS, integration("scripts", "grant_lasts_no_longer_than_the_place"),
@@ -827,7 +827,7 @@ MUTANTS = [
         "name": "cut-grant-taken-for-a-lock",
         "what": "a grant cut at the head's place deadline counts as a yes with the head's ttl: "
                 "the lock is reported valid for longer than its keys live",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "    if (!(full == 1 && ",
                    "    if (!(full <= 1 && ")],
         "killers": [sim_grants(), integration("notify", "grant_cut_at_the_place_is_claimed")],
@@ -837,7 +837,7 @@ MUTANTS = [
         "name": "pubsub-refusal-fails-the-release",
         "what": "a refused PUBSUB NUMSUB is a Lua error after the key was deleted: the release "
                 "reports failure for a hold that was continuous",
-        "edits": [("lib/lua/queue.lua",
+        "edits": [("lib/core/lua/queue.lua",
                    'return type(subs) == "table" and type(subs[2]) == "number" and subs[2] > 0',
                    'return type(subs) == "table" and tonumber(subs[2]) > 0')],
         "killers": [SIM_SCRIPTS, integration("scripts", "release_without_pubsub_rights"),
@@ -847,7 +847,7 @@ MUTANTS = [
         "name": "lost-attempt-wakes-everyone",
         "what": "the release of a lost attempt publishes like a holder's: every waiter wakes for "
                 "keys that were nobody's turn, and loses again",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "    redlock__release_everywhere(c, lock, leave, false);\n    if (lock->caller_token",
                    "    redlock__release_everywhere(c, lock, leave, true);\n    if (lock->caller_token")],
         "killers": [integration("notify", "lost_attempts_wake_nobody"),
@@ -857,7 +857,7 @@ MUTANTS = [
         "name": "fenced-grant-without-counter",
         "what": "a grant to a fenced waiter sets its key but does not raise the counter: the fence "
                 "its client commits is not above the last holder's",
-        "edits": [("lib/lua/release_queued.lua",
+        "edits": [("lib/core/lua/release_queued.lua",
                    "        c = fence_bump(ck, c)",
                    "        c = c or \"0\"")],
         "killers": [SIM_SCRIPTS, integration("scripts", "fenced_grant_raises_the_counter"),
@@ -867,7 +867,7 @@ MUTANTS = [
         "name": "set-granted-on-one-key",
         "what": "a set's waiter counts a node as a yes once any key of the set was granted there: "
                 "two waiters of overlapping sets hold at once",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "    if (++node->keys == w->n_keys)",
                    "    if (++node->keys >= 1)")],
         "killers": [sim_grants(), fault("grants", "set_waiters_take_turns")],
@@ -876,7 +876,7 @@ MUTANTS = [
         "name": "waiter-ignores-how-long-to-wait",
         "what": "a waiter's lost attempt sleeps its retry delay whatever the nodes said of the "
                 "holder's keys: a crashed holder's waiter wakes a retry delay late",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "        if (wait < delay && delay - wait > 1000)",
                    "        if (false)")],
         "killers": [fault("grants", "waiter_wakes_when_a_crashed_holders_key_runs_out")],
@@ -885,7 +885,7 @@ MUTANTS = [
         "name": "grant-validity-from-the-notice",
         "what": "a lock won by grants has its validity measured from when the grants were heard, "
                 "not from when the attempt they answer was sent (before the keys were set)",
-        "edits": [("lib/wait.c",
+        "edits": [("lib/lock/wait.c",
                    "c->opts.min_validity_ms, oldest);",
                    "c->opts.min_validity_ms, now);")],
         "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
@@ -895,7 +895,7 @@ MUTANTS = [
         "what": "every lost attempt of a waiter is released and gets a new token, as before the "
                 "grants: the release's grant is never for the waiter's token, and every handoff "
                 "costs the waiter a round",
-        "edits": [("lib/acquire.c",
+        "edits": [("lib/lock/acquire.c",
                    "    return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&",
                    "    return false && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&")],
         "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
@@ -904,7 +904,7 @@ MUTANTS = [
         "name": "release-decided-before-its-status",
         "what": "a release is decided at its first answer, not once the nodes still out cannot "
                 "change its status: a release a quorum would have confirmed reports no quorum",
-        "edits": [("lib/quorum.c",
+        "edits": [("lib/core/quorum.c",
                    "    if (out == 0)\n        return true;\n    if (lapsed)",
                    "    if (true)\n        return true;\n    if (lapsed)")],
         "killers": [fault("release", "release_decided_at_the_quorum")],
@@ -913,7 +913,7 @@ MUTANTS = [
         "name": "close-forgets-releases-out",
         "what": "a close does not wait for the deletes of releases decided at the quorum: it "
                 "completes while the far nodes still hold the key",
-        "edits": [("lib/api.c",
+        "edits": [("lib/api/api.c",
                    "    redlock__ops_close_waits(c);\n",
                    "")],
         "killers": [fault("release", "close_after_release_deletes_everything")],
@@ -922,7 +922,7 @@ MUTANTS = [
         "name": "release-waits-all-ignored",
         "what": "release_waits_all is ignored: a caller that asked for every node's answer gets "
                 "the quorum's",
-        "edits": [("lib/hold.c",
+        "edits": [("lib/lock/hold.c",
                    "    if (r->outstanding > 0 && o->client->opts.release_waits_all)",
                    "    if (false && o->client->opts.release_waits_all)")],
         "killers": [fault("release", "release_waits_all_hears_every_node")],
@@ -931,7 +931,7 @@ MUTANTS = [
         "name": "cluster-ask-without-asking",
         "what": "a cluster node follows ASK without ASKING first: the importing master answers "
                 "MOVED back to the source, which answers ASK again, until the request gives up",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    "                               .asking = asking,",
                    "                               .asking = false,")],
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop")],
@@ -940,10 +940,10 @@ MUTANTS = [
         "name": "cluster-moved-not-followed",
         "what": "a cluster node takes MOVED as a plain error: neither the slot map nor a refresh "
                 "learns the new owner, so a migrated slot's keys are never reached",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    "int m = redlock__cluster_map_moved(&cl->map, rd.slot, host, rd.port);",
                    "int m = -1;"),
-                  ("lib/cluster.c",
+                  ("lib/net/cluster.c",
                    "                    cl->conn_of_master[m] = -1; /* looked up again: it may "
                    "have a new port */\n                want_refresh(cl);\n",
                    "                    cl->conn_of_master[m] = -1;\n")],
@@ -952,7 +952,7 @@ MUTANTS = [
     {
         "name": "cluster-replica-wait-ignored",
         "what": "wait_replicas counts a master's yes whatever WAIT answered",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    "data->counter >= cl->replica_wait) {",
                    "true) {")],
         "killers": [integration("cluster", "replica_wait_counts_replicas")],
@@ -961,7 +961,7 @@ MUTANTS = [
         "name": "cluster-no-slots-fallback",
         "what": "a cluster node whose servers refuse CLUSTER SHARDS (older than 7, or an ACL) never "
                 "asks CLUSTER SLOTS: it has no slot map and votes error",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    "req->fail == REDLOCK__FAIL_SERVER) {",
                    "req->fail == REDLOCK__FAIL_SERVER && false) {")],
         "killers": [integration("cluster", "slots_when_shards_refused")],
@@ -970,7 +970,7 @@ MUTANTS = [
         "name": "cluster-tryagain-is-final",
         "what": "a cluster node takes TRYAGAIN (a slot split half way through a migration) as its "
                 "vote instead of sending the request again within its deadline",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    'if (strncmp(error, "TRYAGAIN", 8) == 0 || strncmp(error, "CLUSTERDOWN", 11) == 0)',
                    'if (strncmp(error, "CLUSTERDOWN", 11) == 0)')],
         "killers": [integration("cluster", "tryagain_while_a_slot_is_split")],
@@ -980,7 +980,7 @@ MUTANTS = [
         "what": "a cluster node's copy of a command keeps the round's shared encoding (cmd.wire, "
                 "valid only while the round sends): a redirected request goes out later as "
                 "whatever bytes that buffer holds by then",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    "    cr->cmd.wire = NULL;\n    cr->cmd.wire_len = 0;\n",
                    "")],
         "killers": [integration("cluster", "slot_migrating_under_a_lock_loop"),
@@ -992,10 +992,10 @@ MUTANTS = [
         # extension (a plain lock: only from its release) and works on while anyone may take it.
         "name": "restart-unnoticed",
         "what": "the client ignores a node that came back as a new server (a new run_id)",
-        "edits": [("lib/api.c",
+        "edits": [("lib/api/api.c",
                    "    .node_changed = redlock__recheck_node,\n",
                    "    .node_changed = NULL,\n"),
-                  ("lib/client.c",
+                  ("lib/lock/client.c",
                    "    c->hooks->node_changed(c, node);\n",
                    "    if (c->hooks->node_changed != NULL)\n        c->hooks->node_changed(c, node);\n")],
         "killers": [sim("amnesia_reported_at_once"), integration("amnesia"),
@@ -1006,7 +1006,7 @@ MUTANTS = [
     {
         "name": "new-run-id-unseen",
         "what": "a node's reconnection never compares the server's run_id with the last one's",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "    bool changed = n->server_run_id[0] != '\\0' && strcmp(n->server_run_id, run_id) != 0;",
                    "    bool changed = false;")],
         "killers": [integration("amnesia", "plain_lock_reads_as_lost"), integration("amnesia"),
@@ -1016,7 +1016,7 @@ MUTANTS = [
         "name": "plain-lock-not-checked",
         "what": "after a node came back as a new server only auto-extended locks are checked: a "
                 "plain lock a quorum forgot still reads as held",
-        "edits": [("lib/recheck.c",
+        "edits": [("lib/lock/recheck.c",
                    "        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)\n"
                    "            check_start(lock);\n",
                    "        if (held(lock, now))\n            (void)redlock__auto_recheck(lock);\n")],
@@ -1029,7 +1029,7 @@ MUTANTS = [
         "name": "lost-key-unnoticed",
         "what": "a round that hears a node say no where the lock's last won round had its yes "
                 "(the node lost its keys without a restart) checks no other lock",
-        "edits": [("lib/recheck.c",
+        "edits": [("lib/lock/recheck.c",
                    "        checks_due(c);\n    } else if (gap) {",
                    "    } else if (gap) {")],
         "killers": [integration("amnesia", "a_key_gone_checks_every_lock")],
@@ -1040,7 +1040,7 @@ MUTANTS = [
         "name": "reader-hiredis-functions",
         "what": "the bounded reader leaves hiredis's own reply functions in place: no bound on "
                 "an array's elements, the nesting or a reply's objects",
-        "edits": [("lib/reader.c",
+        "edits": [("lib/core/reader.c",
                    "    rd->r->fn = &rd->fn;\n",
                    "    rd->r->fn = &rd->base;\n")],
         "killers": [unit("reader"), fault("hostile", "huge_array*")],
@@ -1048,7 +1048,7 @@ MUTANTS = [
     {
         "name": "reader-bulk-unbounded",
         "what": "a bulk string's announced length is not checked: it is buffered until it ends",
-        "edits": [("lib/reader.c",
+        "edits": [("lib/core/reader.c",
                    "            else if (len > rd->limits.max_bulk)\n",
                    "            else if (len > SIZE_MAX / 2)\n")],
         "killers": [unit("reader"), fault("hostile", "trickled_bulk*")],
@@ -1056,7 +1056,7 @@ MUTANTS = [
     {
         "name": "scrub-keeps-password",
         "what": "a server's error text keeps the password it repeats",
-        "edits": [("lib/scrub.c",
+        "edits": [("lib/core/scrub.c",
                    "        if (secret_len > 0 && (m == secret_len || quoted)) {",
                    "        if (secret_len > 0 && m > secret_len) {")],
         "killers": [unit("scrub"),
@@ -1067,7 +1067,7 @@ MUTANTS = [
     {
         "name": "node-errors-not-scrubbed",
         "what": "the node layer keeps a server's error text as it came (scrub.c never called)",
-        "edits": [("lib/node.c",
+        "edits": [("lib/net/node.c",
                    "    redlock__scrub_error(r, n->cfg.url->password);\n",
                    "")],
         "killers": [{"program": "test/auth/test-auth", "build": ["tools/redlock"],
@@ -1079,7 +1079,7 @@ MUTANTS = [
         "name": "scrub-keeps-control-bytes",
         "what": "a server's error text keeps its control bytes (an escape sequence reaches the "
                 "terminal)",
-        "edits": [("lib/scrub.c",
+        "edits": [("lib/core/scrub.c",
                    "        text[w++] = c >= 0x20 && c < 0x7f ? (char)c : '?';",
                    "        text[w++] = (char)c;")],
         "killers": [unit("scrub"), cli("cli", "server_text_is_printable")],
@@ -1088,7 +1088,7 @@ MUTANTS = [
         "name": "tls-cn-fallback",
         "what": "a host name is matched against the certificate's CN when it has no "
                 "subjectAltName",
-        "edits": [("lib/tls.c",
+        "edits": [("lib/net/tls.c",
                    " |\n                                      X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);",
                    ");")],
         "killers": [{"program": "test/tls/test-tls",
@@ -1097,10 +1097,10 @@ MUTANTS = [
     {
         "name": "url-quotes-stray-password",
         "what": "a URL that lost its @host (redis://user:secret) is quoted whole in its error",
-        "edits": [("lib/url.c",
+        "edits": [("lib/core/url.c",
                    "        return stray_span(text, authority, start, end);",
                    "        return 0;"),
-                  ("lib/url.c",
+                  ("lib/core/url.c",
                    "        if (parse_decimal(digits, 1, 65535, port) != 0) {\n"
                    "            if (!quote_port)",
                    "        if (parse_decimal(digits, 1, 65535, port) != 0) {\n"
@@ -1118,7 +1118,7 @@ MUTANTS = [
     {
         "name": "cluster-allow-ignored",
         "what": "a cluster node connects to any master its cluster names, whatever allow= says",
-        "edits": [("lib/cluster.c",
+        "edits": [("lib/net/cluster.c",
                    "    if (!redlock__cluster_allows(cl->cfg.url, host))\n",
                    "    if (false)\n")],
         "killers": [integration("cluster", "masters_kept_within_allow")],
@@ -1136,7 +1136,7 @@ MUTANTS = [
     {
         "name": "using-loss-untold",
         "what": "redlock_using's work is not told when auto-extension finds its lock lost",
-        "edits": [("lib/using.c",
+        "edits": [("lib/api/using.c",
                    "    if (u->lost_cb != NULL)\n        u->lost_cb(lock, reason, u->lost_data);\n",
                    "")],
         "killers": [integration("using", "loss_during_the_work_is_told")],
@@ -1145,7 +1145,7 @@ MUTANTS = [
         "name": "using-loss-ends-lapsed",
         "what": "a hold of redlock_using lost during the work ends as lapsed (the release's), "
                 "not as lost with the reason the work was told",
-        "edits": [("lib/using.c",
+        "edits": [("lib/api/using.c",
                    "    u->lost_reason = reason;",
                    "    (void)reason;")],
         "killers": [integration("using", "loss_during_the_work_is_told")],
@@ -1153,7 +1153,7 @@ MUTANTS = [
     {
         "name": "using-lapse-ends-released",
         "what": "a hold of redlock_using whose release found it lapsed ends as released",
-        "edits": [("lib/using.c",
+        "edits": [("lib/api/using.c",
                    "        end = status == 0 ? REDLOCK_HOLD_RELEASED : REDLOCK_HOLD_LAPSED;",
                    "        end = REDLOCK_HOLD_RELEASED;")],
         "killers": [integration("using", "lapsed_hold_is_reported")],
@@ -1161,7 +1161,7 @@ MUTANTS = [
     {
         "name": "sync-with-loss-ends-lapsed",
         "what": "redlock_sync_with's function saw the loss, and the hold ends lapsed, not lost",
-        "edits": [("lib/sync_with.c",
+        "edits": [("lib/sync/sync_with.c",
                    "    } else if (redlock__sync_status_lost(lost)) {",
                    "    } else if (false) {")],
         "killers": [{"program": "test/threads/test-threads-sync_with",
@@ -1170,7 +1170,7 @@ MUTANTS = [
     {
         "name": "sync-lost-flag-never-set",
         "what": "redlock_sync_lock_lost reads false after the lock was lost",
-        "edits": [("lib/sync_with.c",
+        "edits": [("lib/sync/sync_with.c",
                    "    return lock != NULL &&\n",
                    "    return lock == NULL &&\n")],
         "killers": [{"program": "test/threads/test-threads-sync_with",
@@ -1180,7 +1180,7 @@ MUTANTS = [
         "name": "sync-loss-fd-silent",
         "what": "a blocking lock's loss descriptor never becomes readable when the loop thread "
                 "sees the loss",
-        "edits": [("lib/sync_with.c",
+        "edits": [("lib/sync/sync_with.c",
                    "    if (atomic_load(&sl->lost_fd) >= 0)\n        fd_poke(atomic_load(&sl->lost_wfd));\n",
                    "")],
         "killers": [{"program": "test/threads/test-threads-sync_with",
@@ -1189,13 +1189,13 @@ MUTANTS = [
     {
         "name": "token-fired-before-ignored",
         "what": "a cancel token fired before the call does not stop it: the acquire is sent",
-        "edits": [("lib/api.c",
+        "edits": [("lib/api/api.c",
                    "    if (redlock_cancel_token_fired(opts->cancel))",
                    "    if (false)"),
-                  ("lib/cancel.c",
+                  ("lib/lock/cancel.c",
                    "    if (atomic_load(&token->fired)) {",
                    "    if (false) {"),
-                  ("lib/sync.c",
+                  ("lib/sync/sync.c",
                    "    if (redlock_cancel_token_fired(req.opts.cancel)) {",
                    "    if (false) {")],
         "killers": [integration("using", "token_fired_before_the_call"),
@@ -1205,7 +1205,7 @@ MUTANTS = [
     {
         "name": "token-fire-wakes-nobody",
         "what": "firing a cancel token sets it but wakes no loop: acquires already waiting go on",
-        "edits": [("lib/cancel.c",
+        "edits": [("lib/lock/cancel.c",
                    "        reg->notify(reg);\n",
                    "        (void)reg;\n")],
         "killers": [integration("using", "token_cancels_a_wait"),
@@ -1216,7 +1216,7 @@ MUTANTS = [
         "name": "token-cancels-everything",
         "what": "a fired cancel token cancels every pending operation of the clients it wakes, "
                 "not only those that carry it",
-        "edits": [("lib/op.c",
+        "edits": [("lib/lock/op.c",
                    "        if (!redlock__cancel_reg_fired(&o->cancel))\n            continue;\n",
                    "")],
         "killers": [integration("using", "token_shared_by_two_clients")],
@@ -1225,7 +1225,7 @@ MUTANTS = [
         "name": "noauth-taken-for-an-acl",
         "what": "a NOAUTH to SCRIPT LOAD (the URL gives no password) is put up with as an ACL's "
                 "refusal: the node seems up and says \"allow +script|load\"",
-        "edits": [("lib/handshake.c",
+        "edits": [("lib/core/handshake.c",
                    "        if (auth != NULL) {",
                    "        if (auth != NULL && step->kind == REDLOCK__HS_STATUS) {")],
         "killers": [unit("handshake"), auth("auth", "missing_password_is_named")],
@@ -1233,7 +1233,7 @@ MUTANTS = [
     {
         "name": "text-cut-mid-word",
         "what": "a text too long for its buffer is cut at the last byte that fits, inside a word",
-        "edits": [("lib/common.c",
+        "edits": [("lib/core/common.c",
                    "    while (cut > 0 && text[cut] != ' ')\n        cut--;\n",
                    "")],
         "killers": [unit("text"), integration("node", "long_server_error_is_cut_after_a_word")],
@@ -1241,7 +1241,7 @@ MUTANTS = [
     {
         "name": "resource-max-not-enforced",
         "what": "a resource over REDLOCK_RESOURCE_MAX is sent to the nodes",
-        "edits": [("lib/client.c",
+        "edits": [("lib/lock/client.c",
                    "        if (len > REDLOCK_RESOURCE_MAX - total) {\n",
                    "        if (len > 64 * REDLOCK_RESOURCE_MAX - total) {\n")],
         "killers": [{"program": "test/misuse/test-misuse"}, integration("multi"),
@@ -1253,7 +1253,7 @@ MUTANTS = [
         "what": "a lock that names a fence domain takes its fence from its resource's own counter: "
                 "fences of the domain's resources do not grow across them, and every resource "
                 "leaves a counter",
-        "edits": [("lib/api.c",
+        "edits": [("lib/api/api.c",
                    "        redlock__lock_set_fence_domain(lock, opts->fence_domain) != 0) {",
                    "        false) {")],
         "killers": [integration("fence_domain", "fences_grow_across_resources"),
@@ -1263,7 +1263,7 @@ MUTANTS = [
         "name": "fence-domain-grant-own-counter",
         "what": "a release grants a waiter of a fence domain a fence from the key's own counter, "
                 "not the domain's: below the last holder's",
-        "edits": [("lib/lua/release_queued.lua",
+        "edits": [("lib/core/lua/release_queued.lua",
                    "    local ck = r.ck or key .. \":fence\"",
                    "    local ck = key .. \":fence\"")],
         "killers": [SIM_SCRIPTS, integration("fence_domain", "waiter_in_the_domain_follows*")],
@@ -1271,7 +1271,7 @@ MUTANTS = [
     {
         "name": "fence-domain-waiter-own-counter",
         "what": "a waiter of a fence domain takes its fence from its key's own counter",
-        "edits": [("lib/lua/acquire_queued.lua",
+        "edits": [("lib/core/lua/acquire_queued.lua",
                    "    ck = ARGV[10]\n",
                    "    ck = KEYS[1] .. \":fence\"\n")],
         "killers": [SIM_SCRIPTS, integration("fence_domain", "waiter_in_the_domain_follows*")],

@@ -112,7 +112,7 @@ typedef struct sim_config {
     double stall_prob; /* a TCP retransmission: delay + stall, later messages wait behind it */
     uint64_t stall_max_us;
     double drop_prob; /* lost for good */
-    /* Like the real node (lib/node.c): when a request times out and the node owes replies and
+    /* Like the real node (lib/net/node.c): when a request times out and the node owes replies and
      * has been silent for 3 timeouts, counted from the later of its last reply (a late one to a
      * request that timed out counts too) and the moment it started to owe one, the process drops
      * the connection and reconnects. What it already wrote still reaches the node on the old
@@ -167,7 +167,8 @@ typedef struct sim_config {
     /* Nodes (bit i: node i) whose ACL refuses PUBSUB NUMSUB and PUBLISH. */
     unsigned refuse_pubsub_mask;
     /* > 0: node alias_node - 1 is the same server as node 0 listed again (its command
-     * connection is refused as a twin, as lib/node.c does; its subscriber listens on node 0). */
+     * connection is refused as a twin, as lib/net/node.c does; its subscriber listens on node 0).
+     */
     unsigned alias_node;
     /* Nodes (bit i: node i) that are Redis Clusters (sim_cluster.c): two shards of a master and a
      * replica each, slots moving between them (migrations times a run), failovers that keep only
@@ -181,7 +182,7 @@ typedef struct sim_config {
     /* Broken variants, the controls (sim.h's properties must catch each): SIM_BREAK_* flags of
      * the scripts' models (sim_scripts.h); grant_per_subscriber: a grant counts for the node
      * whose subscriber heard it (the io rewrites its tag); grant_without_wait: a cluster node
-     * with wait_replicas takes grant records (as lib/cluster.c before the grants issue). */
+     * with wait_replicas takes grant records (as lib/net/cluster.c before the grants issue). */
     unsigned breaks;
     bool grant_per_subscriber, grant_without_wait;
     /* > 0: the last node is hostile (sim_hostile.c): this many forged messages a run, of every

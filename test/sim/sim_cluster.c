@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* sim_cluster.c - nodes that are Redis Clusters, as far as the lock's safety goes.
  *
- * lib/cluster.c runs on lib/node.c's connections (libuv sockets), below io.h, so it cannot run
- * under the simulator; what the rounds see of a cluster node is modelled here instead, from both
- * sides: the cluster's servers, and the routing lib/cluster.c does for a request
+ * lib/net/cluster.c runs on lib/net/node.c's connections (libuv sockets), below io.h, so it cannot
+ * run under the simulator; what the rounds see of a cluster node is modelled here instead, from
+ * both sides: the cluster's servers, and the routing lib/net/cluster.c does for a request
  * (test/sim/README.md says so).
  *
  *   - Two shards, each a master and a replica with their own keyspaces (sim_db.h) on the node's
@@ -17,7 +17,7 @@
  *     the source may touch no key it does not have ("a non local key", as Redis 7 refuses); one
  *     run by the target after ASKING may (it reads what has not arrived yet as absent).
  *   - A master that does not own the slot answers MOVED; the process's view of the slots (what
- *     lib/cluster.c's map would be) learns the owner from it. Redirects cost a round trip each;
+ *     lib/net/cluster.c's map would be) learns the owner from it. Redirects cost a round trip each;
  *     TRYAGAIN and CLUSTERDOWN a 10 ms pause, or the request's error once its deadline is near.
  *   - A failover: the replica takes over with what it had, losing what its master wrote since;
  *     the shard answers CLUSTERDOWN for a moment, every connection to the node drops (the client
@@ -26,7 +26,7 @@
  *     is not yet on the replica: with chance failover_prob, and always after a grant's.
  *   - The replica wait (wait_replicas): a write's yes counts only when WAIT says the replica has
  *     it within three quarters of the time left to the request's deadline (else ERROR, as
- *     lib/cluster.c's on_wait); a node with the replica wait takes no grant record (the grant
+ *     lib/net/cluster.c's on_wait); a node with the replica wait takes no grant record (the grant
  *     tag is cleared: sim_io.c).
  * Subscribers connect to shard 0's master; a PUBLISH reaches every server's subscribers, and
  * PUBSUB NUMSUB counts only the executing server's (sim_pubsub.c). */
@@ -38,8 +38,8 @@
 #include "slot.h"
 
 #define SHARDS 2
-#define HOPS_MAX 16             /* lib/cluster.c's */
-#define RETRY_PAUSE_US 10000    /* lib/cluster.c's */
+#define HOPS_MAX 16             /* lib/net/cluster.c's */
+#define RETRY_PAUSE_US 10000    /* lib/net/cluster.c's */
 #define ADVERSARIAL_FAILOVERS 3 /* per cluster node and run, right after a write */
 
 typedef struct snapshot {
@@ -363,7 +363,7 @@ static void resend(sim_world *w, sim_proc *p, unsigned node, sim_msg *m, unsigne
 }
 
 /* TRYAGAIN, CLUSTERDOWN, or too many redirects: again after a pause, unless the pause would
- * end past the request's deadline: then the vote is that error (lib/cluster.c, retry_later). */
+ * end past the request's deadline: then the vote is that error (lib/net/cluster.c, retry_later). */
 static void retry(sim_world *w, sim_proc *p, unsigned node, sim_msg *m, unsigned view_shard,
                   const char *why)
 {

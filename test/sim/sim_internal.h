@@ -132,7 +132,7 @@ typedef struct sim_conn {
     uint64_t crash_epoch; /* messages of this epoch or older died with their node */
     uint64_t run_id;      /* of the server it last connected to (0: none yet) */
     /* When the process last heard from the node, and when it last went from owing nothing to
-     * owing a reply, on its clock; replies owed to requests that timed out (lib/node.c's
+     * owing a reply, on its clock; replies owed to requests that timed out (lib/net/node.c's
      * last_reply_us, owing_since_us, skip_replies). */
     uint64_t last_reply_local, owing_since_local;
     unsigned skip;

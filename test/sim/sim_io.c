@@ -6,8 +6,8 @@
  * delayed, stalled (a retransmission: later messages wait behind it), dropped, or cut by a
  * partition. A request carries the command as the library encoded it (grant tag and all); the
  * node runs it (sim_node.c, sim_cluster.c) and its reply comes back as the server's reply, read
- * by the library's own reply reader (redlock__cmd_vote) as lib/node.c reads it. A restarted node
- * kills every connection to it; the process notices a little later, fails what it still waited
+ * by the library's own reply reader (redlock__cmd_vote) as lib/net/node.c reads it. A restarted
+ * node kills every connection to it; the process notices a little later, fails what it still waited
  * for, fails new sends at once while it reconnects, then reconnects. The subscriber connections
  * that wake waiters are sim_pubsub.c's. */
 #include <stdio.h>
@@ -161,7 +161,7 @@ static bool is_cluster(const sim_world *w, unsigned node)
 }
 
 /* The encoding a node gets: the library's, with the grant tag a cluster node with the replica
- * wait clears (lib/cluster.c: no grant where a write counts only with its replicas' acks),
+ * wait clears (lib/net/cluster.c: no grant where a write counts only with its replicas' acks),
  * unless that rule is the control that is broken. */
 static sim_msg *encode(sim_proc *p, unsigned node, const redlock__req *req)
 {
@@ -203,7 +203,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
         complete(p, req, REDLOCK_VOTE_ERROR, "not connected: the process vanished", NULL);
         return;
     }
-    /* A server listed twice: lib/node.c refuses the second connection (same run_id). */
+    /* A server listed twice: lib/net/node.c refuses the second connection (same run_id). */
     if (w->cfg.alias_node != 0 && node == w->cfg.alias_node - 1) {
         complete(p, req, REDLOCK_VOTE_ERROR,
                  "same server as redis://sim-0:6379: a server must count only once", NULL);
@@ -419,7 +419,7 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     redlock__req *req = q->req;
     free(q);
     c->last_reply_local = sim_proc_now(p);
-    /* The reply read as lib/node.c reads it. */
+    /* The reply read as lib/net/node.c reads it. */
     redisReply reply, elems[3], *ptrs[3];
     sim_reply_to_redis(&m->reply, &reply, elems, ptrs);
     char err[REDLOCK_ERROR_TEXT_MAX];
@@ -428,7 +428,7 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     redlock_vote vote = redlock__cmd_vote(req->cmd, &reply, err, sizeof(err), &kind, &data);
     if (kind != REDLOCK__REPLY_ANSWER)
         sim_contract(w, "p%u: a reply the library cannot take from n%u: %s", p->id, ev->node, err);
-    /* A cluster node's replica wait (lib/cluster.c): a yes counts only with its replicas. */
+    /* A cluster node's replica wait (lib/net/cluster.c): a yes counts only with its replicas. */
     if (vote == REDLOCK_VOTE_YES && m->wait_count >= 0 &&
         (unsigned)m->wait_count < w->cfg.wait_replicas) {
         vote = REDLOCK_VOTE_ERROR;
@@ -445,7 +445,7 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     sim_msg_free(m);
 }
 
-/* A request timed out; as lib/node.c's on_deadline, every request whose deadline has passed
+/* A request timed out; as lib/net/node.c's on_deadline, every request whose deadline has passed
  * times out with it (in FIFO order), its reply owed; then a node that owes replies and has been
  * silent for DROP_AFTER_TIMEOUTS timeouts loses its connection. */
 #define DROP_AFTER_TIMEOUTS 3

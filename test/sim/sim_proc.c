@@ -23,7 +23,7 @@
  *     callback comes after any of them;
  *   - with max_extensions, no more are won, and the hold ends through the lost callback with
  *     REDLOCK_ELIMIT exactly when the cap was reached (or REDLOCK_ELOST at the cap, when a check
- *     after a node lost its keys found it lost: lib/recheck.c);
+ *     after a node lost its keys found it lost: lib/lock/recheck.c);
  *   - closing the client while holding gives the lost callback (ECANCELED) before the close
  *     callback; releasing and closing at once gives none.
  *

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sim_pubsub.c - the subscriber connections that wake waiters (lib/notify.c's, simulated), and
+/* sim_pubsub.c - the subscriber connections that wake waiters (lib/net/notify.c's, simulated), and
  * the servers' subscriptions.
  *
  * A process whose io watches a channel keeps one subscriber connection per node, opened when the

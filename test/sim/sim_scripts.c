@@ -3,7 +3,7 @@
  * and the set scripts, and the dispatch of a command to its model (the waiters' scripts are
  * sim_queued.c's; the calls they are made of, sim_calls.c's).
  *
- * Each model is its script of lib/lua/ line by line; the Lua is quoted where a line is not
+ * Each model is its script of lib/core/lua/ line by line; the Lua is quoted where a line is not
  * obvious. A Redis call inside a script that fails (a key of the wrong type, a bad number, a key
  * a cluster's master may not touch) raises, as redis.call does: the script stops there and keeps
  * what it wrote (sx.raised; every step checks it first). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sim_scripts.h - what a simulated Redis server does with each command the library sends: the C
- * models of SET NX PX and of every script of lib/lua/ (scripts.h), run on a sim_db keyspace.
+ * models of SET NX PX and of every script of lib/core/lua/ (scripts.h), run on a sim_db keyspace.
  *
  * A model follows its script line by line, side effects included: the order of writes, what a
  * script that stops with an error has already written (a server does not roll a script back),

@@ -146,7 +146,7 @@ static void amnesia_reported_at_once(void **state)
         /* Most reports come within a reconnection attempt and a round (the rest: a pause, a
          * stalled message, a round lost to a timeout and retried), holders work on for less
          * time, and fewer holds overlap. Never told, a plain hold is reported only where a
-         * round of its own heard a node say "no" after a "yes" (lib/recheck.c). */
+         * round of its own heard a node say "no" after a "yes" (lib/lock/recheck.c). */
         assert_true(now.forgotten_reported >= now.forgotten / 2);
         assert_true(now.reported_in_time * 100 >= now.forgotten_reported * 85);
         assert_true(mean_ms(now.unaware_us_total, now.forgotten) <

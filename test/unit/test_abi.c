@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_abi.c - the caller's structs are read and written by the caller's size (lib/abi.h,
+/* test_abi.c - the caller's structs are read and written by the caller's size (lib/core/abi.h,
  * docs/api.md "ABI policy"): an older program's smaller struct is never written past and its
  * missing members get defaults; a newer program's extra members are refused when set; a struct
  * that was never set up by its init macro is refused with REDLOCK_EINVAL. No server is needed:

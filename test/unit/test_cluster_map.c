@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_cluster_map.c - the slot map of a Redis Cluster node (lib/cluster_map.c): CLUSTER SHARDS
- * and CLUSTER SLOTS replies in, which master owns which slot out; malformed replies refused
+/* test_cluster_map.c - the slot map of a Redis Cluster node (lib/core/cluster_map.c): CLUSTER
+ * SHARDS and CLUSTER SLOTS replies in, which master owns which slot out; malformed replies refused
  * with a message and the map left as it was; MOVED updates; MOVED / ASK texts.
  *
  * Inputs are RESP text, parsed with hiredis's own reader as a node's bytes would be. In the

@@ -108,9 +108,9 @@ static void encodes_scripts_as_evalsha_or_eval(void **state)
     redlock__buf_free(&b, &alloc);
 }
 
-/* A waiter's commands (lib/lua/acquire_queued.lua, release_queued.lua): the acquire names every
- * key of the lock, its place, its channel and, per node, its attempt's stamp and the node's tag
- * (empty where no grant may be made, and without a stamp: no grant record); the release the
+/* A waiter's commands (lib/core/lua/acquire_queued.lua, release_queued.lua): the acquire names
+ * every key of the lock, its place, its channel and, per node, its attempt's stamp and the node's
+ * tag (empty where no grant may be made, and without a stamp: no grant record); the release the
  * waiter, whether it leaves the queues and whether it tells. */
 static void encodes_a_waiters_commands(void **state)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_reader.c - the bounded reader (lib/reader.h): what a server may send on each kind of
+/* test_reader.c - the bounded reader (lib/core/reader.h): what a server may send on each kind of
  * connection, refused as soon as its header says it is more, and everything the library's
  * commands can legitimately be answered let through. */
 #include <setjmp.h>

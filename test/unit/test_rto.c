@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_rto.c - a node's request timeout (lib/rto.h): fixed stays fixed; adaptive starts
+/* test_rto.c - a node's request timeout (lib/core/rto.h): fixed stays fixed; adaptive starts
  * generous, follows the round trips it measures within its floor and cap, backs off on a
  * timeout and comes back with the next sample. */
 #include <setjmp.h>

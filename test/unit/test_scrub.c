@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_scrub.c - a server's text made fit to keep and show (lib/scrub.h): the password it
+/* test_scrub.c - a server's text made fit to keep and show (lib/core/scrub.h): the password it
  * repeats, whole or cut, hidden; control bytes replaced; an error's code and a redirect kept
  * whole. */
 #include <setjmp.h>

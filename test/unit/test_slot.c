@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_slot.c - the hash slot of a key (lib/slot.c) against what a real Redis server says.
+/* test_slot.c - the hash slot of a key (lib/core/slot.c) against what a real Redis server says.
  *
  * Every expected slot below was given by redis-server 7.0.15 itself: a cluster of six servers
  * (--cluster-enabled yes, on free loopback ports, started and stopped by pid in a temp dir) was

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_text.c - texts cut to fit their buffers (lib/common.h, redlock__text_fit and
+/* test_text.c - texts cut to fit their buffers (lib/core/common.h, redlock__text_fit and
  * redlock__fmt): whole when they fit; else after the last whole word, marked "...", never
  * splitting a word that fits or a UTF-8 character, never overrunning. */
 #include <setjmp.h>

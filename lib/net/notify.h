@@ -2,10 +2,10 @@
 /* notify.h - a node's subscriber connection: the "freed" notifications that wake waiters.
  *
  * A release that deletes a lock's key on a node also PUBLISHes on that node, on a channel named
- * like the key (lib/lua/release.lua). A client whose acquires wait (wait_ms) keeps one subscriber
- * connection per node, SUBSCRIBEd to the keys its waiters wait for, and hands each message's
- * channel and text to its owner, which retries the waiter the message names as the head of the
- * resource's queue, or else its longest-waiting waiter of that key, at once (ops.c).
+ * like the key (lib/core/lua/release.lua). A client whose acquires wait (wait_ms) keeps one
+ * subscriber connection per node, SUBSCRIBEd to the keys its waiters wait for, and hands each
+ * message's channel and text to its owner, which retries the waiter the message names as the head
+ * of the resource's queue, or else its longest-waiting waiter of that key, at once (ops.c).
  *
  * The connection is opened when the first channel is wanted and closed once none has been
  * wanted for REDLOCK__SUB_IDLE_MS. It uses the node's URL, TLS and connect timeout, and

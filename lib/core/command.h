@@ -38,8 +38,8 @@ typedef enum {
 #define REDLOCK__FENCE_SUFFIX_LEN 6
 /* The names of a key's queue of waiters, of their deadlines and grant records, and (with ":"
  * and a waiter's id after it) of a waiter's own channel: the lock key with these appended (the
- * same prefix and hash tag, as the counter's). The queued scripts derive them (lib/lua/queue.lua);
- * the client names only its channels. */
+ * same prefix and hash tag, as the counter's). The queued scripts derive them
+ * (lib/core/lua/queue.lua); the client names only its channels. */
 #define REDLOCK__QUEUE_SUFFIX ":queue"
 #define REDLOCK__QUEUE_SUFFIX_LEN 6
 #define REDLOCK__DUE_SUFFIX ":queue-due"
@@ -82,8 +82,8 @@ typedef struct redlock__cmd {
     /* A holder's RELEASE: tell the waiters (the scripts publish the release); false for the
      * release of a lost attempt, which wakes nobody. */
     bool tell;
-    /* Fair turns (lib/lua/queue.lua): a waiter's ACQUIRE or ACQUIRE_FENCED, and the RELEASEs of
-     * its attempts and its lock, run the queued scripts on every key of the lock. waiter: its id
+    /* Fair turns (lib/core/lua/queue.lua): a waiter's ACQUIRE or ACQUIRE_FENCED, and the RELEASEs
+     * of its attempts and its lock, run the queued scripts on every key of the lock. waiter: its id
      * (waiter_len 0: none); channel: its own channel, which a grant record names; leave: a
      * RELEASE that takes it out of the queues. */
     bool queued;
@@ -136,7 +136,8 @@ static inline bool redlock__cmd_per_node(const redlock__cmd *cmd)
 /* Append the RESP encoding of cmd to out, always encoding it (redlock__cmd_append copies
  * cmd->wire instead when it can). grant_tag: for a waiter's acquire (redlock__cmd_per_node), 1 +
  * the node's index, which a grant on that node names, or 0 for a node where no grant may be made
- * (the record is then not written: lib/lua/acquire_queued.lua); ignored for any other command. */
+ * (the record is then not written: lib/core/lua/acquire_queued.lua); ignored for any other command.
+ */
 int redlock__cmd_encode(const redlock__cmd *cmd, unsigned grant_tag, bool use_eval,
                         redlock__buf *out, const redlock__alloc *alloc);
 

@@ -719,8 +719,8 @@ static int cmd_slot(const redlock__cmd *cmd, char *why, size_t why_len)
     if (cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS)
         return 0;
     unsigned slot = redlock__key_slot(cmd->key, cmd->key_len);
-    /* The queued scripts' own keys (lib/lua/queue.lua) share their key's hash tag: ops.c queues
-     * only keys that have one on a cluster. */
+    /* The queued scripts' own keys (lib/core/lua/queue.lua) share their key's hash tag: ops.c
+     * queues only keys that have one on a cluster. */
     redlock__span fence = {NULL, 0};
     if (redlock__cmd_uses_fence_key(cmd))
         fence = (redlock__span){cmd->fence_key, cmd->fence_key_len};

@@ -10,7 +10,7 @@
  * bounded: when it is full the oldest entry is dropped (the caller logs it). A compare-and-delete
  * is safe to send late or twice: it deletes the key only while it still holds this token. A
  * waiter's last release (cmd.leave) is kept with the waiter's id, and takes it out of the node's
- * queues too (lib/lua/release_queued.lua), as late or as often. */
+ * queues too (lib/core/lua/release_queued.lua), as late or as often. */
 #ifndef REDLOCK_RELQ_H
 #define REDLOCK_RELQ_H
 

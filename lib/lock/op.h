@@ -145,7 +145,7 @@ typedef struct round_req {
     round *round;
     unsigned node;
     /* A waiter's attempt that this node said no to: how long (ms) until the node could let it
-     * in without a release (lib/lua/acquire_queued.lua; -1 no end, -2 not said). Read only for
+     * in without a release (lib/core/lua/acquire_queued.lua; -1 no end, -2 not said). Read only for
      * such a no, which always sets it. */
     int64_t wait_ms;
 } round_req;

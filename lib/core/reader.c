@@ -307,9 +307,9 @@ bool redlock__reader_idle(const redlock__reader *rd)
     const redisReader *r = rd->r;
     if (r->pos != r->len)
         return false;
-    /* A call that found no byte to read leaves the stack's first task set up but not begun
-     * (type -1): as idle as an empty stack. Without this the fast path of node.c was taken or
-     * not by chance, until hiredis trimmed its buffer. */
+        /* A call that found no byte to read leaves the stack's first task set up but not begun
+         * (type -1): as idle as an empty stack. Without this the fast path of node.c was taken or
+         * not by chance, until hiredis trimmed its buffer. */
 #if HIREDIS_MAJOR >= 1
     return r->ridx == -1 || (r->ridx == 0 && r->task[0]->type == -1);
 #else

@@ -101,7 +101,7 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
 }
 
 /* Whether the queues of a waiter's keys lie in their keys' slot (always, without a cluster):
- * the queued scripts name them without declaring them (lib/lua/queue.lua). */
+ * the queued scripts name them without declaring them (lib/core/lua/queue.lua). */
 static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
 {
     for (unsigned i = 0; c->has_cluster && i <= lock->n_more; i++) {
@@ -244,7 +244,7 @@ static void op_wake(redlock_client *c, op *o, uint64_t delay_us, bool budgeted)
  * (redlock__commit_start). Not when a grant set a key only until o's place deadline, nor when that
  * attempt is more than half a ttl old (the lock would have little validity left), nor when less
  * than the client's min_validity_ms is left: then o retries at once, and its round renews the
- * granted keys (lib/lua/acquire_queued.lua). Returns whether o is
+ * granted keys (lib/core/lua/acquire_queued.lua). Returns whether o is
  * decided (won, or its commit round started). */
 static bool grant_win(op *o)
 {
@@ -329,8 +329,8 @@ static bool grant_field(const char **p, const char *end, uint64_t *out, bool *em
     return true;
 }
 
-/* "g:<stamp>:<tag>:<j>:<full>:<counter>:<token>", a grant (lib/lua/release_queued.lua): node tag
- * (the index of the node whose connection sent the attempt) set key j of o's lock to token for
+/* "g:<stamp>:<tag>:<j>:<full>:<counter>:<token>", a grant (lib/core/lua/release_queued.lua): node
+ * tag (the index of the node whose connection sent the attempt) set key j of o's lock to token for
  * the attempt sent at stamp, with that attempt's ttl if full is 1, else only until o's place
  * deadline there; a fenced lock's counter is what the node's counter was before the grant raised
  * it. A grant is a vote of the server that delivered it, and of no other (docs/algorithm.md,
@@ -399,7 +399,7 @@ static bool is_queue_channel(const op *o, const char *channel, size_t len)
     return o->lock->queue_channel_watched && same_bytes(queue, queue_len, channel, len);
 }
 
-/* A node says a key was released, on one of three channels (lib/lua/release_queued.lua):
+/* A node says a key was released, on one of three channels (lib/core/lua/release_queued.lua):
  *   - a waiter's own: a grant ("g:...", op_granted), or "w:<token>" when the release names it as
  *     the queue's next head without setting the key for it;
  *   - the waiter's queue's: "head:token", for a head that did not listen on its own channel yet;

@@ -147,8 +147,8 @@ static bool own_counter(const redlock__cmd *cmd)
 
 /* A set's command, or a waiter's (queued, of one key or a set): EVALSHA sha k key... then
  * token [ttl [retake]] (a set's: acquire, extend, release with its tell flag, inspect), or the
- * queued scripts' ARGV (lib/lua/acquire_queued.lua, release_queued.lua). Its argv is as long as
- * the set, so it lives on the heap. */
+ * queued scripts' ARGV (lib/core/lua/acquire_queued.lua, release_queued.lua). Its argv is as long
+ * as the set, so it lives on the heap. */
 static int keys_cmd_append(const redlock__cmd *cmd, unsigned grant_tag, bool use_eval,
                            redlock__buf *out, const redlock__alloc *alloc)
 {
@@ -422,9 +422,9 @@ static redlock_vote inspect_vote(const redlock__cmd *cmd, const redisReply *repl
     return data->value != NULL ? REDLOCK_VOTE_YES : REDLOCK_VOTE_NO;
 }
 
-/* A queued release whose queue upkeep failed (lib/lua/release_queued.lua): {0 or 1, the upkeep's
- * error}. The release's vote stands; the error becomes the note beside it (err). NONE for any
- * other shape. */
+/* A queued release whose queue upkeep failed (lib/core/lua/release_queued.lua): {0 or 1, the
+ * upkeep's error}. The release's vote stands; the error becomes the note beside it (err). NONE for
+ * any other shape. */
 static redlock_vote release_with_note(const redisReply *reply, char *err, size_t err_len)
 {
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||

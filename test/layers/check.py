@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""test/layers/check.py SRC BUILD - lib/README.md's layer map against the tree and the build.
+
+The map's table lists the layers bottom up, one row per folder of lib/, with the folder's files.
+Checked (TAP, one line each):
+  1. the table's folders are exactly lib/'s folders, in the order lib/meson.build builds them;
+  2. every .c and .h of a folder is in its row, and every file a row names is in its folder;
+  3. no file includes a header of a higher folder (the build's include paths refuse it too);
+  4. no layer's static library (BUILD/lib/libredlock-<layer>.a) leaves undefined a symbol that
+     a higher layer's library defines: a call runs down or within its layer only (the build's
+     per-layer links refuse it too: lib/meson.build).
+"""
+import os
+import re
+import subprocess
+import sys
+
+
+def main():
+    src, build = sys.argv[1], sys.argv[2]
+    lib = os.path.join(src, 'lib')
+    results = []
+
+    def check(ok, what, detail=''):
+        results.append((ok, what, detail))
+
+    readme = open(os.path.join(lib, 'README.md'), encoding='utf-8').read()
+    rows = re.findall(r'^\| `lib/([a-z]+)/` \| ([^|]*) \|', readme, re.M)
+    table = [(folder, re.findall(r'`([a-z_]+\.[ch])`', files)) for folder, files in rows]
+    folders = [f for f, _ in table]
+    built = re.findall(r"^subdir\('([a-z]+)'\)", open(os.path.join(lib, 'meson.build')).read(),
+                       re.M)
+    on_disk = sorted(d for d in os.listdir(lib) if os.path.isdir(os.path.join(lib, d)))
+    check(folders == built and sorted(folders) == on_disk,
+          "lib/README.md's layers are lib/'s folders in the build's order",
+          f'table {folders}, lib/meson.build {built}, on disk {on_disk}')
+
+    rank = {f: i for i, f in enumerate(folders)}
+    home = {}
+    missing, extra = [], []
+    for folder, listed in table:
+        path = os.path.join(lib, folder)
+        have = sorted(f for f in os.listdir(path) if f.endswith(('.c', '.h')))
+        missing += [f'{folder}/{f}' for f in have if f not in listed]
+        extra += [f'{folder}/{f}' for f in listed if f not in have]
+        for f in have:
+            home[f] = folder
+    check(not missing and not extra, "every file of lib/ is in its folder's row, and no other",
+          f'not in the map: {missing}; in the map, not in the folder: {extra}')
+
+    upward = []
+    for f, folder in sorted(home.items()):
+        text = open(os.path.join(lib, folder, f), encoding='utf-8').read()
+        for inc in re.findall(r'^#include "([a-z_]+\.h)"', text, re.M):
+            if inc in home and rank[home[inc]] > rank[folder]:
+                upward.append(f'{folder}/{f} includes {home[inc]}/{inc}')
+    check(not upward, 'no file includes a header of a higher layer', '; '.join(upward))
+
+    defined, undefined = {}, {}
+    for folder in folders:
+        archive = os.path.join(build, 'lib', f'libredlock-{folder}.a')
+        if not os.path.exists(archive):
+            check(False, f'the {folder} layer is built', f'{archive} is missing')
+            continue
+        out = subprocess.run(['nm', '--defined-only', '-A', archive], capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in 'TDBRC':
+                defined.setdefault(parts[2], folder)
+        out = subprocess.run(['nm', '--undefined-only', '-A', archive], capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 2:
+                unit = parts[0].rsplit(':', 1)[0].rsplit(':', 1)[-1]
+                undefined.setdefault(folder, set()).add((unit, parts[-1]))
+    calls_up = sorted(f'{folder}: {unit} calls {sym} ({defined[sym]})'
+                      for folder, syms in undefined.items() for unit, sym in syms
+                      if sym in defined and rank[defined[sym]] > rank[folder])
+    check(bool(defined) and not calls_up, 'no layer calls a higher one (the built libraries)',
+          '; '.join(calls_up[:20]))
+    print(f'1..{len(results)}')
+    for i, (ok, what, detail) in enumerate(results, 1):
+        print(f"{'ok' if ok else 'not ok'} {i} - {what}")
+        if not ok and detail:
+            print(f'# {detail}')
+    return 0 if all(ok for ok, _, _ in results) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

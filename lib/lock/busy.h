@@ -18,8 +18,9 @@
 
 /* o (an acquire) is about to be delivered REDLOCK_EBUSY: start reading its key on the nodes
  * that said no. Returns true when it did: o is delivered (redlock__op_complete with o->status)
- * once every read is back, unless something else delivers it first (op.c detaches the probe
- * then); false: nothing to ask (a set, no "no" vote, no memory), deliver now. */
+ * once every read is back, unless something else delivers it first (the acquire kind's detach
+ * then calls redlock__busy_detach); false: nothing to ask (a set, no "no" vote, no memory),
+ * deliver now. The acquire kind's hold_back calls it (op.h). */
 bool redlock__busy_probe(op *o);
 
 /* o is delivered: its probe, if any, no longer writes into it. */

@@ -464,3 +464,23 @@ int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsign
     *client_out = c;
     return 0;
 }
+
+/* ---- the log --------------------------------------------------------------------------------- */
+
+void redlock__client_node_log(void *ctx, redlock_log_level level, const char *url,
+                              const char *message)
+{
+    redlock_client *c = ctx;
+    c->opts.log_fn(c, level, url, message, c->opts.log_data);
+}
+
+void redlock__client_log(redlock_client *c, redlock_log_level level, const char *url,
+                         const char *fmt, ...)
+{
+    if (c->opts.log_fn == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    redlock__vlog(redlock__client_node_log, c, level, url, "", fmt, ap);
+    va_end(ap);
+}

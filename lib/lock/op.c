@@ -7,8 +7,6 @@
 
 #include <string.h>
 
-#include "busy.h"
-
 static void op_deliver(op *o);
 
 void redlock__op_hold_round(op *o, round *r)
@@ -53,8 +51,8 @@ void redlock__op_complete(op *o, int status)
     o->state = OP_DECIDED;
     if (c->closing)
         return; /* delivered by the close, with REDLOCK_ECANCELED */
-    if (status == REDLOCK_EBUSY && o->def == &redlock__acquire_kind && redlock__busy_probe(o))
-        return; /* delivered once it knows why (busy.h) */
+    if (o->def->hold_back != NULL && o->def->hold_back(o))
+        return; /* the kind delivers it once ready (an acquire refused: busy.h) */
     if (c->api_depth > 0) {
         redlock__client_timer_start(c, &o->timer, 0, on_deliver_timer);
         return;
@@ -67,7 +65,8 @@ static void op_deliver(op *o)
     redlock_client *c = o->client;
     redlock__list_remove(&o->link);
     redlock__client_timer_stop(c, &o->timer);
-    redlock__busy_detach(o);
+    if (o->def->detach != NULL)
+        o->def->detach(o);
     redlock_lock *lock = o->lock;
     round *r = o->round;
 

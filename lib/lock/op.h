@@ -70,6 +70,12 @@ typedef struct op_kind_def {
     void (*delivered)(op *o);
     /* o is canceled before its delivery (its state says where it was; NULL: nothing to undo). */
     void (*cancel)(op *o);
+    /* o's outcome is known (o->status): true when the kind holds its delivery back, to call
+     * redlock__op_complete again once it is ready (NULL: deliver now). */
+    bool (*hold_back)(op *o);
+    /* o is being delivered, held back or not: nothing the kind started for it in hold_back
+     * writes into it any more (NULL: nothing to detach). */
+    void (*detach)(op *o);
     /* A closing client releases what o may have taken (an acquire in flight or won). */
     bool release_on_close;
 } op_kind_def;
@@ -249,7 +255,7 @@ extern const op_kind_def redlock__inspect_kind;
 
 /* A fresh token for lock: 128 bits from the io's CSPRNG, as 32 hex digits. 0 or REDLOCK_ENOMEM. */
 int redlock__new_token(redlock_client *c, redlock_lock *lock);
-/* The acquire round r of o was won, or its commit round (acquire.c): the lock is granted.
+/* The acquire round r of o was won, or its commit round (won.c): the lock is granted.
  * Returns 0, or why it is not worth handing out after all. */
 int redlock__lock_grant(op *o, round *r);
 /* The fenced acquire round of o was won (by_grants: with grants): commit its fence on every

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* stats.c - the client's counters, its log, and the node state query (stats.h). */
+/* stats.c - the client's counters, the text of a failure, the names of log levels and node
+ * states, and the node state query (stats.h). */
 #include "stats.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "abi.h"
@@ -38,26 +38,6 @@ const char *redlock_node_state_name(redlock_node_state state)
         return "closed";
     }
     return "?";
-}
-
-/* ---- the log --------------------------------------------------------------------------------- */
-
-void redlock__client_node_log(void *ctx, redlock_log_level level, const char *url,
-                              const char *message)
-{
-    redlock_client *c = ctx;
-    c->opts.log_fn(c, level, url, message, c->opts.log_data);
-}
-
-void redlock__client_log(redlock_client *c, redlock_log_level level, const char *url,
-                         const char *fmt, ...)
-{
-    if (c->opts.log_fn == NULL)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    redlock__vlog(redlock__client_node_log, c, level, url, "", fmt, ap);
-    va_end(ap);
 }
 
 /* ---- the text of a failure ------------------------------------------------------------------ */

@@ -40,17 +40,4 @@ void redlock__stats_granted(redlock_client *c);
 /* An auto-extended lock was reported lost with reason. */
 void redlock__stats_lost(redlock_client *c, int reason);
 
-/* Log one line about the client (url NULL) or a node, if the client has a log callback; nothing
- * is formatted otherwise. */
-void redlock__client_log(redlock_client *c, redlock_log_level level, const char *url,
-                         const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-/* The nodes' log (redlock__node_config.log), ctx being the client. */
-void redlock__client_node_log(void *ctx, redlock_log_level level, const char *url,
-                              const char *message);
-
 #endif

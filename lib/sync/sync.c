@@ -171,11 +171,6 @@ int redlock_report_copy(redlock_report *report, const redlock_result *result)
 
 /* ---- the caller's side ----------------------------------------------------------------------- */
 
-uv_mutex_t *redlock__sync_mutex(redlock_sync *sync)
-{
-    return &sync->mutex;
-}
-
 static bool on_loop_thread(const redlock_sync *s)
 {
     /* s->thread was written by uv_thread_create before redlock_sync_new returned; the loop
@@ -319,6 +314,7 @@ static redlock_sync_lock *handle_new(redlock_sync *s, const sync_req *req)
     if (sl == NULL)
         return NULL;
     sl->sync = s;
+    sl->mutex = &s->mutex;
     redlock__list_init(&sl->link);
     redlock__list_init(&sl->auto_link);
     atomic_init(&sl->validity_ms, 0);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sync_lock.h - what sync.c (the blocking client) and sync_with.c (redlock_sync_with, and the loss
- * descriptor of a handle) share. Nothing here is public. */
+/* sync_lock.h - what sync.c (the blocking client), sync_lost.c (a handle's loss descriptor) and
+ * sync_with.c (redlock_sync_with) share. Nothing here is public. */
 #ifndef REDLOCK_SYNC_LOCK_H
 #define REDLOCK_SYNC_LOCK_H
 
@@ -10,6 +10,7 @@
 
 struct redlock_sync_lock {
     redlock_sync *sync;
+    uv_mutex_t *mutex; /* the sync client's, which guards the making of the loss descriptor */
     /* Loop thread only. */
     redlock_lock *lock;      /* the async handle; NULL once the client has freed it */
     redlock__list link;      /* sync->locks */
@@ -22,7 +23,7 @@ struct redlock_sync_lock {
     _Atomic uint64_t validity_ms;
     _Atomic uint64_t deadline_us;
     _Atomic int status;
-    /* The loss descriptor (sync_with.c): -1 until redlock_sync_lock_fd made it (under the sync's
+    /* The loss descriptor (sync_lost.c): -1 until redlock_sync_lock_fd made it (under the sync's
      * mutex, the write end first); read by the loop thread, which writes to it on a loss. */
     _Atomic int lost_fd;
     _Atomic int lost_wfd; /* the write end: lost_fd itself for an eventfd */
@@ -44,16 +45,14 @@ static inline bool redlock__sync_status_lost(int status)
     return status != 0 && status != REDLOCK_ERELEASED;
 }
 
-/* sync.c: the sync client's mutex, which guards the making of a loss descriptor too. */
-uv_mutex_t *redlock__sync_mutex(redlock_sync *sync);
 /* sync.c: a call that ended before any round: its status and why (message NULL or "": the
  * status's own text) in report (NULL: nothing). */
 void redlock__report_status(redlock_report *report, int status, const char *message);
 
-/* sync_with.c, on the loop thread: the handle's status was just set to a loss; make its
+/* sync_lost.c, on the loop thread: the handle's status was just set to a loss; make its
  * descriptor readable if it has one. */
 void redlock__sync_lock_signal(redlock_sync_lock *sl);
-/* sync_with.c: close the handle's descriptor (the handle is being freed). */
+/* sync_lost.c: close the handle's descriptor (the handle is being freed). */
 void redlock__sync_lock_fd_close(redlock_sync_lock *sl);
 
 #endif

@@ -9,12 +9,49 @@ Checked (TAP, one line each):
   3. no file includes a header of a higher folder (the build's include paths refuse it too);
   4. no layer's static library (BUILD/lib/libredlock-<layer>.a) leaves undefined a symbol that
      a higher layer's library defines: a call runs down or within its layer only (the build's
-     per-layer links refuse it too: lib/meson.build).
+     per-layer links refuse it too: lib/meson.build);
+  5. no call circle between files: the calls between the built objects (a file's undefined
+     symbols that another file defines) form no cycle, of two files or more.
 """
 import os
 import re
 import subprocess
 import sys
+
+
+def source_name(unit):
+    """An object's source: .../libredlock-lock.a.p/lock_client.c.o is lock/client.c."""
+    return os.path.basename(unit)[:-len('.o')].replace('_', '/', 1)
+
+
+def strongly_connected(graph):
+    """Tarjan's strongly connected components of graph (node -> nodes it points to)."""
+    index, low, on_stack, stack, out = {}, {}, set(), [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            out.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
 
 
 def main():
@@ -58,6 +95,7 @@ def main():
     check(not upward, 'no file includes a header of a higher layer', '; '.join(upward))
 
     defined, undefined = {}, {}
+    unit_defines, unit_needs = {}, {}
     for folder in folders:
         archive = os.path.join(build, 'lib', f'libredlock-{folder}.a')
         if not os.path.exists(archive):
@@ -69,6 +107,8 @@ def main():
             parts = line.split()
             if len(parts) == 3 and parts[1] in 'TDBRC':
                 defined.setdefault(parts[2], folder)
+                unit = parts[0].rsplit(':', 1)[0].rsplit(':', 1)[-1]
+                unit_defines[parts[2]] = unit
         out = subprocess.run(['nm', '--undefined-only', '-A', archive], capture_output=True,
                              text=True, check=True).stdout
         for line in out.splitlines():
@@ -76,11 +116,18 @@ def main():
             if len(parts) >= 2:
                 unit = parts[0].rsplit(':', 1)[0].rsplit(':', 1)[-1]
                 undefined.setdefault(folder, set()).add((unit, parts[-1]))
+                unit_needs.setdefault(unit, set()).add(parts[-1])
     calls_up = sorted(f'{folder}: {unit} calls {sym} ({defined[sym]})'
                       for folder, syms in undefined.items() for unit, sym in syms
                       if sym in defined and rank[defined[sym]] > rank[folder])
     check(bool(defined) and not calls_up, 'no layer calls a higher one (the built libraries)',
           '; '.join(calls_up[:20]))
+    calls = {u: sorted({unit_defines[sym] for sym in syms if sym in unit_defines} - {u})
+             for u, syms in unit_needs.items()}
+    circles = [c for c in strongly_connected(calls) if len(c) > 1]
+    check(bool(calls) and not circles, 'no call circle between files (the built objects)',
+          '; '.join(' <-> '.join(sorted(source_name(u) for u in c)) for c in circles))
+
     print(f'1..{len(results)}')
     for i, (ok, what, detail) in enumerate(results, 1):
         print(f"{'ok' if ok else 'not ok'} {i} - {what}")

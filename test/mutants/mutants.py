@@ -342,7 +342,7 @@ MUTANTS = [
         "name": "pre-ack-any-yes",
         "what": "every yes of a fenced acquire counts as a commit ack, also where the node's "
                 "counter is below the fence",
-        "edits": [("lib/lock/acquire.c",
+        "edits": [("lib/lock/won.c",
                    "a->fence + 1 == fence",
                    "a->fence + 1 <= fence")],
         "killers": [integration("fencing", "commit_only_where_the_fence_is_missing"),
@@ -369,7 +369,7 @@ MUTANTS = [
     {
         "name": "commit-acks-ignored",
         "what": "the commit round is won by the quorum whatever fence_commit asks for",
-        "edits": [("lib/lock/acquire.c",
+        "edits": [("lib/lock/won.c",
                    "redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);",
                    "redlock_round_commit_init(&r->q, &acquire->q, 0);")],
         "killers": [sim_fence("amnesia_with_one_more_ack*"),
@@ -1170,7 +1170,7 @@ MUTANTS = [
     {
         "name": "sync-lost-flag-never-set",
         "what": "redlock_sync_lock_lost reads false after the lock was lost",
-        "edits": [("lib/sync/sync_with.c",
+        "edits": [("lib/sync/sync_lost.c",
                    "    return lock != NULL &&\n",
                    "    return lock == NULL &&\n")],
         "killers": [{"program": "test/threads/test-threads-sync_with",
@@ -1180,7 +1180,7 @@ MUTANTS = [
         "name": "sync-loss-fd-silent",
         "what": "a blocking lock's loss descriptor never becomes readable when the loop thread "
                 "sees the loss",
-        "edits": [("lib/sync/sync_with.c",
+        "edits": [("lib/sync/sync_lost.c",
                    "    if (atomic_load(&sl->lost_fd) >= 0)\n        fd_poke(atomic_load(&sl->lost_wfd));\n",
                    "")],
         "killers": [{"program": "test/threads/test-threads-sync_with",
@@ -1189,7 +1189,7 @@ MUTANTS = [
     {
         "name": "token-fired-before-ignored",
         "what": "a cancel token fired before the call does not stop it: the acquire is sent",
-        "edits": [("lib/api/api.c",
+        "edits": [("lib/api/acquire_call.c",
                    "    if (redlock_cancel_token_fired(opts->cancel))",
                    "    if (false)"),
                   ("lib/lock/cancel.c",
@@ -1253,7 +1253,7 @@ MUTANTS = [
         "what": "a lock that names a fence domain takes its fence from its resource's own counter: "
                 "fences of the domain's resources do not grow across them, and every resource "
                 "leaves a counter",
-        "edits": [("lib/api/api.c",
+        "edits": [("lib/api/acquire_call.c",
                    "        redlock__lock_set_fence_domain(lock, opts->fence_domain) != 0) {",
                    "        false) {")],
         "killers": [integration("fence_domain", "fences_grow_across_resources"),

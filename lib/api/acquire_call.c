@@ -167,7 +167,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         return redlock__client_error(c, REDLOCK_ENOMEM, "no randomness for the token");
     }
 
-    op *o = redlock__op_new(c, &redlock__acquire_kind, lock, cb, data);
+    redlock__op *o = redlock__op_new(c, &redlock__acquire_kind, lock, cb, data);
     if (o == NULL) {
         redlock__lock_unref(lock);
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");

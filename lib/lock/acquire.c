@@ -23,7 +23,7 @@ int redlock__new_token(redlock_client *c, redlock_lock *lock)
 /* Whether a waiter's lost attempt r may keep its token: no node said yes or timed out, so none
  * holds its key (an error is a command that was not run, or a script that stopped before any
  * write), and nothing is released. Nodes yet to answer may still say yes: on_req_done. */
-static bool attempt_clean(const op *o, const round *r, int status, bool retry)
+static bool attempt_clean(const redlock__op *o, const redlock__round *r, int status, bool retry)
 {
     return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&
            redlock__round_left_nothing(&r->q);
@@ -33,7 +33,7 @@ static bool attempt_clean(const op *o, const round *r, int status, bool retry)
  * release (their keys' holders' ttls, or the deadlines of the heads before it, run out): the
  * quorum-th shortest of the waits they gave (a node that said yes had let it in: 0), or
  * UINT64_MAX when fewer than a quorum said. */
-static uint64_t attempt_wait_us(const round *r)
+static uint64_t attempt_wait_us(const redlock__round *r)
 {
     int64_t waits[REDLOCK_MAX_NODES];
     unsigned n = 0;
@@ -61,13 +61,13 @@ static uint64_t attempt_wait_us(const round *r)
  * delay, or as soon as the nodes say a quorum of them could let it in (attempt_wait_us: the
  * holder's keys run out), whichever is sooner, plus a millisecond of the servers' clock; never
  * after the wait's deadline. */
-static uint64_t retry_due_us(op *o, uint64_t now)
+static uint64_t retry_due_us(redlock__op *o, uint64_t now)
 {
     redlock_client *c = o->client;
-    waiter *w = o->w;
+    redlock__waiter *w = o->w;
     uint64_t delay =
         w != NULL && w->notified ? redlock__notify_jitter_us(c, o) : redlock__retry_delay_us(c);
-    const round *r = o->round;
+    const redlock__round *r = o->round;
     if (w != NULL && !w->notified && r != NULL && r->cmd.queued) {
         uint64_t wait = attempt_wait_us(r);
         if (wait < delay && delay - wait > 1000)
@@ -92,7 +92,7 @@ static uint64_t retry_due_us(op *o, uint64_t now)
  * connection that was then dropped, it may be applied after the next attempt's SET on the new
  * one); with the same token it would delete the winner's key. Returns 0, or the error of a token
  * that could not be made (o then waits no more: it has left the queues). */
-static int attempt_release(op *o, uint64_t now, bool leave, bool new_token_wanted)
+static int attempt_release(redlock__op *o, uint64_t now, bool leave, bool new_token_wanted)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -114,7 +114,7 @@ static int attempt_release(op *o, uint64_t now, bool leave, bool new_token_wante
  * (asleep now) means the node set its key after the round was decided, so the attempt did not
  * leave nothing behind after all. It is released as any lost attempt that held keys (o sleeps on
  * as planned). */
-static void acquire_late_vote(op *o, round *r, redlock_vote vote)
+static void acquire_late_vote(redlock__op *o, redlock__round *r, redlock_vote vote)
 {
     (void)r;
     if (o->w == NULL || !o->w->token_kept || o->state != OP_RETRYING || vote != REDLOCK_VOTE_YES)
@@ -129,10 +129,10 @@ static void acquire_late_vote(op *o, round *r, redlock_vote vote)
 
 /* The attempt is lost (status): release its key everywhere (unless it keeps its token), then
  * retry or give up. */
-static void lock_attempt_lost(op *o, int status)
+static void lock_attempt_lost(redlock__op *o, int status)
 {
     redlock_client *c = o->client;
-    waiter *w = o->w;
+    redlock__waiter *w = o->w;
     uint64_t now = redlock__client_now(c);
     bool retry = !c->closing && redlock__op_may_retry(o, now);
     bool kept = w != NULL && attempt_clean(o, o->round, status, retry);
@@ -161,7 +161,7 @@ static void lock_attempt_lost(op *o, int status)
 
 /* An acquire's round (the acquire round, or a fenced acquire's commit round) is decided. A lost
  * commit is a lost attempt like a lost acquire: released everywhere, retried per policy. */
-static void lock_round_done(op *o, round *r)
+static void lock_round_done(redlock__op *o, redlock__round *r)
 {
     int status = redlock_round_status(&r->q);
     /* An attempt counts once: a won fenced acquire round is counted with its commit round. */
@@ -177,14 +177,14 @@ static void lock_round_done(op *o, round *r)
 /* ---- the kind ------------------------------------------------------------------------------ */
 
 /* A plain acquire stays a plain SET NX PX; a fenced one reads and raises the counter. */
-static redlock__cmd_kind acquire_command(const op *o)
+static redlock__cmd_kind acquire_command(const redlock__op *o)
 {
     return o->lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
 }
 
 /* Decided at the quorum (won, or a quorum out of reach), the acquire round and the commit round
  * alike. */
-static bool acquire_check(op *o, round *r)
+static bool acquire_check(redlock__op *o, redlock__round *r)
 {
     if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
         return false;
@@ -196,7 +196,7 @@ static bool acquire_check(op *o, round *r)
 }
 
 /* The won lock, now the caller's too; none for a lost or canceled acquire. */
-static redlock_lock *acquire_handed(op *o)
+static redlock_lock *acquire_handed(redlock__op *o)
 {
     redlock_lock *lock = o->lock;
     if (o->status == 0) {
@@ -210,7 +210,7 @@ static redlock_lock *acquire_handed(op *o)
     return NULL;
 }
 
-static void acquire_delivered(op *o)
+static void acquire_delivered(redlock__op *o)
 {
     if (o->w != NULL)
         redlock__wait_end(o);
@@ -219,7 +219,7 @@ static void acquire_delivered(op *o)
 /* An acquire's attempt in flight, or its lock won but not yet handed out, is released on every
  * node (written after the attempt's commands on each ordered connection); a waiter asleep gives
  * back its place in the queue and what a release may have granted it. */
-static void acquire_cancel(op *o)
+static void acquire_cancel(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -241,7 +241,7 @@ static void acquire_cancel(op *o)
 }
 
 /* Refused: ask the nodes that said no why, before the delivery (busy.h). */
-static bool acquire_hold_back(op *o)
+static bool acquire_hold_back(redlock__op *o)
 {
     return o->status == REDLOCK_EBUSY && redlock__busy_probe(o);
 }

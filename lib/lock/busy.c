@@ -17,7 +17,7 @@ typedef struct probe_req {
 } probe_req;
 
 struct busy_probe {
-    op *o; /* NULL once o was delivered without it */
+    redlock__op *o; /* NULL once o was delivered without it */
     redlock__alloc alloc;
     unsigned pending;
     redlock__cmd cmd;
@@ -27,9 +27,9 @@ struct busy_probe {
 
 /* Node i's refusal is explained by why: in its result's error, which a "no" leaves NULL. (Its
  * acquire was written before the read on the same connection, so its vote is in by now.) */
-static void explain(op *o, unsigned i, const char *why)
+static void explain(redlock__op *o, unsigned i, const char *why)
 {
-    round *r = o->round;
+    redlock__round *r = o->round;
     if (r->results[i].vote != REDLOCK_VOTE_NO)
         return;
     char *slot = r->errors + (size_t)i * REDLOCK_ERROR_TEXT_MAX;
@@ -44,7 +44,7 @@ static void on_probe(redlock__req *req, redlock_vote vote, const char *error,
     (void)now;
     probe_req *pr = REDLOCK__CONTAINER_OF(req, probe_req, req);
     busy_probe *p = pr->probe;
-    op *o = p->o;
+    redlock__op *o = p->o;
     if (o != NULL && o->round != NULL) {
         if (vote == REDLOCK_VOTE_YES && data != NULL && data->value != NULL && data->pttl_ms == -1)
             explain(o, pr->node, "a value without a ttl");
@@ -63,15 +63,15 @@ static void on_probe(redlock__req *req, redlock_vote vote, const char *error,
 
 /* The nodes asked: those that said no, and those whose answer was not in when the round was
  * decided (it comes before the read's). */
-static bool asked(const round *r, unsigned i)
+static bool asked(const redlock__round *r, unsigned i)
 {
     return r->results[i].vote == REDLOCK_VOTE_NO || r->results[i].vote == REDLOCK_VOTE_NONE;
 }
 
-bool redlock__busy_probe(op *o)
+bool redlock__busy_probe(redlock__op *o)
 {
     redlock_client *c = o->client;
-    round *r = o->round;
+    redlock__round *r = o->round;
     if (o->probed || r == NULL || r->cmd.n_more > 0 || r->results == NULL)
         return false;
     o->probed = true;
@@ -118,7 +118,7 @@ bool redlock__busy_probe(op *o)
     return true;
 }
 
-void redlock__busy_detach(op *o)
+void redlock__busy_detach(redlock__op *o)
 {
     if (o->probe != NULL)
         o->probe->o = NULL;

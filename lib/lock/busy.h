@@ -21,9 +21,9 @@
  * once every read is back, unless something else delivers it first (the acquire kind's detach
  * then calls redlock__busy_detach); false: nothing to ask (a set, no "no" vote, no memory),
  * deliver now. The acquire kind's hold_back calls it (op.h). */
-bool redlock__busy_probe(op *o);
+bool redlock__busy_probe(redlock__op *o);
 
 /* o is delivered: its probe, if any, no longer writes into it. */
-void redlock__busy_detach(op *o);
+void redlock__busy_detach(redlock__op *o);
 
 #endif

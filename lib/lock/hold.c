@@ -7,7 +7,7 @@
 
 #include "stats.h"
 
-static void extend_round_done(op *o, round *r)
+static void extend_round_done(redlock__op *o, redlock__round *r)
 {
     redlock_lock *lock = o->lock;
     int status = redlock_round_status(&r->q);
@@ -58,7 +58,7 @@ static void extend_round_done(op *o, round *r)
  * found the lock lost and none has won since (the library said so already), or the hold had a gap
  * (recheck.c). The decision is the core's (redlock__release_status); with the client's
  * release_waits_all, it is made only when every node has answered or timed out. */
-static bool release_decided(const op *o, const round *r, int *status)
+static bool release_decided(const redlock__op *o, const redlock__round *r, int *status)
 {
     if (r->outstanding > 0 && o->client->opts.release_waits_all)
         return false;
@@ -73,7 +73,7 @@ static bool release_decided(const op *o, const round *r, int *status)
 
 /* ---- the kinds ----------------------------------------------------------------------------- */
 
-static redlock__cmd_kind extend_command(const op *o)
+static redlock__cmd_kind extend_command(const redlock__op *o)
 {
     (void)o;
     return REDLOCK__CMD_EXTEND;
@@ -81,7 +81,7 @@ static redlock__cmd_kind extend_command(const op *o)
 
 /* Decided at the quorum, as an acquire, once its continuity is known too: a won round waits for
  * the answers of kept nodes while a quorum of them may still renew the keys they kept. */
-static bool extend_check(op *o, round *r)
+static bool extend_check(redlock__op *o, redlock__round *r)
 {
     redlock_decision decision = redlock_round_decision(&r->q);
     if (decision == REDLOCK_ROUND_PENDING)
@@ -104,7 +104,7 @@ const op_kind_def redlock__extend_kind = {
     .check = extend_check,
 };
 
-static redlock__cmd_kind release_command(const op *o)
+static redlock__cmd_kind release_command(const redlock__op *o)
 {
     (void)o;
     return REDLOCK__CMD_RELEASE;
@@ -112,7 +112,7 @@ static redlock__cmd_kind release_command(const op *o)
 
 /* The holder is done with the resource: it leaves the queues, and its release wakes the next
  * waiter. */
-static void release_prepare(op *o, round *r)
+static void release_prepare(redlock__op *o, redlock__round *r)
 {
     (void)o;
     r->cmd.leave = true;
@@ -121,7 +121,7 @@ static void release_prepare(op *o, round *r)
 
 /* Decided as soon as its status is (release_decided); the other nodes' deletes go on (a closing
  * client waits for them). */
-static bool release_check(op *o, round *r)
+static bool release_check(redlock__op *o, redlock__round *r)
 {
     int status = 0;
     if (!release_decided(o, r, &status))
@@ -137,14 +137,14 @@ const op_kind_def redlock__release_kind = {
     .check = release_check,
 };
 
-static redlock__cmd_kind inspect_command(const op *o)
+static redlock__cmd_kind inspect_command(const redlock__op *o)
 {
     (void)o;
     return REDLOCK__CMD_INSPECT;
 }
 
 /* A picture of every node: it waits for each answer or deadline. */
-static bool inspect_check(op *o, round *r)
+static bool inspect_check(redlock__op *o, redlock__round *r)
 {
     if (r->outstanding > 0)
         return false;
@@ -155,7 +155,7 @@ static bool inspect_check(op *o, round *r)
 }
 
 /* The callback gets no handle: the one that carried the keys is the library's own. */
-static redlock_lock *inspect_handed(op *o)
+static redlock_lock *inspect_handed(redlock__op *o)
 {
     (void)o;
     return NULL;
@@ -237,7 +237,7 @@ int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock
     if (now >= lock->deadline_us)
         return redlock__client_error(c, REDLOCK_EEXPIRED, "lock validity ran out %llu ms ago",
                                      (unsigned long long)((now - lock->deadline_us) / 1000));
-    op *o = redlock__op_new(c, &redlock__extend_kind, lock, cb, data);
+    redlock__op *o = redlock__op_new(c, &redlock__extend_kind, lock, cb, data);
     if (o == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     redlock__lock_ref(lock);
@@ -257,7 +257,7 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
     int rc = check_release(lock, cb);
     if (rc != 0)
         return rc;
-    op *o = redlock__op_new(c, &redlock__release_kind, lock, cb, data);
+    redlock__op *o = redlock__op_new(c, &redlock__release_kind, lock, cb, data);
     if (o == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     redlock__lock_ref(lock);
@@ -287,7 +287,7 @@ int redlock_inspect_multi(redlock_client *c, const void *const *resources, const
     if (lock == NULL)
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     lock->ttl_ms = c->opts.ttl_ms;
-    op *o = redlock__op_new(c, &redlock__inspect_kind, lock, cb, data);
+    redlock__op *o = redlock__op_new(c, &redlock__inspect_kind, lock, cb, data);
     if (o == NULL) {
         redlock__lock_unref(lock);
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");

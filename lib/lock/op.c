@@ -7,14 +7,14 @@
 
 #include <string.h>
 
-static void op_deliver(op *o);
+static void op_deliver(redlock__op *o);
 
-void redlock__op_hold_round(op *o, round *r)
+void redlock__op_hold_round(redlock__op *o, redlock__round *r)
 {
     if (o->round == r)
         return;
     if (o->round != NULL) {
-        round *old = o->round;
+        redlock__round *old = o->round;
         old->held = false;
         if (old->op == o)
             old->op = NULL;
@@ -26,7 +26,7 @@ void redlock__op_hold_round(op *o, round *r)
 }
 
 /* An operation's memory, kept for the next one (client.h, spare_ops) or freed. */
-void redlock__op_free(op *o)
+void redlock__op_free(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock__cancel_unregister(&o->cancel);
@@ -39,12 +39,12 @@ void redlock__op_free(op *o)
 
 static void on_deliver_timer(redlock__timer *t)
 {
-    op_deliver(REDLOCK__CONTAINER_OF(t, op, timer));
+    op_deliver(REDLOCK__CONTAINER_OF(t, redlock__op, timer));
 }
 
 /* The operation's outcome is known: deliver it now, or on the next loop turn when inside a
  * public call, or at close. */
-void redlock__op_complete(op *o, int status)
+void redlock__op_complete(redlock__op *o, int status)
 {
     redlock_client *c = o->client;
     o->status = status;
@@ -60,7 +60,7 @@ void redlock__op_complete(op *o, int status)
     op_deliver(o);
 }
 
-static void op_deliver(op *o)
+static void op_deliver(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock__list_remove(&o->link);
@@ -68,7 +68,7 @@ static void op_deliver(op *o)
     if (o->def->detach != NULL)
         o->def->detach(o);
     redlock_lock *lock = o->lock;
-    round *r = o->round;
+    redlock__round *r = o->round;
 
     redlock_node_result none[1];
     redlock_result res;
@@ -103,7 +103,7 @@ static void op_deliver(op *o)
     redlock__op_free(o);
 }
 
-bool redlock__op_may_retry(op *o, uint64_t now)
+bool redlock__op_may_retry(redlock__op *o, uint64_t now)
 {
     if (o->wait_deadline_us != 0)
         return now < o->wait_deadline_us;
@@ -130,7 +130,7 @@ uint64_t redlock__retry_delay_us(redlock_client *c)
 
 void redlock__on_retry_timer(redlock__timer *t)
 {
-    op *o = REDLOCK__CONTAINER_OF(t, op, timer);
+    redlock__op *o = REDLOCK__CONTAINER_OF(t, redlock__op, timer);
     o->state = OP_RUNNING;
     if (o->w != NULL)
         o->w->woken = false;
@@ -139,10 +139,10 @@ void redlock__on_retry_timer(redlock__timer *t)
         redlock__op_complete(o, rc);
 }
 
-int redlock__op_start_round(op *o)
+int redlock__op_start_round(redlock__op *o)
 {
-    round *r = redlock__round_new(o->client, o, o->lock, o->def->command(o), o->ttl_ms,
-                                  (o->flags & REDLOCK_EXTEND_RETAKE) != 0);
+    redlock__round *r = redlock__round_new(o->client, o, o->lock, o->def->command(o), o->ttl_ms,
+                                           (o->flags & REDLOCK_EXTEND_RETAKE) != 0);
     if (r == NULL)
         return REDLOCK_ENOMEM;
     if (o->def->prepare != NULL)
@@ -154,10 +154,10 @@ int redlock__op_start_round(op *o)
     return 0;
 }
 
-op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_lock *lock, redlock_cb cb,
-                    void *data)
+redlock__op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_lock *lock,
+                             redlock_cb cb, void *data)
 {
-    op *o = redlock__spares_take(&c->spare_ops);
+    redlock__op *o = redlock__spares_take(&c->spare_ops);
     if (o == NULL)
         o = redlock__malloc(&c->alloc, sizeof(*o));
     if (o == NULL)
@@ -175,7 +175,7 @@ op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_lock *loc
     return o;
 }
 
-int redlock__op_launch(op *o)
+int redlock__op_launch(redlock__op *o)
 {
     redlock_client *c = o->client;
     c->api_depth++;
@@ -194,7 +194,7 @@ int redlock__op_launch(op *o)
  * taken is undone first (its cancel: an acquire's attempt is released). A canceled extend's keys
  * may have been renewed on some nodes: the lock keeps the validity it had, which is the safe
  * side. A canceled release's commands still run. */
-static void op_cancel(op *o)
+static void op_cancel(redlock__op *o)
 {
     if (o->def->cancel != NULL)
         o->def->cancel(o);
@@ -206,7 +206,7 @@ static void op_cancel(op *o)
         redlock__client_timer_stop(o->client, &o->timer);
         break;
     case OP_RUNNING: {
-        round *r = o->round;
+        redlock__round *r = o->round;
         r->op = NULL; /* its votes are counted, and nobody acts on them */
         if (r->state == ROUND_OPEN)
             r->state = ROUND_DONE;
@@ -225,7 +225,7 @@ int redlock_cancel(redlock_client *c, const void *data)
     unsigned n = 0;
     c->api_depth++; /* the callbacks come from the loop, not from inside this call */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
         if (!o->cancelable || o->data != data)
             continue;
         if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
@@ -244,12 +244,12 @@ int redlock_cancel(redlock_client *c, const void *data)
 /* The firing thread: wake the loop of o's client (under the token's mutex: o is alive). */
 static void on_token_fired(redlock__cancel_reg *reg)
 {
-    op *o = REDLOCK__CONTAINER_OF(reg, op, cancel);
+    redlock__op *o = REDLOCK__CONTAINER_OF(reg, redlock__op, cancel);
     redlock__io *io = o->client->io;
     io->ops->signal(io);
 }
 
-int redlock__op_carry_token(op *o, redlock_cancel_token *token)
+int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token)
 {
     redlock_client *c = o->client;
     redlock__io *io = c->io;
@@ -266,7 +266,7 @@ void redlock__ops_cancel_fired(redlock_client *c)
 {
     c->api_depth++; /* the callbacks come from the loop's next turn, after this walk */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
         if (!redlock__cancel_reg_fired(&o->cancel))
             continue;
         if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
@@ -279,13 +279,13 @@ void redlock__ops_cancel_fired(redlock_client *c)
 void redlock__ops_tokens_detach(redlock_client *c)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next)
-        redlock__cancel_unregister(&REDLOCK__CONTAINER_OF(it, op, link)->cancel);
+        redlock__cancel_unregister(&REDLOCK__CONTAINER_OF(it, redlock__op, link)->cancel);
 }
 
 void redlock__ops_close_waits(redlock_client *c)
 {
     for (redlock__list *it = c->releases.next; it != &c->releases; it = it->next) {
-        round *r = REDLOCK__CONTAINER_OF(it, round, release_link);
+        redlock__round *r = REDLOCK__CONTAINER_OF(it, redlock__round, release_link);
         if (r->outstanding > 0 && !r->close_wait) {
             r->close_wait = true;
             c->close_rounds++;
@@ -298,7 +298,7 @@ void redlock__ops_release_all(redlock_client *c)
     /* Acquires first: in flight, or won and not yet handed out (those locks are not the
      * caller's yet, so the walk over handles below does not see them). */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
         if (o->def->release_on_close && (o->state != OP_DECIDED || o->status == 0))
             op_cancel(o);
     }
@@ -315,7 +315,7 @@ void redlock__ops_release_all(redlock_client *c)
 void redlock__ops_cancel_all(redlock_client *c)
 {
     while (!redlock__list_empty(&c->ops)) {
-        op *o = REDLOCK__CONTAINER_OF(c->ops.next, op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(c->ops.next, redlock__op, link);
         o->status = REDLOCK_ECANCELED;
         op_deliver(o);
     }

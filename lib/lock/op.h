@@ -50,32 +50,32 @@ typedef enum { OP_RUNNING, OP_RETRYING, OP_DECIDED } op_state;
 
 typedef enum { ROUND_SENDING, ROUND_OPEN, ROUND_CHECKING, ROUND_DONE } round_state;
 
-typedef struct round round;
-typedef struct op op;
+typedef struct redlock__round redlock__round;
+typedef struct redlock__op redlock__op;
 
 /* What a kind of operation does with the machinery of rounds and operations (one table per
  * kind: acquire.c, hold.c). */
 typedef struct op_kind_def {
     /* The command of o's next round. */
-    redlock__cmd_kind (*command)(const op *o);
+    redlock__cmd_kind (*command)(const redlock__op *o);
     /* What the kind adds to a fresh round before it is sent (NULL: nothing). */
-    void (*prepare)(op *o, round *r);
+    void (*prepare)(redlock__op *o, redlock__round *r);
     /* A round of o was sent or got a vote: act if it is decided. Returns whether the round is
      * done (acted on), or waits for more votes. */
-    bool (*check)(op *o, round *r);
+    bool (*check)(redlock__op *o, redlock__round *r);
     /* A late vote, after r was decided while o still holds it (NULL: nothing). */
-    void (*late_vote)(op *o, round *r, redlock_vote vote);
+    void (*late_vote)(redlock__op *o, redlock__round *r, redlock_vote vote);
     /* The handle o's callback is handed (NULL: none), and what follows the callback. */
-    redlock_lock *(*handed)(op *o);
-    void (*delivered)(op *o);
+    redlock_lock *(*handed)(redlock__op *o);
+    void (*delivered)(redlock__op *o);
     /* o is canceled before its delivery (its state says where it was; NULL: nothing to undo). */
-    void (*cancel)(op *o);
+    void (*cancel)(redlock__op *o);
     /* o's outcome is known (o->status): true when the kind holds its delivery back, to call
      * redlock__op_complete again once it is ready (NULL: deliver now). */
-    bool (*hold_back)(op *o);
+    bool (*hold_back)(redlock__op *o);
     /* o is being delivered, held back or not: nothing the kind started for it in hold_back
      * writes into it any more (NULL: nothing to detach). */
-    void (*detach)(op *o);
+    void (*detach)(redlock__op *o);
     /* A closing client releases what o may have taken (an acquire in flight or won). */
     bool release_on_close;
 } op_kind_def;
@@ -89,7 +89,7 @@ typedef struct waiter_node {
 } waiter_node;
 
 /* The state of an acquire that waits (wait_ms): only such an operation carries one (wait.c). */
-typedef struct waiter {
+typedef struct redlock__waiter {
     bool watching;         /* the io says when its keys are released (notify.h) */
     bool woken;            /* its retry timer was moved up by a notification */
     bool notified;         /* a notification came while an attempt was out: retry at once if lost */
@@ -109,9 +109,9 @@ typedef struct waiter {
     unsigned n_keys;         /* the lock's keys */
     waiter_node *nodes;      /* per node */
     unsigned char *key_bits; /* a set's: per node, which of its keys a grant set (n_keys bits) */
-} waiter;
+} redlock__waiter;
 
-struct op {
+struct redlock__op {
     const op_kind_def *def;
     op_state state;
     bool cancelable; /* redlock_cancel may name it (not the auto-extension's own extends) */
@@ -119,9 +119,9 @@ struct op {
     redlock_lock *lock;
     redlock_cb cb;
     void *data;
-    redlock__list link;   /* client->ops */
-    redlock__timer timer; /* retry delay, or deferred delivery */
-    round *round;         /* the latest round: its per-node outcome goes to the callback */
+    redlock__list link;    /* client->ops */
+    redlock__timer timer;  /* retry delay, or deferred delivery */
+    redlock__round *round; /* the latest round: its per-node outcome goes to the callback */
     uint64_t call_us;
     uint64_t ttl_ms;
     unsigned flags;
@@ -132,7 +132,7 @@ struct op {
     int status;                /* final in OP_DECIDED */
     bool after_lost;           /* extend: called after the lock was reported lost */
     bool late;                 /* release: called when the lock's validity had already run out */
-    waiter *w;                 /* an acquire with a wait; NULL for any other */
+    redlock__waiter *w;        /* an acquire with a wait; NULL for any other */
     /* An acquire that asked for auto-extension: started when it wins (the client's hook). */
     bool has_auto;
     redlock_auto_opts auto_opts;
@@ -148,7 +148,7 @@ struct op {
 
 typedef struct round_req {
     redlock__req req;
-    round *round;
+    redlock__round *round;
     unsigned node;
     /* A waiter's attempt that this node said no to: how long (ms) until the node could let it
      * in without a release (lib/core/lua/acquire_queued.lua; -1 no end, -2 not said). Read only for
@@ -156,9 +156,9 @@ typedef struct round_req {
     int64_t wait_ms;
 } round_req;
 
-struct round {
+struct redlock__round {
     redlock_client *client;
-    op *op; /* NULL once no operation listens */
+    redlock__op *op; /* NULL once no operation listens */
     redlock_lock *lock;
     redlock__cmd cmd;
     redlock_round q;
@@ -184,16 +184,16 @@ struct round {
 /* ---- round.c: rounds ---------------------------------------------------------------------- */
 
 /* A round of o (NULL: nobody listens) on lock's keys, not yet sent. NULL without memory. */
-round *redlock__round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
-                          uint64_t ttl_ms, bool retake);
+redlock__round *redlock__round_new(redlock_client *c, redlock__op *o, redlock_lock *lock,
+                                   redlock__cmd_kind kind, uint64_t ttl_ms, bool retake);
 /* Write r's command to every node that has not voted yet (init_q: start its quorum round now),
  * then let its operation act on what is known. */
-void redlock__round_send(round *r, bool init_q);
+void redlock__round_send(redlock__round *r, bool init_q);
 /* Whether r (an extend or the release of a held lock) shows the hold continuous: its evidence
  * from the lock's kept nodes, with the nodes still to answer (redlock__continuity). */
-redlock__cont redlock__round_continuity(const round *r);
+redlock__cont redlock__round_continuity(const redlock__round *r);
 /* Free r if nothing holds it any more (its answers are in, nobody keeps its results). */
-void redlock__round_maybe_free(round *r);
+void redlock__round_maybe_free(redlock__round *r);
 /* Release the lock's keys on every node; nobody waits for the answers (docs/algorithm.md, "A
  * lost acquire releases on every node"). leave: the waiter leaves the queues; tell: a holder's
  * release, which wakes the waiters (a lost attempt's wakes nobody). */
@@ -203,22 +203,22 @@ void redlock__release_everywhere(redlock_client *c, redlock_lock *lock, bool lea
 
 /* A new operation of kind def on lock (not referenced: the caller gives it one). NULL without
  * memory. */
-op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_lock *lock, redlock_cb cb,
-                    void *data);
+redlock__op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_lock *lock,
+                             redlock_cb cb, void *data);
 /* Give o's memory back (its round released first). */
-void redlock__op_free(op *o);
+void redlock__op_free(redlock__op *o);
 /* Start o's first round from inside a public call; a failure to start leaves nothing behind and
  * returns the error (the client's last error set). */
-int redlock__op_launch(op *o);
+int redlock__op_launch(redlock__op *o);
 /* Run o's next round. Returns 0 or REDLOCK_ENOMEM. */
-int redlock__op_start_round(op *o);
+int redlock__op_start_round(redlock__op *o);
 /* o keeps r for its callback's results (NULL: none); the round it kept before is let go. */
-void redlock__op_hold_round(op *o, round *r);
+void redlock__op_hold_round(redlock__op *o, redlock__round *r);
 /* o's outcome is known: deliver it now, or on the next loop turn when inside a public call, or
  * at the close. */
-void redlock__op_complete(op *o, int status);
+void redlock__op_complete(redlock__op *o, int status);
 /* Whether o may try again (its wait deadline, or retries left: one is used). */
-bool redlock__op_may_retry(op *o, uint64_t now_us);
+bool redlock__op_may_retry(redlock__op *o, uint64_t now_us);
 /* The retry delay, retry_delay_ms +/- retry_jitter_ms. */
 uint64_t redlock__retry_delay_us(redlock_client *c);
 /* The timer callback of a retry: o runs its next round. */
@@ -238,7 +238,7 @@ void redlock__ops_cancel_all(redlock_client *c);
 /* o (not launched yet) carries token: canceled when it fires. Returns 0, REDLOCK_ECANCELED (it
  * has fired), REDLOCK_ENOMEM (no wake-up handle) or REDLOCK_EINVAL (an io no other thread can
  * wake); sets the client's last error. */
-int redlock__op_carry_token(op *o, redlock_cancel_token *token);
+int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token);
 /* A token fired (the client's hook for its io's signal): cancel each operation that carries one
  * that has fired. */
 void redlock__ops_cancel_fired(redlock_client *c);
@@ -257,10 +257,10 @@ extern const op_kind_def redlock__inspect_kind;
 int redlock__new_token(redlock_client *c, redlock_lock *lock);
 /* The acquire round r of o was won, or its commit round (won.c): the lock is granted.
  * Returns 0, or why it is not worth handing out after all. */
-int redlock__lock_grant(op *o, round *r);
+int redlock__lock_grant(redlock__op *o, redlock__round *r);
 /* The fenced acquire round of o was won (by_grants: with grants): commit its fence on every
  * node. 0 or REDLOCK_ENOMEM. */
-int redlock__commit_start(op *o, round *acquire, bool by_grants);
+int redlock__commit_start(redlock__op *o, redlock__round *acquire, bool by_grants);
 
 /* redlock_extend (hold.c); the auto-extension's own extends are not cancelable by
  * redlock_cancel. */
@@ -275,23 +275,23 @@ int redlock__check_retake(redlock_lock *lock);
 /* ---- wait.c: waiting for a lock ---------------------------------------------------------- */
 
 /* The waiting state of an acquire of lock, or NULL without memory. */
-waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock);
+redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock);
 /* Watch lock's keys for releases, and join their queues where they can hold one: before the
  * first attempt, so a release during it is heard. Without memory it only polls. */
-void redlock__wait_start(op *o);
+void redlock__wait_start(redlock__op *o);
 /* o is delivered: it watches nothing any more. */
-void redlock__wait_end(op *o);
+void redlock__wait_end(redlock__op *o);
 /* Forget the grants o heard so far: they were of keys a release deletes, or of a token given
  * up. */
-void redlock__waiter_forget_grants(waiter *w, unsigned n_nodes);
+void redlock__waiter_forget_grants(redlock__waiter *w, unsigned n_nodes);
 /* Whether o heard of grants from a quorum of nodes, and if so won with them. */
-bool redlock__grant_check(op *o);
+bool redlock__grant_check(redlock__op *o);
 /* When an attempt that a notification moves up to due_us may run: due_us, or the end of the
  * retry period that began when a notification last moved one up (a hint costs at most one extra
  * attempt per retry period, whatever is published); the period starts anew there. */
-uint64_t redlock__waiter_wake_due(redlock_client *c, waiter *w, uint64_t due_us);
+uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_t due_us);
 /* The short, growing jitter of a woken waiter's retry. */
-uint64_t redlock__notify_jitter_us(redlock_client *c, const op *o);
+uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o);
 /* Node node said on channel that a key was released, or granted it to a waiter of this client
  * (the client's hook for its io's notifications). */
 void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,

@@ -7,9 +7,9 @@
 
 #include <string.h>
 
-static bool round_check(round *r);
+static bool round_check(redlock__round *r);
 
-void redlock__round_maybe_free(round *r)
+void redlock__round_maybe_free(redlock__round *r)
 {
     if (r->outstanding > 0 || r->held || r->state == ROUND_SENDING || r->state == ROUND_CHECKING)
         return;
@@ -28,20 +28,21 @@ void redlock__round_maybe_free(round *r)
 
 /* Leave ROUND_SENDING or ROUND_CHECKING: done when its operation acted (or none listens - a
  * cancel may have detached it meanwhile). Frees it if that was all. */
-static void round_settle(round *r, bool done)
+static void round_settle(redlock__round *r, bool done)
 {
     r->state = done || r->op == NULL ? ROUND_DONE : ROUND_OPEN;
     redlock__round_maybe_free(r);
 }
 
-round *redlock__round_new(redlock_client *c, op *o, redlock_lock *lock, redlock__cmd_kind kind,
-                          uint64_t ttl_ms, bool retake)
+redlock__round *redlock__round_new(redlock_client *c, redlock__op *o, redlock_lock *lock,
+                                   redlock__cmd_kind kind, uint64_t ttl_ms, bool retake)
 {
     unsigned n = c->n_nodes;
     size_t values = kind == REDLOCK__CMD_INSPECT ? (size_t)n * REDLOCK_TOKEN_MAX : 0;
-    size_t zeroed = sizeof(round) + n * sizeof(round_req) + n * sizeof(redlock_node_result);
+    size_t zeroed =
+        sizeof(redlock__round) + n * sizeof(round_req) + n * sizeof(redlock_node_result);
     size_t size = zeroed + (size_t)n * REDLOCK_ERROR_TEXT_MAX + values;
-    round *r = values == 0 ? redlock__spares_take(&c->spare_rounds) : NULL;
+    redlock__round *r = values == 0 ? redlock__spares_take(&c->spare_rounds) : NULL;
     if (r == NULL)
         r = redlock__malloc(&c->alloc, size);
     if (r == NULL)
@@ -55,7 +56,8 @@ round *redlock__round_new(redlock_client *c, op *o, redlock_lock *lock, redlock_
     r->state = ROUND_SENDING;
     r->lock = lock;
     redlock__lock_ref(lock);
-    r->results = (redlock_node_result *)(void *)((char *)r + sizeof(round) + n * sizeof(round_req));
+    r->results =
+        (redlock_node_result *)(void *)((char *)r + sizeof(redlock__round) + n * sizeof(round_req));
     r->errors = (char *)(r->results + n);
     r->values = values != 0 ? r->errors + (size_t)n * REDLOCK_ERROR_TEXT_MAX : NULL;
     r->cmd.kind = kind;
@@ -92,14 +94,14 @@ round *redlock__round_new(redlock_client *c, op *o, redlock_lock *lock, redlock_
     return r;
 }
 
-static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote vote,
+static void round_answer(redlock__round *r, unsigned i, redlock__req *req, redlock_vote vote,
                          const char *error, const redlock__reply_data *data, uint64_t now_us);
 
 static void on_req_done(redlock__req *req, redlock_vote vote, const char *error,
                         const redlock__reply_data *data, uint64_t now_us)
 {
     round_req *rr = (round_req *)req;
-    round *r = rr->round;
+    redlock__round *r = rr->round;
     redlock_client *c = r->client;
     bool close_step = r->close_wait && r->outstanding == 1;    /* its last answer */
     round_answer(r, rr->node, req, vote, error, data, now_us); /* may free r */
@@ -121,11 +123,11 @@ static bool outcome_unknown(const redlock__req *req, redlock_vote vote)
  * an extend set anew or one it renewed that was not known to hold the token, is fresh; a no, a
  * key set anew, a retake that may have set it anew (no answer), is a loss of a kept node. An
  * answer of a server the node left since the round began says nothing. */
-static void kept_vote(round *r, unsigned i, const redlock__req *req, redlock_vote vote, bool anew,
-                      uint64_t now);
+static void kept_vote(redlock__round *r, unsigned i, const redlock__req *req, redlock_vote vote,
+                      bool anew, uint64_t now);
 
-static void kept_answer(round *r, unsigned i, const redlock__req *req, redlock_vote vote, bool anew,
-                        uint64_t now)
+static void kept_answer(redlock__round *r, unsigned i, const redlock__req *req, redlock_vote vote,
+                        bool anew, uint64_t now)
 {
     redlock_client *c = r->client;
     /* After what follows, so that a no is not taken for its own key's last sign. */
@@ -137,8 +139,8 @@ static void kept_answer(round *r, unsigned i, const redlock__req *req, redlock_v
         c->heard_us[i] = req->sent_us; /* any round's: the server's */
 }
 
-static void kept_vote(round *r, unsigned i, const redlock__req *req, redlock_vote vote, bool anew,
-                      uint64_t now)
+static void kept_vote(redlock__round *r, unsigned i, const redlock__req *req, redlock_vote vote,
+                      bool anew, uint64_t now)
 {
     redlock_lock *lock = r->lock;
     redlock__cmd_kind kind = r->cmd.kind;
@@ -171,7 +173,7 @@ static void kept_vote(round *r, unsigned i, const redlock__req *req, redlock_vot
         r->client->hooks->kept_lost(lock, i, vote == REDLOCK_VOTE_NO && was_kept, lost);
 }
 
-redlock__cont redlock__round_continuity(const round *r)
+redlock__cont redlock__round_continuity(const redlock__round *r)
 {
     unsigned n = r->client->n_nodes;
     uint64_t unanswered = 0;
@@ -183,7 +185,7 @@ redlock__cont redlock__round_continuity(const round *r)
 }
 
 /* Node i answered r (vote, ...): record it, and act if r is open. */
-static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote vote,
+static void round_answer(redlock__round *r, unsigned i, redlock__req *req, redlock_vote vote,
                          const char *error, const redlock__reply_data *data, uint64_t now_us)
 {
     round_req *rr = &r->reqs[i];
@@ -218,7 +220,7 @@ static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote v
         redlock_round_vote(&r->q, i, vote, now_us);
     /* A late vote to a round its operation acted on and still holds (an acquire's attempt it
      * lost keeping its token: acquire.c). */
-    op *o = r->op;
+    redlock__op *o = r->op;
     if (r->state == ROUND_DONE && o != NULL && o->round == r && o->def->late_vote != NULL)
         o->def->late_vote(o, r, vote);
     kept_answer(r, i, req, vote, data != NULL && data->anew, now_us);
@@ -235,16 +237,16 @@ static void round_answer(round *r, unsigned i, redlock__req *req, redlock_vote v
 /* The round was sent, or got a vote: its operation acts if it can (its kind's check). Returns
  * whether the round is done (acted on, or nobody listens), or waits for more votes. Runs in
  * ROUND_SENDING or ROUND_CHECKING, so nothing nested in the action frees the round. */
-static bool round_check(round *r)
+static bool round_check(redlock__round *r)
 {
-    op *o = r->op;
+    redlock__op *o = r->op;
     return o == NULL || o->def->check(o, r);
 }
 
 /* Write the round's command to every node. Completions may arrive during the loop (a node that
  * is down fails at once); the round acts only after the loop, so a release never overtakes an
  * acquire that is still to be written. */
-void redlock__round_send(round *r, bool init_q)
+void redlock__round_send(redlock__round *r, bool init_q)
 {
     redlock_client *c = r->client;
     unsigned n = c->n_nodes;
@@ -313,7 +315,8 @@ void redlock__round_send(round *r, bool init_q)
  * attempt that lost (or was canceled) wakes nobody: it freed nothing that was anybody's turn. */
 void redlock__release_everywhere(redlock_client *c, redlock_lock *lock, bool leave, bool tell)
 {
-    round *r = redlock__round_new(c, NULL, lock, REDLOCK__CMD_RELEASE, lock->ttl_ms, false);
+    redlock__round *r =
+        redlock__round_new(c, NULL, lock, REDLOCK__CMD_RELEASE, lock->ttl_ms, false);
     if (r == NULL)
         return; /* out of memory: the keys expire with their ttl, a queue place with its own */
     r->cmd.tell = tell;

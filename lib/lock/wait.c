@@ -113,7 +113,7 @@ static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
     return true;
 }
 
-void redlock__wait_start(op *o)
+void redlock__wait_start(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -125,7 +125,7 @@ void redlock__wait_start(op *o)
         queue_join(c, lock);
 }
 
-void redlock__wait_end(op *o)
+void redlock__wait_end(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -147,12 +147,12 @@ void redlock__wait_end(op *o)
     lock->queue_channel_watched = false;
 }
 
-waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock)
+redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock)
 {
     unsigned n_keys = lock->n_more + 1;
     size_t bits = n_keys > 1 ? (size_t)c->n_nodes * ((n_keys + 7) / 8) : 0;
     size_t nodes = (size_t)c->n_nodes * sizeof(waiter_node);
-    waiter *w = redlock__calloc(&c->alloc, 1, sizeof(*w) + nodes + bits);
+    redlock__waiter *w = redlock__calloc(&c->alloc, 1, sizeof(*w) + nodes + bits);
     if (w == NULL)
         return NULL;
     w->n_keys = n_keys;
@@ -161,7 +161,7 @@ waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock)
     return w;
 }
 
-uint64_t redlock__notify_jitter_us(redlock_client *c, const op *o)
+uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o)
 {
     uint64_t window_ms = (uint64_t)1
                          << REDLOCK__MIN(o->w->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
@@ -175,7 +175,7 @@ uint64_t redlock__notify_jitter_us(redlock_client *c, const op *o)
     return (r % window_ms) * 1000;
 }
 
-void redlock__waiter_forget_grants(waiter *w, unsigned n_nodes)
+void redlock__waiter_forget_grants(redlock__waiter *w, unsigned n_nodes)
 {
     w->granted = 0;
     memset(w->nodes, 0, n_nodes * sizeof(w->nodes[0]));
@@ -189,10 +189,11 @@ static bool same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
 }
 
 /* The waiter of this client that is id (id_len bytes) in the queue of of's first key, or NULL. */
-static op *queue_head_op(redlock_client *c, const redlock_lock *of, const char *id, size_t id_len)
+static redlock__op *queue_head_op(redlock_client *c, const redlock_lock *of, const char *id,
+                                  size_t id_len)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
         if (o->w != NULL && o->w->watching && o->state != OP_DECIDED && o->lock->queued &&
             same_bytes(o->lock->waiter, o->lock->waiter_len, id, id_len) &&
             same_bytes(o->lock->key, o->lock->key_len, of->key, of->key_len))
@@ -201,7 +202,7 @@ static op *queue_head_op(redlock_client *c, const redlock_lock *of, const char *
     return NULL;
 }
 
-uint64_t redlock__waiter_wake_due(redlock_client *c, waiter *w, uint64_t due_us)
+uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_t due_us)
 {
     if (due_us < w->wake_free_us)
         due_us = w->wake_free_us;
@@ -215,9 +216,9 @@ uint64_t redlock__waiter_wake_due(redlock_client *c, waiter *w, uint64_t due_us)
  * (redlock__waiter_wake_due), and never later than it was due anyway. Grants are not budgeted:
  * each node's count once per token (op_granted), so they bring at most one attempt per node and
  * token, whatever is published. */
-static void op_wake(redlock_client *c, op *o, uint64_t delay_us, bool budgeted)
+static void op_wake(redlock_client *c, redlock__op *o, uint64_t delay_us, bool budgeted)
 {
-    waiter *w = o->w;
+    redlock__waiter *w = o->w;
     if (o->state == OP_RUNNING) {
         w->notified = true;
         w->claim = w->claim || !budgeted;
@@ -246,11 +247,11 @@ static void op_wake(redlock_client *c, op *o, uint64_t delay_us, bool budgeted)
  * than the client's min_validity_ms is left: then o retries at once, and its round renews the
  * granted keys (lib/core/lua/acquire_queued.lua). Returns whether o is
  * decided (won, or its commit round started). */
-static bool grant_win(op *o)
+static bool grant_win(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
-    waiter *w = o->w;
+    redlock__waiter *w = o->w;
     uint64_t now = redlock__client_now(c);
     uint64_t oldest = UINT64_MAX;
     bool partial = false;
@@ -262,7 +263,7 @@ static bool grant_win(op *o)
     }
     bool fresh = !partial && now - oldest <= o->ttl_ms * 1000 / 2;
     redlock__cmd_kind kind = lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
-    round *r = fresh ? redlock__round_new(c, o, lock, kind, o->ttl_ms, false) : NULL;
+    redlock__round *r = fresh ? redlock__round_new(c, o, lock, kind, o->ttl_ms, false) : NULL;
     if (r != NULL) {
         int rc = redlock_round_init(&r->q, c->n_nodes, o->ttl_ms, c->opts.drift_factor,
                                     c->opts.min_validity_ms, oldest);
@@ -304,7 +305,7 @@ static bool grant_win(op *o)
     return false;
 }
 
-bool redlock__grant_check(op *o)
+bool redlock__grant_check(redlock__op *o)
 {
     unsigned n = 0;
     for (uint64_t m = o->w->granted; m != 0; m &= m - 1)
@@ -340,10 +341,10 @@ static bool grant_field(const char **p, const char *end, uint64_t *out, bool *em
  * earlier token (released since), or a stamp that is not one of this token's attempts, is
  * ignored; its counter is a candidate for the fence, which only the commit round makes the
  * lock's (redlock__commit_start). */
-static void op_granted(op *o, unsigned from, const char *message, size_t len)
+static void op_granted(redlock__op *o, unsigned from, const char *message, size_t len)
 {
     redlock_client *c = o->client;
-    waiter *w = o->w;
+    redlock__waiter *w = o->w;
     const char *p = message + 2, *end = message + len;
     uint64_t stamp, tag, key, full, counter;
     bool no_counter;
@@ -385,14 +386,14 @@ static void op_granted(op *o, unsigned from, const char *message, size_t len)
 }
 
 /* Whether channel is o's own (its first key's queue name, ":" and its id), or that queue's. */
-static bool is_own_channel(const op *o, const char *channel, size_t len)
+static bool is_own_channel(const redlock__op *o, const char *channel, size_t len)
 {
     size_t own_len;
     const char *own = redlock__lock_own_channel(o->lock, &own_len);
     return o->lock->channel_watched && same_bytes(own, own_len, channel, len);
 }
 
-static bool is_queue_channel(const op *o, const char *channel, size_t len)
+static bool is_queue_channel(const redlock__op *o, const char *channel, size_t len)
 {
     size_t queue_len;
     const char *queue = redlock__lock_queue_channel(o->lock, &queue_len);
@@ -414,7 +415,7 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
     if (c->closing)
         return;
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED || !o->lock->queued)
             continue;
         if (is_own_channel(o, channel, len)) {
@@ -426,15 +427,16 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
         }
         if (is_queue_channel(o, channel, len)) {
             const char *colon = memchr(message, ':', message_len);
-            op *head = colon != NULL ? queue_head_op(c, o->lock, message, (size_t)(colon - message))
-                                     : NULL;
+            redlock__op *head = colon != NULL
+                                    ? queue_head_op(c, o->lock, message, (size_t)(colon - message))
+                                    : NULL;
             if (head != NULL) /* else another client's waiter is next */
                 op_wake(c, head, 0, true);
             return;
         }
     }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        op *o = REDLOCK__CONTAINER_OF(it, op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
             !redlock__lock_has_key(o->lock, channel, len))
             continue;

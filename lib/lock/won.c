@@ -8,7 +8,7 @@
 
 /* The attempt's last round was won (the acquire, or a fenced acquire's commit): the lock is
  * granted. Returns 0, or why it is not worth handing out after all. */
-int redlock__lock_grant(op *o, round *r)
+int redlock__lock_grant(redlock__op *o, redlock__round *r)
 {
     redlock_lock *lock = o->lock;
     uint64_t validity = redlock_round_validity_us(&r->q);
@@ -38,10 +38,10 @@ int redlock__lock_grant(op *o, round *r)
  * is granted only if the commit round is won too. by_grants: its yes votes are grants, whose
  * counters are what a message said, not what the node answered: every node's commit is sent.
  * Returns 0, or REDLOCK_ENOMEM. */
-int redlock__commit_start(op *o, round *acquire, bool by_grants)
+int redlock__commit_start(redlock__op *o, redlock__round *acquire, bool by_grants)
 {
     redlock_client *c = o->client;
-    round *r = redlock__round_new(c, o, o->lock, REDLOCK__CMD_COMMIT, o->ttl_ms, false);
+    redlock__round *r = redlock__round_new(c, o, o->lock, REDLOCK__CMD_COMMIT, o->ttl_ms, false);
     if (r == NULL)
         return REDLOCK_ENOMEM;
     int rc = redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);

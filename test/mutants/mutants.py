@@ -493,11 +493,11 @@ MUTANTS = [
         "what": "a release wakes the waiter that started last instead of the longest-waiting one",
         "edits": [("lib/lock/wait.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
-                   "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
+                   "        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);\n"
                    "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
                    "            !redlock__lock_has_key(o->lock, channel, len))",
                    "    for (redlock__list *it = c->ops.prev; it != &c->ops; it = it->prev) {\n"
-                   "        op *o = REDLOCK__CONTAINER_OF(it, op, link);\n"
+                   "        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);\n"
                    "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
                    "            !redlock__lock_has_key(o->lock, channel, len))")],
         "killers": [integration("notify", "longest_waiting_first")],

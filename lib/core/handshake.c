@@ -6,8 +6,8 @@
 #include <string.h>
 
 static int append_step(redlock__handshake *hs, redlock__buf *out, const redlock__alloc *alloc,
-                       int argc, const char **argv, const size_t *argvlen, redlock__hs_kind kind,
-                       const redlock__script *script)
+                       int argc, const char **argv, const size_t *argvlen,
+                       redlock__handshake_kind kind, const redlock__script *script)
 {
     char *cmd;
     int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
@@ -17,7 +17,7 @@ static int append_step(redlock__handshake *hs, redlock__buf *out, const redlock_
     redisFreeCommand(cmd);
     if (rc != 0)
         return rc;
-    hs->steps[hs->n_steps++] = (redlock__hs_step){kind, script};
+    hs->steps[hs->n_steps++] = (redlock__handshake_step){kind, script};
     return 0;
 }
 
@@ -42,13 +42,13 @@ int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlo
     redlock__handshake_reset(hs);
     int argc = redlock__auth_argv(u, argv, argvlen);
     if (argc > 0)
-        rc = append_step(hs, out, alloc, argc, argv, argvlen, REDLOCK__HS_STATUS, NULL);
+        rc = append_step(hs, out, alloc, argc, argv, argvlen, REDLOCK__HANDSHAKE_STATUS, NULL);
     if (rc == 0 && u->db > 0) {
         char db[16];
         int len = snprintf(db, sizeof(db), "%d", u->db);
         argv[0] = "SELECT", argvlen[0] = 6;
         argv[1] = db, argvlen[1] = (size_t)len;
-        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HS_STATUS, NULL);
+        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HANDSHAKE_STATUS, NULL);
     }
     /* Every script, the fenced ones, those of a set and a waiter's too: a client that takes
      * such a lock on a connection made before finds them cached (one round trip per script saved
@@ -57,18 +57,19 @@ int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlo
         argv[0] = "SCRIPT", argvlen[0] = 6;
         argv[1] = "LOAD", argvlen[1] = 4;
         argv[2] = redlock__scripts[i]->source, argvlen[2] = redlock__scripts[i]->source_len;
-        rc = append_step(hs, out, alloc, 3, argv, argvlen, REDLOCK__HS_SCRIPT, redlock__scripts[i]);
+        rc = append_step(hs, out, alloc, 3, argv, argvlen, REDLOCK__HANDSHAKE_SCRIPT,
+                         redlock__scripts[i]);
     }
     if (rc == 0) {
         argv[0] = "INFO", argvlen[0] = 4;
         argv[1] = "server", argvlen[1] = 6;
-        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HS_INFO, NULL);
+        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HANDSHAKE_INFO, NULL);
     }
     /* A second INFO, not "INFO server replication": Redis 6 takes one section only. */
     if (rc == 0) {
         argv[0] = "INFO", argvlen[0] = 4;
         argv[1] = "replication", argvlen[1] = 11;
-        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HS_ROLE, NULL);
+        rc = append_step(hs, out, alloc, 2, argv, argvlen, REDLOCK__HANDSHAKE_ROLE, NULL);
     }
     return rc;
 }
@@ -155,21 +156,21 @@ static void take_role(redlock__handshake *hs, const char *info, size_t len)
 }
 
 /* Is r what a server answers to step when it succeeds? */
-static bool step_succeeded(redlock__handshake *hs, const redlock__hs_step *step,
+static bool step_succeeded(redlock__handshake *hs, const redlock__handshake_step *step,
                            const redisReply *r)
 {
     switch (step->kind) {
-    case REDLOCK__HS_STATUS:
+    case REDLOCK__HANDSHAKE_STATUS:
         return r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
-    case REDLOCK__HS_SCRIPT:
+    case REDLOCK__HANDSHAKE_SCRIPT:
         return r->type == REDIS_REPLY_STRING && r->len == 40 &&
                memcmp(r->str, step->script->sha1, 40) == 0;
-    case REDLOCK__HS_INFO:
+    case REDLOCK__HANDSHAKE_INFO:
         if (r->type != REDIS_REPLY_STRING)
             return false;
         redlock__info_run_id(r->str, r->len, hs->run_id);
         return true;
-    case REDLOCK__HS_ROLE:
+    case REDLOCK__HANDSHAKE_ROLE:
         if (r->type != REDIS_REPLY_STRING)
             return false;
         take_role(hs, r->str, r->len);
@@ -178,16 +179,16 @@ static bool step_succeeded(redlock__handshake *hs, const redlock__hs_step *step,
     return false;
 }
 
-static const char *step_name(redlock__hs_kind kind)
+static const char *step_name(redlock__handshake_kind kind)
 {
     switch (kind) {
-    case REDLOCK__HS_STATUS:
+    case REDLOCK__HANDSHAKE_STATUS:
         return "AUTH or SELECT";
-    case REDLOCK__HS_SCRIPT:
+    case REDLOCK__HANDSHAKE_SCRIPT:
         return "SCRIPT LOAD";
-    case REDLOCK__HS_INFO:
+    case REDLOCK__HANDSHAKE_INFO:
         return "INFO";
-    case REDLOCK__HS_ROLE:
+    case REDLOCK__HANDSHAKE_ROLE:
         return "INFO replication";
     }
     return "?";
@@ -220,7 +221,7 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
         redlock__fmt(why, why_len, "protocol error: a reply after the handshake's last");
         return false;
     }
-    const redlock__hs_step *step = &hs->steps[hs->answered++];
+    const redlock__handshake_step *step = &hs->steps[hs->answered++];
     if (r->type == REDIS_REPLY_ERROR) {
         /* A missing password is refused as NOAUTH at the first step after the AUTH the URL did
          * not ask for (SCRIPT LOAD): never an ACL's refusal to put up with. */
@@ -229,12 +230,12 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
             redlock__fmt(why, why_len, "%s", auth);
             return false;
         }
-        if (step->kind != REDLOCK__HS_STATUS) {
+        if (step->kind != REDLOCK__HANDSHAKE_STATUS) {
             /* SCRIPT or INFO refused (an ACL): go on without, but keep the reason in case the
              * connection goes next (a server at its maxclients says so, then closes). */
             if (hs->refused[0] == '\0')
                 redlock__fmt(hs->refused, sizeof(hs->refused), "%.*s", (int)r->len, r->str);
-            if (step->kind == REDLOCK__HS_SCRIPT)
+            if (step->kind == REDLOCK__HANDSHAKE_SCRIPT)
                 hs->script_refused = true;
             else
                 hs->info_refused = true;

@@ -23,36 +23,37 @@
 #include "scripts.h"
 #include "url.h"
 
-#define REDLOCK__HS_MAX_STEPS 20
+#define REDLOCK__HANDSHAKE_MAX_STEPS 20
 #define REDLOCK__RUN_ID_LEN 40 /* a Redis server's run_id: 40 hex digits, new at every start */
 
 typedef enum {
-    REDLOCK__HS_STATUS, /* AUTH, SELECT: +OK */
-    REDLOCK__HS_SCRIPT, /* SCRIPT LOAD: the script's SHA1 */
-    REDLOCK__HS_INFO,   /* INFO server: a bulk string, with run_id */
-    REDLOCK__HS_ROLE    /* INFO replication: a bulk string, with role (and master_host/port) */
-} redlock__hs_kind;
+    REDLOCK__HANDSHAKE_STATUS, /* AUTH, SELECT: +OK */
+    REDLOCK__HANDSHAKE_SCRIPT, /* SCRIPT LOAD: the script's SHA1 */
+    REDLOCK__HANDSHAKE_INFO,   /* INFO server: a bulk string, with run_id */
+    REDLOCK__HANDSHAKE_ROLE /* INFO replication: a bulk string, with role (and master_host/port) */
+} redlock__handshake_kind;
 
-typedef struct redlock__hs_step {
-    redlock__hs_kind kind;
-    const redlock__script *script; /* REDLOCK__HS_SCRIPT only */
-} redlock__hs_step;
+typedef struct redlock__handshake_step {
+    redlock__handshake_kind kind;
+    const redlock__script *script; /* REDLOCK__HANDSHAKE_SCRIPT only */
+} redlock__handshake_step;
 
-#define REDLOCK__HS_REFUSED_MAX 100 /* room for the text of a tolerated error reply */
-#define REDLOCK__HS_MASTER_MAX 280  /* a replica's master, "host:port" (a host name is <= 255) */
+#define REDLOCK__HANDSHAKE_REFUSED_MAX 100 /* room for the text of a tolerated error reply */
+#define REDLOCK__HANDSHAKE_MASTER_MAX                                                              \
+    280 /* a replica's master, "host:port" (a host name is <= 255) */
 
 typedef struct redlock__handshake {
-    redlock__hs_step steps[REDLOCK__HS_MAX_STEPS];
+    redlock__handshake_step steps[REDLOCK__HANDSHAKE_MAX_STEPS];
     unsigned n_steps;
     unsigned answered;                    /* replies checked so far */
     char run_id[REDLOCK__RUN_ID_LEN + 1]; /* from INFO; "" if unknown */
     /* From INFO replication: "" for a master (or if INFO was refused), else the replica's master
      * as "host:port" (its printable bytes only; "?" for a part it did not say). */
-    char replica_of[REDLOCK__HS_MASTER_MAX];
+    char replica_of[REDLOCK__HANDSHAKE_MASTER_MAX];
     /* The first error reply that was tolerated (to SCRIPT LOAD or INFO), truncated; "" if none.
      * A server that refuses the connection itself (at its maxclients) answers the first command
      * with an error and closes: this is then the only place its reason is found. */
-    char refused[REDLOCK__HS_REFUSED_MAX];
+    char refused[REDLOCK__HANDSHAKE_REFUSED_MAX];
     /* Which steps an ACL refused (no +script|load, no +info), for the node's log. */
     bool script_refused, info_refused;
 } redlock__handshake;

@@ -58,16 +58,16 @@ static void check_commands(const redlock__handshake *hs, const redlock__buf *out
         CHECK(cmd->type == REDIS_REPLY_ARRAY && cmd->elements >= 2);
         const char *name = cmd->element[0]->str;
         switch (hs->steps[i].kind) {
-        case REDLOCK__HS_STATUS:
+        case REDLOCK__HANDSHAKE_STATUS:
             CHECK(strcmp(name, "AUTH") == 0 || strcmp(name, "SELECT") == 0);
             break;
-        case REDLOCK__HS_SCRIPT:
+        case REDLOCK__HANDSHAKE_SCRIPT:
             CHECK(strcmp(name, "SCRIPT") == 0 && cmd->elements == 3);
             break;
-        case REDLOCK__HS_INFO:
+        case REDLOCK__HANDSHAKE_INFO:
             CHECK(strcmp(name, "INFO") == 0 && i == hs->n_steps - 2);
             break;
-        case REDLOCK__HS_ROLE:
+        case REDLOCK__HANDSHAKE_ROLE:
             CHECK(strcmp(name, "INFO") == 0 && i == hs->n_steps - 1);
             break;
         }
@@ -86,7 +86,7 @@ static bool answer(redlock__handshake *hs, const redisReply *reply, size_t why_l
 {
     bool pending = redlock__handshake_pending(hs);
     unsigned before = hs->answered;
-    redlock__hs_kind kind = pending ? hs->steps[before].kind : REDLOCK__HS_STATUS;
+    redlock__handshake_kind kind = pending ? hs->steps[before].kind : REDLOCK__HANDSHAKE_STATUS;
     char why[REDLOCK_ERROR_TEXT_MAX];
     memset(why, 0x55, sizeof(why));
     bool ok = redlock__handshake_reply(hs, reply, why, why_len);
@@ -97,14 +97,14 @@ static bool answer(redlock__handshake *hs, const redisReply *reply, size_t why_l
     } else {
         CHECK(hs->answered == before + 1);
         if (reply->type == REDIS_REPLY_ERROR) /* a refused password ends it at any step */
-            CHECK(ok == (kind != REDLOCK__HS_STATUS &&
+            CHECK(ok == (kind != REDLOCK__HANDSHAKE_STATUS &&
                          redlock__auth_refusal(reply->str, reply->len) == NULL));
-        else if (ok && kind == REDLOCK__HS_STATUS)
+        else if (ok && kind == REDLOCK__HANDSHAKE_STATUS)
             CHECK(reply->type == REDIS_REPLY_STATUS && reply->len == 2 &&
                   memcmp(reply->str, "OK", 2) == 0);
-        else if (ok && kind == REDLOCK__HS_SCRIPT)
+        else if (ok && kind == REDLOCK__HANDSHAKE_SCRIPT)
             CHECK(reply->type == REDIS_REPLY_STRING && reply->len == 40);
-        else if (ok && (kind == REDLOCK__HS_INFO || kind == REDLOCK__HS_ROLE))
+        else if (ok && (kind == REDLOCK__HANDSHAKE_INFO || kind == REDLOCK__HANDSHAKE_ROLE))
             CHECK(reply->type == REDIS_REPLY_STRING);
     }
     if (!ok && why_len > 0) {

@@ -1227,7 +1227,7 @@ MUTANTS = [
                 "refusal: the node seems up and says \"allow +script|load\"",
         "edits": [("lib/core/handshake.c",
                    "        if (auth != NULL) {",
-                   "        if (auth != NULL && step->kind == REDLOCK__HS_STATUS) {")],
+                   "        if (auth != NULL && step->kind == REDLOCK__HANDSHAKE_STATUS) {")],
         "killers": [unit("handshake"), auth("auth", "missing_password_is_named")],
     },
     {

@@ -80,14 +80,15 @@ static void bulk(char *out, size_t len, const char *s)
 static void feed_scripts_and_info(redlock__handshake *hs, const char *info_body)
 {
     char resp[512], why[128];
-    while (hs->answered < hs->n_steps && hs->steps[hs->answered].kind == REDLOCK__HS_SCRIPT) {
+    while (hs->answered < hs->n_steps &&
+           hs->steps[hs->answered].kind == REDLOCK__HANDSHAKE_SCRIPT) {
         bulk(resp, sizeof(resp), hs->steps[hs->answered].script->sha1);
         assert_true(feed(hs, resp, why, sizeof(why)));
     }
-    assert_int_equal(hs->steps[hs->answered].kind, REDLOCK__HS_INFO);
+    assert_int_equal(hs->steps[hs->answered].kind, REDLOCK__HANDSHAKE_INFO);
     bulk(resp, sizeof(resp), info_body);
     assert_true(feed(hs, resp, why, sizeof(why)));
-    assert_int_equal(hs->steps[hs->answered].kind, REDLOCK__HS_ROLE);
+    assert_int_equal(hs->steps[hs->answered].kind, REDLOCK__HANDSHAKE_ROLE);
     bulk(resp, sizeof(resp), "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
     assert_true(feed(hs, resp, why, sizeof(why)));
     assert_string_equal(hs->replica_of, "");
@@ -229,9 +230,9 @@ static void which_replies_end_the_connection(void **state)
         char why[REDLOCK_ERROR_TEXT_MAX] = "";
         for (unsigned k = 0; k < cases[i].step; k++) { /* the steps before succeed */
             char resp[128] = "+OK\r\n";
-            if (hs.steps[k].kind == REDLOCK__HS_SCRIPT)
+            if (hs.steps[k].kind == REDLOCK__HANDSHAKE_SCRIPT)
                 bulk(resp, sizeof(resp), hs.steps[k].script->sha1);
-            else if (hs.steps[k].kind == REDLOCK__HS_INFO)
+            else if (hs.steps[k].kind == REDLOCK__HANDSHAKE_INFO)
                 bulk(resp, sizeof(resp), "run_id:x\n");
             assert_true(feed(&hs, resp, why, sizeof(why)));
         }
@@ -270,9 +271,9 @@ static void role_names_the_master(void **state)
         redlock__buf out = {0};
         assert_int_equal(redlock__handshake_start(&hs, &u, &out, &alloc), 0);
         char resp[512], why[128];
-        while (hs.steps[hs.answered].kind != REDLOCK__HS_ROLE) {
+        while (hs.steps[hs.answered].kind != REDLOCK__HANDSHAKE_ROLE) {
             bulk(resp, sizeof(resp),
-                 hs.steps[hs.answered].kind == REDLOCK__HS_SCRIPT
+                 hs.steps[hs.answered].kind == REDLOCK__HANDSHAKE_SCRIPT
                      ? hs.steps[hs.answered].script->sha1
                      : "run_id:x\n");
             assert_true(feed(&hs, resp, why, sizeof(why)));
@@ -337,8 +338,9 @@ static void a_refusal_explains_a_close(void **state)
     while (redlock__handshake_pending(&hs)) {
         char resp[128];
         bulk(resp, sizeof(resp),
-             hs.steps[hs.answered].kind == REDLOCK__HS_SCRIPT ? hs.steps[hs.answered].script->sha1
-                                                              : "run_id:x\n");
+             hs.steps[hs.answered].kind == REDLOCK__HANDSHAKE_SCRIPT
+                 ? hs.steps[hs.answered].script->sha1
+                 : "run_id:x\n");
         assert_true(feed(&hs, resp, why, sizeof(why)));
     }
     assert_ptr_equal(redlock__handshake_why(&hs, closed, buf, sizeof(buf)), closed);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* quorum.c - the decision logic of one round (acquire, extend or release) over N nodes.
+/* quorum.c - the decision logic of one round (acquire, extend or release) over N nodes, and
+ * every decision the operations take over rounds' votes and times (quorum.h, the internal side).
  *
  * Sans-IO, like hiredis' reader: the caller feeds one vote per node together with the time it
  * arrived, and the round answers pending / won / lost as soon as that is known. No allocation,
@@ -495,11 +496,11 @@ unsigned redlock__count_nodes(uint64_t mask, unsigned n_nodes)
 
 /*@ requires n_nodes <= REDLOCK_MAX_NODES;
     assigns \nothing;
-    ensures \result == 1 <==> bits(kept, n_nodes) >= n_nodes / 2 + 1;
+    ensures \result == 1 <==> bits(mask, n_nodes) >= n_nodes / 2 + 1;
 */
-bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes)
+bool redlock__mask_quorum(uint64_t mask, unsigned n_nodes)
 {
-    return redlock__count_nodes(kept, n_nodes) >= redlock__quorum_of(n_nodes);
+    return redlock__count_nodes(mask, n_nodes) >= redlock__quorum_of(n_nodes);
 }
 
 /*@ requires n_nodes <= REDLOCK_MAX_NODES;
@@ -644,4 +645,140 @@ bool redlock__won_too_late(const redlock_round *q, uint64_t prev_deadline_us)
 bool redlock__round_left_nothing(const redlock_round *q)
 {
     return q->votes_yes == 0 && q->votes_timeout == 0;
+}
+
+/*@ requires \valid_read(q);
+    assigns \nothing;
+    ensures \result == 1 <==> q->votes_yes > 0;
+*/
+bool redlock__round_any_yes(const redlock_round *q)
+{
+    return q->votes_yes > 0;
+}
+
+/*@ requires 1 <= n_nodes <= REDLOCK_MAX_NODES;
+    assigns \nothing;
+    ensures \result == 1 <==> free_nodes > n_nodes - (n_nodes / 2 + 1);
+    ensures \result == 1 <==> n_nodes - free_nodes < n_nodes / 2 + 1 || free_nodes > n_nodes;
+*/
+bool redlock__quorum_gone(unsigned free_nodes, unsigned n_nodes)
+{
+    return free_nodes > n_nodes - redlock__quorum_of(n_nodes);
+}
+
+/* ---- a waiter's wait --------------------------------------------------------------------- */
+
+/*@ // What node i said of the wait for a key (redlock__quorum_wait_ms): 0 when it said yes, its
+    // wait when it said no with one, -1 when it said nothing of it.
+    logic integer node_wait(redlock_round *q, int64_t *w, integer i) =
+        q->votes[i] == REDLOCK_VOTE_YES ? 0 :
+        q->votes[i] == REDLOCK_VOTE_NO && w[i] >= 0 ? w[i] : -1;
+
+    // How many of nodes 0 .. n - 1 would let the waiter in within v ms.
+    logic integer within(redlock_round *q, int64_t *w, integer v, integer n) =
+        n <= 0 ? 0 :
+        within(q, w, v, n - 1) + (0 <= node_wait(q, w, n - 1) <= v ? 1 : 0);
+*/
+
+/*@ requires \valid_read(q) && round_ok(q) && i < q->n_nodes;
+    requires \valid_read(wait_ms + (0 .. q->n_nodes - 1));
+    assigns \nothing;
+    ensures \result == node_wait(q, wait_ms, i);
+*/
+static int64_t node_wait_ms(const redlock_round *q, const int64_t *wait_ms, unsigned i)
+{
+    if (q->votes[i] == REDLOCK_VOTE_YES)
+        return 0;
+    return q->votes[i] == REDLOCK_VOTE_NO && wait_ms[i] >= 0 ? wait_ms[i] : -1;
+}
+
+/*@ requires \valid_read(q) && round_ok(q);
+    requires \valid_read(wait_ms + (0 .. q->n_nodes - 1));
+    assigns \nothing;
+    ensures \result >= -1;
+    ensures given: \result >= 0 ==> \exists integer i; 0 <= i < q->n_nodes &&
+                                                       node_wait(q, wait_ms, i) == \result;
+    ensures quorum: \result >= 0 ==> within(q, wait_ms, \result, q->n_nodes) >= q->quorum;
+    ensures least: \forall integer i; 0 <= i < q->n_nodes && 0 <= node_wait(q, wait_ms, i) &&
+                   (\result < 0 || node_wait(q, wait_ms, i) < \result) ==>
+                   within(q, wait_ms, node_wait(q, wait_ms, i), q->n_nodes) < q->quorum;
+*/
+int64_t redlock__quorum_wait_ms(const redlock_round *q, const int64_t *wait_ms)
+{
+    int64_t best = -1;
+    /*@ loop invariant 0 <= i <= q->n_nodes;
+        loop invariant best >= -1;
+        loop invariant best >= 0 ==> \exists integer k; 0 <= k < i &&
+                                                      node_wait(q, wait_ms, k) == best;
+        loop invariant best >= 0 ==> within(q, wait_ms, best, q->n_nodes) >= q->quorum;
+        loop invariant \forall integer k; 0 <= k < i && 0 <= node_wait(q, wait_ms, k) &&
+                       (best < 0 || node_wait(q, wait_ms, k) < best) ==>
+                       within(q, wait_ms, node_wait(q, wait_ms, k), q->n_nodes) < q->quorum;
+        loop assigns i, best;
+        loop variant q->n_nodes - i;
+    */
+    for (unsigned i = 0; i < q->n_nodes; i++) {
+        int64_t v = node_wait_ms(q, wait_ms, i);
+        if (v < 0 || (best >= 0 && v >= best))
+            continue;
+        unsigned n = 0;
+        /*@ loop invariant 0 <= j <= q->n_nodes;
+            loop invariant n == within(q, wait_ms, v, j) && n <= j;
+            loop assigns j, n;
+            loop variant q->n_nodes - j;
+        */
+        for (unsigned j = 0; j < q->n_nodes; j++) {
+            int64_t u = node_wait_ms(q, wait_ms, j);
+            if (u >= 0 && u <= v)
+                n++;
+        }
+        if (n >= q->quorum)
+            best = v;
+    }
+    return best;
+}
+
+/* ---- what a round's caller reads of it --------------------------------------------------- */
+
+/*@ requires \valid_read(q) && \valid(res) && \separated(q, res);
+    assigns res->votes_yes, res->votes_no, res->votes_error, res->votes_timeout;
+    ensures res->votes_yes == q->votes_yes && res->votes_no == q->votes_no &&
+            res->votes_error == q->votes_error && res->votes_timeout == q->votes_timeout;
+*/
+void redlock__round_tally(const redlock_round *q, redlock_result *res)
+{
+    res->votes_yes = q->votes_yes;
+    res->votes_no = q->votes_no;
+    res->votes_error = q->votes_error;
+    res->votes_timeout = q->votes_timeout;
+}
+
+/*@ requires \valid_read(q);
+    assigns \nothing;
+    ensures \result == q->start_us;
+*/
+uint64_t redlock__round_start_us(const redlock_round *q)
+{
+    return q->start_us;
+}
+
+/*@ requires \valid_read(q);
+    assigns \nothing;
+    ensures \result == q->decided_us;
+*/
+uint64_t redlock__round_decided_us(const redlock_round *q)
+{
+    return q->decided_us;
+}
+
+/*@ requires \valid_read(q);
+    requires q->decision == REDLOCK_ROUND_WON;
+    requires q->decided_us + q->validity_us <= UINT64_MAX;
+    assigns \nothing;
+    ensures \result == q->decided_us + q->validity_us;
+    ensures \result > q->decided_us || q->validity_us == 0;
+*/
+uint64_t redlock__round_deadline_us(const redlock_round *q)
+{
+    return q->decided_us + q->validity_us;
 }

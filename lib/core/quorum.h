@@ -25,8 +25,8 @@ static inline unsigned redlock__quorum_of(unsigned n)
  * proved). Masks have bit i for node i, among nodes 0 .. n_nodes - 1. */
 /* The nodes in mask. */
 unsigned redlock__count_nodes(uint64_t mask, unsigned n_nodes);
-/* Whether the nodes in kept are a quorum. */
-bool redlock__kept_quorum(uint64_t kept, unsigned n_nodes);
+/* Whether the nodes in mask are a quorum (of the nodes that kept a token, or granted a lock). */
+bool redlock__mask_quorum(uint64_t mask, unsigned n_nodes);
 typedef enum redlock__cont {
     REDLOCK__CONT_PENDING, /* more answers may still prove it */
     REDLOCK__CONT_PROVEN,  /* a quorum of kept nodes gave evidence */
@@ -64,5 +64,25 @@ bool redlock__won_too_late(const redlock_round *q, uint64_t prev_deadline_us);
 /* A lost round left no key anywhere: no yes and no timeout (an error is a command not run, or a
  * script that stopped before its writes). */
 bool redlock__round_left_nothing(const redlock_round *q);
+
+/* A round that is lost got a yes somewhere: others took keys while it was out (a split vote). */
+bool redlock__round_any_yes(const redlock_round *q);
+/* free_nodes of n_nodes (>= 1) no longer hold a lock's token: too many for any quorum to. */
+bool redlock__quorum_gone(unsigned free_nodes, unsigned n_nodes);
+/* How long, in ms, until a quorum of the nodes of a waiter's lost round q could let it in without
+ * a release: the least wait at which a quorum of them would (a node that said yes, 0; one that
+ * said no, wait_ms[node] when that is >= 0: its key's ttl, or the deadlines of the queue's heads
+ * before it), or -1 when no wait is one (fewer than a quorum said). */
+int64_t redlock__quorum_wait_ms(const redlock_round *q, const int64_t *wait_ms);
+
+/* What the layers above read of a round, so that none reads its members. */
+/* Its votes so far, into res's counters. */
+void redlock__round_tally(const redlock_round *q, redlock_result *res);
+/* When it started (the time given to redlock_round_init). */
+uint64_t redlock__round_start_us(const redlock_round *q);
+/* When it was decided: the deciding vote's time (check the decision first). */
+uint64_t redlock__round_decided_us(const redlock_round *q);
+/* A won round's deadline: the deciding vote's time plus the validity left then. */
+uint64_t redlock__round_deadline_us(const redlock_round *q);
 
 #endif /* REDLOCK_QUORUM_H */

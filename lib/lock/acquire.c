@@ -36,24 +36,10 @@ static bool attempt_clean(const redlock__op *o, const redlock__round *r, int sta
 static uint64_t attempt_wait_us(const redlock__round *r)
 {
     int64_t waits[REDLOCK_MAX_NODES];
-    unsigned n = 0;
-    for (unsigned i = 0; i < r->client->n_nodes; i++) {
-        redlock_vote vote = redlock_round_node_vote(&r->q, i);
-        if (vote == REDLOCK_VOTE_YES)
-            waits[n++] = 0;
-        else if (vote == REDLOCK_VOTE_NO && r->reqs[i].wait_ms >= 0)
-            waits[n++] = r->reqs[i].wait_ms;
-    }
-    if (n < r->q.quorum)
-        return UINT64_MAX;
-    for (unsigned i = 1; i < n; i++) { /* at most 64: insertion sort */
-        int64_t v = waits[i];
-        unsigned j = i;
-        for (; j > 0 && waits[j - 1] > v; j--)
-            waits[j] = waits[j - 1];
-        waits[j] = v;
-    }
-    return (uint64_t)waits[r->q.quorum - 1] * 1000;
+    for (unsigned i = 0; i < r->client->n_nodes; i++)
+        waits[i] = r->reqs[i].wait_ms;
+    int64_t ms = redlock__quorum_wait_ms(&r->q, waits);
+    return ms < 0 ? UINT64_MAX : (uint64_t)ms * 1000;
 }
 
 /* When a waiter's lost attempt retries: at once (on a short jitter) if a notification came while
@@ -150,7 +136,7 @@ static void lock_attempt_lost(redlock__op *o, int status)
     }
     if (retry) {
         /* Others took keys while this attempt was out (a split vote): spread the next wake-ups. */
-        if (w != NULL && w->watching && o->round != NULL && o->round->q.votes_yes > 0)
+        if (w != NULL && w->watching && o->round != NULL && redlock__round_any_yes(&o->round->q))
             w->collisions++;
         o->state = OP_RETRYING;
         redlock__client_timer_start(c, &o->timer, retry_due_us(o, now), redlock__on_retry_timer);

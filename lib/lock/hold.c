@@ -36,8 +36,8 @@ static void extend_round_done(redlock__op *o, redlock__round *r)
         uint64_t validity = redlock_round_validity_us(&r->q);
         lock->ttl_ms = o->ttl_ms;
         lock->validity_ms = validity / 1000;
-        lock->deadline_us = r->q.decided_us + validity;
-        lock->won_start_us = r->q.start_us;
+        lock->deadline_us = redlock__round_deadline_us(&r->q);
+        lock->won_start_us = redlock__round_start_us(&r->q);
         /* From here the deadline is known and the hold continuous: a plain compare-and-pexpire
          * wins only where the token still stands, and a retake runs only on a lock known to be. */
         lock->attached = false;

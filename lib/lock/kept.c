@@ -7,7 +7,7 @@
  * the token without a break (kept) apart from those that hold it in a key that may have been set
  * later (fresh: a late yes to the acquire, a key a retake set anew): a fresh key vouches for no
  * moment before it was set. The decisions over these sets are the core's (quorum.c,
- * redlock__continuity and redlock__kept_quorum); this file only keeps them. */
+ * redlock__continuity and redlock__mask_quorum); this file only keeps them. */
 #include "kept.h"
 
 #include <string.h>
@@ -18,13 +18,14 @@ bool redlock__kept_won(redlock_lock *lock, const redlock_round *q)
 {
     redlock_client *c = lock->client;
     uint64_t yes = 0;
-    for (unsigned i = 0; i < q->n_nodes; i++) {
+    uint64_t start = redlock__round_start_us(q);
+    for (unsigned i = 0; i < c->n_nodes; i++) {
         /* A yes from before the node reached a new server is the old server's. */
-        if ((redlock_vote)q->votes[i] == REDLOCK_VOTE_YES && c->node_changed_at_us[i] < q->start_us)
+        if (redlock_round_node_vote(q, i) == REDLOCK_VOTE_YES && c->node_changed_at_us[i] < start)
             yes |= UINT64_C(1) << i;
     }
     lock->cont = (redlock__kept){.kept = yes};
-    return redlock__kept_quorum(yes, q->n_nodes);
+    return redlock__mask_quorum(yes, c->n_nodes);
 }
 
 /* ---- the probe: a quiet client hears its nodes after a fresh key ------------------------- */
@@ -107,7 +108,7 @@ uint64_t redlock__kept_now(redlock_lock *lock)
             if (c->heard_us[i] > k->fresh_since_us)
                 heard |= UINT64_C(1) << i;
         }
-        if (redlock__kept_quorum(k->kept & ~k->pending & heard, c->n_nodes)) {
+        if (redlock__mask_quorum(k->kept & ~k->pending & heard, c->n_nodes)) {
             k->kept |= k->fresh;
             k->fresh = 0;
         }
@@ -121,7 +122,7 @@ static bool kept_enough(const redlock_lock *lock, uint64_t now_us)
 {
     const redlock__kept *k = &lock->cont;
     uint64_t holding = now_us < k->pending_until_us ? k->kept : k->kept & ~k->pending;
-    return redlock__kept_quorum(holding, lock->client->n_nodes);
+    return redlock__mask_quorum(holding, lock->client->n_nodes);
 }
 
 bool redlock__kept_lose(redlock_lock *lock, unsigned i, uint64_t now_us)

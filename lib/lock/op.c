@@ -81,10 +81,7 @@ static void op_deliver(redlock__op *o)
     redlock_lock *handed = o->def->handed != NULL ? o->def->handed(o) : lock;
     res.fence = handed != NULL && o->status == 0 ? lock->fence : 0;
     if (r != NULL) {
-        res.votes_yes = r->q.votes_yes;
-        res.votes_no = r->q.votes_no;
-        res.votes_error = r->q.votes_error;
-        res.votes_timeout = r->q.votes_timeout;
+        redlock__round_tally(&r->q, &res);
         res.nodes = r->results;
     } else {
         memset(none, 0, sizeof(none));

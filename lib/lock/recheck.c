@@ -169,7 +169,7 @@ static void on_checked(redlock_lock *unused, int status, const redlock_result *r
     if (status != REDLOCK_ECANCELED && !c->closing && !stale &&
         held(lock, redlock__client_now(c))) {
         unsigned free_nodes = count_free(lock, result);
-        if (free_nodes > result->n_nodes - redlock__quorum_of(result->n_nodes))
+        if (redlock__quorum_gone(free_nodes, result->n_nodes))
             found_lost(lock, free_nodes, result->n_nodes);
         else if (started < c->node_changed_us)
             check_start(lock); /* another node changed meanwhile: ask again */

@@ -133,7 +133,7 @@ static void kept_answer(redlock__round *r, unsigned i, const redlock__req *req, 
     /* After what follows, so that a no is not taken for its own key's last sign. */
     bool heard =
         (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) && req->sent_us > c->heard_us[i];
-    if (r->lock != NULL && c->node_changed_at_us[i] < r->q.start_us)
+    if (r->lock != NULL && c->node_changed_at_us[i] < redlock__round_start_us(&r->q))
         kept_vote(r, i, req, vote, anew, now);
     if (heard)
         c->heard_us[i] = req->sent_us; /* any round's: the server's */
@@ -164,7 +164,7 @@ static void kept_vote(redlock__round *r, unsigned i, const redlock__req *req, re
     } else if ((kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_ACQUIRE_FENCED ||
                 kind == REDLOCK__CMD_COMMIT) &&
                vote == REDLOCK_VOTE_YES && r->state == ROUND_DONE &&
-               lock->won_start_us == r->q.start_us &&
+               lock->won_start_us == redlock__round_start_us(&r->q) &&
                redlock_round_decision(&r->q) == REDLOCK_ROUND_WON) {
         redlock__kept_fresh(lock, i, now); /* set after the decision, perhaps */
         return;

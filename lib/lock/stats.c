@@ -148,10 +148,12 @@ void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
         break;
     }
     /* A release waits for every node: its time runs to now; the others end at their decision. */
-    uint64_t end = kind == REDLOCK__CMD_RELEASE || q->decision == REDLOCK_ROUND_PENDING
-                       ? redlock__client_now(c)
-                       : q->decided_us;
-    uint64_t took = end > q->start_us ? end - q->start_us : 0;
+    uint64_t end =
+        kind == REDLOCK__CMD_RELEASE || redlock_round_decision(q) == REDLOCK_ROUND_PENDING
+            ? redlock__client_now(c)
+            : redlock__round_decided_us(q);
+    uint64_t start = redlock__round_start_us(q);
+    uint64_t took = end > start ? end - start : 0;
     if (took > 1000 && took > slow_round_us(c)) { /* it is 1 ms at least: most rounds skip it */
         st->slow_rounds++;
         log_slow_round(c, kind, took, results);

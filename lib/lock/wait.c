@@ -307,10 +307,7 @@ static bool grant_win(redlock__op *o)
 
 bool redlock__grant_check(redlock__op *o)
 {
-    unsigned n = 0;
-    for (uint64_t m = o->w->granted; m != 0; m &= m - 1)
-        n++;
-    return n >= redlock__quorum_of(o->client->n_nodes) && grant_win(o);
+    return redlock__mask_quorum(o->w->granted, o->client->n_nodes) && grant_win(o);
 }
 
 /* The next field of a grant message: a decimal number up to the next ':' (or, empty_ok, an

@@ -13,8 +13,8 @@ int redlock__lock_grant(redlock__op *o, redlock__round *r)
     redlock_lock *lock = o->lock;
     uint64_t validity = redlock_round_validity_us(&r->q);
     lock->validity_ms = validity / 1000;
-    lock->deadline_us = r->q.decided_us + validity;
-    lock->won_start_us = r->q.start_us; /* a commit round's is its acquire's */
+    lock->deadline_us = redlock__round_deadline_us(&r->q);
+    lock->won_start_us = redlock__round_start_us(&r->q); /* a commit round's is its acquire's */
     /* A yes of a node that reached a new server during the round is the old server's: without
      * it, fewer than a quorum may hold the keys. */
     if (!redlock__kept_won(lock, &r->q))

@@ -122,8 +122,11 @@ static void lock_attempt_lost(redlock__op *o, int status)
     uint64_t now = redlock__client_now(c);
     bool retry = !c->closing && redlock__op_may_retry(o, now);
     bool kept = w != NULL && attempt_clean(o, o->round, status, retry);
-    if (w != NULL)
+    if (w != NULL) {
         w->token_kept = kept;
+        if (o->round != NULL)
+            redlock__waiter_attempt_took(w, &o->round->q);
+    }
     if (kept) {
         if (redlock__grant_check(o)) /* grants heard while the attempt was out: a quorum, won */
             return;

@@ -97,6 +97,7 @@ typedef struct redlock__waiter {
     uint64_t wake_free_us; /* before this, a notification moves no attempt up (a retry period
                               after the last it did: redlock__waiter_wake_due) */
     unsigned collisions;   /* its attempts lost in a split vote (redlock__notify_jitter_us) */
+    uint64_t grace_us;     /* how long a grant from fewer than a quorum waits for the others' */
     /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
      * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
      * node's release may then set its keys for it: a grant, heard on its own channel from a
@@ -284,6 +285,8 @@ void redlock__wait_end(redlock__op *o);
 /* Forget the grants o heard so far: they were of keys a release deletes, or of a token given
  * up. */
 void redlock__waiter_forget_grants(redlock__waiter *w, unsigned n_nodes);
+/* w's attempt, round q, was decided: the grace its grants get is as long as q took. */
+void redlock__waiter_attempt_took(redlock__waiter *w, const redlock_round *q);
 /* Whether o heard of grants from a quorum of nodes, and if so won with them. */
 bool redlock__grant_check(redlock__op *o);
 /* When an attempt that a notification moves up to due_us may run: due_us, or the end of the

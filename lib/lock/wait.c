@@ -20,9 +20,12 @@
  * votes again and again (the backoff of a shared medium). */
 #define NOTIFY_MAX_DOUBLINGS 2
 
-/* A waiter that heard a grant from fewer nodes than a quorum waits this long for the others'
- * (they follow within a round trip, as a rule) before it runs a round of its own. */
-#define GRANT_GRACE_US 1000
+/* A waiter that heard a grant from fewer nodes than a quorum waits for the others' (they follow
+ * within a round trip, as a rule) before it runs a round of its own: as long as its last attempt
+ * took to be decided (a quorum's round trip, which a round of its own would cost too), between
+ * these bounds. */
+#define GRANT_GRACE_MIN_US 1000
+#define GRANT_GRACE_MAX_US 250000
 
 /* How long a node keeps a waiter's place in a resource's queue after each attempt: long enough
  * that a live waiter asks again before it runs out (its fallback retry delay at most, plus a
@@ -159,6 +162,17 @@ redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock
     w->nodes = (waiter_node *)(void *)(w + 1);
     w->key_bits = bits != 0 ? (unsigned char *)w->nodes + nodes : NULL;
     return w;
+}
+
+void redlock__waiter_attempt_took(redlock__waiter *w, const redlock_round *q)
+{
+    if (redlock_round_decision(q) == REDLOCK_ROUND_PENDING)
+        return;
+    uint64_t start = redlock__round_start_us(q), decided = redlock__round_decided_us(q);
+    uint64_t took = decided > start ? decided - start : 0;
+    w->grace_us = took < GRANT_GRACE_MIN_US   ? GRANT_GRACE_MIN_US
+                  : took > GRANT_GRACE_MAX_US ? GRANT_GRACE_MAX_US
+                                              : took;
 }
 
 uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o)
@@ -379,7 +393,7 @@ static void op_granted(redlock__op *o, unsigned from, const char *message, size_
      * else waits a short grace for the other nodes' grants, which come right behind as a rule,
      * before it runs a round. */
     if (o->state == OP_RUNNING || !redlock__grant_check(o))
-        op_wake(c, o, GRANT_GRACE_US, false);
+        op_wake(c, o, w->grace_us != 0 ? w->grace_us : GRANT_GRACE_MIN_US, false);
 }
 
 /* Whether channel is o's own (its first key's queue name, ":" and its id), or that queue's. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* check.h - what the parts of "redlock check" share:
  *
- *   check.c          the per-server checks, the deployment (run_id twins, node count)
+ *   check.c          the deployment: its nodes one after the other, run_id twins, node count
+ *   check_server.c   the per-server checks (a plain node, or a master of a cluster node)
  *   check_cluster.c  a cluster:// node: its slot map, state and coverage, one probe key per
  *                    master, and the per-server checks on every master that owns slots
  *   check_report.c   the verdict, the JSON line on stdout and the table on stderr
@@ -129,7 +130,7 @@ redisReply *check_command(server_check *sc, check_conn *ctx, int argc, const cha
 const char *check_reply_text(const redisReply *r, char *buf, size_t len);
 
 /* Every per-server check on sc (connect, log in, INFO, persistence, clock, the commands on its
- * probe key when it has one), then what its answers mean (check.c). */
+ * probe key when it has one), then what its answers mean (check_server.c). */
 void check_server(checker *ck, server_check *sc);
 
 /* A cluster:// node (check_cluster.c): the slot map from the URL's host or a seed, the

@@ -28,69 +28,6 @@
 _Static_assert(CLI_MAX_NODES == REDLOCK_MAX_NODES, "args.h follows redlock.h");
 _Static_assert(CLI_KEY_MAX == REDLOCK_RESOURCE_MAX, "args.h follows redlock.h");
 
-/* ---- the end -------------------------------------------------------------------------------- */
-
-int tool_exit_for(int status)
-{
-    switch (status) {
-    case 0:
-        return 0;
-    case REDLOCK_EBUSY:
-        return EXIT_BUSY;
-    case REDLOCK_ENOQUORUM:
-    case REDLOCK_EEXPIRED:
-        return EXIT_UNAVAILABLE;
-    case REDLOCK_ELOST:
-        return EXIT_LOST;
-    case REDLOCK_EINVAL:
-    case REDLOCK_EURL:
-    case REDLOCK_EDUPNODE:
-        return EXIT_USAGE;
-    default:
-        return EXIT_OSERR;
-    }
-}
-
-static void finish(tool *t)
-{
-    t->phase = PHASE_DONE;
-    for (unsigned i = 0; i < t->n_signals; i++)
-        uv_close((uv_handle_t *)&t->signals[i], NULL);
-    t->n_signals = 0;
-    progress_stop(t);
-    if (t->progress.timer_init) {
-        uv_close((uv_handle_t *)&t->progress.timer, NULL);
-        t->progress.timer_init = false;
-    }
-    run_close_handles(t);
-}
-
-static void start_cleanup(tool *t);
-
-static void on_client_closed(redlock_client *client, void *data)
-{
-    (void)client;
-    tool *t = data;
-    t->client = NULL;
-    t->client_closing = false;
-    if (t->cleanup_needed) {
-        t->cleanup_needed = false;
-        start_cleanup(t);
-        return;
-    }
-    finish(t);
-}
-
-void tool_close_client(tool *t)
-{
-    if (t->client == NULL || t->client_closing)
-        return;
-    t->client_closing = true;
-    /* Fast: the tool releases what it means to release itself; "acquire" hands its lock on to
-     * a later "release" or "extend" and must leave it held. */
-    redlock_client_close_ex(t->client, REDLOCK_CLOSE_FAST, on_client_closed, t);
-}
-
 /* A call on the client failed at once (nothing was sent): say why, and end. */
 static void failed_at_once(tool *t, int rc)
 {
@@ -99,43 +36,6 @@ static void failed_at_once(tool *t, int rc)
                                                             : redlock_strerror(rc));
     t->exit_code = tool_exit_for(rc);
     tool_close_client(t);
-}
-
-/* ---- run's release again, for the nodes that were down ------------------------------------ */
-
-/* Run's release found a node down (run.c): that client kept the release for the node, but its
- * close drops it. A fresh client releases again; each connection writes the release with its
- * handshake, so a stopped node takes it when it continues (at most one node timeout more). */
-static void on_cleanup_released(redlock_lock *lock, int status, const redlock_result *result,
-                                void *data)
-{
-    tool *t = data;
-    tool_say(t, "released again for the nodes that were down (deleted on %u more)",
-             status == 0 || status == REDLOCK_ELOST ? result->votes_yes : 0);
-    redlock_lock_free(lock);
-    tool_close_client(t);
-}
-
-static void start_cleanup(tool *t)
-{
-    t->phase = PHASE_CLEANUP;
-    char err[512];
-    int rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
-                                &t->opts, &t->client, err, sizeof(err));
-    if (rc != 0) {
-        finish(t);
-        return;
-    }
-    redlock_lock *lock;
-    rc = redlock_lock_attach(t->client, t->args.key, t->args.key_len, t->token, strlen(t->token),
-                             t->args.ttl_ms, &lock);
-    if (rc == 0) {
-        rc = redlock_release(lock, on_cleanup_released, t);
-        if (rc != 0)
-            redlock_lock_free(lock);
-    }
-    if (rc != 0)
-        tool_close_client(t);
 }
 
 /* ---- draining: let a won round reach every node ------------------------------------------- */
@@ -469,7 +369,7 @@ static void start_client(tool *t)
     if (tool_tls_options(t, err, sizeof(err)) != 0) {
         fprintf(stderr, "redlock: %s\n", err);
         t->exit_code = EXIT_USAGE;
-        finish(t);
+        tool_finish(t);
         return;
     }
     int rc = redlock_client_new(&t->loop, (const char *const *)t->args.nodes, t->args.n_nodes,
@@ -479,7 +379,7 @@ static void start_client(tool *t)
         /* The library's message names the node by index and redacts any password. */
         fprintf(stderr, "redlock: %s%s\n", t->args.nodes_from_env ? "REDLOCK_NODES: " : "", err);
         t->exit_code = tool_exit_for(rc);
-        finish(t);
+        tool_finish(t);
     } else if (t->args.command == CLI_CMD_ACQUIRE || t->args.command == CLI_CMD_RUN) {
         start_acquire(t);
     } else {
@@ -498,7 +398,7 @@ static int tool_main(tool *t)
     rc = start_signals(t);
     if (rc != 0) {
         fprintf(stderr, "redlock: cannot handle signals: %s\n", uv_strerror(rc));
-        finish(t);
+        tool_finish(t);
     } else {
         start_client(t);
     }

@@ -240,11 +240,3 @@ void run_on_lost(redlock_lock *lock, int reason, void *data)
     }
     uv_timer_start(&t->grace_timer, on_grace_over, t->args.grace_ms, 0);
 }
-
-void run_close_handles(tool *t)
-{
-    if (t->grace_timer_init) {
-        uv_close((uv_handle_t *)&t->grace_timer, NULL);
-        t->grace_timer_init = false;
-    }
-}

@@ -3,6 +3,7 @@
  *
  *   redlock.c   main, the client, signals, acquire/release/extend/status
  *   run.c       the run command: the child process, signal forwarding, the lost lock
+ *   close.c     the end: exit statuses, the client's close, run's release again, the handles
  *   progress.c  --wait: a line on stderr now and then on what the nodes say while it waits
  *   report.c    JSON results on stdout and human messages on stderr
  *   args.c      the command line (pure)
@@ -53,7 +54,7 @@ typedef struct tool {
     uv_signal_t signals[TOOL_N_SIGNALS];
     unsigned n_signals;  /* initialized signal handles */
     int interrupted;     /* the signal that made the tool give up (0: none) */
-    bool cleanup_needed; /* run's release found a node down: release again (redlock.c) */
+    bool cleanup_needed; /* run's release found a node down: release again (close.c) */
     /* The tool ends by dying of this signal (after cleaning up) when its exit status is still
      * 128 + it: a shell loop around it then stops on Ctrl-C, as it does around flock(1). */
     int die_signal;
@@ -85,12 +86,16 @@ typedef struct tool {
     int command_status; /* its exit status (128+N for signal N), once it exited */
 } tool;
 
-/* ---- redlock.c ---- */
+/* ---- close.c ---- */
 
-/* Close the client (once); its close callback finishes the tool. */
+/* Close the client (once); its close callback finishes the tool (run's release again first, when
+ * t->cleanup_needed). */
 void tool_close_client(tool *t);
 /* The exit status for an operation's status code. */
 int tool_exit_for(int status);
+/* The tool ends with no client open (none was made, or it is closed): every handle of the tool
+ * is closed, so that the loop ends. */
+void tool_finish(tool *t);
 
 /* ---- run.c ---- */
 
@@ -100,8 +105,6 @@ void run_start(tool *t, redlock_lock *lock);
 void run_forward_signal(tool *t, int signum);
 /* The lost callback of run's auto-extension. */
 void run_on_lost(redlock_lock *lock, int reason, void *data);
-/* Close run's own handles (the grace timer). */
-void run_close_handles(tool *t);
 
 /* Die of signum after the release, unless the lock was lost (t->exit_code EXIT_LOST). */
 void run_die_after_release(tool *t, int signum);

@@ -11,8 +11,10 @@ Checked (TAP, one line each):
      a higher layer's library defines: a call runs down or within its layer only (the build's
      per-layer links refuse it too: lib/meson.build);
   5. no call circle between files: the calls between the built objects (a file's undefined
-     symbols that another file defines) form no cycle, of two files or more.
+     symbols that another file defines) form no cycle, of two files or more;
+  6. the same for the files of the `redlock` tool (tools/, BUILD/tools/redlock.p/).
 """
+import glob
 import os
 import re
 import subprocess
@@ -127,6 +129,24 @@ def main():
     circles = [c for c in strongly_connected(calls) if len(c) > 1]
     check(bool(calls) and not circles, 'no call circle between files (the built objects)',
           '; '.join(' <-> '.join(sorted(source_name(u) for u in c)) for c in circles))
+
+    objects = sorted(glob.glob(os.path.join(build, 'tools', 'redlock.p', '*.o')))
+    tool_defines, tool_needs = {}, {}
+    for obj in objects:
+        unit = os.path.basename(obj)[:-len('.c.o')] + '.c'
+        out = subprocess.run(['nm', obj], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in 'TDBRC':
+                tool_defines[parts[2]] = unit
+            elif len(parts) == 2 and parts[0] == 'U':
+                tool_needs.setdefault(unit, set()).add(parts[1])
+    tool_calls = {u: sorted({tool_defines[s] for s in syms if s in tool_defines} - {u})
+                  for u, syms in tool_needs.items()}
+    tool_circles = [c for c in strongly_connected(tool_calls) if len(c) > 1]
+    check(len(objects) > 1 and any(tool_calls.values()) and not tool_circles,
+          "no call circle between the tool's files (tools/)",
+          '; '.join(' <-> '.join(sorted(c)) for c in tool_circles) or f'{len(objects)} objects')
 
     print(f'1..{len(results)}')
     for i, (ok, what, detail) in enumerate(results, 1):

@@ -329,11 +329,11 @@ MUTANTS = [
     {
         "name": "check-accepts-replica",
         "what": "redlock check passes a read-only replica as a node fit to hold locks",
-        "edits": [("tools/check.c",
+        "edits": [("tools/check_server.c",
                    "        check_note(&sc->errors, \"is a read-only replica (%s answered READONLY): "
                    "locks need masters\",\n                   argv[0]);",
                    "        (void)0;"),
-                  ("tools/check.c",
+                  ("tools/check_server.c",
                    "        if (!said)\n            check_note(&sc->errors, \"is a replica (role %s): "
                    "locks need masters\", sc->role);",
                    "        (void)said;")],
@@ -353,14 +353,14 @@ MUTANTS = [
         "name": "check-cluster-ignores-wait-replicas",
         "what": "redlock check passes a cluster whose masters have fewer replicas than "
                 "wait_replicas, so that no write there could count",
-        "edits": [("tools/check.c", "    if (want > 0 && have >= 0 && have < want)",
+        "edits": [("tools/check_server.c", "    if (want > 0 && have >= 0 && have < want)",
                    "    if (want > 0 && have >= 0 && have < 0)")],
         "killers": [cli("cli-check", "cluster_*"), cli("cli-check")],
     },
     {
         "name": "check-ignores-eviction",
         "what": "redlock check does not warn of a maxmemory-policy that may evict a held lock",
-        "edits": [("tools/check.c",
+        "edits": [("tools/check_server.c",
                    "    return strncmp(policy, \"allkeys-\", 8) == 0 || strncmp(policy, \"volatile-\", 9) "
                    "== 0;",
                    "    return policy == NULL;")],

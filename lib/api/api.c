@@ -28,9 +28,6 @@ static const redlock__hooks hooks = {
     .node_changed = redlock__recheck_node,
     .io_closed = io_closed,
     .kept_lost = redlock__recheck_kept_lost,
-    .auto_start = redlock_auto_extend,
-    .deadline_moved = redlock__auto_moved,
-    .lock_ended = redlock__auto_stop,
     .signaled = redlock__ops_cancel_fired,
 };
 

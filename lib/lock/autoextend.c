@@ -48,18 +48,21 @@ static uint64_t margin_us(const redlock_auto_opts *opts, uint64_t ttl_ms)
     return REDLOCK__MAX(margin, MIN_MARGIN_US);
 }
 
-static void stop_timers(redlock_lock *lock)
+/* The auto-extension is over: its timers stop, and it no longer follows the lock. */
+static void unfollow(redlock_lock *lock)
 {
+    lock->autox.active = false;
+    lock->on_moved = NULL;
+    lock->on_ended = NULL;
     redlock__client_timer_stop(lock->client, &lock->autox.extend_timer);
     redlock__client_timer_stop(lock->client, &lock->autox.guard_timer);
 }
 
-void redlock__auto_stop(redlock_lock *lock)
+/* Stop without a callback (the hold ended for the caller: the lock's on_ended). */
+static void auto_stop(redlock_lock *lock)
 {
-    if (!lock->autox.active)
-        return;
-    lock->autox.active = false;
-    stop_timers(lock);
+    if (lock->autox.active)
+        unfollow(lock);
 }
 
 /* The hold ended badly: tell the caller, exactly once. */
@@ -68,8 +71,7 @@ static void fire_lost(redlock_lock *lock, int reason)
     redlock__auto *a = &lock->autox;
     if (!a->active)
         return;
-    a->active = false;
-    stop_timers(lock);
+    unfollow(lock);
     lock->lost = true; /* not held any more, whatever an extension in flight still does */
     redlock__stats_lost(lock->client, reason);
     a->lost_cb(lock, reason, a->lost_data);
@@ -124,11 +126,10 @@ void redlock__auto_lost(redlock_lock *lock, int reason)
     fire_lost(lock, reason);
 }
 
-void redlock__auto_moved(redlock_lock *lock)
+/* The lock's deadline moved (an extend won: the lock's on_moved): plan from the new one. */
+static void on_moved(redlock_lock *lock)
 {
     redlock__auto *a = &lock->autox;
-    if (!a->active)
-        return;
     if (a->extending) {
         /* The auto-extension's own round (on_extended plans the rest), or the caller's while
          * ours is in flight: only the guard follows the deadline now. */
@@ -270,6 +271,8 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
     a->margin_us = margin_us(opts, lock->ttl_ms);
     a->lost_cb = lost_cb;
     a->lost_data = data;
+    lock->on_moved = on_moved;
+    lock->on_ended = auto_stop;
     schedule(lock);
     return 0;
 }
@@ -277,7 +280,7 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
 void redlock_auto_extend_stop(redlock_lock *lock)
 {
     if (lock != NULL)
-        redlock__auto_stop(lock);
+        auto_stop(lock);
 }
 
 void redlock__auto_cancel_all(redlock_client *c)

@@ -36,15 +36,6 @@ typedef struct redlock__hooks {
      * where it was kept (its keys are gone: check every held lock); gap, the hold had a gap from
      * then on (report it lost). recheck.c. */
     void (*kept_lost)(redlock_lock *lock, unsigned node, bool said_no, bool gap);
-    /* An acquire won and asked for auto-extension: start it before the lock is handed out
-     * (autoextend.c, redlock_auto_extend). Nonzero: the lock is not worth handing out. */
-    int (*auto_start)(redlock_lock *lock, const redlock_auto_opts *opts, redlock_lost_cb lost_cb,
-                      void *lost_data);
-    /* An extend won: the lock's deadline moved (autoextend.c). */
-    void (*deadline_moved)(redlock_lock *lock);
-    /* The lock's hold ended for the caller (released, freed, or its acquire canceled): nothing
-     * more is extended (autoextend.c). */
-    void (*lock_ended)(redlock_lock *lock);
     /* The io: another thread woke the loop, a cancel token fired (op.c). */
     void (*signaled)(redlock_client *c);
 } redlock__hooks;

@@ -165,7 +165,7 @@ void redlock_lock_free(redlock_lock *lock)
 {
     if (lock == NULL || !lock->user_owned || lock->using != NULL)
         return;
-    lock->client->hooks->lock_ended(lock); /* its auto-extension stops */
+    redlock__lock_ended(lock); /* its auto-extension stops */
     lock->user_owned = false;
     redlock__lock_unref(lock);
 }

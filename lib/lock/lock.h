@@ -58,6 +58,12 @@ struct redlock_lock {
     uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
     redlock__kept cont;    /* the nodes that vouch for the hold's continuity (kept.c) */
     redlock__auto autox;
+    /* What follows the hold hears of it here: an auto-extension sets both when it starts and
+     * clears them when it stops (autoextend.c); NULL: nothing follows it. on_moved: an extend
+     * won, the deadline moved (hold.c); on_ended: the hold ended for the caller (released,
+     * freed, or its acquire canceled: redlock__lock_ended). */
+    void (*on_moved)(redlock_lock *lock);
+    void (*on_ended)(redlock_lock *lock);
     redlock__using *using; /* the hold of a redlock_using work, until its done: the caller's
                               release and free are refused */
     void *data;
@@ -112,6 +118,13 @@ int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len);
  * "<key prefix><domain>:fence", shared by every resource of the domain. Returns 0, or
  * REDLOCK_ENOMEM (the lock keeps its own counter). */
 int redlock__lock_set_fence_domain(redlock_lock *lock, const char *domain);
+/* The hold ended for the caller (released, freed, or its acquire canceled): whatever follows it
+ * (an auto-extension) stops. */
+static inline void redlock__lock_ended(redlock_lock *lock)
+{
+    if (lock->on_ended != NULL)
+        lock->on_ended(lock);
+}
 /* Free every handle still alive; the client is going away. */
 void redlock__lock_free_all(redlock_client *c);
 

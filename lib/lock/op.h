@@ -36,8 +36,10 @@
  * Layers: round.c (rounds) and op.c (an operation's life) know the kinds only through their
  * op_kind_def; acquire.c (with wait.c, the waiting) and hold.c (extend, release, inspect) are the
  * kinds. They call down only: the client core (client.h), lock handles (lock.h), the counters
- * (stats.h), the quorum core and the io. What the layers above must hear of (an auto-extension to
- * start, a deadline that moved) goes through the client's hooks (client.h). */
+ * (stats.h), the quorum core and the io; a won acquire starts the auto-extension it asked for
+ * (won.c, redlock_auto_extend: built on extends, it calls nothing back here). What follows a hold
+ * hears of a deadline that moved, or of the hold's end, through the callbacks it set on the lock
+ * (lock.h). */
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
 

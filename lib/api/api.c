@@ -24,12 +24,21 @@ static void io_closed(redlock_client *c)
 }
 
 static const redlock__hooks hooks = {
-    .notified = redlock__ops_notified,
-    .node_changed = redlock__recheck_node,
     .io_closed = io_closed,
-    .kept_lost = redlock__recheck_kept_lost,
-    .signaled = redlock__ops_cancel_fired,
 };
+
+/* A client core with the io make_io makes, and the features that listen on it started: the recheck
+ * sets its callbacks on the client and its io (recheck.h). */
+static int client_make(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
+                       const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
+                       redlock_client **client_out, char *err, size_t err_len)
+{
+    int rc = redlock__client_create(loop, node_urls, n_nodes, opts, make_io, make_ctx, &hooks,
+                                    client_out, err, err_len);
+    if (rc == 0)
+        redlock__recheck_start(*client_out);
+    return rc;
+}
 
 static int make_uv_io(void *ctx, const redlock__node_config *cfgs, unsigned n,
                       const redlock__alloc *alloc, redlock__io **out)
@@ -47,16 +56,14 @@ int redlock_client_new(uv_loop_t *loop, const char *const *node_urls, unsigned n
         redlock__fmt(err, err_len, "loop must not be NULL");
         return REDLOCK_EINVAL;
     }
-    return redlock__client_create(loop, node_urls, n_nodes, opts, make_uv_io, loop, &hooks,
-                                  client_out, err, err_len);
+    return client_make(loop, node_urls, n_nodes, opts, make_uv_io, loop, client_out, err, err_len);
 }
 
 int redlock__client_new_io(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
                            const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
                            redlock_client **client_out, char *err, size_t err_len)
 {
-    return redlock__client_create(loop, node_urls, n_nodes, opts, make_io, make_ctx, &hooks,
-                                  client_out, err, err_len);
+    return client_make(loop, node_urls, n_nodes, opts, make_io, make_ctx, client_out, err, err_len);
 }
 
 int redlock_client_close(redlock_client *c, redlock_close_cb close_cb, void *data)

@@ -216,32 +216,12 @@ static void rearm(redlock_client *c)
     }
 }
 
-static void on_io_notify(redlock__io *io, unsigned node, const char *channel, size_t len,
-                         const char *message, size_t message_len)
-{
-    redlock_client *c = io->owner;
-    c->hooks->notified(c, node, channel, len, message, message_len);
-}
-
-static void on_io_node_changed(redlock__io *io, unsigned node)
-{
-    redlock_client *c = io->owner;
-    c->hooks->node_changed(c, node);
-}
-
 /* The server kept every key it had: as if it answered a request sent at asked_us (kept.c). */
 static void on_io_node_same(redlock__io *io, unsigned node, uint64_t asked_us)
 {
     redlock_client *c = io->owner;
     if (node < c->n_nodes && asked_us > c->heard_us[node])
         c->heard_us[node] = asked_us;
-}
-
-static void on_io_signal(redlock__io *io)
-{
-    redlock_client *c = io->owner;
-    if (!c->closing)
-        c->hooks->signaled(c);
 }
 
 static void on_wake(redlock__io *io)
@@ -457,10 +437,7 @@ int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsign
     c->io->owner = c;
     c->io->on_wake = on_wake;
     c->io->on_closed = on_io_closed;
-    c->io->on_notify = on_io_notify;
-    c->io->on_node_changed = on_io_node_changed;
     c->io->on_node_same = on_io_node_same;
-    c->io->on_signal = on_io_signal;
     *client_out = c;
     return 0;
 }

@@ -24,20 +24,9 @@
 /* What the layers above the client core do when it hears of something (api.c installs them, the
  * same for every client). */
 typedef struct redlock__hooks {
-    /* The io: node node said on channel that a key was released, or granted it (wait.c). */
-    void (*notified)(redlock_client *c, unsigned node, const char *channel, size_t len,
-                     const char *message, size_t message_len);
-    /* The io: node node reached a new server (recheck.c). */
-    void (*node_changed)(redlock_client *c, unsigned node);
     /* The io closed, every request completed: end every operation, auto-extension and lock
      * handle before the close callback (api.c). */
     void (*io_closed)(redlock_client *c);
-    /* A round's answer showed that node no longer keeps lock's token (kept.c): said_no, a "no"
-     * where it was kept (its keys are gone: check every held lock); gap, the hold had a gap from
-     * then on (report it lost). recheck.c. */
-    void (*kept_lost)(redlock_lock *lock, unsigned node, bool said_no, bool gap);
-    /* The io: another thread woke the loop, a cancel token fired (op.c). */
-    void (*signaled)(redlock_client *c);
 } redlock__hooks;
 
 struct redlock_client {
@@ -110,6 +99,10 @@ struct redlock_client {
     /* A check found a lock without auto-extension lost (the blocking client's handle status
      * follows it); NULL: nobody listens. */
     void (*on_checked_lost)(redlock_lock *lock);
+    /* A round's answer showed that node no longer keeps lock's token (round.c, kept.c): said_no,
+     * a "no" where it was kept (its keys are gone: check every held lock); gap, the hold had a
+     * gap from then on (report it lost). Set by the recheck (recheck.c); NULL: nobody listens. */
+    void (*on_kept_lost)(redlock_lock *lock, unsigned node, bool said_no, bool gap);
 };
 
 /* Makes the io for a new client (io.h): the libuv one, or the simulator's. */

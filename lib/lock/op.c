@@ -249,12 +249,15 @@ static void on_token_fired(redlock__cancel_reg *reg)
     io->ops->signal(io);
 }
 
+static void on_signal(redlock__io *io);
+
 int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token)
 {
     redlock_client *c = o->client;
     redlock__io *io = c->io;
     if (io->ops->signal_start == NULL)
         return redlock__client_error(c, REDLOCK_EINVAL, "this client takes no cancel tokens");
+    io->on_signal = on_signal; /* where the firing thread's wake-up lands */
     if (io->ops->signal_start(io) != 0)
         return redlock__client_error(c, REDLOCK_ENOMEM, "no wake-up handle for a cancel token");
     if (redlock__cancel_register(token, &o->cancel, on_token_fired) != 0)
@@ -262,8 +265,13 @@ int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token)
     return 0;
 }
 
-void redlock__ops_cancel_fired(redlock_client *c)
+/* The loop thread, woken by a token that fired: cancel each operation that carries one that has
+ * fired (a closing client cancels them all anyway). */
+static void on_signal(redlock__io *io)
 {
+    redlock_client *c = io->owner;
+    if (c->closing)
+        return;
     c->api_depth++; /* the callbacks come from the loop's next turn, after this walk */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);

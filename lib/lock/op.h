@@ -241,9 +241,6 @@ void redlock__ops_cancel_all(redlock_client *c);
  * has fired), REDLOCK_ENOMEM (no wake-up handle) or REDLOCK_EINVAL (an io no other thread can
  * wake); sets the client's last error. */
 int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token);
-/* A token fired (the client's hook for its io's signal): cancel each operation that carries one
- * that has fired. */
-void redlock__ops_cancel_fired(redlock_client *c);
 /* The close begins: every operation lets go of its token, so no firing thread reaches the client
  * again (its operations are canceled by the close anyway). */
 void redlock__ops_tokens_detach(redlock_client *c);
@@ -294,9 +291,5 @@ bool redlock__grant_check(redlock__op *o);
 uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_t due_us);
 /* The short, growing jitter of a woken waiter's retry. */
 uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o);
-/* Node node said on channel that a key was released, or granted it to a waiter of this client
- * (the client's hook for its io's notifications). */
-void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
-                           const char *message, size_t message_len);
 
 #endif

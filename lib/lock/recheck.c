@@ -90,8 +90,10 @@ static void on_gap_timer(redlock__timer *t)
     report_gaps(REDLOCK__CONTAINER_OF(t, redlock_client, gap_timer));
 }
 
-void redlock__recheck_node(redlock_client *c, unsigned node)
+/* Node node reached a new server (io.h's on_node_changed). */
+static void on_node_changed(redlock__io *io, unsigned node)
 {
+    redlock_client *c = io->owner;
     if (c->closing)
         return;
     uint64_t now = redlock__client_now(c);
@@ -104,7 +106,8 @@ void redlock__recheck_node(redlock_client *c, unsigned node)
     checks_due(c);
 }
 
-void redlock__recheck_kept_lost(redlock_lock *lock, unsigned node, bool said_no, bool gap)
+/* A round's answer showed node no longer keeps lock's token (the client's on_kept_lost). */
+static void on_kept_lost(redlock_lock *lock, unsigned node, bool said_no, bool gap)
 {
     redlock_client *c = lock->client;
     if (c->closing)
@@ -117,6 +120,12 @@ void redlock__recheck_kept_lost(redlock_lock *lock, unsigned node, bool said_no,
     } else if (gap) {
         redlock__client_timer_start(c, &c->gap_timer, redlock__client_now(c), on_gap_timer);
     }
+}
+
+void redlock__recheck_start(redlock_client *c)
+{
+    c->io->on_node_changed = on_node_changed;
+    c->on_kept_lost = on_kept_lost;
 }
 
 /* Nodes that answered that they do not hold the lock's token (no key, another holder's). */

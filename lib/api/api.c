@@ -1,31 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* api.c - the top of the library: where the layers are put together. Making a client installs
- * the hooks through which the client core reaches the layers above it (client.h); closing one
- * runs the close in order (the releases still out waited for, what the caller holds released,
- * then, once the io is closed, every operation delivered, every auto-extension told, every handle
- * freed). An acquire's call is acquire_call.c's. Everything below calls down only. */
+/* api.c - the top of the library: where the layers are put together. Making a client makes its
+ * core (client.c) on the io, then starts what listens on it (the recheck, which sets its own
+ * callbacks); closing one begins the close (client.c) and hands it to the operations (op.c: the
+ * releases still out waited for, what the caller holds released). Once the io has closed, the
+ * client core ends every object still open through the closer each one linked in itself
+ * (client.h): every operation delivered, every auto-extension told, every hold of redlock_using
+ * ended, every handle freed. An acquire's call is acquire_call.c's. Everything below calls down
+ * only. */
 #include "op.h"
 
-#include "autoextend.h"
 #include "io_uv.h"
 #include "recheck.h"
-#include "using.h"
 
 /* ---- the client ------------------------------------------------------------------------------ */
-
-/* The io closed: every operation delivered (canceled), then every auto-extension told, then
- * every handle freed, before the close callback. */
-static void io_closed(redlock_client *c)
-{
-    redlock__ops_cancel_all(c);
-    redlock__auto_cancel_all(c);
-    redlock__using_cancel_all(c);
-    redlock__lock_free_all(c);
-}
-
-static const redlock__hooks hooks = {
-    .io_closed = io_closed,
-};
 
 /* A client core with the io make_io makes, and the features that listen on it started: the recheck
  * sets its callbacks on the client and its io (recheck.h). */
@@ -33,8 +20,8 @@ static int client_make(uv_loop_t *loop, const char *const *node_urls, unsigned n
                        const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
                        redlock_client **client_out, char *err, size_t err_len)
 {
-    int rc = redlock__client_create(loop, node_urls, n_nodes, opts, make_io, make_ctx, &hooks,
-                                    client_out, err, err_len);
+    int rc = redlock__client_create(loop, node_urls, n_nodes, opts, make_io, make_ctx, client_out,
+                                    err, err_len);
     if (rc == 0)
         redlock__recheck_start(*client_out);
     return rc;
@@ -77,10 +64,6 @@ int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb 
     int rc = redlock__client_close_begin(c, flags, close_cb, data);
     if (rc != 0)
         return rc;
-    redlock__ops_tokens_detach(c); /* before the io (and its wake-up handle) may close */
-    redlock__ops_close_waits(c);
-    if ((flags & REDLOCK_CLOSE_FAST) == 0)
-        redlock__ops_release_all(c);
-    redlock__client_close_step(c); /* the step begin counted: the releases are started */
+    redlock__ops_close(c, flags);
     return 0;
 }

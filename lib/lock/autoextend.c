@@ -48,12 +48,14 @@ static uint64_t margin_us(const redlock_auto_opts *opts, uint64_t ttl_ms)
     return REDLOCK__MAX(margin, MIN_MARGIN_US);
 }
 
-/* The auto-extension is over: its timers stop, and it no longer follows the lock. */
+/* The auto-extension is over: its timers stop, and it no longer follows the lock nor waits for
+ * the close. */
 static void unfollow(redlock_lock *lock)
 {
     lock->autox.active = false;
     lock->on_moved = NULL;
     lock->on_ended = NULL;
+    redlock__closer_unlink(&lock->autox.closer);
     redlock__client_timer_stop(lock->client, &lock->autox.extend_timer);
     redlock__client_timer_stop(lock->client, &lock->autox.guard_timer);
 }
@@ -79,6 +81,13 @@ static void fire_lost(redlock_lock *lock, int reason)
 
 static void on_extend_timer(redlock__timer *t);
 static void on_guard_timer(redlock__timer *t);
+
+/* The io of a closing client has closed, and every operation was delivered (client.h's closers):
+ * the lock is lost to its holder, who hears it before the close callback. */
+static void on_close(redlock__closer *closer)
+{
+    fire_lost(REDLOCK__CONTAINER_OF(closer, redlock_lock, autox.closer), REDLOCK_ECANCELED);
+}
 
 static bool at_cap(const redlock__auto *a)
 {
@@ -273,6 +282,7 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
     a->lost_data = data;
     lock->on_moved = on_moved;
     lock->on_ended = auto_stop;
+    redlock__closer_link(&c->closing_lost, &a->closer, on_close);
     schedule(lock);
     return 0;
 }
@@ -281,23 +291,4 @@ void redlock_auto_extend_stop(redlock_lock *lock)
 {
     if (lock != NULL)
         auto_stop(lock);
-}
-
-void redlock__auto_cancel_all(redlock_client *c)
-{
-    /* A lost callback may free its lock (redlock_lock_free), so walk carefully: restart from the
-     * head after each callback; a lock that was told is no longer active. */
-    for (;;) {
-        redlock_lock *found = NULL;
-        for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
-            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
-            if (lock->autox.active) {
-                found = lock;
-                break;
-            }
-        }
-        if (found == NULL)
-            return;
-        fire_lost(found, REDLOCK_ECANCELED);
-    }
 }

@@ -12,8 +12,6 @@
 /* Check auto-extension options for a lock of ttl_ms; sets the client's last error. */
 int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,
                         redlock_lost_cb lost_cb);
-/* Tell every auto-extended lock of the client that it is lost, with REDLOCK_ECANCELED. */
-void redlock__auto_cancel_all(redlock_client *c);
 /* A node reached a new server (recheck.c): extend lock at once unless an extension is in flight
  * (its win is followed by another at once, since it started before the change). Returns false,
  * doing nothing, when auto-extension cannot extend it (not active, or at its cap). */

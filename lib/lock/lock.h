@@ -28,6 +28,7 @@ typedef struct redlock__auto {
     void *lost_data;
     redlock__timer extend_timer; /* the next extension (or retry) */
     redlock__timer guard_timer;  /* deadline - margin: "lost" if nothing renewed the lock */
+    redlock__closer closer;      /* in client->closing_lost while active: the close tells it */
     unsigned extensions;
     int last_failure; /* status of the last failed extension, 0 if none */
 } redlock__auto;
@@ -37,8 +38,8 @@ typedef struct redlock__using redlock__using;
 
 struct redlock_lock {
     redlock_client *client;
-    redlock__list link; /* client->locks */
-    unsigned refs;      /* the user's (once handed out), each operation's, each round's */
+    redlock__closer closer; /* in client->locks while it lives: the close frees it */
+    unsigned refs;          /* the user's (once handed out), each operation's, each round's */
     bool user_owned;
     bool released; /* unlock was called */
     bool lost;     /* auto-extension reported it lost; only an extend called since clears it */
@@ -125,7 +126,5 @@ static inline void redlock__lock_ended(redlock_lock *lock)
     if (lock->on_ended != NULL)
         lock->on_ended(lock);
 }
-/* Free every handle still alive; the client is going away. */
-void redlock__lock_free_all(redlock_client *c);
 
 #endif

@@ -50,7 +50,7 @@ static void report_gaps(redlock_client *c)
         uint64_t now = redlock__client_now(c);
         redlock_lock *gone = NULL;
         for (redlock__list *it = c->locks.next; it != &c->locks && gone == NULL; it = it->next) {
-            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
             if (lock->gap && held(lock, now))
                 gone = lock;
         }
@@ -72,7 +72,7 @@ static void on_recheck_timer(redlock__timer *t)
     /* Starting a round calls nothing back from inside (ops.c defers), so the list holds still;
      * an inspect's own handle joins it, never handed out, so skipped. */
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
-        redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+        redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
         if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)
             check_start(lock);
     }
@@ -101,7 +101,8 @@ static void on_node_changed(redlock__io *io, unsigned node)
         c->node_changed_at_us[node] = now;
         /* It may have lost every key at any moment since its old server was last heard. */
         for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next)
-            (void)redlock__kept_lose(REDLOCK__CONTAINER_OF(it, redlock_lock, link), node, now);
+            (void)redlock__kept_lose(REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link), node,
+                                     now);
     }
     checks_due(c);
 }

@@ -199,7 +199,7 @@ static redlock__op *queue_head_op(redlock_client *c, const redlock_lock *of, con
                                   size_t id_len)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (o->w != NULL && o->w->watching && o->state != OP_DECIDED && o->lock->queued &&
             same_bytes(o->lock->waiter, o->lock->waiter_len, id, id_len) &&
             same_bytes(o->lock->key, o->lock->key_len, of->key, of->key_len))
@@ -422,7 +422,7 @@ static void on_notify(redlock__io *io, unsigned node, const char *channel, size_
     if (c->closing)
         return;
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED || !o->lock->queued)
             continue;
         if (is_own_channel(o, channel, len)) {
@@ -443,7 +443,7 @@ static void on_notify(redlock__io *io, unsigned node, const char *channel, size_
         }
     }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
             !redlock__lock_has_key(o->lock, channel, len))
             continue;

@@ -412,9 +412,9 @@ MUTANTS = [
     {
         "name": "close-strands-locks",
         "what": "closing the client releases nothing it holds",
-        "edits": [("lib/api/api.c",
-                   "    if ((flags & REDLOCK_CLOSE_FAST) == 0)\n        redlock__ops_release_all(c);\n",
-                   "")],
+        "edits": [("lib/lock/op.c",
+                   "    if ((flags & REDLOCK_CLOSE_FAST) == 0)\n        release_all(c);\n",
+                   "    (void)release_all;\n")],
         "killers": [integration("cancel", "close_releases_held_locks")],
     },
     {
@@ -493,11 +493,11 @@ MUTANTS = [
         "what": "a release wakes the waiter that started last instead of the longest-waiting one",
         "edits": [("lib/lock/wait.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
-                   "        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);\n"
+                   "        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);\n"
                    "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
                    "            !redlock__lock_has_key(o->lock, channel, len))",
                    "    for (redlock__list *it = c->ops.prev; it != &c->ops; it = it->prev) {\n"
-                   "        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);\n"
+                   "        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);\n"
                    "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
                    "            !redlock__lock_has_key(o->lock, channel, len))")],
         "killers": [integration("notify", "longest_waiting_first")],
@@ -913,9 +913,9 @@ MUTANTS = [
         "name": "close-forgets-releases-out",
         "what": "a close does not wait for the deletes of releases decided at the quorum: it "
                 "completes while the far nodes still hold the key",
-        "edits": [("lib/api/api.c",
-                   "    redlock__ops_close_waits(c);\n",
-                   "")],
+        "edits": [("lib/lock/op.c",
+                   "    close_waits(c);\n",
+                   "    (void)close_waits;\n")],
         "killers": [fault("release", "close_after_release_deletes_everything")],
     },
     {
@@ -994,7 +994,7 @@ MUTANTS = [
         "what": "the client ignores a node that came back as a new server (a new run_id)",
         "edits": [("lib/lock/recheck.c",
                    "    c->io->on_node_changed = on_node_changed;\n",
-                   "")],
+                   "    (void)on_node_changed;\n")],
         "killers": [sim("amnesia_reported_at_once"), integration("amnesia"),
                     {"program": "test/threads/test-threads-sync",
                      "env": {"H_TEST_FILTER": "restart_empty_sets_status_at_once"}},

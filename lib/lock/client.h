@@ -34,6 +34,7 @@ struct redlock__closer {
     void (*close_cb)(redlock__closer *closer);
 };
 
+/* closer joins list (one of the client's lists of closers), to be ended by close_cb. */
 static inline void redlock__closer_link(redlock__list *list, redlock__closer *closer,
                                         void (*close_cb)(redlock__closer *closer))
 {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* op.c - an operation's life (op.h): made, its rounds started and retried, decided, delivered
- * once to its callback, canceled (by redlock_cancel, or a cancel token whose wake-up it set on the
- * io); the operations' part of a close: what the close's start releases, and each operation's
- * closer, which delivers it once the io has closed. An operation knows its kind only through its
- * op_kind_def. Calls down only: rounds (round.c), the client core, lock
- * handles, the quorum core. */
+ * once to its callback, canceled (by redlock_cancel, or by a cancel token, whose wake-up lands in
+ * the callback it set on the io); the operations' part of a close: what the close's start
+ * releases, and each operation's closer, which delivers it once the io has closed. An operation
+ * knows its kind only through its op_kind_def. Calls down only: rounds (round.c), the client
+ * core, lock handles, the quorum core. */
 #include "op.h"
 
 #include <string.h>

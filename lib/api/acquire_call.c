@@ -173,7 +173,6 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     }
     if (opts->cancel != NULL && (rc = redlock__op_carry_token(o, opts->cancel)) != 0) {
-        redlock__list_remove(&o->link);
         redlock__lock_unref(lock);
         redlock__op_free(o);
         return rc;
@@ -184,7 +183,6 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         o->wait_deadline_us = o->call_us + opts->wait_ms * 1000;
         o->w = redlock__waiter_new(c, lock);
         if (o->w == NULL) {
-            redlock__list_remove(&o->link);
             redlock__lock_unref(lock);
             redlock__op_free(o);
             return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");

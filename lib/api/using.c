@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* using.c - redlock_using (using.h): acquire with auto-extension, hand the lock to the caller's
- * work, tell it of a loss through its lost callback (the lock reads as not held from then on),
- * release at its done, and say once how the hold ended. Calls down only: redlock_acquire,
- * redlock_release, redlock_lock_free, and the lock's `using` link, which makes the caller's own
- * release or free of the lock refused while the hold is the helper's. */
-#include "using.h"
+/* using.c - redlock_using: a lock held for the caller's work, kept alive, released at its done:
+ * acquire with auto-extension, hand the lock to the caller's work, tell it of a loss through its
+ * lost callback (the lock reads as not held from then on), release at its done, and say once how
+ * the hold ended (a close ends it through the hold's closer, client.h). Calls down only:
+ * redlock_acquire, redlock_release, redlock_lock_free, and the lock's `using` link, which makes
+ * the caller's own release or free of the lock refused while the hold is the helper's. */
+#include "lock.h"
 
 #include "abi.h"
 
 struct redlock__using {
     redlock_client *client;
+    /* In client->closing_ended while the work holds the lock (from the work's start to its done):
+     * the close ends the hold. */
+    redlock__closer closer;
+    redlock_lock *lock; /* the work's, once acquired */
     redlock_work_cb work;
     redlock_ended_cb ended;
     void *data;
@@ -46,12 +51,21 @@ static void finish(redlock__using *u, redlock_lock *lock, redlock_hold_end end, 
         result = &none;
     }
     redlock_client *c = u->client;
+    redlock__closer_unlink(&u->closer);
     if (lock != NULL)
         lock->using = NULL;
     u->ended(end, status, result, u->data);
     if (lock != NULL)
         redlock_lock_free(lock);
     redlock__free(&c->alloc, u);
+}
+
+/* The io of a closing client has closed, every operation was delivered and every auto-extension
+ * told (client.h's closers): the hold ends, canceled. */
+static void on_close(redlock__closer *closer)
+{
+    redlock__using *u = REDLOCK__CONTAINER_OF(closer, redlock__using, closer);
+    finish(u, u->lock, REDLOCK_HOLD_CANCELED, REDLOCK_ECANCELED, NULL);
 }
 
 static void on_lost(redlock_lock *lock, int reason, void *data)
@@ -72,6 +86,8 @@ static void on_acquired(redlock_lock *lock, int status, const redlock_result *re
         return;
     }
     lock->using = u;
+    u->lock = lock;
+    redlock__closer_link(&u->client->closing_ended, &u->closer, on_close);
     u->work(lock, u->data);
 }
 
@@ -119,6 +135,7 @@ int redlock_using(redlock_client *c, const void *resource, size_t len, uint64_t 
         .lost_cb = lo.lost_cb,
         .lost_data = lo.lost_data,
     };
+    redlock__list_init(&u->closer.link);
     lo.lost_cb = on_lost;
     lo.lost_data = u;
     rc = redlock_acquire(c, resource, len, ttl_ms, &lo, on_acquired, u);
@@ -139,21 +156,7 @@ int redlock_using_done(redlock_lock *lock)
     int rc = redlock_release(lock, on_released, u);
     if (rc != 0)
         lock->using = u; /* REDLOCK_ECLOSING: the close ends the hold; else call done again */
+    else
+        redlock__closer_unlink(&u->closer); /* the release's callback ends the hold */
     return rc;
-}
-
-void redlock__using_cancel_all(redlock_client *c)
-{
-    /* finish frees the handle: start from the head after each. */
-    for (;;) {
-        redlock_lock *found = NULL;
-        for (redlock__list *it = c->locks.next; it != &c->locks && found == NULL; it = it->next) {
-            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
-            if (lock->using != NULL)
-                found = lock;
-        }
-        if (found == NULL)
-            return;
-        finish(found->using, found, REDLOCK_HOLD_CANCELED, REDLOCK_ECANCELED, NULL);
-    }
 }

@@ -3,7 +3,7 @@
  * (the grant, the fencing commit), and a lost attempt released everywhere (or kept, for a
  * waiter's grants) and retried per policy; the acquire kind's table. The waiting (queue,
  * notifications, grants) is wait.c's. Calls down only: won.c, wait.c, rounds and operations, the
- * client core and its hooks, lock handles, the counters, the quorum core. */
+ * client core, lock handles, the counters, the quorum core. */
 #include "busy.h"
 #include "op.h"
 
@@ -195,7 +195,7 @@ static redlock_lock *acquire_handed(redlock__op *o)
     }
     /* Won but canceled by a close before delivery: the caller never sees this lock, so its
      * auto-extension must not report on it either. */
-    o->client->hooks->lock_ended(lock);
+    redlock__lock_ended(lock);
     return NULL;
 }
 
@@ -215,7 +215,7 @@ static void acquire_cancel(redlock__op *o)
     switch (o->state) {
     case OP_DECIDED:
         if (o->status == 0) { /* won: a holder's release */
-            c->hooks->lock_ended(lock);
+            redlock__lock_ended(lock);
             redlock__release_everywhere(c, lock, true, true);
         }
         break;

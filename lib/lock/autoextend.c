@@ -48,18 +48,23 @@ static uint64_t margin_us(const redlock_auto_opts *opts, uint64_t ttl_ms)
     return REDLOCK__MAX(margin, MIN_MARGIN_US);
 }
 
-static void stop_timers(redlock_lock *lock)
+/* The auto-extension is over: its timers stop, and it no longer follows the lock nor waits for
+ * the close. */
+static void unfollow(redlock_lock *lock)
 {
+    lock->autox.active = false;
+    lock->on_moved = NULL;
+    lock->on_ended = NULL;
+    redlock__closer_unlink(&lock->autox.closer);
     redlock__client_timer_stop(lock->client, &lock->autox.extend_timer);
     redlock__client_timer_stop(lock->client, &lock->autox.guard_timer);
 }
 
-void redlock__auto_stop(redlock_lock *lock)
+/* Stop without a callback (the hold ended for the caller: the lock's on_ended). */
+static void auto_stop(redlock_lock *lock)
 {
-    if (!lock->autox.active)
-        return;
-    lock->autox.active = false;
-    stop_timers(lock);
+    if (lock->autox.active)
+        unfollow(lock);
 }
 
 /* The hold ended badly: tell the caller, exactly once. */
@@ -68,8 +73,7 @@ static void fire_lost(redlock_lock *lock, int reason)
     redlock__auto *a = &lock->autox;
     if (!a->active)
         return;
-    a->active = false;
-    stop_timers(lock);
+    unfollow(lock);
     lock->lost = true; /* not held any more, whatever an extension in flight still does */
     redlock__stats_lost(lock->client, reason);
     a->lost_cb(lock, reason, a->lost_data);
@@ -77,6 +81,13 @@ static void fire_lost(redlock_lock *lock, int reason)
 
 static void on_extend_timer(redlock__timer *t);
 static void on_guard_timer(redlock__timer *t);
+
+/* The io of a closing client has closed, and every operation was delivered (client.h's closers):
+ * the lock is lost to its holder, who hears it before the close callback. */
+static void on_close(redlock__closer *closer)
+{
+    fire_lost(REDLOCK__CONTAINER_OF(closer, redlock_lock, autox.closer), REDLOCK_ECANCELED);
+}
 
 static bool at_cap(const redlock__auto *a)
 {
@@ -124,11 +135,10 @@ void redlock__auto_lost(redlock_lock *lock, int reason)
     fire_lost(lock, reason);
 }
 
-void redlock__auto_moved(redlock_lock *lock)
+/* The lock's deadline moved (an extend won: the lock's on_moved): plan from the new one. */
+static void on_moved(redlock_lock *lock)
 {
     redlock__auto *a = &lock->autox;
-    if (!a->active)
-        return;
     if (a->extending) {
         /* The auto-extension's own round (on_extended plans the rest), or the caller's while
          * ours is in flight: only the guard follows the deadline now. */
@@ -270,6 +280,9 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
     a->margin_us = margin_us(opts, lock->ttl_ms);
     a->lost_cb = lost_cb;
     a->lost_data = data;
+    lock->on_moved = on_moved;
+    lock->on_ended = auto_stop;
+    redlock__closer_link(&c->closing_lost, &a->closer, on_close);
     schedule(lock);
     return 0;
 }
@@ -277,24 +290,5 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
 void redlock_auto_extend_stop(redlock_lock *lock)
 {
     if (lock != NULL)
-        redlock__auto_stop(lock);
-}
-
-void redlock__auto_cancel_all(redlock_client *c)
-{
-    /* A lost callback may free its lock (redlock_lock_free), so walk carefully: restart from the
-     * head after each callback; a lock that was told is no longer active. */
-    for (;;) {
-        redlock_lock *found = NULL;
-        for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
-            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
-            if (lock->autox.active) {
-                found = lock;
-                break;
-            }
-        }
-        if (found == NULL)
-            return;
-        fire_lost(found, REDLOCK_ECANCELED);
-    }
+        auto_stop(lock);
 }

@@ -1,22 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* autoextend.h - a lock's auto-extension (autoextend.c): its extension rounds, planned from
  * each won one, and the guard that reports the lock lost when none renewed it in time. Above the
- * operations (it runs extends through hold.c); the client core reaches it through its hooks
- * (client.h). Nothing here is public. */
+ * operations (it runs extends through hold.c): an acquire that won starts it (won.c, through
+ * redlock_auto_extend), and from then on it follows the lock through the callbacks it sets on it
+ * (lock.h's on_moved, on_ended) until it stops. Nothing here is public. */
 #ifndef REDLOCK_AUTOEXTEND_H
 #define REDLOCK_AUTOEXTEND_H
 
 #include "lock.h"
 
-/* Stop without a callback (the hold ended for the caller). */
-void redlock__auto_stop(redlock_lock *lock);
-/* The lock's deadline moved (an extend won): if it is auto-extended, plan from the new one. */
-void redlock__auto_moved(redlock_lock *lock);
 /* Check auto-extension options for a lock of ttl_ms; sets the client's last error. */
 int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,
                         redlock_lost_cb lost_cb);
-/* Tell every auto-extended lock of the client that it is lost, with REDLOCK_ECANCELED. */
-void redlock__auto_cancel_all(redlock_client *c);
 /* A node reached a new server (recheck.c): extend lock at once unless an extension is in flight
  * (its win is followed by another at once, since it started before the change). Returns false,
  * doing nothing, when auto-extension cannot extend it (not active, or at its cap). */

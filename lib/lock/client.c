@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* client.c - the client core (client.h): options, creation, the timer queue and clock, the
- * close's steps. Every node and every clock reading goes through the io (io.h); what the layers
- * above must hear of goes through the hooks api.c installs. */
+ * close's steps and its end. Every node and every clock reading goes through the io (io.h); the
+ * layers above hear of what they must through callbacks they set themselves (client.h), and the
+ * close ends each object through its own closer. */
 #include "client.h"
 
 #include <stdarg.h>
@@ -216,32 +217,12 @@ static void rearm(redlock_client *c)
     }
 }
 
-static void on_io_notify(redlock__io *io, unsigned node, const char *channel, size_t len,
-                         const char *message, size_t message_len)
-{
-    redlock_client *c = io->owner;
-    c->hooks->notified(c, node, channel, len, message, message_len);
-}
-
-static void on_io_node_changed(redlock__io *io, unsigned node)
-{
-    redlock_client *c = io->owner;
-    c->hooks->node_changed(c, node);
-}
-
 /* The server kept every key it had: as if it answered a request sent at asked_us (kept.c). */
 static void on_io_node_same(redlock__io *io, unsigned node, uint64_t asked_us)
 {
     redlock_client *c = io->owner;
     if (node < c->n_nodes && asked_us > c->heard_us[node])
         c->heard_us[node] = asked_us;
-}
-
-static void on_io_signal(redlock__io *io)
-{
-    redlock_client *c = io->owner;
-    if (!c->closing)
-        c->hooks->signaled(c);
 }
 
 static void on_wake(redlock__io *io)
@@ -286,12 +267,26 @@ static void client_free(redlock_client *c)
     redlock__free(&alloc, c);
 }
 
+/* The close's end, once every request has completed (rounds are gone but those the operations
+ * hold). docs/api.md promises its order, and it is the one central sequence left: each object
+ * knows only its own end, while the order runs across them all - every operation delivered
+ * (REDLOCK_ECANCELED; handles are still valid there), then every auto-extension told its lock is
+ * lost, then every hold of redlock_using told it ended, then every handle freed, then the close
+ * callback. So the client keeps one list per phase, each object links itself into its phase's
+ * and unlinks itself when it ends (client.h, redlock__closer), and this walks the lists in
+ * order. A callback may end other objects (free a handle, release a lock): they unlink
+ * themselves, so each list is taken from its head again after every call. */
 static void on_io_closed(redlock__io *io)
 {
     redlock_client *c = io->owner;
-    /* Every request has completed: rounds are gone but those the operations hold. Pending
-     * operations, then auto-extended locks, hear of the close before the close callback. */
-    c->hooks->io_closed(c);
+    redlock__list *const phases[] = {&c->ops, &c->closing_lost, &c->closing_ended, &c->locks};
+    for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++) {
+        while (!redlock__list_empty(phases[i])) {
+            redlock__closer *closer = REDLOCK__CONTAINER_OF(phases[i]->next, redlock__closer, link);
+            redlock__closer_unlink(closer);
+            closer->close_cb(closer);
+        }
+    }
     if (c->close_cb != NULL)
         c->close_cb(c, c->close_data);
     client_free(c);
@@ -369,8 +364,7 @@ static int parse_nodes(redlock_client *c, const char *const *urls, char *err, si
 
 int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
                            const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
-                           const redlock__hooks *hooks, redlock_client **client_out, char *err,
-                           size_t err_len)
+                           redlock_client **client_out, char *err, size_t err_len)
 {
     char scratch[1];
     redlock__err_start(&err, &err_len, scratch, sizeof(scratch));
@@ -402,13 +396,14 @@ int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsign
         return REDLOCK_ENOMEM;
     }
     c->alloc = alloc;
-    c->hooks = hooks;
     c->loop = loop;
     c->opts = o;
     c->n_nodes = n_nodes;
     c->wake_due = UINT64_MAX;
     redlock__timerq_init(&c->timers);
     redlock__list_init(&c->ops);
+    redlock__list_init(&c->closing_lost);
+    redlock__list_init(&c->closing_ended);
     redlock__list_init(&c->locks);
     redlock__list_init(&c->releases);
     c->key_prefix = redlock__strdup(&alloc, o.key_prefix);
@@ -457,10 +452,7 @@ int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsign
     c->io->owner = c;
     c->io->on_wake = on_wake;
     c->io->on_closed = on_io_closed;
-    c->io->on_notify = on_io_notify;
-    c->io->on_node_changed = on_io_node_changed;
     c->io->on_node_same = on_io_node_same;
-    c->io->on_signal = on_io_signal;
     *client_out = c;
     return 0;
 }

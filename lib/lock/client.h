@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* client.h - the client core (client.c): its options, nodes and io, the timer queue and clock,
- * its last error, and the close's count of steps. Nothing here is public. The core knows nothing
- * of the layers above it (lock handles, operations, auto-extension); what they must hear of the
- * io (a notification, a node that changed, the io closed) and of a lock's hold reaches them
- * through the hooks the top of the library (api.c) installs when it makes a client. */
+ * its last error, the close's count of steps and its lists of closers. Nothing here is public.
+ * The core calls nothing above it (lock handles, operations, auto-extension, using): what they
+ * must hear of reaches them through callbacks they set themselves - on the io (a notification:
+ * wait.c; a node that changed: recheck.c; a token's wake-up: op.c), on the client (a round's
+ * kept token lost: recheck.c), and at the close through each object's closer (below). */
 #ifndef REDLOCK_CLIENT_H
 #define REDLOCK_CLIENT_H
 
@@ -21,36 +22,33 @@
  * many of each, or as many as it has in use if that is more. */
 #define REDLOCK__SPARES_KEPT 8
 
-/* What the layers above the client core do when it hears of something (api.c installs them, the
- * same for every client). */
-typedef struct redlock__hooks {
-    /* The io: node node said on channel that a key was released, or granted it (wait.c). */
-    void (*notified)(redlock_client *c, unsigned node, const char *channel, size_t len,
-                     const char *message, size_t message_len);
-    /* The io: node node reached a new server (recheck.c). */
-    void (*node_changed)(redlock_client *c, unsigned node);
-    /* The io closed, every request completed: end every operation, auto-extension and lock
-     * handle before the close callback (api.c). */
-    void (*io_closed)(redlock_client *c);
-    /* A round's answer showed that node no longer keeps lock's token (kept.c): said_no, a "no"
-     * where it was kept (its keys are gone: check every held lock); gap, the hold had a gap from
-     * then on (report it lost). recheck.c. */
-    void (*kept_lost)(redlock_lock *lock, unsigned node, bool said_no, bool gap);
-    /* An acquire won and asked for auto-extension: start it before the lock is handed out
-     * (autoextend.c, redlock_auto_extend). Nonzero: the lock is not worth handing out. */
-    int (*auto_start)(redlock_lock *lock, const redlock_auto_opts *opts, redlock_lost_cb lost_cb,
-                      void *lost_data);
-    /* An extend won: the lock's deadline moved (autoextend.c). */
-    void (*deadline_moved)(redlock_lock *lock);
-    /* The lock's hold ended for the caller (released, freed, or its acquire canceled): nothing
-     * more is extended (autoextend.c). */
-    void (*lock_ended)(redlock_lock *lock);
-    /* The io: another thread woke the loop, a cancel token fired (op.c). */
-    void (*signaled)(redlock_client *c);
-} redlock__hooks;
+/* An object's part in the client's close, as a libuv handle's close_cb: while the object lives,
+ * its closer is linked into the client's list of the phase of the close that ends it
+ * (redlock__closer_link; the lists are ops, closing_lost, closing_ended and locks, below), and
+ * the object unlinks it itself when it ends (redlock__closer_unlink). Once the io has closed, the
+ * close takes each closer still linked off its list and calls its close_cb, list after list
+ * (client.c, on_io_closed): close_cb ends the object. The client core knows no more of it. */
+typedef struct redlock__closer redlock__closer;
+struct redlock__closer {
+    redlock__list link;
+    void (*close_cb)(redlock__closer *closer);
+};
+
+/* closer joins list (one of the client's lists of closers), to be ended by close_cb. */
+static inline void redlock__closer_link(redlock__list *list, redlock__closer *closer,
+                                        void (*close_cb)(redlock__closer *closer))
+{
+    closer->close_cb = close_cb;
+    redlock__list_push(list, &closer->link);
+}
+
+/* Harmless on a closer unlinked already (or initialized with redlock__list_init). */
+static inline void redlock__closer_unlink(redlock__closer *closer)
+{
+    redlock__list_remove(&closer->link);
+}
 
 struct redlock_client {
-    const redlock__hooks *hooks;
     uv_loop_t *loop;
     redlock__alloc alloc;
     redlock__io *io;
@@ -64,8 +62,12 @@ struct redlock_client {
     uint64_t wake_due; /* what the io's wake-up is armed for (UINT64_MAX: nothing) */
     bool in_wake;
 
-    redlock__list ops;   /* operations whose callback has not run (op.c) */
-    redlock__list locks; /* every live lock handle (lock.c) */
+    /* What the close ends once the io has closed: one list of closers per phase, in the order
+     * docs/api.md promises (client.c, on_io_closed). */
+    redlock__list ops;           /* 1. operations whose callback has not run (op.c), delivered */
+    redlock__list closing_lost;  /* 2. auto-extensions (autoextend.c): the lost callback */
+    redlock__list closing_ended; /* 3. holds of redlock_using at work (using.c): the ended */
+    redlock__list locks;         /* 4. every live lock handle (lock.c), freed */
     /* Every release round alive (round.c): decided at the quorum, its other nodes' deletes go
      * on, and a closing client waits for them. */
     redlock__list releases;
@@ -119,18 +121,21 @@ struct redlock_client {
     /* A check found a lock without auto-extension lost (the blocking client's handle status
      * follows it); NULL: nobody listens. */
     void (*on_checked_lost)(redlock_lock *lock);
+    /* A round's answer showed that node no longer keeps lock's token (round.c, kept.c): said_no,
+     * a "no" where it was kept (its keys are gone: check every held lock); gap, the hold had a
+     * gap from then on (report it lost). Set by the recheck (recheck.c); NULL: nobody listens. */
+    void (*on_kept_lost)(redlock_lock *lock, unsigned node, bool said_no, bool gap);
 };
 
 /* Makes the io for a new client (io.h): the libuv one, or the simulator's. */
 typedef int (*redlock__io_factory)(void *ctx, const redlock__node_config *cfgs, unsigned n,
                                    const redlock__alloc *alloc, redlock__io **out);
 
-/* A client with the io made by make_io(make_ctx, ...) and the layers above reached through
- * hooks (api.c makes every client so). loop may be NULL for an io that needs none. */
+/* A client with the io made by make_io(make_ctx, ...) (api.c makes every client so, then starts
+ * what listens on it). loop may be NULL for an io that needs none. */
 int redlock__client_create(uv_loop_t *loop, const char *const *node_urls, unsigned n_nodes,
                            const redlock_options *opts, redlock__io_factory make_io, void *make_ctx,
-                           const redlock__hooks *hooks, redlock_client **client_out, char *err,
-                           size_t err_len);
+                           redlock_client **client_out, char *err, size_t err_len);
 /* redlock_client_new with the io made by make_io(make_ctx, ...) instead of libuv's (api.c): the
  * deterministic simulator (test/sim/) runs the real client on simulated nodes and time this way.
  * loop may be NULL then (redlock_client_loop returns it). */
@@ -160,9 +165,9 @@ void redlock__client_timer_stop(redlock_client *c, redlock__timer *t);
 
 /* The close: check and begin it (closing set, the callback kept, pending timers dropped, one
  * step counted for the caller's own releases to start under); then each step done
- * (redlock__client_close_step): the last one closes the io, whose close calls the io_closed hook,
- * the close callback, and frees the client. Returns 0, or the error of a close that cannot
- * begin. */
+ * (redlock__client_close_step): the last one closes the io, whose close ends every object still
+ * linked into the client's lists of closers (above), then calls the close callback and frees the
+ * client. Returns 0, or the error of a close that cannot begin. */
 int redlock__client_close_begin(redlock_client *c, unsigned flags, redlock_close_cb close_cb,
                                 void *data);
 void redlock__client_close_step(redlock_client *c);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* hold.c - what is done with a lock once held, and with a resource: extend, release, inspect
  * (op.h): their rounds' decisions, their statuses, their kinds' tables and their calls. Calls down
- * only: rounds and operations, the client core and its hooks, lock handles, the counters, the
- * quorum core. */
+ * only: rounds and operations, the client core, lock handles (what follows a hold hears of its
+ * new deadline and its end through the callbacks it set on the lock), the counters, the quorum
+ * core. */
 #include "op.h"
 
 #include "stats.h"
@@ -47,7 +48,8 @@ static void extend_round_done(redlock__op *o, redlock__round *r)
         if (o->after_lost)
             lock->lost = false;
         /* A caller's own extend moves the auto-extension's plan. */
-        o->client->hooks->deadline_moved(lock);
+        if (lock->on_moved != NULL)
+            lock->on_moved(lock);
     }
     redlock__op_complete(o, status);
 }
@@ -266,7 +268,7 @@ int redlock_release(redlock_lock *lock, redlock_cb cb, void *data)
     rc = redlock__op_launch(o);
     if (rc == 0) {
         lock->released = true;
-        c->hooks->lock_ended(lock); /* nothing is extended after release */
+        redlock__lock_ended(lock); /* nothing is extended after release */
     }
     return rc;
 }

@@ -3,11 +3,13 @@
  *
  * A handle is referenced by the user (once a lock callback handed it out), by each operation on
  * it and by each round still waiting for replies (late replies read the key and token), and is
- * freed when the last reference goes - or all at once when the client is closed. */
+ * freed when the last reference goes - or by its closer at the end of the client's close. */
 #include "lock.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+
+static void on_close(redlock__closer *closer);
 
 redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len)
 {
@@ -33,7 +35,7 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
     lock->client = c;
     lock->refs = 1;
     lock->token = lock->token_small;
-    redlock__list_push(&c->locks, &lock->link);
+    redlock__closer_link(&c->locks, &lock->closer, on_close);
     return lock;
 }
 
@@ -119,7 +121,7 @@ bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len
 static void lock_destroy(redlock_lock *lock)
 {
     redlock_client *c = lock->client;
-    redlock__list_remove(&lock->link);
+    redlock__closer_unlink(&lock->closer);
     redlock__free(&c->alloc, lock->more);
     redlock__free(&c->alloc, lock->channels);
     if (lock->fence_key != lock->key)
@@ -155,17 +157,18 @@ void redlock__lock_unref(redlock_lock *lock)
         lock_destroy(lock);
 }
 
-void redlock__lock_free_all(redlock_client *c)
+/* The io of a closing client has closed, and every operation, auto-extension and hold of
+ * redlock_using has ended (client.h's closers): the handle is freed, whoever still holds it. */
+static void on_close(redlock__closer *closer)
 {
-    while (!redlock__list_empty(&c->locks))
-        lock_destroy(REDLOCK__CONTAINER_OF(c->locks.next, redlock_lock, link));
+    lock_destroy(REDLOCK__CONTAINER_OF(closer, redlock_lock, closer));
 }
 
 void redlock_lock_free(redlock_lock *lock)
 {
     if (lock == NULL || !lock->user_owned || lock->using != NULL)
         return;
-    lock->client->hooks->lock_ended(lock); /* its auto-extension stops */
+    redlock__lock_ended(lock); /* its auto-extension stops */
     lock->user_owned = false;
     redlock__lock_unref(lock);
 }

@@ -28,6 +28,7 @@ typedef struct redlock__auto {
     void *lost_data;
     redlock__timer extend_timer; /* the next extension (or retry) */
     redlock__timer guard_timer;  /* deadline - margin: "lost" if nothing renewed the lock */
+    redlock__closer closer;      /* in client->closing_lost while active: the close tells it */
     unsigned extensions;
     int last_failure; /* status of the last failed extension, 0 if none */
 } redlock__auto;
@@ -37,8 +38,8 @@ typedef struct redlock__using redlock__using;
 
 struct redlock_lock {
     redlock_client *client;
-    redlock__list link; /* client->locks */
-    unsigned refs;      /* the user's (once handed out), each operation's, each round's */
+    redlock__closer closer; /* in client->locks while it lives: the close frees it */
+    unsigned refs;          /* the user's (once handed out), each operation's, each round's */
     bool user_owned;
     bool released; /* unlock was called */
     bool lost;     /* auto-extension reported it lost; only an extend called since clears it */
@@ -58,6 +59,12 @@ struct redlock_lock {
     uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
     redlock__kept cont;    /* the nodes that vouch for the hold's continuity (kept.c) */
     redlock__auto autox;
+    /* What follows the hold hears of it here: an auto-extension sets both when it starts and
+     * clears them when it stops (autoextend.c); NULL: nothing follows it. on_moved: an extend
+     * won, the deadline moved (hold.c); on_ended: the hold ended for the caller (released,
+     * freed, or its acquire canceled: redlock__lock_ended). */
+    void (*on_moved)(redlock_lock *lock);
+    void (*on_ended)(redlock_lock *lock);
     redlock__using *using; /* the hold of a redlock_using work, until its done: the caller's
                               release and free are refused */
     void *data;
@@ -112,7 +119,12 @@ int redlock__lock_set_token(redlock_lock *lock, const char *token, size_t len);
  * "<key prefix><domain>:fence", shared by every resource of the domain. Returns 0, or
  * REDLOCK_ENOMEM (the lock keeps its own counter). */
 int redlock__lock_set_fence_domain(redlock_lock *lock, const char *domain);
-/* Free every handle still alive; the client is going away. */
-void redlock__lock_free_all(redlock_client *c);
+/* The hold ended for the caller (released, freed, or its acquire canceled): whatever follows it
+ * (an auto-extension) stops. */
+static inline void redlock__lock_ended(redlock_lock *lock)
+{
+    if (lock->on_ended != NULL)
+        lock->on_ended(lock);
+}
 
 #endif

@@ -1,13 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* op.c - an operation's life (op.h): made, its rounds started and retried, decided, delivered
- * once to its callback, canceled; the close's walk over every operation. An operation knows its
- * kind only through its op_kind_def. Calls down only: rounds (round.c), the client core, lock
- * handles, the quorum core. */
+ * once to its callback, canceled (by redlock_cancel, or by a cancel token, whose wake-up lands in
+ * the callback it set on the io); the operations' part of a close: what the close's start
+ * releases, and each operation's closer, which delivers it once the io has closed. An operation
+ * knows its kind only through its op_kind_def. Calls down only: rounds (round.c), the client
+ * core, lock handles, the quorum core. */
 #include "op.h"
 
 #include <string.h>
 
 static void op_deliver(redlock__op *o);
+
+/* The io of a closing client has closed (client.h's closers): o is delivered, canceled. */
+static void on_close(redlock__closer *closer)
+{
+    redlock__op *o = REDLOCK__CONTAINER_OF(closer, redlock__op, closer);
+    o->status = REDLOCK_ECANCELED;
+    op_deliver(o);
+}
 
 void redlock__op_hold_round(redlock__op *o, redlock__round *r)
 {
@@ -29,6 +39,7 @@ void redlock__op_hold_round(redlock__op *o, redlock__round *r)
 void redlock__op_free(redlock__op *o)
 {
     redlock_client *c = o->client;
+    redlock__closer_unlink(&o->closer);
     redlock__cancel_unregister(&o->cancel);
     redlock__free(&c->alloc, o->w);
     o->w = NULL;
@@ -63,7 +74,7 @@ void redlock__op_complete(redlock__op *o, int status)
 static void op_deliver(redlock__op *o)
 {
     redlock_client *c = o->client;
-    redlock__list_remove(&o->link);
+    redlock__closer_unlink(&o->closer);
     redlock__client_timer_stop(c, &o->timer);
     if (o->def->detach != NULL)
         o->def->detach(o);
@@ -168,7 +179,7 @@ redlock__op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_
     o->cb = cb;
     o->data = data;
     o->call_us = redlock__client_now(c);
-    redlock__list_push(&c->ops, &o->link);
+    redlock__closer_link(&c->ops, &o->closer, on_close);
     return o;
 }
 
@@ -179,7 +190,6 @@ int redlock__op_launch(redlock__op *o)
     int rc = redlock__op_start_round(o);
     c->api_depth--;
     if (rc != 0) {
-        redlock__list_remove(&o->link);
         redlock__lock_unref(o->lock);
         redlock__op_free(o);
         return redlock__client_error(c, rc, "out of memory");
@@ -222,7 +232,7 @@ int redlock_cancel(redlock_client *c, const void *data)
     unsigned n = 0;
     c->api_depth++; /* the callbacks come from the loop, not from inside this call */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (!o->cancelable || o->data != data)
             continue;
         if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
@@ -246,12 +256,15 @@ static void on_token_fired(redlock__cancel_reg *reg)
     io->ops->signal(io);
 }
 
+static void on_signal(redlock__io *io);
+
 int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token)
 {
     redlock_client *c = o->client;
     redlock__io *io = c->io;
     if (io->ops->signal_start == NULL)
         return redlock__client_error(c, REDLOCK_EINVAL, "this client takes no cancel tokens");
+    io->on_signal = on_signal; /* where the firing thread's wake-up lands */
     if (io->ops->signal_start(io) != 0)
         return redlock__client_error(c, REDLOCK_ENOMEM, "no wake-up handle for a cancel token");
     if (redlock__cancel_register(token, &o->cancel, on_token_fired) != 0)
@@ -259,11 +272,16 @@ int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token)
     return 0;
 }
 
-void redlock__ops_cancel_fired(redlock_client *c)
+/* The loop thread, woken by a token that fired: cancel each operation that carries one that has
+ * fired (a closing client cancels them all anyway). */
+static void on_signal(redlock__io *io)
 {
+    redlock_client *c = io->owner;
+    if (c->closing)
+        return;
     c->api_depth++; /* the callbacks come from the loop's next turn, after this walk */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (!redlock__cancel_reg_fired(&o->cancel))
             continue;
         if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
@@ -273,13 +291,17 @@ void redlock__ops_cancel_fired(redlock_client *c)
     c->api_depth--;
 }
 
-void redlock__ops_tokens_detach(redlock_client *c)
+/* Every operation lets go of its token, so no firing thread reaches the client again (its
+ * operations are canceled by the close anyway). */
+static void tokens_detach(redlock_client *c)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next)
-        redlock__cancel_unregister(&REDLOCK__CONTAINER_OF(it, redlock__op, link)->cancel);
+        redlock__cancel_unregister(&REDLOCK__CONTAINER_OF(it, redlock__op, closer.link)->cancel);
 }
 
-void redlock__ops_close_waits(redlock_client *c)
+/* Every release still out (decided at the quorum, or in flight) counts in the client's close
+ * steps until its last node answered or timed out, so the close completes after their deletes. */
+static void close_waits(redlock_client *c)
 {
     for (redlock__list *it = c->releases.next; it != &c->releases; it = it->next) {
         redlock__round *r = REDLOCK__CONTAINER_OF(it, redlock__round, release_link);
@@ -290,12 +312,14 @@ void redlock__ops_close_waits(redlock_client *c)
     }
 }
 
-void redlock__ops_release_all(redlock_client *c)
+/* Each acquire in flight or won and not handed out, and each lock the caller holds (handed out,
+ * not released, not attached), is released on every node, each release a close step. */
+static void release_all(redlock_client *c)
 {
     /* Acquires first: in flight, or won and not yet handed out (those locks are not the
      * caller's yet, so the walk over handles below does not see them). */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (o->def->release_on_close && (o->state != OP_DECIDED || o->status == 0))
             op_cancel(o);
     }
@@ -303,19 +327,19 @@ void redlock__ops_release_all(redlock_client *c)
      * speaks for a hold that belongs to whoever acquired it (redlock extend in the CLI, say):
      * it is left alone. */
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
-        redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+        redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
         if (lock->user_owned && !lock->released && !lock->attached)
             redlock__release_everywhere(c, lock, true, true);
     }
 }
 
-void redlock__ops_cancel_all(redlock_client *c)
+void redlock__ops_close(redlock_client *c, unsigned flags)
 {
-    while (!redlock__list_empty(&c->ops)) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(c->ops.next, redlock__op, link);
-        o->status = REDLOCK_ECANCELED;
-        op_deliver(o);
-    }
+    tokens_detach(c); /* before the io (and its wake-up handle) may close */
+    close_waits(c);
+    if ((flags & REDLOCK_CLOSE_FAST) == 0)
+        release_all(c);
+    redlock__client_close_step(c); /* the step the close's begin counted: the releases are out */
 }
 
 int redlock__check_ttl(redlock_client *c, uint64_t ttl_ms)

@@ -36,8 +36,10 @@
  * Layers: round.c (rounds) and op.c (an operation's life) know the kinds only through their
  * op_kind_def; acquire.c (with wait.c, the waiting) and hold.c (extend, release, inspect) are the
  * kinds. They call down only: the client core (client.h), lock handles (lock.h), the counters
- * (stats.h), the quorum core and the io. What the layers above must hear of (an auto-extension to
- * start, a deadline that moved) goes through the client's hooks (client.h). */
+ * (stats.h), the quorum core and the io; a won acquire starts the auto-extension it asked for
+ * (won.c, redlock_auto_extend: built on extends, it calls nothing back here). What follows a hold
+ * hears of a deadline that moved, or of the hold's end, through the callbacks it set on the lock
+ * (lock.h). */
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
 
@@ -120,9 +122,9 @@ struct redlock__op {
     redlock_lock *lock;
     redlock_cb cb;
     void *data;
-    redlock__list link;    /* client->ops */
-    redlock__timer timer;  /* retry delay, or deferred delivery */
-    redlock__round *round; /* the latest round: its per-node outcome goes to the callback */
+    redlock__closer closer; /* in client->ops until delivered (or freed): the close delivers it */
+    redlock__timer timer;   /* retry delay, or deferred delivery */
+    redlock__round *round;  /* the latest round: its per-node outcome goes to the callback */
     uint64_t call_us;
     uint64_t ttl_ms;
     unsigned flags;
@@ -134,7 +136,7 @@ struct redlock__op {
     bool after_lost;           /* extend: called after the lock was reported lost */
     bool late;                 /* release: called when the lock's validity had already run out */
     redlock__waiter *w;        /* an acquire with a wait; NULL for any other */
-    /* An acquire that asked for auto-extension: started when it wins (the client's hook). */
+    /* An acquire that asked for auto-extension: started when it wins (won.c). */
     bool has_auto;
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
@@ -206,7 +208,7 @@ void redlock__release_everywhere(redlock_client *c, redlock_lock *lock, bool lea
  * memory. */
 redlock__op *redlock__op_new(redlock_client *c, const op_kind_def *def, redlock_lock *lock,
                              redlock_cb cb, void *data);
-/* Give o's memory back (its round released first). */
+/* Give o's memory back (its round released first); it leaves client->ops. */
 void redlock__op_free(redlock__op *o);
 /* Start o's first round from inside a public call; a failure to start leaves nothing behind and
  * returns the error (the client's last error set). */
@@ -226,26 +228,19 @@ uint64_t redlock__retry_delay_us(redlock_client *c);
 void redlock__on_retry_timer(redlock__timer *t);
 /* What a call that names a ttl checks; sets the client's last error. */
 int redlock__check_ttl(redlock_client *c, uint64_t ttl_ms);
-/* The close (api.c), in order: every release still out (decided at the quorum, or in flight)
- * counts in the client's close steps until its last node answered or timed out, so the close
- * completes after their deletes; */
-void redlock__ops_close_waits(redlock_client *c);
-/* then, unless the close is fast, each acquire in flight or won and not handed out, and each lock
- * the caller holds (handed out, not released, not attached), is released on every node, each
- * release a close step; */
-void redlock__ops_release_all(redlock_client *c);
-/* and once the io is closed, every pending operation is delivered with REDLOCK_ECANCELED. */
-void redlock__ops_cancel_all(redlock_client *c);
+/* The close has begun (api.c, after redlock__client_close_begin): every operation lets go of its
+ * cancel token; every release still out (decided at the quorum, or in flight) counts in the
+ * client's close steps until its last node answered or timed out, so the close completes after
+ * their deletes; then, unless flags has REDLOCK_CLOSE_FAST, each acquire in flight or won and not
+ * handed out, and each lock the caller holds (handed out, not released, not attached), is
+ * released on every node, each release a close step; then the step the close's begin counted is
+ * done. Once the io is closed, every operation still pending is delivered with REDLOCK_ECANCELED
+ * through its closer (client.h). */
+void redlock__ops_close(redlock_client *c, unsigned flags);
 /* o (not launched yet) carries token: canceled when it fires. Returns 0, REDLOCK_ECANCELED (it
  * has fired), REDLOCK_ENOMEM (no wake-up handle) or REDLOCK_EINVAL (an io no other thread can
  * wake); sets the client's last error. */
 int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token);
-/* A token fired (the client's hook for its io's signal): cancel each operation that carries one
- * that has fired. */
-void redlock__ops_cancel_fired(redlock_client *c);
-/* The close begins: every operation lets go of its token, so no firing thread reaches the client
- * again (its operations are canceled by the close anyway). */
-void redlock__ops_tokens_detach(redlock_client *c);
 
 /* ---- acquire.c, hold.c: the kinds ------------------------------------------------------------ */
 
@@ -295,9 +290,5 @@ bool redlock__grant_check(redlock__op *o);
 uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_t due_us);
 /* The short, growing jitter of a woken waiter's retry. */
 uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o);
-/* Node node said on channel that a key was released, or granted it to a waiter of this client
- * (the client's hook for its io's notifications). */
-void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
-                           const char *message, size_t message_len);
 
 #endif

@@ -50,7 +50,7 @@ static void report_gaps(redlock_client *c)
         uint64_t now = redlock__client_now(c);
         redlock_lock *gone = NULL;
         for (redlock__list *it = c->locks.next; it != &c->locks && gone == NULL; it = it->next) {
-            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+            redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
             if (lock->gap && held(lock, now))
                 gone = lock;
         }
@@ -72,7 +72,7 @@ static void on_recheck_timer(redlock__timer *t)
     /* Starting a round calls nothing back from inside (ops.c defers), so the list holds still;
      * an inspect's own handle joins it, never handed out, so skipped. */
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
-        redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+        redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
         if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)
             check_start(lock);
     }
@@ -90,8 +90,10 @@ static void on_gap_timer(redlock__timer *t)
     report_gaps(REDLOCK__CONTAINER_OF(t, redlock_client, gap_timer));
 }
 
-void redlock__recheck_node(redlock_client *c, unsigned node)
+/* Node node reached a new server (io.h's on_node_changed). */
+static void on_node_changed(redlock__io *io, unsigned node)
 {
+    redlock_client *c = io->owner;
     if (c->closing)
         return;
     uint64_t now = redlock__client_now(c);
@@ -99,12 +101,14 @@ void redlock__recheck_node(redlock_client *c, unsigned node)
         c->node_changed_at_us[node] = now;
         /* It may have lost every key at any moment since its old server was last heard. */
         for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next)
-            (void)redlock__kept_lose(REDLOCK__CONTAINER_OF(it, redlock_lock, link), node, now);
+            (void)redlock__kept_lose(REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link), node,
+                                     now);
     }
     checks_due(c);
 }
 
-void redlock__recheck_kept_lost(redlock_lock *lock, unsigned node, bool said_no, bool gap)
+/* A round's answer showed node no longer keeps lock's token (the client's on_kept_lost). */
+static void on_kept_lost(redlock_lock *lock, unsigned node, bool said_no, bool gap)
 {
     redlock_client *c = lock->client;
     if (c->closing)
@@ -117,6 +121,12 @@ void redlock__recheck_kept_lost(redlock_lock *lock, unsigned node, bool said_no,
     } else if (gap) {
         redlock__client_timer_start(c, &c->gap_timer, redlock__client_now(c), on_gap_timer);
     }
+}
+
+void redlock__recheck_start(redlock_client *c)
+{
+    c->io->on_node_changed = on_node_changed;
+    c->on_kept_lost = on_kept_lost;
 }
 
 /* Nodes that answered that they do not hold the lock's token (no key, another holder's). */

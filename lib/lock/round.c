@@ -169,8 +169,8 @@ static void kept_vote(redlock__round *r, unsigned i, const redlock__req *req, re
         redlock__kept_fresh(lock, i, now); /* set after the decision, perhaps */
         return;
     }
-    if ((vote == REDLOCK_VOTE_NO && was_kept) || lost)
-        r->client->hooks->kept_lost(lock, i, vote == REDLOCK_VOTE_NO && was_kept, lost);
+    if (((vote == REDLOCK_VOTE_NO && was_kept) || lost) && r->client->on_kept_lost != NULL)
+        r->client->on_kept_lost(lock, i, vote == REDLOCK_VOTE_NO && was_kept, lost);
 }
 
 redlock__cont redlock__round_continuity(const redlock__round *r)

@@ -190,7 +190,7 @@ static void count_locks(const redlock_client *c, redlock_stats *s)
 {
     uint64_t now = c->io != NULL ? c->io->ops->now_us(c->io) : 0;
     for (const redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
-        const redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
+        const redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
         if (!lock->user_owned)
             continue;
         s->locks++;

@@ -2,9 +2,9 @@
 /* wait.c - waiting for a lock (docs/operations.md, "Waiting for a lock"): the releases watched
  * through the io, the queue on every node (a waiter's place and channels), the wake-ups, and the
  * handoff by grant (docs/algorithm.md): the grants counted as the yes votes of the attempts they
- * answer. Called by acquire.c for an acquire that waits, and by the io's notifications (the
- * client's hook). Calls down only: rounds and operations, the client core, lock handles, the
- * counters, the quorum core. */
+ * answer. Called by acquire.c for an acquire that waits, and by the io's notifications, whose
+ * callback (io.h's on_notify) a waiter sets when it starts to watch. Calls down only: rounds and
+ * operations, the client core, lock handles, the counters, the quorum core. */
 #include "op.h"
 
 #include <string.h>
@@ -116,11 +116,17 @@ static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
     return true;
 }
 
+static void on_notify(redlock__io *io, unsigned node, const char *channel, size_t len,
+                      const char *message, size_t message_len);
+
 void redlock__wait_start(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
-    if (c->opts.no_notify || c->io->ops->watch == NULL || lock_watch(c, lock) != 0)
+    if (c->opts.no_notify || c->io->ops->watch == NULL)
+        return;
+    c->io->on_notify = on_notify; /* the releases it watches are told there */
+    if (lock_watch(c, lock) != 0)
         return;
     o->w->watching = true;
     /* Fair turns, in every key's queue (plain, fenced and sets alike). */
@@ -207,7 +213,7 @@ static redlock__op *queue_head_op(redlock_client *c, const redlock_lock *of, con
                                   size_t id_len)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (o->w != NULL && o->w->watching && o->state != OP_DECIDED && o->lock->queued &&
             same_bytes(o->lock->waiter, o->lock->waiter_len, id, id_len) &&
             same_bytes(o->lock->key, o->lock->key_len, of->key, of->key_len))
@@ -420,13 +426,14 @@ static bool is_queue_channel(const redlock__op *o, const char *channel, size_t l
  *     start order); the others sleep on until the next release or their fallback retry.
  * Only holders' releases say anything: the release of a lost attempt wakes nobody. A wake-up is a
  * hint from any server (node may be REDLOCK__IO_NO_NODE); a grant counts only for node. */
-void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
-                           const char *message, size_t message_len)
+static void on_notify(redlock__io *io, unsigned node, const char *channel, size_t len,
+                      const char *message, size_t message_len)
 {
+    redlock_client *c = io->owner;
     if (c->closing)
         return;
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED || !o->lock->queued)
             continue;
         if (is_own_channel(o, channel, len)) {
@@ -447,7 +454,7 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
         }
     }
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
-        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
+        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
             !redlock__lock_has_key(o->lock, channel, len))
             continue;

@@ -3,8 +3,11 @@
  * the round, auto-extension started, the operation completed), and a fenced acquire's commit
  * round. Both an acquire's own round (acquire.c) and a waiter's round won by grants (wait.c) end
  * here. Calls down only: rounds and operations, lock handles and the nodes that kept them, the
- * client's hooks, the quorum core. */
+ * auto-extension (started through redlock_auto_extend, which builds on extends and never calls
+ * back here), the quorum core. */
 #include "op.h"
+
+#include "autoextend.h"
 
 /* The attempt's last round was won (the acquire, or a fenced acquire's commit): the lock is
  * granted. Returns 0, or why it is not worth handing out after all. */
@@ -23,9 +26,7 @@ int redlock__lock_grant(redlock__op *o, redlock__round *r)
     /* Auto-extension starts before the caller hears of the lock, so no window is left
      * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
      * validity already gone, and then the lock is not worth handing out. */
-    int rc = o->has_auto
-                 ? o->client->hooks->auto_start(lock, &o->auto_opts, o->lost_cb, o->lost_data)
-                 : 0;
+    int rc = o->has_auto ? redlock_auto_extend(lock, &o->auto_opts, o->lost_cb, o->lost_data) : 0;
     if (rc == 0) {
         redlock__op_complete(o, 0);
         return 0;

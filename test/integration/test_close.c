@@ -298,6 +298,100 @@ static void close_from_release_and_extend_callbacks(void **state)
     }
 }
 
+/* What the close tells comes in the order docs/api.md promises (redlock_client_close, steps 3
+ * and 4): every pending operation (REDLOCK_ECANCELED), then every auto-extended lock's lost
+ * callback, the handle still valid there, then every hold of redlock_using its ended, then the
+ * close callback; and what the client held is released. */
+#define ORDER_EVENTS 16
+static struct {
+    const char *event[ORDER_EVENTS];
+    int n;
+    bool closed;
+} order;
+
+static void order_add(const char *event)
+{
+    assert_true(order.n < ORDER_EVENTS);
+    order.event[order.n++] = event;
+}
+
+static void order_op(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    assert_null(lock);
+    assert_int_equal(status, REDLOCK_ECANCELED);
+    order_add(data);
+}
+
+static void order_lost(redlock_lock *lock, int reason, void *data)
+{
+    assert_int_equal(reason, REDLOCK_ECANCELED);
+    size_t len = 0;
+    assert_non_null(redlock_lock_resource(lock, &len));
+    assert_int_equal(len, strlen("order:x")); /* a, b or c */
+    order_add(data);
+}
+
+static void order_work(redlock_lock *lock, void *data)
+{
+    (void)lock;
+    (void)data;
+    order_add("work c");
+}
+
+static void order_ended(redlock_hold_end end, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    (void)data;
+    assert_int_equal(end, REDLOCK_HOLD_CANCELED);
+    assert_int_equal(status, REDLOCK_ECANCELED);
+    order_add("ended c");
+}
+
+static void order_closed(redlock_client *client, void *data)
+{
+    (void)client;
+    (void)data;
+    order_add("closed");
+    order.closed = true;
+}
+
+static void close_tells_in_the_documented_order(void **state)
+{
+    (void)state;
+    memset(&order, 0, sizeof(order));
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    redlock_auto_opts ao;
+    redlock_auto_opts_init(&ao);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.auto_extend = &ao;
+    lo.lost_cb = order_lost;
+    h_record a, b;
+    lo.lost_data = "lost a";
+    assert_int_equal(h_acquire(&env, c, "order:a", 10000, &lo, &a), 0);
+    lo.lost_data = "lost b";
+    assert_int_equal(h_acquire(&env, c, "order:b", 10000, &lo, &b), 0);
+    lo.lost_data = "lost c";
+    assert_int_equal(
+        redlock_using(c, "order:c", REDLOCK_STRLEN, 10000, &lo, order_work, order_ended, NULL), 0);
+    assert_true(h_run_until(&env.loop, &order.n, 1, H_WAIT_MS)); /* the work runs */
+    assert_int_equal(redlock_acquire(c, "order:d", REDLOCK_STRLEN, 10000, NULL, order_op, "op d"),
+                     0);
+    assert_int_equal(redlock_client_close(c, order_closed, NULL), 0);
+    env.client = NULL;
+    assert_true(h_run_until_true(&env.loop, &order.closed, H_WAIT_MS));
+    const char *want[] = {"work c", "op d", "lost a", "lost b", "lost c", "ended c", "closed"};
+    assert_int_equal(order.n, sizeof(want) / sizeof(want[0]));
+    for (int i = 0; i < order.n; i++)
+        assert_string_equal(order.event[i], want[i]);
+    for (unsigned i = 0; i < N; i++)
+        assert_int_equal(h_dbsize(&env, i), 0);
+    h_env_stop(&env);
+}
+
 int main(void)
 {
     h_test_main_init();
@@ -307,6 +401,7 @@ int main(void)
         H_TEST(close_from_inside_acquire_callback),
         H_TEST(release_from_inside_acquire_callback),
         H_TEST(close_from_release_and_extend_callbacks),
+        H_TEST(close_tells_in_the_documented_order),
     };
     return cmocka_run_group_tests_name("close", tests, NULL, NULL);
 }

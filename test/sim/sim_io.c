@@ -291,7 +291,7 @@ static void io_close(redlock__io *io)
     sim_push(p->w, p->w->now, EV_IO_CLOSED, p->id, 0, 0, NULL);
 }
 
-/* One more or one less waiter for a channel (notify.h's set, as io_uv.c keeps it): a channel new
+/* One more or one less waiter for a channel (chanset.h's set, as io_uv.c keeps it): a channel new
  * to the set, or gone from it, is (un)subscribed on every node's subscriber. */
 static int io_watch(redlock__io *io, const char *key, size_t len, bool on)
 {

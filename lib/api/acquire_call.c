@@ -189,7 +189,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
             redlock__op_free(o);
             return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
         }
-        redlock__wait_start(o);
+        redlock__waiter_start(o);
     }
     if (opts->auto_extend != NULL) {
         o->has_auto = true;

@@ -24,7 +24,7 @@ static void io_closed(redlock_client *c)
 }
 
 static const redlock__hooks hooks = {
-    .notified = redlock__ops_notified,
+    .notified = redlock__waiter_notified,
     .node_changed = redlock__recheck_node,
     .io_closed = io_closed,
     .kept_lost = redlock__recheck_kept_lost,

@@ -66,7 +66,7 @@ static uint64_t retry_due_us(redlock__op *o, uint64_t now)
     redlock_client *c = o->client;
     redlock__waiter *w = o->w;
     uint64_t delay =
-        w != NULL && w->notified ? redlock__notify_jitter_us(c, o) : redlock__retry_delay_us(c);
+        w != NULL && w->notified ? redlock__waiter_jitter_us(c, o) : redlock__retry_delay_us(c);
     const redlock__round *r = o->round;
     if (w != NULL && !w->notified && r != NULL && r->cmd.queued) {
         uint64_t wait = attempt_wait_us(r);
@@ -139,7 +139,8 @@ static void lock_attempt_lost(redlock__op *o, int status)
     if (w != NULL)
         w->token_kept = kept;
     if (kept) {
-        if (redlock__grant_check(o)) /* grants heard while the attempt was out: a quorum, won */
+        /* grants heard while the attempt was out: a quorum, won */
+        if (redlock__waiter_grant_check(o))
             return;
     } else {
         int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);
@@ -213,7 +214,7 @@ static redlock_lock *acquire_handed(redlock__op *o)
 static void acquire_delivered(redlock__op *o)
 {
     if (o->w != NULL)
-        redlock__wait_end(o);
+        redlock__waiter_end(o);
 }
 
 /* An acquire's attempt in flight, or its lock won but not yet handed out, is released on every

@@ -96,7 +96,7 @@ typedef struct redlock__waiter {
     bool claim;            /* a quorum granted while an attempt was out: retry at once if lost */
     uint64_t wake_free_us; /* before this, a notification moves no attempt up (a retry period
                               after the last it did: redlock__waiter_wake_due) */
-    unsigned collisions;   /* its attempts lost in a split vote (redlock__notify_jitter_us) */
+    unsigned collisions;   /* its attempts lost in a split vote (redlock__waiter_jitter_us) */
     /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
      * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
      * node's release may then set its keys for it: a grant, heard on its own channel from a
@@ -278,23 +278,23 @@ int redlock__check_retake(redlock_lock *lock);
 redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock);
 /* Watch lock's keys for releases, and join their queues where they can hold one: before the
  * first attempt, so a release during it is heard. Without memory it only polls. */
-void redlock__wait_start(redlock__op *o);
+void redlock__waiter_start(redlock__op *o);
 /* o is delivered: it watches nothing any more. */
-void redlock__wait_end(redlock__op *o);
+void redlock__waiter_end(redlock__op *o);
 /* Forget the grants o heard so far: they were of keys a release deletes, or of a token given
  * up. */
 void redlock__waiter_forget_grants(redlock__waiter *w, unsigned n_nodes);
 /* Whether o heard of grants from a quorum of nodes, and if so won with them. */
-bool redlock__grant_check(redlock__op *o);
+bool redlock__waiter_grant_check(redlock__op *o);
 /* When an attempt that a notification moves up to due_us may run: due_us, or the end of the
  * retry period that began when a notification last moved one up (a hint costs at most one extra
  * attempt per retry period, whatever is published); the period starts anew there. */
 uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_t due_us);
 /* The short, growing jitter of a woken waiter's retry. */
-uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o);
+uint64_t redlock__waiter_jitter_us(redlock_client *c, const redlock__op *o);
 /* Node node said on channel that a key was released, or granted it to a waiter of this client
  * (the client's hook for its io's notifications). */
-void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
-                           const char *message, size_t message_len);
+void redlock__waiter_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
+                              const char *message, size_t message_len);
 
 #endif

@@ -4,7 +4,8 @@
  * handoff by grant (docs/algorithm.md): the grants counted as the yes votes of the attempts they
  * answer. Called by acquire.c for an acquire that waits, and by the io's notifications (the
  * client's hook). Calls down only: rounds and operations, the client core, lock handles, the
- * counters, the quorum core. */
+ * counters, the quorum core. Its one object is the waiter (an acquire's waiting state), and
+ * every name it exports is redlock__waiter_. */
 #include "op.h"
 
 #include <string.h>
@@ -113,7 +114,7 @@ static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
     return true;
 }
 
-void redlock__wait_start(redlock__op *o)
+void redlock__waiter_start(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -125,7 +126,7 @@ void redlock__wait_start(redlock__op *o)
         queue_join(c, lock);
 }
 
-void redlock__wait_end(redlock__op *o)
+void redlock__waiter_end(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -161,7 +162,7 @@ redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock
     return w;
 }
 
-uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o)
+uint64_t redlock__waiter_jitter_us(redlock_client *c, const redlock__op *o)
 {
     uint64_t window_ms = (uint64_t)1
                          << REDLOCK__MIN(o->w->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
@@ -305,7 +306,7 @@ static bool grant_win(redlock__op *o)
     return false;
 }
 
-bool redlock__grant_check(redlock__op *o)
+bool redlock__waiter_grant_check(redlock__op *o)
 {
     unsigned n = 0;
     for (uint64_t m = o->w->granted; m != 0; m &= m - 1)
@@ -381,7 +382,7 @@ static void op_granted(redlock__op *o, unsigned from, const char *message, size_
      * looks at the grants first (lock_attempt_lost). A sleeping waiter wins with a quorum, or
      * else waits a short grace for the other nodes' grants, which come right behind as a rule,
      * before it runs a round. */
-    if (o->state == OP_RUNNING || !redlock__grant_check(o))
+    if (o->state == OP_RUNNING || !redlock__waiter_grant_check(o))
         op_wake(c, o, GRANT_GRACE_US, false);
 }
 
@@ -409,8 +410,8 @@ static bool is_queue_channel(const redlock__op *o, const char *channel, size_t l
  *     start order); the others sleep on until the next release or their fallback retry.
  * Only holders' releases say anything: the release of a lost attempt wakes nobody. A wake-up is a
  * hint from any server (node may be REDLOCK__IO_NO_NODE); a grant counts only for node. */
-void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
-                           const char *message, size_t message_len)
+void redlock__waiter_notified(redlock_client *c, unsigned node, const char *channel, size_t len,
+                              const char *message, size_t message_len)
 {
     if (c->closing)
         return;
@@ -440,7 +441,7 @@ void redlock__ops_notified(redlock_client *c, unsigned node, const char *channel
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
             !redlock__lock_has_key(o->lock, channel, len))
             continue;
-        op_wake(c, o, redlock__notify_jitter_us(c, o), true);
+        op_wake(c, o, redlock__waiter_jitter_us(c, o), true);
         return;
     }
 }

@@ -9,7 +9,7 @@
 
 #include "stats.h"
 
-int redlock__new_token(redlock_client *c, redlock_lock *lock)
+int redlock__acquire_new_token(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__TOKEN_BYTES];
     char text[2 * REDLOCK__TOKEN_BYTES + 1];
@@ -101,12 +101,12 @@ static int attempt_release(redlock__op *o, uint64_t now, bool leave, bool new_to
         redlock__waiter_forget_grants(o->w, c->n_nodes);
         o->w->grant_after_us = now;
     }
-    redlock__release_everywhere(c, lock, leave, false);
+    redlock__round_release_everywhere(c, lock, leave, false);
     if (lock->caller_token || !new_token_wanted)
         return 0;
-    int rc = redlock__new_token(c, lock);
+    int rc = redlock__acquire_new_token(c, lock);
     if (rc != 0 && !leave) /* it waits no more: out of the queue too (nothing to delete) */
-        redlock__release_everywhere(c, lock, true, false);
+        redlock__round_release_everywhere(c, lock, true, false);
     return rc;
 }
 
@@ -228,15 +228,15 @@ static void acquire_cancel(redlock__op *o)
     case OP_DECIDED:
         if (o->status == 0) { /* won: a holder's release */
             c->hooks->lock_ended(lock);
-            redlock__release_everywhere(c, lock, true, true);
+            redlock__round_release_everywhere(c, lock, true, true);
         }
         break;
     case OP_RETRYING: /* the last attempt was released when it was lost, or kept its token */
         if (lock->queued)
-            redlock__release_everywhere(c, lock, true, false);
+            redlock__round_release_everywhere(c, lock, true, false);
         break;
     case OP_RUNNING:
-        redlock__release_everywhere(c, lock, true, false);
+        redlock__round_release_everywhere(c, lock, true, false);
         break;
     }
 }

@@ -93,7 +93,7 @@ static void op_deliver(redlock__op *o)
     }
 
     if (o->status != 0 && o->status != REDLOCK_ECANCELED) /* for a caller who reads no result */
-        redlock__failure_text(c->last_error, sizeof(c->last_error), o->status, &res);
+        redlock__stats_failure_text(c->last_error, sizeof(c->last_error), o->status, &res);
     o->cb(handed, o->status, &res, o->data);
 
     redlock__op_hold_round(o, NULL);
@@ -308,7 +308,7 @@ void redlock__ops_release_all(redlock_client *c)
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
         redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, link);
         if (lock->user_owned && !lock->released && !lock->attached)
-            redlock__release_everywhere(c, lock, true, true);
+            redlock__round_release_everywhere(c, lock, true, true);
     }
 }
 

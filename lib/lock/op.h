@@ -197,7 +197,8 @@ void redlock__round_maybe_free(redlock__round *r);
 /* Release the lock's keys on every node; nobody waits for the answers (docs/algorithm.md, "A
  * lost acquire releases on every node"). leave: the waiter leaves the queues; tell: a holder's
  * release, which wakes the waiters (a lost attempt's wakes nobody). */
-void redlock__release_everywhere(redlock_client *c, redlock_lock *lock, bool leave, bool tell);
+void redlock__round_release_everywhere(redlock_client *c, redlock_lock *lock, bool leave,
+                                       bool tell);
 
 /* ---- op.c: an operation's life -------------------------------------------------------------- */
 
@@ -254,7 +255,7 @@ extern const op_kind_def redlock__release_kind;
 extern const op_kind_def redlock__inspect_kind;
 
 /* A fresh token for lock: 128 bits from the io's CSPRNG, as 32 hex digits. 0 or REDLOCK_ENOMEM. */
-int redlock__new_token(redlock_client *c, redlock_lock *lock);
+int redlock__acquire_new_token(redlock_client *c, redlock_lock *lock);
 /* The acquire round r of o was won, or its commit round (won.c): the lock is granted.
  * Returns 0, or why it is not worth handing out after all. */
 int redlock__lock_grant(redlock__op *o, redlock__round *r);

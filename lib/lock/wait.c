@@ -108,7 +108,7 @@ static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
     for (unsigned i = 0; c->has_cluster && i <= lock->n_more; i++) {
         size_t len = 0, start = 0, tag_len = 0;
         const char *key = redlock__lock_key(lock, i, &len);
-        if (!redlock__key_hash_tag(key, len, &start, &tag_len))
+        if (!redlock__slot_hash_tag(key, len, &start, &tag_len))
             return false;
     }
     return true;

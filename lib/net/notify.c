@@ -89,7 +89,7 @@ static void on_open(redlock__stream *st)
     }
     const char *argv[3];
     size_t argvlen[3];
-    int argc = redlock__auth_argv(s->cfg.url, argv, argvlen);
+    int argc = redlock__handshake_auth_argv(s->cfg.url, argv, argvlen);
     s->auth_pending = argc > 0;
     int rc = argc > 0
                  ? redlock__resp_append(argc, argv, argvlen, redlock__stream_out(st), s->cfg.alloc)
@@ -122,7 +122,7 @@ static const char *refusal(const redisReply *r, char *said, size_t size)
         return NULL;
     }
     redlock__text_fit(said, size, r->str, r->len);
-    return redlock__auth_refusal(r->str, r->len);
+    return redlock__handshake_auth_refusal(r->str, r->len);
 }
 
 /* One reply. Returns false if the connection was given up. */
@@ -143,7 +143,7 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
          * grant heard here counts (notify.h). */
         s->info_pending = false;
         if (r->type == REDIS_REPLY_STRING)
-            redlock__info_run_id(r->str, r->len, s->run_id);
+            redlock__handshake_run_id(r->str, r->len, s->run_id);
         sub_ready(s);
         return s->ready;
     }

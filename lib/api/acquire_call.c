@@ -106,8 +106,8 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         return redlock__client_error(c, rc, "%s", why);
     lock_opts.token_len = redlock__len(lock_opts.token, lock_opts.token_len);
     const redlock_lock_opts *opts = &lock_opts;
-    if (redlock_cancel_token_fired(opts->cancel))
-        return redlock__client_error(c, REDLOCK_ECANCELED, "the cancel token has fired");
+    if (redlock_canceler_fired(opts->cancel))
+        return redlock__client_error(c, REDLOCK_ECANCELED, "the canceler has fired");
     if (opts->token != NULL && (opts->token_len == 0 || opts->token_len > REDLOCK_TOKEN_MAX))
         return redlock__client_error(c, REDLOCK_EINVAL, "token length must be 1..%d",
                                      REDLOCK_TOKEN_MAX);
@@ -172,7 +172,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         redlock__lock_unref(lock);
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     }
-    if (opts->cancel != NULL && (rc = redlock__op_carry_token(o, opts->cancel)) != 0) {
+    if (opts->cancel != NULL && (rc = redlock__op_carry_canceler(o, opts->cancel)) != 0) {
         redlock__list_remove(&o->link);
         redlock__lock_unref(lock);
         redlock__op_free(o);

@@ -73,7 +73,7 @@ int redlock_client_close_ex(redlock_client *c, unsigned flags, redlock_close_cb 
     int rc = redlock__client_close_begin(c, flags, close_cb, data);
     if (rc != 0)
         return rc;
-    redlock__ops_tokens_detach(c); /* before the io (and its wake-up handle) may close */
+    redlock__ops_cancelers_detach(c); /* before the io (and its wake-up handle) may close */
     redlock__ops_close_waits(c);
     if ((flags & REDLOCK_CLOSE_FAST) == 0)
         redlock__ops_release_all(c);

@@ -45,7 +45,7 @@ typedef struct redlock__hooks {
     /* The lock's hold ended for the caller (released, freed, or its acquire canceled): nothing
      * more is extended (autoextend.c). */
     void (*lock_ended)(redlock_lock *lock);
-    /* The io: another thread woke the loop, a cancel token fired (op.c). */
+    /* The io: another thread woke the loop, a canceler fired (op.c). */
     void (*signaled)(redlock_client *c);
 } redlock__hooks;
 

@@ -29,7 +29,7 @@ void redlock__op_hold_round(redlock__op *o, redlock__round *r)
 void redlock__op_free(redlock__op *o)
 {
     redlock_client *c = o->client;
-    redlock__cancel_unregister(&o->cancel);
+    redlock__canceler_unregister(&o->cancel);
     redlock__free(&c->alloc, o->w);
     o->w = NULL;
     c->live_ops--;
@@ -241,24 +241,24 @@ int redlock_cancel(redlock_client *c, const void *data)
     return 0;
 }
 
-/* The firing thread: wake the loop of o's client (under the token's mutex: o is alive). */
-static void on_token_fired(redlock__cancel_reg *reg)
+/* The firing thread: wake the loop of o's client (under the canceler's mutex: o is alive). */
+static void on_canceler_fired(redlock__canceler_reg *reg)
 {
     redlock__op *o = REDLOCK__CONTAINER_OF(reg, redlock__op, cancel);
     redlock__io *io = o->client->io;
     io->ops->signal(io);
 }
 
-int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token)
+int redlock__op_carry_canceler(redlock__op *o, redlock_canceler *canceler)
 {
     redlock_client *c = o->client;
     redlock__io *io = c->io;
     if (io->ops->signal_start == NULL)
-        return redlock__client_error(c, REDLOCK_EINVAL, "this client takes no cancel tokens");
+        return redlock__client_error(c, REDLOCK_EINVAL, "this client takes no cancelers");
     if (io->ops->signal_start(io) != 0)
-        return redlock__client_error(c, REDLOCK_ENOMEM, "no wake-up handle for a cancel token");
-    if (redlock__cancel_register(token, &o->cancel, on_token_fired) != 0)
-        return redlock__client_error(c, REDLOCK_ECANCELED, "the cancel token has fired");
+        return redlock__client_error(c, REDLOCK_ENOMEM, "no wake-up handle for a canceler");
+    if (redlock__canceler_register(canceler, &o->cancel, on_canceler_fired) != 0)
+        return redlock__client_error(c, REDLOCK_ECANCELED, "the canceler has fired");
     return 0;
 }
 
@@ -267,7 +267,7 @@ void redlock__ops_cancel_fired(redlock_client *c)
     c->api_depth++; /* the callbacks come from the loop's next turn, after this walk */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, link);
-        if (!redlock__cancel_reg_fired(&o->cancel))
+        if (!redlock__canceler_reg_fired(&o->cancel))
             continue;
         if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
             continue; /* canceled already: its callback comes once */
@@ -276,10 +276,10 @@ void redlock__ops_cancel_fired(redlock_client *c)
     c->api_depth--;
 }
 
-void redlock__ops_tokens_detach(redlock_client *c)
+void redlock__ops_cancelers_detach(redlock_client *c)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next)
-        redlock__cancel_unregister(&REDLOCK__CONTAINER_OF(it, redlock__op, link)->cancel);
+        redlock__canceler_unregister(&REDLOCK__CONTAINER_OF(it, redlock__op, link)->cancel);
 }
 
 void redlock__ops_close_waits(redlock_client *c)

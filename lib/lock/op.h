@@ -138,9 +138,9 @@ struct redlock__op {
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
-    /* An acquire's cancel token (redlock_lock_opts.cancel), registered until it is delivered
+    /* An acquire's canceler (redlock_lock_opts.cancel), registered until it is delivered
      * (cancel.h); not registered for any other. */
-    redlock__cancel_reg cancel;
+    redlock__canceler_reg cancel;
     /* A refused acquire asks why before its delivery (busy.h): once, while probe is set. */
     bool probed;
     struct busy_probe *probe;
@@ -236,16 +236,16 @@ void redlock__ops_close_waits(redlock_client *c);
 void redlock__ops_release_all(redlock_client *c);
 /* and once the io is closed, every pending operation is delivered with REDLOCK_ECANCELED. */
 void redlock__ops_cancel_all(redlock_client *c);
-/* o (not launched yet) carries token: canceled when it fires. Returns 0, REDLOCK_ECANCELED (it
+/* o (not launched yet) carries canceler: canceled when it fires. Returns 0, REDLOCK_ECANCELED (it
  * has fired), REDLOCK_ENOMEM (no wake-up handle) or REDLOCK_EINVAL (an io no other thread can
  * wake); sets the client's last error. */
-int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token);
-/* A token fired (the client's hook for its io's signal): cancel each operation that carries one
+int redlock__op_carry_canceler(redlock__op *o, redlock_canceler *canceler);
+/* A canceler fired (the client's hook for its io's signal): cancel each operation that carries one
  * that has fired. */
 void redlock__ops_cancel_fired(redlock_client *c);
-/* The close begins: every operation lets go of its token, so no firing thread reaches the client
+/* The close begins: every operation lets go of its canceler, so no firing thread reaches the client
  * again (its operations are canceled by the close anyway). */
-void redlock__ops_tokens_detach(redlock_client *c);
+void redlock__ops_cancelers_detach(redlock_client *c);
 
 /* ---- acquire.c, hold.c: the kinds ------------------------------------------------------------ */
 

@@ -805,8 +805,8 @@ int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources,
         redlock__sync_report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
-    if (redlock_cancel_token_fired(req.opts.cancel)) {
-        redlock__sync_report_status(report, REDLOCK_ECANCELED, "the cancel token has fired");
+    if (redlock_canceler_fired(req.opts.cancel)) {
+        redlock__sync_report_status(report, REDLOCK_ECANCELED, "the canceler has fired");
         return REDLOCK_ECANCELED;
     }
     int rc = submit(sync, &req);

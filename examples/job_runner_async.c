@@ -6,7 +6,7 @@
  *                    --store redis://10.0.9.5:6379 --jobs 10
  *
  * Each job is one hold of the lock on job:nightly-report (--resource): wait for the lock with a
- * fencing token, read the next job's number from the store (job_store.h), do the work (a timer of
+ * fence, read the next job's number from the store (job_store.h), do the work (a timer of
  * --work-ms here) while the library keeps the lock alive, commit the job with the fence (the
  * store refuses a fence older than one it accepted), release. The options are in job_config.h.
  *

@@ -278,7 +278,7 @@ typedef struct redlock_lock_opts {
     const redlock_auto_opts *auto_extend; /* non-NULL: auto-extend the lock once taken */
     redlock_lost_cb lost_cb;              /* required with auto_extend */
     void *lost_data;
-    bool fencing;                       /* take a fencing token with the lock */
+    bool fencing;                       /* take a fence with the lock */
     unsigned char reserved_fencing_[3]; /* zero; keeps the struct free of tail padding (ABI) */
     unsigned fence_commit;              /* commit acks of a fenced acquisition (0: the quorum) */
     redlock_cancel_token *cancel;       /* a redlock_canceler: fired, the acquire ends ECANCELED */
@@ -375,7 +375,7 @@ REDLOCK_EXTERN uint64_t redlock_lock_validity_ms(const redlock_lock *lock);
 /* When that validity runs out, on the redlock_now_us() clock. */
 REDLOCK_EXTERN uint64_t redlock_lock_deadline_us(const redlock_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
-/* The fencing token (0 without fencing): larger than every earlier holder's. */
+/* The fence (0 without fencing): larger than every earlier holder's. */
 REDLOCK_EXTERN uint64_t redlock_lock_fence(const redlock_lock *lock);
 /* True before the deadline, until released or reported lost. */
 REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);

@@ -315,7 +315,7 @@ static uint64_t io_wall_us(redlock__io *io)
 static const redlock__io_ops sim_io_ops = {
     io_send,  io_now_us, io_wake_at, io_random, io_close,
     io_watch, NULL,      io_wall_us, NULL, /* signal_start: no other thread wakes the simulator, so
-                                              no cancel tokens */
+                                              no cancelers */
     NULL,     NULL,                        /* timeout_us: the configured one */
 };
 

@@ -291,7 +291,7 @@ static void fire_after(void *arg)
     redlock_canceler_fire(arg);
 }
 
-/* 5. Cancel tokens: fired before the call, the call returns REDLOCK_ECANCELED at once and takes
+/* 5. Cancelers: fired before the call, the call returns REDLOCK_ECANCELED at once and takes
  * nothing; fired from another thread during a wait behind another holder, the wait ends
  * canceled, the function never runs, the holder keeps its keys; fired by the function itself,
  * the hold goes on (auto-extended past its ttl) until it returns, then is released. */
@@ -554,8 +554,9 @@ int main(void)
     if (filter != NULL && filter[0] != '\0')
         cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
-        TEST(with_runs_fn_holding), TEST(with_loss_is_seen),  TEST(with_lapsed_hold),
-        TEST(with_not_acquired),    TEST(with_cancelers), TEST(canceler_shared_by_async_and_sync),
+        TEST(with_runs_fn_holding), TEST(with_loss_is_seen),
+        TEST(with_lapsed_hold),     TEST(with_not_acquired),
+        TEST(with_cancelers),       TEST(canceler_shared_by_async_and_sync),
         TEST(lock_fd_and_no_leak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,12 +87,12 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
                           unsigned count, uint64_t ttl_ms, const redlock_lock_opts *caller_opts,
                           redlock_cb cb, void *data)
 {
-    int rc = redlock__check_call(c, resources, lens, count, cb);
+    int rc = redlock__client_check_call(c, resources, lens, count, cb);
     if (rc != 0)
         return rc;
     if (ttl_ms == 0)
         ttl_ms = c->opts.ttl_ms;
-    rc = redlock__check_ttl(c, ttl_ms);
+    rc = redlock__op_check_ttl(c, ttl_ms);
     if (rc != 0)
         return rc;
     /* The caller's structs are read once, by their size (abi.h); only the copies are used. */

@@ -66,7 +66,7 @@ static uint64_t retry_due_us(redlock__op *o, uint64_t now)
     redlock_client *c = o->client;
     redlock__waiter *w = o->w;
     uint64_t delay =
-        w != NULL && w->notified ? redlock__waiter_jitter_us(c, o) : redlock__retry_delay_us(c);
+        w != NULL && w->notified ? redlock__waiter_jitter_us(c, o) : redlock__op_retry_delay_us(c);
     const redlock__round *r = o->round;
     if (w != NULL && !w->notified && r != NULL && r->cmd.queued) {
         uint64_t wait = attempt_wait_us(r);
@@ -77,7 +77,7 @@ static uint64_t retry_due_us(redlock__op *o, uint64_t now)
     if (w != NULL && w->claim) {
         due = now; /* evidence, not a hint: a quorum granted (wait.c, grant_win) */
     } else if (w != NULL && w->notified) {
-        uint64_t later = now + redlock__retry_delay_us(c);
+        uint64_t later = now + redlock__op_retry_delay_us(c);
         due = redlock__waiter_wake_due(c, w, due);
         due = due < later ? due : later;
     }
@@ -154,7 +154,7 @@ static void lock_attempt_lost(redlock__op *o, int status)
         if (w != NULL && w->watching && o->round != NULL && o->round->q.votes_yes > 0)
             w->collisions++;
         o->state = OP_RETRYING;
-        redlock__client_timer_start(c, &o->timer, retry_due_us(o, now), redlock__on_retry_timer);
+        redlock__client_timer_start(c, &o->timer, retry_due_us(o, now), redlock__op_on_retry_timer);
         return;
     }
     redlock__op_complete(o, status);

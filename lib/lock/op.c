@@ -114,7 +114,7 @@ bool redlock__op_may_retry(redlock__op *o, uint64_t now)
     return false;
 }
 
-uint64_t redlock__retry_delay_us(redlock_client *c)
+uint64_t redlock__op_retry_delay_us(redlock_client *c)
 {
     uint64_t base = c->opts.retry_delay_ms * 1000;
     uint64_t jitter = c->opts.retry_jitter_ms * 1000;
@@ -128,7 +128,7 @@ uint64_t redlock__retry_delay_us(redlock_client *c)
     return base + offset > jitter ? base + offset - jitter : 0;
 }
 
-void redlock__on_retry_timer(redlock__timer *t)
+void redlock__op_on_retry_timer(redlock__timer *t)
 {
     redlock__op *o = REDLOCK__CONTAINER_OF(t, redlock__op, timer);
     o->state = OP_RUNNING;
@@ -321,7 +321,7 @@ void redlock__ops_cancel_all(redlock_client *c)
     }
 }
 
-int redlock__check_ttl(redlock_client *c, uint64_t ttl_ms)
+int redlock__op_check_ttl(redlock_client *c, uint64_t ttl_ms)
 {
     if (ttl_ms == 0 || ttl_ms > REDLOCK_TTL_MAX_MS)
         return redlock__client_error(c, REDLOCK_EINVAL, "ttl_ms %llu is out of range 1..%llu",

@@ -221,11 +221,11 @@ void redlock__op_complete(redlock__op *o, int status);
 /* Whether o may try again (its wait deadline, or retries left: one is used). */
 bool redlock__op_may_retry(redlock__op *o, uint64_t now_us);
 /* The retry delay, retry_delay_ms +/- retry_jitter_ms. */
-uint64_t redlock__retry_delay_us(redlock_client *c);
+uint64_t redlock__op_retry_delay_us(redlock_client *c);
 /* The timer callback of a retry: o runs its next round. */
-void redlock__on_retry_timer(redlock__timer *t);
+void redlock__op_on_retry_timer(redlock__timer *t);
 /* What a call that names a ttl checks; sets the client's last error. */
-int redlock__check_ttl(redlock_client *c, uint64_t ttl_ms);
+int redlock__op_check_ttl(redlock_client *c, uint64_t ttl_ms);
 /* The close (api.c), in order: every release still out (decided at the quorum, or in flight)
  * counts in the client's close steps until its last node answered or timed out, so the close
  * completes after their deletes; */
@@ -271,7 +271,7 @@ int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock
  * have been held without a gap since its last won round: an attached lock before its first won
  * extend, a lock an extend found lost. Returns 0 or REDLOCK_EINVAL with the client's last error
  * set. */
-int redlock__check_retake(redlock_lock *lock);
+int redlock__extend_check_retake(redlock_lock *lock);
 
 /* ---- wait.c: waiting for a lock ---------------------------------------------------------- */
 

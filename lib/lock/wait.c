@@ -207,7 +207,7 @@ uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_
 {
     if (due_us < w->wake_free_us)
         due_us = w->wake_free_us;
-    w->wake_free_us = due_us + redlock__retry_delay_us(c);
+    w->wake_free_us = due_us + redlock__op_retry_delay_us(c);
     return due_us;
 }
 
@@ -235,7 +235,7 @@ static void op_wake(redlock_client *c, redlock__op *o, uint64_t delay_us, bool b
     if (budgeted)
         due = redlock__waiter_wake_due(c, w, due);
     w->woken = true;
-    redlock__client_timer_start(c, &o->timer, due, redlock__on_retry_timer);
+    redlock__client_timer_start(c, &o->timer, due, redlock__op_on_retry_timer);
 }
 
 /* The grants the waiter o heard, from each node of w->granted, won: the lock is o's, as if an

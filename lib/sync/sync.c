@@ -797,7 +797,7 @@ int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources,
     }
     /* Checked before the loop thread sees them (the async call checks them again): the handle
      * copies them first. */
-    if (redlock__resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
+    if (redlock__client_resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
         redlock__sync_report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
@@ -857,7 +857,7 @@ int redlock_sync_inspect_multi(redlock_sync *sync, const void *const *resources,
         redlock__sync_report_status(report, REDLOCK_EINVAL, "sync is NULL");
         return REDLOCK_EINVAL;
     }
-    if (redlock__resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
+    if (redlock__client_resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
         redlock__sync_report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }

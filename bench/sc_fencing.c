@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sc_fencing.c - the fencing scenario: what a fencing token costs (redlock_lock_opts.fencing: a
+/* sc_fencing.c - the fencing scenario: what a fence costs (redlock_lock_opts.fencing: a
  * script instead of a SET, and the commit round where the counters disagree). In one run, slices
  * alternating (plain, fenced, plain, ...) so a machine whose speed drifts favours neither:
  *   - the acquire's latency, one lock at a time;

@@ -232,7 +232,7 @@ static void increment_holding(redlock_sync_lock *lock, void *data)
     pause_briefly(&w->seed);
     /* Write only while the lock is still ours. This narrows, but cannot close, the window in
      * which a process that stalls right here writes after its lock expired: protecting against
-     * that needs a fencing token checked by the data store itself (examples/fenced_store.c). */
+     * that needs a fence checked by the data store itself (examples/fenced_store.c). */
     if (redlock_sync_lock_lost(lock) || redlock_now_us() >= redlock_sync_lock_deadline_us(lock)) {
         fprintf(stderr, "worker %u: the lock ran out before the write; trying again\n", w->id);
         w->result = 1;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* fenced_store.c - a worker that writes to a store under a Redlock lock, and a store that
- * refuses writes from a holder whose lock has been taken over: fencing tokens (docs/safety.md).
+ * refuses writes from a holder whose lock has been taken over: fences (docs/safety.md).
  *
  *   fenced_store --nodes redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003 \
  *                --data redis://127.0.0.1:7000 --key report --value "from worker 7"
  *
- * The worker takes the lock on KEY:lock with a fencing token (redlock_lock_opts.fencing), checks
+ * The worker takes the lock on KEY:lock with a fence (redlock_lock_opts.fencing), checks
  * that it still holds it, and writes VALUE to KEY on the data server together with its fence.
  * The data server is a plain Redis: the write goes through a small Lua script that keeps, next
  * to the data, the largest fence it accepted (KEY:last-fence) and refuses a write whose fence is
@@ -14,7 +14,7 @@
  * The check and the write are one atomic step on the data server, as they must be.
  *
  * The same pattern in SQL is one statement: UPDATE t SET v = $2, fence = $1 WHERE id = $3 AND
- * fence <= $1 (no row updated: refused). See docs/safety.md, "Fencing tokens".
+ * fence <= $1 (no row updated: refused). See docs/safety.md, "Fences".
  *
  * Options:
  *   --nodes URL,URL,...  the lock nodes, independent Redis masters

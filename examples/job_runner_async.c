@@ -6,11 +6,11 @@
  *                    --store redis://10.0.9.5:6379 --jobs 10
  *
  * Each job is one hold of the lock on job:nightly-report (--resource): wait for the lock with a
- * fencing token, read the next job's number from the store (job_store.h), do the work (a timer of
+ * fence, read the next job's number from the store (job_store.h), do the work (a timer of
  * --work-ms here) while the library keeps the lock alive, commit the job with the fence (the
  * store refuses a fence older than one it accepted), release. The options are in job_config.h.
  *
- * SIGTERM or SIGINT (a uv_signal) stops it cleanly: it fires a cancel token, which ends a wait
+ * SIGTERM or SIGINT (a uv_signal) stops it cleanly: it fires a canceler, which ends a wait
  * for the lock in progress (leaving nothing held), and ends a work in progress unfinished, which
  * releases the lock at once. Then the client closes and the loop ends.
  *
@@ -36,7 +36,7 @@ typedef struct runner {
     job_store *store;
     redlock_client *client;
     redlock_lock_opts lock_opts;
-    redlock_cancel_token *cancel; /* fired by a signal: ends the wait for the lock */
+    redlock_canceler *cancel; /* fired by a signal: ends the wait for the lock */
     uv_signal_t sigterm, sigint;
     uv_timer_t work;       /* the work in progress: it takes work_ms */
     redlock_lock *holding; /* the lock while a work runs, else NULL */
@@ -171,8 +171,8 @@ static void on_signal(uv_signal_t *handle, int signum)
     if (r->stopping)
         return;
     r->stopping = true;
-    redlock_cancel_token_fire(r->cancel); /* a wait in progress ends: ended "canceled" */
-    end_work(r, "stopping");              /* a work in progress ends: ended "released" */
+    redlock_canceler_fire(r->cancel); /* a wait in progress ends: ended "canceled" */
+    end_work(r, "stopping");          /* a work in progress ends: ended "released" */
 }
 
 int main(int argc, char **argv)
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     char err[256];
     redlock_options opts;
     job_config_client_options(&cfg, &opts);
-    if (redlock_cancel_token_new(&r.cancel) != 0) {
+    if (redlock_canceler_new(&r.cancel) != 0) {
         fprintf(stderr, "out of memory\n");
     } else if ((r.store = job_store_open(cfg.store_url, cfg.resource)) == NULL) {
         /* said why */
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
     }
     uv_loop_close(loop);
     job_store_close(r.store);
-    redlock_cancel_token_free(r.cancel);
+    redlock_canceler_free(r.cancel);
     job_config_free(&cfg);
     return status;
 }

@@ -6,12 +6,12 @@
  *                   --store redis://10.0.9.5:6379 --jobs 10
  *
  * Each job is one hold of the lock on job:nightly-report (--resource): wait for the lock with a
- * fencing token, read the next job's number from the store (job_store.h), do the work (--work-ms)
+ * fence, read the next job's number from the store (job_store.h), do the work (--work-ms)
  * while the library keeps the lock alive, commit the job with the fence (the store refuses a
  * fence older than one it accepted), release. The options are in job_config.h.
  *
  * SIGTERM or SIGINT stops it cleanly. They are blocked in every thread and taken by sigwait on
- * a thread of this program's, which fires a cancel token (a wait for the lock in progress, or
+ * a thread of this program's, which fires a canceler (a wait for the lock in progress, or
  * about to start, ends at once, leaving nothing held) and wakes the work, which returns
  * unfinished, so redlock_sync_with releases the lock at once.
  *
@@ -42,8 +42,8 @@
 typedef struct runner {
     const job_config *cfg;
     job_store *store;
-    redlock_cancel_token *cancel; /* fired by a signal: ends the wait for the lock */
-    int stop_pipe[2];             /* readable once a signal came: ends the work */
+    redlock_canceler *cancel; /* fired by a signal: ends the wait for the lock */
+    int stop_pipe[2];         /* readable once a signal came: ends the work */
     atomic_bool stopping;
     unsigned done; /* jobs committed */
     bool failed;
@@ -70,7 +70,7 @@ static void *signal_thread(void *arg)
         if (sigwait(&set, &sig) != 0 || sig == SIGUSR1)
             return NULL;
         if (!atomic_exchange(&r->stopping, true)) {
-            redlock_cancel_token_fire(r->cancel);
+            redlock_canceler_fire(r->cancel);
             ssize_t n = write(r->stop_pipe[1], "x", 1);
             (void)n; /* the pipe is empty: the byte fits */
         }
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
     char err[256];
     redlock_options opts;
     job_config_client_options(&cfg, &opts);
-    if (redlock_cancel_token_new(&r.cancel) != 0 || pipe(r.stop_pipe) != 0) {
+    if (redlock_canceler_new(&r.cancel) != 0 || pipe(r.stop_pipe) != 0) {
         fprintf(stderr, "out of memory or descriptors\n");
     } else if ((r.store = job_store_open(cfg.store_url, cfg.resource)) == NULL) {
         /* said why */
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
         pthread_join(signals, NULL);
     }
     job_store_close(r.store);
-    redlock_cancel_token_free(r.cancel);
+    redlock_canceler_free(r.cancel);
     for (int i = 0; i < 2; i++)
         if (r.stop_pipe[i] >= 0)
             close(r.stop_pipe[i]);

@@ -9,7 +9,7 @@
  * A runner reads the next job's number when its hold begins and commits the job with its fence
  * when the work is over. The commit is a compare-and-set on the fence, one Lua script: a fence
  * below the last accepted one is refused (its holder was paused past its lock, and a newer holder
- * wrote meanwhile), as in examples/fenced_store.c and docs/safety.md, "Fencing tokens".
+ * wrote meanwhile), as in examples/fenced_store.c and docs/safety.md, "Fences".
  *
  * The calls block (hiredis, 5 s timeouts): one round trip each. */
 #ifndef JOB_STORE_H

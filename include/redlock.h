@@ -12,7 +12,7 @@
  *   node URLs               redlock_url_*
  *   the client's types      options, results, callbacks
  *   the client              redlock_client_new, redlock_client_close, redlock_cancel
- *   cancel tokens           redlock_cancel_token_*
+ *   cancelers               redlock_canceler_* (first named redlock_cancel_token_*: aliases)
  *   locks                   redlock_acquire, redlock_extend, redlock_release, redlock_lock_*
  *   auto-extension          redlock_auto_extend
  *   holding for a work      redlock_using, redlock_using_done
@@ -147,7 +147,11 @@ REDLOCK_EXTERN size_t redlock_url_redact(const char *text, char *out, size_t out
 typedef struct redlock_client redlock_client;
 /* A lock, handed to the acquire callback; the caller's until redlock_lock_free or the close. */
 typedef struct redlock_lock redlock_lock;
-/* Cancels every acquire that carries it, from any thread (redlock_cancel_token_new). */
+/* Cancels every acquire that carries it, from any thread (redlock_canceler_new). */
+typedef struct redlock_cancel_token redlock_canceler;
+/* The canceler's first name (a "cancel token"): the same type, kept within the soversion
+ * (docs/api.md, "Cancelers"). The struct's tag and the lock options' member keep the first name:
+ * they are the ABI's record (abi/redlock.abi), and the type is one. */
 typedef struct redlock_cancel_token redlock_cancel_token;
 
 /* The library's allocator, with realloc(3) semantics (size 0 frees). */
@@ -274,10 +278,10 @@ typedef struct redlock_lock_opts {
     const redlock_auto_opts *auto_extend; /* non-NULL: auto-extend the lock once taken */
     redlock_lost_cb lost_cb;              /* required with auto_extend */
     void *lost_data;
-    bool fencing;                       /* take a fencing token with the lock */
+    bool fencing;                       /* take a fence with the lock */
     unsigned char reserved_fencing_[3]; /* zero; keeps the struct free of tail padding (ABI) */
     unsigned fence_commit;              /* commit acks of a fenced acquisition (0: the quorum) */
-    redlock_cancel_token *cancel; /* fired: the acquire ends REDLOCK_ECANCELED (since 0.2.0) */
+    redlock_cancel_token *cancel;       /* a redlock_canceler: fired, the acquire ends ECANCELED */
     const char *fence_domain; /* with fencing: a counter shared by resources (NULL: their own) */
     /* New members are appended here (docs/api.md, "ABI policy"). */
 } redlock_lock_opts;
@@ -305,7 +309,7 @@ REDLOCK_EXTERN int redlock_client_close(redlock_client *client, redlock_close_cb
 /* redlock_client_close with flags: 0 or REDLOCK_CLOSE_FAST. */
 REDLOCK_EXTERN int redlock_client_close_ex(redlock_client *client, unsigned flags,
                                            redlock_close_cb close_cb, void *data);
-/* Cancel every pending operation whose callback data is data (a cancel token is simpler). */
+/* Cancel every pending operation whose callback data is data (a canceler is simpler). */
 REDLOCK_EXTERN int redlock_cancel(redlock_client *client, const void *data);
 /* The reason behind the last error a call returned at once ("" if none), or of the last
  * operation whose callback got a failure: each failed node and why ("no quorum: ...: URL
@@ -316,15 +320,21 @@ REDLOCK_EXTERN unsigned redlock_client_node_count(const redlock_client *client);
 REDLOCK_EXTERN const char *redlock_client_node_url(const redlock_client *client, unsigned i);
 REDLOCK_EXTERN struct uv_loop_s *redlock_client_loop(const redlock_client *client);
 
-/* ---- Cancel tokens (docs/api.md, "Cancel tokens") -------------------------------------------- */
+/* ---- Cancelers (docs/api.md, "Cancelers") ---------------------------------------------------- */
 
-/* A new token, not fired (malloc'ed; free it with redlock_cancel_token_free). */
+/* A new canceler, not fired (malloc'ed; free it with redlock_canceler_free). */
+REDLOCK_EXTERN int redlock_canceler_new(redlock_canceler **canceler_out);
+/* Cancel every acquire that carries the canceler, in flight or started later; any thread. */
+REDLOCK_EXTERN void redlock_canceler_fire(redlock_canceler *canceler);
+/* Whether the canceler was fired (an atomic read). */
+REDLOCK_EXTERN bool redlock_canceler_fired(const redlock_canceler *canceler);
+/* Give the caller's canceler back; acquires still carrying it keep it alive. NULL is ok. */
+REDLOCK_EXTERN void redlock_canceler_free(redlock_canceler *canceler);
+/* The same four under their first names, aliases kept within the soversion (exported symbols
+ * of libredlock.so.1; gone with the next soversion). */
 REDLOCK_EXTERN int redlock_cancel_token_new(redlock_cancel_token **token_out);
-/* Cancel every acquire that carries the token, in flight or started later; any thread. */
 REDLOCK_EXTERN void redlock_cancel_token_fire(redlock_cancel_token *token);
-/* Whether the token was fired (an atomic read). */
 REDLOCK_EXTERN bool redlock_cancel_token_fired(const redlock_cancel_token *token);
-/* Give the caller's token back; acquires still carrying it keep it alive. NULL is ok. */
 REDLOCK_EXTERN void redlock_cancel_token_free(redlock_cancel_token *token);
 
 /* ---- Locks (docs/api.md, "The client" and "The lock handle") --------------------------------- */
@@ -365,7 +375,7 @@ REDLOCK_EXTERN uint64_t redlock_lock_validity_ms(const redlock_lock *lock);
 /* When that validity runs out, on the redlock_now_us() clock. */
 REDLOCK_EXTERN uint64_t redlock_lock_deadline_us(const redlock_lock *lock);
 REDLOCK_EXTERN uint64_t redlock_lock_ttl_ms(const redlock_lock *lock);
-/* The fencing token (0 without fencing): larger than every earlier holder's. */
+/* The fence (0 without fencing): larger than every earlier holder's. */
 REDLOCK_EXTERN uint64_t redlock_lock_fence(const redlock_lock *lock);
 /* True before the deadline, until released or reported lost. */
 REDLOCK_EXTERN bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us);

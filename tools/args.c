@@ -638,7 +638,7 @@ static const char help_options[] =
     "                              is not: it is silent)\n"
     "  -j, --json                  run: print one JSON line on stdout at the end, after\n"
     "                              COMMAND exited (the other commands always print one)\n"
-    "  -f, --fence                 take a fencing token with the lock, a number that grows\n"
+    "  -f, --fence                 take a fence with the lock, a number that grows\n"
     "                              with every holder: acquire prints it (\"fence\"), run\n"
     "                              exports REDLOCK_FENCE; status shows each node's counter\n"
     "  --fence-domain NAME         acquire, run: --fence, from the counter NAME, shared by every\n"

@@ -103,7 +103,7 @@ typedef struct cli_args {
      * restarted nodes are known to be kept out for longer than the longest ttl. */
     const char *prefix;
     bool delayed_restart;
-    bool fence; /* --fence: take a fencing token (acquire, run); status shows the counters */
+    bool fence;               /* --fence: take a fence (acquire, run); status shows the counters */
     const char *fence_domain; /* --fence-domain: borrowed from argv; NULL: KEY's own counter */
     bool release_all;         /* --all: a release reports every node's answer, not the quorum's */
 } cli_args;

@@ -205,7 +205,7 @@ static bool suffixes_share_slot(const char *key, size_t len, unsigned slot)
     for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
         char other[CHECK_KEY_LEN + 16];
         int n = snprintf(other, sizeof(other), "%.*s%s", (int)len, key, suffixes[i]);
-        if (n < 0 || (size_t)n >= sizeof(other) || redlock__key_slot(other, (size_t)n) != slot)
+        if (n < 0 || (size_t)n >= sizeof(other) || redlock__slot_of_key(other, (size_t)n) != slot)
             return false;
     }
     return true;
@@ -230,10 +230,10 @@ static void choose_probe_keys(const checker *ck, node_check *nc, const redlock__
         int tail =
             snprintf(key + fixed, sizeof(key) - fixed, "%.8s%08x}", ck->probe_token, (unsigned)i);
         size_t len = fixed + (size_t)tail, tag_start, tag_len;
-        if (i == 0 && redlock__key_hash_tag(key, len, &tag_start, &tag_len) &&
+        if (i == 0 && redlock__slot_hash_tag(key, len, &tag_start, &tag_len) &&
             tag_start + tag_len < fixed)
             tries = 1; /* the prefix's tag decides the slot */
-        unsigned slot = redlock__key_slot(key, len);
+        unsigned slot = redlock__slot_of_key(key, len);
         int m = redlock__cluster_map_master(map, slot);
         if (m < 0 || index[m] < 0 || nc->servers[index[m]].probe_key[0] != '\0' ||
             !suffixes_share_slot(key, len, slot))
@@ -281,7 +281,7 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
         server_check *sc = &nc->servers[k++];
         check_server_init(sc, timeout_ms);
         sc->host = master->host;
-        sc->port = redlock__cluster_master_port(master, nc->url.tls, used_slots);
+        sc->port = redlock__cluster_map_master_port(master, nc->url.tls, used_slots);
         sc->user = nc->url.user;
         sc->password = nc->url.password;
         sc->tls = nc->url.tls ? ck->tls : NULL;
@@ -307,7 +307,7 @@ static int check_masters(checker *ck, node_check *nc, const redlock__cluster_map
         else if (sc->port == 0)
             check_note(&sc->errors, "the cluster gives it no plain TCP port (TLS only?): give "
                                     "the cluster as clusters://");
-        else if (!redlock__cluster_allows(&nc->url, sc->host))
+        else if (!redlock__cluster_allow_has(&nc->url, sc->host))
             check_note(&sc->errors, "its host is not among those the URL allows (allow=): the "
                                     "client does not connect to it, and neither does the check");
         else

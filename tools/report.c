@@ -222,7 +222,7 @@ static void json_head(jw *w, const tool *t, int status)
     }
 }
 
-/* With --fence: "fence": the lock's fencing token, or null without a lock. */
+/* With --fence: "fence": the lock's fence, or null without a lock. */
 static void json_fence(jw *w, const tool *t, redlock_lock *lock)
 {
     if (!t->args.fence)

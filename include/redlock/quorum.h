@@ -3,7 +3,7 @@
  * redlock/quorum.h - the quorum core: the decision of one round over N nodes, with no IO, no
  * allocation and no clock of its own, so a caller's tests can drive it vote by vote with a fake
  * clock. Included by redlock.h; include that. The rules it applies are docs/algorithm.md's
- * ("Deciding", "Fencing tokens"); the reference is docs/api.md, "The quorum core".
+ * ("Deciding", "Fences"); the reference is docs/api.md, "The quorum core".
  */
 #ifndef REDLOCK_REDLOCK_QUORUM_H
 #define REDLOCK_REDLOCK_QUORUM_H
@@ -78,7 +78,7 @@ REDLOCK_EXTERN redlock_vote redlock_round_node_vote(const redlock_round *round, 
 /* "none", "yes", "no", "error", "timeout". */
 REDLOCK_EXTERN const char *redlock_vote_name(redlock_vote vote);
 
-/* Fencing (docs/algorithm.md, "Fencing tokens"): an acquire round made fenced, whose yes votes
+/* Fencing (docs/algorithm.md, "Fences"): an acquire round made fenced, whose yes votes
  * carry each node's counter, then a commit round. */
 
 /* Make a fresh round (no vote yet) the acquire round of a fenced acquisition. */

@@ -44,11 +44,11 @@ static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool
 {
     size_t len = 0;
     const char *key = redlock__lock_key(lock, 0, &len);
-    unsigned slot = redlock__key_slot(key, len);
+    unsigned slot = redlock__slot_of_key(key, len);
     for (unsigned i = 1; i < redlock_lock_resource_count(lock); i++) {
         size_t other_len = 0;
         const char *other = redlock__lock_key(lock, i, &other_len);
-        if (redlock__key_slot(other, other_len) != slot)
+        if (redlock__slot_of_key(other, other_len) != slot)
             return redlock__client_error(
                 c, REDLOCK_EINVAL,
                 "resources 0 and %u lie in different hash slots of a cluster node: give them one "
@@ -57,7 +57,7 @@ static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool
     }
     if (fencing &&
         lock->fence_key != lock->key) { /* a fence domain's counter, named by the caller */
-        if (redlock__key_slot(lock->fence_key, lock->fence_key_len) == slot)
+        if (redlock__slot_of_key(lock->fence_key, lock->fence_key_len) == slot)
             return 0;
         return redlock__client_error(
             c, REDLOCK_EINVAL,
@@ -66,7 +66,7 @@ static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool
             "(docs/cluster.md)");
     }
     size_t tag_start = 0, tag_len = 0;
-    if (fencing && !redlock__key_hash_tag(key, len, &tag_start, &tag_len)) /* the counter's slot
+    if (fencing && !redlock__slot_hash_tag(key, len, &tag_start, &tag_len)) /* the counter's slot
                                                                                 is the tag's */
         return redlock__client_error(
             c, REDLOCK_EINVAL,
@@ -87,12 +87,12 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
                           unsigned count, uint64_t ttl_ms, const redlock_lock_opts *caller_opts,
                           redlock_cb cb, void *data)
 {
-    int rc = redlock__check_call(c, resources, lens, count, cb);
+    int rc = redlock__client_check_call(c, resources, lens, count, cb);
     if (rc != 0)
         return rc;
     if (ttl_ms == 0)
         ttl_ms = c->opts.ttl_ms;
-    rc = redlock__check_ttl(c, ttl_ms);
+    rc = redlock__op_check_ttl(c, ttl_ms);
     if (rc != 0)
         return rc;
     /* The caller's structs are read once, by their size (abi.h); only the copies are used. */
@@ -106,8 +106,8 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         return redlock__client_error(c, rc, "%s", why);
     lock_opts.token_len = redlock__len(lock_opts.token, lock_opts.token_len);
     const redlock_lock_opts *opts = &lock_opts;
-    if (redlock_cancel_token_fired(opts->cancel))
-        return redlock__client_error(c, REDLOCK_ECANCELED, "the cancel token has fired");
+    if (redlock_canceler_fired(opts->cancel))
+        return redlock__client_error(c, REDLOCK_ECANCELED, "the canceler has fired");
     if (opts->token != NULL && (opts->token_len == 0 || opts->token_len > REDLOCK_TOKEN_MAX))
         return redlock__client_error(c, REDLOCK_EINVAL, "token length must be 1..%d",
                                      REDLOCK_TOKEN_MAX);
@@ -162,7 +162,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
             return redlock__client_error(c, rc, "out of memory");
         }
         lock->caller_token = true;
-    } else if ((rc = redlock__new_token(c, lock)) != 0) {
+    } else if ((rc = redlock__acquire_new_token(c, lock)) != 0) {
         redlock__lock_unref(lock);
         return redlock__client_error(c, REDLOCK_ENOMEM, "no randomness for the token");
     }
@@ -172,7 +172,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         redlock__lock_unref(lock);
         return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
     }
-    if (opts->cancel != NULL && (rc = redlock__op_carry_token(o, opts->cancel)) != 0) {
+    if (opts->cancel != NULL && (rc = redlock__op_carry_canceler(o, opts->cancel)) != 0) {
         redlock__lock_unref(lock);
         redlock__op_free(o);
         return rc;
@@ -187,7 +187,7 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
             redlock__op_free(o);
             return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory");
         }
-        redlock__wait_start(o);
+        redlock__waiter_start(o);
     }
     if (opts->auto_extend != NULL) {
         o->has_auto = true;

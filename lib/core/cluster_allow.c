@@ -33,7 +33,7 @@ static bool parse_address(const char *text, size_t len, unsigned char addr[16], 
     return true;
 }
 
-int redlock__allow_parse(const char *value, size_t len, redlock__allow *out)
+int redlock__cluster_allow_parse(const char *value, size_t len, redlock__allow *out)
 {
     memset(out, 0, sizeof(*out));
     const char *slash = memchr(value, '/', len);
@@ -87,11 +87,11 @@ static bool matches(const char *host, const redlock__allow *entry)
 static bool same_host(const char *host, const char *named)
 {
     redlock__allow entry;
-    return named != NULL && redlock__allow_parse(named, strlen(named), &entry) == 0 &&
+    return named != NULL && redlock__cluster_allow_parse(named, strlen(named), &entry) == 0 &&
            matches(host, &entry);
 }
 
-bool redlock__cluster_allows(const redlock_url *u, const char *host)
+bool redlock__cluster_allow_has(const redlock_url *u, const char *host)
 {
     /* The query of the redacted URL: after the last '@' (the password is hidden, and neither
      * the user nor the query may hold an unencoded '@'), from the first '?'. */
@@ -107,7 +107,7 @@ bool redlock__cluster_allows(const redlock_url *u, const char *host)
         if (n > 6 && memcmp(p, "allow=", 6) == 0) {
             restricted = true;
             redlock__allow entry;
-            if (redlock__allow_parse(p + 6, n - 6, &entry) == 0 && matches(host, &entry))
+            if (redlock__cluster_allow_parse(p + 6, n - 6, &entry) == 0 && matches(host, &entry))
                 return true;
         }
         p = amp != NULL ? amp + 1 : NULL;

@@ -30,9 +30,9 @@ typedef struct redlock__allow {
 /* Read one allow= value (len bytes at value) into *out: an address, with or without /prefix, or
  * else a name (whose syntax url.c checks). -1 when it is an address with a bad prefix, or a
  * /prefix after something that is no address. */
-int redlock__allow_parse(const char *value, size_t len, redlock__allow *out);
+int redlock__cluster_allow_parse(const char *value, size_t len, redlock__allow *out);
 
 /* Whether the cluster URL u (parsed by redlock_url_parse) lets the client connect to host. */
-bool redlock__cluster_allows(const redlock_url *u, const char *host);
+bool redlock__cluster_allow_has(const redlock_url *u, const char *host);
 
 #endif

@@ -524,7 +524,7 @@ static int parse_number(const char **p, const char *end, size_t max_digits, long
     return 1;
 }
 
-int redlock__cluster_parse_redirect(const char *text, size_t len, redlock__redirect *out)
+int redlock__cluster_map_parse_redirect(const char *text, size_t len, redlock__redirect *out)
 {
     memset(out, 0, sizeof(*out));
     if (text == NULL)
@@ -570,7 +570,7 @@ int redlock__cluster_parse_redirect(const char *text, size_t len, redlock__redir
     return 1;
 }
 
-int redlock__cluster_master_port(const redlock__cluster_master *m, bool tls, bool from_slots)
+int redlock__cluster_map_master_port(const redlock__cluster_master *m, bool tls, bool from_slots)
 {
     if (!tls)
         return m->port;

@@ -81,7 +81,7 @@ int redlock__cluster_map_master(const redlock__cluster_map *map, unsigned slot);
  * SHARDS names a master's TLS port "tls-port" (Redis 7 does so only with tls-cluster yes);
  * CLUSTER SLOTS (from_slots: the map was loaded from it) and MOVED (a master without an id) give
  * the port for a connection like the one that asked, which is TLS when tls is. */
-int redlock__cluster_master_port(const redlock__cluster_master *m, bool tls, bool from_slots);
+int redlock__cluster_map_master_port(const redlock__cluster_master *m, bool tls, bool from_slots);
 
 /* Apply "MOVED slot host:port": slot now belongs to the master at host:port (the same host
  * byte for byte, case aside, and port equal to its port or TLS port), which is added, with no
@@ -113,6 +113,6 @@ typedef struct redlock__redirect {
  * 0 when the text is not a redirect (out zeroed); REDLOCK_EINVAL when it starts as one but is
  * malformed: a slot outside 0..16383, a port outside 1..65535, a bad host, anything after the
  * port (out zeroed). */
-int redlock__cluster_parse_redirect(const char *text, size_t len, redlock__redirect *out);
+int redlock__cluster_map_parse_redirect(const char *text, size_t len, redlock__redirect *out);
 
 #endif /* REDLOCK_CLUSTER_MAP_H */

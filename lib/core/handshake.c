@@ -21,7 +21,7 @@ static int append_step(redlock__handshake *hs, redlock__buf *out, const redlock_
     return 0;
 }
 
-int redlock__auth_argv(const redlock_url *u, const char *argv[3], size_t argvlen[3])
+int redlock__handshake_auth_argv(const redlock_url *u, const char *argv[3], size_t argvlen[3])
 {
     if (u->password == NULL)
         return 0;
@@ -40,7 +40,7 @@ int redlock__handshake_start(redlock__handshake *hs, const redlock_url *u, redlo
     size_t argvlen[3];
     int rc = 0;
     redlock__handshake_reset(hs);
-    int argc = redlock__auth_argv(u, argv, argvlen);
+    int argc = redlock__handshake_auth_argv(u, argv, argvlen);
     if (argc > 0)
         rc = append_step(hs, out, alloc, argc, argv, argvlen, REDLOCK__HANDSHAKE_STATUS, NULL);
     if (rc == 0 && u->db > 0) {
@@ -92,7 +92,7 @@ static bool is_run_id(const char *s)
     return true;
 }
 
-void redlock__info_run_id(const char *info, size_t len, char *out)
+void redlock__handshake_run_id(const char *info, size_t len, char *out)
 {
     static const char key[] = "run_id:";
     const size_t key_len = sizeof(key) - 1;
@@ -168,7 +168,7 @@ static bool step_succeeded(redlock__handshake *hs, const redlock__handshake_step
     case REDLOCK__HANDSHAKE_INFO:
         if (r->type != REDIS_REPLY_STRING)
             return false;
-        redlock__info_run_id(r->str, r->len, hs->run_id);
+        redlock__handshake_run_id(r->str, r->len, hs->run_id);
         return true;
     case REDLOCK__HANDSHAKE_ROLE:
         if (r->type != REDIS_REPLY_STRING)
@@ -201,7 +201,7 @@ static bool has_code(const char *text, size_t len, const char *code)
     return len >= n && memcmp(text, code, n) == 0 && (len == n || text[n] == ' ');
 }
 
-const char *redlock__auth_refusal(const char *text, size_t len)
+const char *redlock__handshake_auth_refusal(const char *text, size_t len)
 {
     if (has_code(text, len, "NOAUTH"))
         return "the server wants a password (NOAUTH): give it in the URL, as "
@@ -225,7 +225,7 @@ bool redlock__handshake_reply(redlock__handshake *hs, const redisReply *r, char 
     if (r->type == REDIS_REPLY_ERROR) {
         /* A missing password is refused as NOAUTH at the first step after the AUTH the URL did
          * not ask for (SCRIPT LOAD): never an ACL's refusal to put up with. */
-        const char *auth = redlock__auth_refusal(r->str, r->len);
+        const char *auth = redlock__handshake_auth_refusal(r->str, r->len);
         if (auth != NULL) {
             redlock__fmt(why, why_len, "%s", auth);
             return false;

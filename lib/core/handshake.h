@@ -61,17 +61,17 @@ typedef struct redlock__handshake {
 /* The AUTH command for url into argv/argvlen (room for 3): returns its argc, 0 when the URL has
  * no password. Said first on every connection to the node: the handshake's and the
  * subscriber's (notify.h). */
-int redlock__auth_argv(const redlock_url *url, const char *argv[3], size_t argvlen[3]);
+int redlock__handshake_auth_argv(const redlock_url *url, const char *argv[3], size_t argvlen[3]);
 
 /* What to fix, when a server's error text (len bytes) refuses the URL's credentials: NOAUTH (a
  * password the URL does not give) or WRONGPASS (a wrong one). NULL for any other text. */
-const char *redlock__auth_refusal(const char *text, size_t len);
+const char *redlock__handshake_auth_refusal(const char *text, size_t len);
 
 /* The "run_id:<40 hex digits>" line of an INFO reply (len bytes), copied into out (41 bytes) if
  * there is one; out is left as it was otherwise. Anything else (shorter, binary, upper case: no
  * Redis sends it) is no run_id at all, so two nodes are never taken for one server on a partial
  * match. */
-void redlock__info_run_id(const char *info, size_t len, char *out);
+void redlock__handshake_run_id(const char *info, size_t len, char *out);
 
 /* Start a handshake for url: its steps go into hs (reset) and their RESP encoding is appended
  * to out. Returns 0 or REDLOCK_ENOMEM (out may then hold part of it: discard it). */

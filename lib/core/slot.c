@@ -33,7 +33,7 @@ static const uint16_t byte_crc[256] = {
     0x2e93, 0x3eb2, 0x0ed1, 0x1ef0,
 };
 
-uint16_t redlock__crc16(const void *data, size_t len)
+uint16_t redlock__slot_crc16(const void *data, size_t len)
 {
     const unsigned char *p = data;
     uint16_t crc = 0;
@@ -42,7 +42,7 @@ uint16_t redlock__crc16(const void *data, size_t len)
     return crc;
 }
 
-int redlock__key_hash_tag(const char *key, size_t len, size_t *start, size_t *tag_len)
+int redlock__slot_hash_tag(const char *key, size_t len, size_t *start, size_t *tag_len)
 {
     *start = 0;
     *tag_len = len;
@@ -62,9 +62,10 @@ int redlock__key_hash_tag(const char *key, size_t len, size_t *start, size_t *ta
     return 1;
 }
 
-uint16_t redlock__key_slot(const char *key, size_t len)
+uint16_t redlock__slot_of_key(const char *key, size_t len)
 {
     size_t start, n;
-    redlock__key_hash_tag(key, len, &start, &n);
-    return (uint16_t)(redlock__crc16(n > 0 ? key + start : NULL, n) & (REDLOCK__CLUSTER_SLOTS - 1));
+    redlock__slot_hash_tag(key, len, &start, &n);
+    return (uint16_t)(redlock__slot_crc16(n > 0 ? key + start : NULL, n) &
+                      (REDLOCK__CLUSTER_SLOTS - 1));
 }

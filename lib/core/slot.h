@@ -19,14 +19,14 @@
 #define REDLOCK__CLUSTER_SLOTS 16384
 
 /* CRC16/XMODEM of len bytes at data (any bytes; data may be NULL when len is 0). */
-uint16_t redlock__crc16(const void *data, size_t len);
+uint16_t redlock__slot_crc16(const void *data, size_t len);
 
 /* The hash slot, 0..16383, of the key of len bytes at key (binary-safe; key may be NULL when
  * len is 0), hash tags respected as described above. */
-uint16_t redlock__key_slot(const char *key, size_t len);
+uint16_t redlock__slot_of_key(const char *key, size_t len);
 
 /* Where the hashed part of the key starts and how long it is: the hash tag's content when the key
  * has a non-empty tag, else the whole key. 1 when a tag was found, 0 otherwise. */
-int redlock__key_hash_tag(const char *key, size_t len, size_t *start, size_t *tag_len);
+int redlock__slot_hash_tag(const char *key, size_t len, size_t *start, size_t *tag_len);
 
 #endif /* REDLOCK_SLOT_H */

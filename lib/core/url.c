@@ -368,7 +368,7 @@ static int add_seed(const parser *p, redlock_url *url, span value);
 static int check_allow(const parser *p, span value)
 {
     redlock__allow a;
-    if (value.n == 0 || redlock__allow_parse(value.s, value.n, &a) != 0)
+    if (value.n == 0 || redlock__cluster_allow_parse(value.s, value.n, &a) != 0)
         return fail(p,
                     "invalid allow \"%.*s\" (expected a host name, an address or "
                     "address/prefix)",

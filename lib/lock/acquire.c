@@ -9,7 +9,7 @@
 
 #include "stats.h"
 
-int redlock__new_token(redlock_client *c, redlock_lock *lock)
+int redlock__acquire_new_token(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__TOKEN_BYTES];
     char text[2 * REDLOCK__TOKEN_BYTES + 1];
@@ -52,7 +52,7 @@ static uint64_t retry_due_us(redlock__op *o, uint64_t now)
     redlock_client *c = o->client;
     redlock__waiter *w = o->w;
     uint64_t delay =
-        w != NULL && w->notified ? redlock__notify_jitter_us(c, o) : redlock__retry_delay_us(c);
+        w != NULL && w->notified ? redlock__waiter_jitter_us(c, o) : redlock__op_retry_delay_us(c);
     const redlock__round *r = o->round;
     if (w != NULL && !w->notified && r != NULL && r->cmd.queued) {
         uint64_t wait = attempt_wait_us(r);
@@ -63,7 +63,7 @@ static uint64_t retry_due_us(redlock__op *o, uint64_t now)
     if (w != NULL && w->claim) {
         due = now; /* evidence, not a hint: a quorum granted (wait.c, grant_win) */
     } else if (w != NULL && w->notified) {
-        uint64_t later = now + redlock__retry_delay_us(c);
+        uint64_t later = now + redlock__op_retry_delay_us(c);
         due = redlock__waiter_wake_due(c, w, due);
         due = due < later ? due : later;
     }
@@ -87,12 +87,12 @@ static int attempt_release(redlock__op *o, uint64_t now, bool leave, bool new_to
         redlock__waiter_forget_grants(o->w, c->n_nodes);
         o->w->grant_after_us = now;
     }
-    redlock__release_everywhere(c, lock, leave, false);
+    redlock__round_release_everywhere(c, lock, leave, false);
     if (lock->caller_token || !new_token_wanted)
         return 0;
-    int rc = redlock__new_token(c, lock);
+    int rc = redlock__acquire_new_token(c, lock);
     if (rc != 0 && !leave) /* it waits no more: out of the queue too (nothing to delete) */
-        redlock__release_everywhere(c, lock, true, false);
+        redlock__round_release_everywhere(c, lock, true, false);
     return rc;
 }
 
@@ -128,7 +128,8 @@ static void lock_attempt_lost(redlock__op *o, int status)
             redlock__waiter_attempt_took(w, &o->round->q);
     }
     if (kept) {
-        if (redlock__grant_check(o)) /* grants heard while the attempt was out: a quorum, won */
+        /* grants heard while the attempt was out: a quorum, won */
+        if (redlock__waiter_grant_check(o))
             return;
     } else {
         int rc = attempt_release(o, now, !retry, status != REDLOCK_ENOMEM);
@@ -142,7 +143,7 @@ static void lock_attempt_lost(redlock__op *o, int status)
         if (w != NULL && w->watching && o->round != NULL && redlock__round_any_yes(&o->round->q))
             w->collisions++;
         o->state = OP_RETRYING;
-        redlock__client_timer_start(c, &o->timer, retry_due_us(o, now), redlock__on_retry_timer);
+        redlock__client_timer_start(c, &o->timer, retry_due_us(o, now), redlock__op_on_retry_timer);
         return;
     }
     redlock__op_complete(o, status);
@@ -202,7 +203,7 @@ static redlock_lock *acquire_handed(redlock__op *o)
 static void acquire_delivered(redlock__op *o)
 {
     if (o->w != NULL)
-        redlock__wait_end(o);
+        redlock__waiter_end(o);
 }
 
 /* An acquire's attempt in flight, or its lock won but not yet handed out, is released on every
@@ -216,15 +217,15 @@ static void acquire_cancel(redlock__op *o)
     case OP_DECIDED:
         if (o->status == 0) { /* won: a holder's release */
             redlock__lock_ended(lock);
-            redlock__release_everywhere(c, lock, true, true);
+            redlock__round_release_everywhere(c, lock, true, true);
         }
         break;
     case OP_RETRYING: /* the last attempt was released when it was lost, or kept its token */
         if (lock->queued)
-            redlock__release_everywhere(c, lock, true, false);
+            redlock__round_release_everywhere(c, lock, true, false);
         break;
     case OP_RUNNING:
-        redlock__release_everywhere(c, lock, true, false);
+        redlock__round_release_everywhere(c, lock, true, false);
         break;
     }
 }

@@ -267,7 +267,7 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
     if (rc != 0)
         return rc;
     if ((opts->extend_flags & REDLOCK_EXTEND_RETAKE) != 0 &&
-        (rc = redlock__check_retake(lock)) != 0)
+        (rc = redlock__extend_check_retake(lock)) != 0)
         return rc;
     uint64_t now = redlock__client_now(c);
     if (now >= lock->deadline_us)

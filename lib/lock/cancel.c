@@ -1,24 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* cancel.c - cancel tokens (cancel.h; docs/api.md, "Cancel tokens"). */
+/* cancel.c - cancelers (cancel.h; docs/api.md, "Cancelers"): redlock_canceler_, and
+ * redlock__canceler_ for the operations that carry one; the four functions of its first name
+ * (redlock_cancel_token_*) are aliases at the end. */
 #include "cancel.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 
+/* Its tag keeps the first name: the ABI's record (include/redlock.h). */
 struct redlock_cancel_token {
     atomic_bool fired;
-    atomic_uint refs; /* the caller's (until redlock_cancel_token_free) and each registration's */
+    atomic_uint refs; /* the caller's (until redlock_canceler_free) and each registration's */
     uv_mutex_t mutex;
     redlock__list regs; /* under mutex */
 };
 
-int redlock_cancel_token_new(redlock_cancel_token **token_out)
+int redlock_canceler_new(redlock_canceler **canceler_out)
 {
-    if (token_out == NULL)
+    if (canceler_out == NULL)
         return REDLOCK_EINVAL;
-    *token_out = NULL;
-    /* libc's allocator: a token belongs to no client, so to no client's realloc_fn. */
-    redlock_cancel_token *t = calloc(1, sizeof(*t));
+    *canceler_out = NULL;
+    /* libc's allocator: a canceler belongs to no client, so to no client's realloc_fn. */
+    redlock_canceler *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return REDLOCK_ENOMEM;
     if (uv_mutex_init(&t->mutex) != 0) {
@@ -28,11 +31,11 @@ int redlock_cancel_token_new(redlock_cancel_token **token_out)
     atomic_init(&t->fired, false);
     atomic_init(&t->refs, 1);
     redlock__list_init(&t->regs);
-    *token_out = t;
+    *canceler_out = t;
     return 0;
 }
 
-static void token_unref(redlock_cancel_token *t)
+static void canceler_unref(redlock_canceler *t)
 {
     if (atomic_fetch_sub(&t->refs, 1) == 1) {
         uv_mutex_destroy(&t->mutex);
@@ -40,62 +43,85 @@ static void token_unref(redlock_cancel_token *t)
     }
 }
 
-void redlock_cancel_token_free(redlock_cancel_token *token)
+void redlock_canceler_free(redlock_canceler *canceler)
 {
-    if (token != NULL)
-        token_unref(token);
+    if (canceler != NULL)
+        canceler_unref(canceler);
 }
 
-void redlock_cancel_token_fire(redlock_cancel_token *token)
+void redlock_canceler_fire(redlock_canceler *canceler)
 {
-    if (token == NULL)
+    if (canceler == NULL)
         return;
-    atomic_store(&token->fired, true);
+    atomic_store(&canceler->fired, true);
     /* Every operation registered now is woken; one that registers later sees the flag. */
-    uv_mutex_lock(&token->mutex);
-    for (redlock__list *it = token->regs.next; it != &token->regs; it = it->next) {
-        redlock__cancel_reg *reg = REDLOCK__CONTAINER_OF(it, redlock__cancel_reg, link);
+    uv_mutex_lock(&canceler->mutex);
+    for (redlock__list *it = canceler->regs.next; it != &canceler->regs; it = it->next) {
+        redlock__canceler_reg *reg = REDLOCK__CONTAINER_OF(it, redlock__canceler_reg, link);
         reg->notify(reg);
     }
-    uv_mutex_unlock(&token->mutex);
+    uv_mutex_unlock(&canceler->mutex);
 }
 
-bool redlock_cancel_token_fired(const redlock_cancel_token *token)
+bool redlock_canceler_fired(const redlock_canceler *canceler)
 {
     /* C11's atomic_load takes a non-const pointer; the load does not write. */
-    return token != NULL && atomic_load(&((redlock_cancel_token *)token)->fired);
+    return canceler != NULL && atomic_load(&((redlock_canceler *)canceler)->fired);
 }
 
-int redlock__cancel_register(redlock_cancel_token *token, redlock__cancel_reg *reg,
-                             redlock__cancel_notify notify)
+int redlock__canceler_register(redlock_canceler *canceler, redlock__canceler_reg *reg,
+                               redlock__canceler_notify notify)
 {
-    reg->token = NULL;
-    uv_mutex_lock(&token->mutex);
-    if (atomic_load(&token->fired)) {
-        uv_mutex_unlock(&token->mutex);
+    reg->canceler = NULL;
+    uv_mutex_lock(&canceler->mutex);
+    if (atomic_load(&canceler->fired)) {
+        uv_mutex_unlock(&canceler->mutex);
         return REDLOCK_ECANCELED;
     }
-    atomic_fetch_add(&token->refs, 1);
-    reg->token = token;
+    atomic_fetch_add(&canceler->refs, 1);
+    reg->canceler = canceler;
     reg->notify = notify;
-    redlock__list_push(&token->regs, &reg->link);
-    uv_mutex_unlock(&token->mutex);
+    redlock__list_push(&canceler->regs, &reg->link);
+    uv_mutex_unlock(&canceler->mutex);
     return 0;
 }
 
-void redlock__cancel_unregister(redlock__cancel_reg *reg)
+void redlock__canceler_unregister(redlock__canceler_reg *reg)
 {
-    redlock_cancel_token *t = reg->token;
+    redlock_canceler *t = reg->canceler;
     if (t == NULL)
         return;
     uv_mutex_lock(&t->mutex);
     redlock__list_remove(&reg->link);
     uv_mutex_unlock(&t->mutex);
-    reg->token = NULL;
-    token_unref(t);
+    reg->canceler = NULL;
+    canceler_unref(t);
 }
 
-bool redlock__cancel_reg_fired(const redlock__cancel_reg *reg)
+bool redlock__canceler_reg_fired(const redlock__canceler_reg *reg)
 {
-    return reg->token != NULL && redlock_cancel_token_fired(reg->token);
+    return reg->canceler != NULL && redlock_canceler_fired(reg->canceler);
+}
+
+/* ---- the first names (include/redlock.h): aliases within the soversion --------------------------
+ */
+
+int redlock_cancel_token_new(redlock_cancel_token **token_out)
+{
+    return redlock_canceler_new(token_out);
+}
+
+void redlock_cancel_token_fire(redlock_cancel_token *token)
+{
+    redlock_canceler_fire(token);
+}
+
+bool redlock_cancel_token_fired(const redlock_cancel_token *token)
+{
+    return redlock_canceler_fired(token);
+}
+
+void redlock_cancel_token_free(redlock_cancel_token *token)
+{
+    redlock_canceler_free(token);
 }

@@ -26,8 +26,8 @@ int redlock__client_error(redlock_client *c, int err, const char *fmt, ...)
     return err;
 }
 
-int redlock__resources_valid(const void *const *resources, const size_t *lens, unsigned count,
-                             char *why, size_t why_len)
+int redlock__client_resources_valid(const void *const *resources, const size_t *lens,
+                                    unsigned count, char *why, size_t why_len)
 {
     if (resources == NULL || lens == NULL || count == 0) {
         redlock__fmt(why, why_len, "no resources");
@@ -62,18 +62,18 @@ int redlock__resources_valid(const void *const *resources, const size_t *lens, u
     return 0;
 }
 
-int redlock__check_resource(redlock_client *c, const void *resource, size_t len)
+int redlock__client_check_resource(redlock_client *c, const void *resource, size_t len)
 {
-    return redlock__check_resources(c, &resource, &len, 1);
+    return redlock__client_check_resources(c, &resource, &len, 1);
 }
 
-int redlock__check_resources(redlock_client *c, const void *const *resources, const size_t *lens,
-                             unsigned count)
+int redlock__client_check_resources(redlock_client *c, const void *const *resources,
+                                    const size_t *lens, unsigned count)
 {
     if (c->closing)
         return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
     char why[REDLOCK_ERROR_TEXT_MAX];
-    int rc = redlock__resources_valid(resources, lens, count, why, sizeof(why));
+    int rc = redlock__client_resources_valid(resources, lens, count, why, sizeof(why));
     if (rc != 0)
         return redlock__client_error(c, rc, "%s", why);
     if (count == 1)
@@ -104,12 +104,12 @@ int redlock__check_resources(redlock_client *c, const void *const *resources, co
     return rc;
 }
 
-int redlock__check_call(redlock_client *c, const void *const *resources, const size_t *lens,
-                        unsigned count, redlock_cb cb)
+int redlock__client_check_call(redlock_client *c, const void *const *resources, const size_t *lens,
+                               unsigned count, redlock_cb cb)
 {
     if (c == NULL)
         return REDLOCK_EINVAL;
-    int rc = redlock__check_resources(c, resources, lens, count);
+    int rc = redlock__client_check_resources(c, resources, lens, count);
     if (rc != 0)
         return rc;
     if (cb == NULL)

@@ -188,20 +188,20 @@ static inline size_t redlock__len(const void *p, size_t len)
  * caller's thread): 1..REDLOCK_RESOURCES_MAX of them (lens[i] may be REDLOCK_STRLEN), each
  * non-empty, REDLOCK_RESOURCE_MAX bytes in all. Returns 0, or REDLOCK_EINVAL with why filled
  * (the wording of a call for one resource when count is 1). */
-int redlock__resources_valid(const void *const *resources, const size_t *lens, unsigned count,
-                             char *why, size_t why_len);
+int redlock__client_resources_valid(const void *const *resources, const size_t *lens,
+                                    unsigned count, char *why, size_t why_len);
 /* The checks every call that names a resource makes: the client is open, the resource is valid
  * (as above). Returns 0 or the error (with the client's last error set). */
-int redlock__check_resource(redlock_client *c, const void *resource, size_t len);
+int redlock__client_check_resource(redlock_client *c, const void *resource, size_t len);
 /* The same for a set of count resources (redlock_acquire_multi, redlock_inspect_multi): 1..
  * REDLOCK_RESOURCES_MAX of them, each as above, REDLOCK_RESOURCE_MAX bytes in all, no two
  * alike. */
-int redlock__check_resources(redlock_client *c, const void *const *resources, const size_t *lens,
-                             unsigned count);
+int redlock__client_check_resources(redlock_client *c, const void *const *resources,
+                                    const size_t *lens, unsigned count);
 /* What acquire and inspect check before anything is allocated: the client (non-NULL), the
  * resources (one, with the messages of a call for one, or a set), the callback. */
-int redlock__check_call(redlock_client *c, const void *const *resources, const size_t *lens,
-                        unsigned count, redlock_cb cb);
+int redlock__client_check_call(redlock_client *c, const void *const *resources, const size_t *lens,
+                               unsigned count, redlock_cb cb);
 
 /* Log one line about the client (url NULL) or a node, if the client has a log callback; nothing
  * is formatted otherwise. */

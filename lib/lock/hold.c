@@ -194,7 +194,7 @@ static int check_release(redlock_lock *lock, redlock_cb cb)
     return check_lock_call(lock, cb);
 }
 
-int redlock__check_retake(redlock_lock *lock)
+int redlock__extend_check_retake(redlock_lock *lock)
 {
     redlock_client *c = lock->client;
     if (lock->lapsed)
@@ -228,11 +228,11 @@ int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock
         return rc;
     if ((flags & ~REDLOCK_EXTEND_RETAKE) != 0)
         return redlock__client_error(c, REDLOCK_EINVAL, "unknown flags 0x%x", flags);
-    if ((flags & REDLOCK_EXTEND_RETAKE) != 0 && (rc = redlock__check_retake(lock)) != 0)
+    if ((flags & REDLOCK_EXTEND_RETAKE) != 0 && (rc = redlock__extend_check_retake(lock)) != 0)
         return rc;
     if (ttl_ms == 0)
         ttl_ms = lock->ttl_ms;
-    rc = redlock__check_ttl(c, ttl_ms);
+    rc = redlock__op_check_ttl(c, ttl_ms);
     if (rc != 0)
         return rc;
     uint64_t now = redlock__client_now(c);
@@ -281,7 +281,7 @@ int redlock_inspect(redlock_client *c, const void *resource, size_t len, redlock
 int redlock_inspect_multi(redlock_client *c, const void *const *resources, const size_t *lens,
                           unsigned count, redlock_cb cb, void *data)
 {
-    int rc = redlock__check_call(c, resources, lens, count, cb);
+    int rc = redlock__client_check_call(c, resources, lens, count, cb);
     if (rc != 0)
         return rc;
     /* A handle nobody sees carries the keys for the round. */

@@ -257,7 +257,7 @@ int redlock_lock_attach(redlock_client *c, const void *resource, size_t len, con
     *lock_out = NULL;
     len = redlock__len(resource, len);
     token_len = redlock__len(token, token_len);
-    int rc = redlock__check_resource(c, resource, len);
+    int rc = redlock__client_check_resource(c, resource, len);
     if (rc != 0)
         return rc;
     if (token == NULL || token_len == 0 || token_len > REDLOCK_TOKEN_MAX)

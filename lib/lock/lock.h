@@ -100,7 +100,7 @@ struct redlock_lock {
 
 /* Lock handles (lock.c). */
 redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t len);
-/* A handle for a set of count >= 1 resources (checked by redlock__check_resources). */
+/* A handle for a set of count >= 1 resources (checked by redlock__client_check_resources). */
 redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resources,
                                     const size_t *lens, unsigned count);
 /* Key i (0..n_more) of the lock, prefix included. */

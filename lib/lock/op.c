@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* op.c - an operation's life (op.h): made, its rounds started and retried, decided, delivered
- * once to its callback, canceled (by redlock_cancel, or by a cancel token, whose wake-up lands in
+ * once to its callback, canceled (by redlock_cancel, or by a canceler, whose wake-up lands in
  * the callback it set on the io); the operations' part of a close: what the close's start
  * releases, and each operation's closer, which delivers it once the io has closed. An operation
  * knows its kind only through its op_kind_def. Calls down only: rounds (round.c), the client
@@ -40,7 +40,7 @@ void redlock__op_free(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock__closer_unlink(&o->closer);
-    redlock__cancel_unregister(&o->cancel);
+    redlock__canceler_unregister(&o->cancel);
     redlock__free(&c->alloc, o->w);
     o->w = NULL;
     c->live_ops--;
@@ -101,7 +101,7 @@ static void op_deliver(redlock__op *o)
     }
 
     if (o->status != 0 && o->status != REDLOCK_ECANCELED) /* for a caller who reads no result */
-        redlock__failure_text(c->last_error, sizeof(c->last_error), o->status, &res);
+        redlock__stats_failure_text(c->last_error, sizeof(c->last_error), o->status, &res);
     o->cb(handed, o->status, &res, o->data);
 
     redlock__op_hold_round(o, NULL);
@@ -122,7 +122,7 @@ bool redlock__op_may_retry(redlock__op *o, uint64_t now)
     return false;
 }
 
-uint64_t redlock__retry_delay_us(redlock_client *c)
+uint64_t redlock__op_retry_delay_us(redlock_client *c)
 {
     uint64_t base = c->opts.retry_delay_ms * 1000;
     uint64_t jitter = c->opts.retry_jitter_ms * 1000;
@@ -136,7 +136,7 @@ uint64_t redlock__retry_delay_us(redlock_client *c)
     return base + offset > jitter ? base + offset - jitter : 0;
 }
 
-void redlock__on_retry_timer(redlock__timer *t)
+void redlock__op_on_retry_timer(redlock__timer *t)
 {
     redlock__op *o = REDLOCK__CONTAINER_OF(t, redlock__op, timer);
     o->state = OP_RUNNING;
@@ -248,8 +248,8 @@ int redlock_cancel(redlock_client *c, const void *data)
     return 0;
 }
 
-/* The firing thread: wake the loop of o's client (under the token's mutex: o is alive). */
-static void on_token_fired(redlock__cancel_reg *reg)
+/* The firing thread: wake the loop of o's client (under the canceler's mutex: o is alive). */
+static void on_canceler_fired(redlock__canceler_reg *reg)
 {
     redlock__op *o = REDLOCK__CONTAINER_OF(reg, redlock__op, cancel);
     redlock__io *io = o->client->io;
@@ -258,21 +258,21 @@ static void on_token_fired(redlock__cancel_reg *reg)
 
 static void on_signal(redlock__io *io);
 
-int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token)
+int redlock__op_carry_canceler(redlock__op *o, redlock_canceler *canceler)
 {
     redlock_client *c = o->client;
     redlock__io *io = c->io;
     if (io->ops->signal_start == NULL)
-        return redlock__client_error(c, REDLOCK_EINVAL, "this client takes no cancel tokens");
+        return redlock__client_error(c, REDLOCK_EINVAL, "this client takes no cancelers");
     io->on_signal = on_signal; /* where the firing thread's wake-up lands */
     if (io->ops->signal_start(io) != 0)
-        return redlock__client_error(c, REDLOCK_ENOMEM, "no wake-up handle for a cancel token");
-    if (redlock__cancel_register(token, &o->cancel, on_token_fired) != 0)
-        return redlock__client_error(c, REDLOCK_ECANCELED, "the cancel token has fired");
+        return redlock__client_error(c, REDLOCK_ENOMEM, "no wake-up handle for a canceler");
+    if (redlock__canceler_register(canceler, &o->cancel, on_canceler_fired) != 0)
+        return redlock__client_error(c, REDLOCK_ECANCELED, "the canceler has fired");
     return 0;
 }
 
-/* The loop thread, woken by a token that fired: cancel each operation that carries one that has
+/* The loop thread, woken by a canceler that fired: cancel each operation that carries one that has
  * fired (a closing client cancels them all anyway). */
 static void on_signal(redlock__io *io)
 {
@@ -282,7 +282,7 @@ static void on_signal(redlock__io *io)
     c->api_depth++; /* the callbacks come from the loop's next turn, after this walk */
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
-        if (!redlock__cancel_reg_fired(&o->cancel))
+        if (!redlock__canceler_reg_fired(&o->cancel))
             continue;
         if (o->state == OP_DECIDED && o->status == REDLOCK_ECANCELED)
             continue; /* canceled already: its callback comes once */
@@ -291,12 +291,12 @@ static void on_signal(redlock__io *io)
     c->api_depth--;
 }
 
-/* Every operation lets go of its token, so no firing thread reaches the client again (its
+/* Every operation lets go of its canceler, so no firing thread reaches the client again (its
  * operations are canceled by the close anyway). */
-static void tokens_detach(redlock_client *c)
+static void cancelers_detach(redlock_client *c)
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next)
-        redlock__cancel_unregister(&REDLOCK__CONTAINER_OF(it, redlock__op, closer.link)->cancel);
+        redlock__canceler_unregister(&REDLOCK__CONTAINER_OF(it, redlock__op, closer.link)->cancel);
 }
 
 /* Every release still out (decided at the quorum, or in flight) counts in the client's close
@@ -329,20 +329,20 @@ static void release_all(redlock_client *c)
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
         redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
         if (lock->user_owned && !lock->released && !lock->attached)
-            redlock__release_everywhere(c, lock, true, true);
+            redlock__round_release_everywhere(c, lock, true, true);
     }
 }
 
 void redlock__ops_close(redlock_client *c, unsigned flags)
 {
-    tokens_detach(c); /* before the io (and its wake-up handle) may close */
+    cancelers_detach(c); /* before the io (and its wake-up handle) may close */
     close_waits(c);
     if ((flags & REDLOCK_CLOSE_FAST) == 0)
         release_all(c);
     redlock__client_close_step(c); /* the step the close's begin counted: the releases are out */
 }
 
-int redlock__check_ttl(redlock_client *c, uint64_t ttl_ms)
+int redlock__op_check_ttl(redlock_client *c, uint64_t ttl_ms)
 {
     if (ttl_ms == 0 || ttl_ms > REDLOCK_TTL_MAX_MS)
         return redlock__client_error(c, REDLOCK_EINVAL, "ttl_ms %llu is out of range 1..%llu",

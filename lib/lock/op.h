@@ -98,7 +98,7 @@ typedef struct redlock__waiter {
     bool claim;            /* a quorum granted while an attempt was out: retry at once if lost */
     uint64_t wake_free_us; /* before this, a notification moves no attempt up (a retry period
                               after the last it did: redlock__waiter_wake_due) */
-    unsigned collisions;   /* its attempts lost in a split vote (redlock__notify_jitter_us) */
+    unsigned collisions;   /* its attempts lost in a split vote (redlock__waiter_jitter_us) */
     uint64_t grace_us;     /* how long a grant from fewer than a quorum waits for the others' */
     /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
      * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
@@ -141,9 +141,9 @@ struct redlock__op {
     redlock_auto_opts auto_opts;
     redlock_lost_cb lost_cb;
     void *lost_data;
-    /* An acquire's cancel token (redlock_lock_opts.cancel), registered until it is delivered
+    /* An acquire's canceler (redlock_lock_opts.cancel), registered until it is delivered
      * (cancel.h); not registered for any other. */
-    redlock__cancel_reg cancel;
+    redlock__canceler_reg cancel;
     /* A refused acquire asks why before its delivery (busy.h): once, while probe is set. */
     bool probed;
     struct busy_probe *probe;
@@ -200,7 +200,8 @@ void redlock__round_maybe_free(redlock__round *r);
 /* Release the lock's keys on every node; nobody waits for the answers (docs/algorithm.md, "A
  * lost acquire releases on every node"). leave: the waiter leaves the queues; tell: a holder's
  * release, which wakes the waiters (a lost attempt's wakes nobody). */
-void redlock__release_everywhere(redlock_client *c, redlock_lock *lock, bool leave, bool tell);
+void redlock__round_release_everywhere(redlock_client *c, redlock_lock *lock, bool leave,
+                                       bool tell);
 
 /* ---- op.c: an operation's life -------------------------------------------------------------- */
 
@@ -223,13 +224,13 @@ void redlock__op_complete(redlock__op *o, int status);
 /* Whether o may try again (its wait deadline, or retries left: one is used). */
 bool redlock__op_may_retry(redlock__op *o, uint64_t now_us);
 /* The retry delay, retry_delay_ms +/- retry_jitter_ms. */
-uint64_t redlock__retry_delay_us(redlock_client *c);
+uint64_t redlock__op_retry_delay_us(redlock_client *c);
 /* The timer callback of a retry: o runs its next round. */
-void redlock__on_retry_timer(redlock__timer *t);
+void redlock__op_on_retry_timer(redlock__timer *t);
 /* What a call that names a ttl checks; sets the client's last error. */
-int redlock__check_ttl(redlock_client *c, uint64_t ttl_ms);
+int redlock__op_check_ttl(redlock_client *c, uint64_t ttl_ms);
 /* The close has begun (api.c, after redlock__client_close_begin): every operation lets go of its
- * cancel token; every release still out (decided at the quorum, or in flight) counts in the
+ * canceler; every release still out (decided at the quorum, or in flight) counts in the
  * client's close steps until its last node answered or timed out, so the close completes after
  * their deletes; then, unless flags has REDLOCK_CLOSE_FAST, each acquire in flight or won and not
  * handed out, and each lock the caller holds (handed out, not released, not attached), is
@@ -240,7 +241,7 @@ void redlock__ops_close(redlock_client *c, unsigned flags);
 /* o (not launched yet) carries token: canceled when it fires. Returns 0, REDLOCK_ECANCELED (it
  * has fired), REDLOCK_ENOMEM (no wake-up handle) or REDLOCK_EINVAL (an io no other thread can
  * wake); sets the client's last error. */
-int redlock__op_carry_token(redlock__op *o, redlock_cancel_token *token);
+int redlock__op_carry_canceler(redlock__op *o, redlock_canceler *token);
 
 /* ---- acquire.c, hold.c: the kinds ------------------------------------------------------------ */
 
@@ -250,7 +251,7 @@ extern const op_kind_def redlock__release_kind;
 extern const op_kind_def redlock__inspect_kind;
 
 /* A fresh token for lock: 128 bits from the io's CSPRNG, as 32 hex digits. 0 or REDLOCK_ENOMEM. */
-int redlock__new_token(redlock_client *c, redlock_lock *lock);
+int redlock__acquire_new_token(redlock_client *c, redlock_lock *lock);
 /* The acquire round r of o was won, or its commit round (won.c): the lock is granted.
  * Returns 0, or why it is not worth handing out after all. */
 int redlock__lock_grant(redlock__op *o, redlock__round *r);
@@ -266,7 +267,7 @@ int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock
  * have been held without a gap since its last won round: an attached lock before its first won
  * extend, a lock an extend found lost. Returns 0 or REDLOCK_EINVAL with the client's last error
  * set. */
-int redlock__check_retake(redlock_lock *lock);
+int redlock__extend_check_retake(redlock_lock *lock);
 
 /* ---- wait.c: waiting for a lock ---------------------------------------------------------- */
 
@@ -274,21 +275,21 @@ int redlock__check_retake(redlock_lock *lock);
 redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock);
 /* Watch lock's keys for releases, and join their queues where they can hold one: before the
  * first attempt, so a release during it is heard. Without memory it only polls. */
-void redlock__wait_start(redlock__op *o);
+void redlock__waiter_start(redlock__op *o);
 /* o is delivered: it watches nothing any more. */
-void redlock__wait_end(redlock__op *o);
+void redlock__waiter_end(redlock__op *o);
 /* Forget the grants o heard so far: they were of keys a release deletes, or of a token given
  * up. */
 void redlock__waiter_forget_grants(redlock__waiter *w, unsigned n_nodes);
 /* w's attempt, round q, was decided: the grace its grants get is as long as q took. */
 void redlock__waiter_attempt_took(redlock__waiter *w, const redlock_round *q);
 /* Whether o heard of grants from a quorum of nodes, and if so won with them. */
-bool redlock__grant_check(redlock__op *o);
+bool redlock__waiter_grant_check(redlock__op *o);
 /* When an attempt that a notification moves up to due_us may run: due_us, or the end of the
  * retry period that began when a notification last moved one up (a hint costs at most one extra
  * attempt per retry period, whatever is published); the period starts anew there. */
 uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_t due_us);
 /* The short, growing jitter of a woken waiter's retry. */
-uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o);
+uint64_t redlock__waiter_jitter_us(redlock_client *c, const redlock__op *o);
 
 #endif

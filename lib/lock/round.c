@@ -313,7 +313,7 @@ void redlock__round_send(redlock__round *r, bool init_q)
  * on its way. leave: the waiter is done (it holds nothing and waits no more), so it leaves the
  * resource's queue too. tell: a holder's release, which wakes the waiters; the release of an
  * attempt that lost (or was canceled) wakes nobody: it freed nothing that was anybody's turn. */
-void redlock__release_everywhere(redlock_client *c, redlock_lock *lock, bool leave, bool tell)
+void redlock__round_release_everywhere(redlock_client *c, redlock_lock *lock, bool leave, bool tell)
 {
     redlock__round *r =
         redlock__round_new(c, NULL, lock, REDLOCK__CMD_RELEASE, lock->ttl_ms, false);

@@ -42,7 +42,7 @@ const char *redlock_node_state_name(redlock_node_state state)
 
 /* ---- the text of a failure ------------------------------------------------------------------ */
 
-void redlock__failure_text(char *out, size_t out_len, int status, const redlock_result *res)
+void redlock__stats_failure_text(char *out, size_t out_len, int status, const redlock_result *res)
 {
     size_t used = (size_t)snprintf(out, out_len, "%s", redlock_strerror(status));
     unsigned listed = 0;

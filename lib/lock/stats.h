@@ -32,7 +32,7 @@ void redlock__stats_round(redlock_client *c, redlock__cmd_kind kind, int status,
  * and why, briefly, e.g. "no quorum: too many nodes failed or timed out: redis://a:6379
  * timeout (no answer within 200 ms); redis://b:6379 error (node down: connect: connection
  * refused)". Nodes not answered when the round was decided are left out. */
-void redlock__failure_text(char *out, size_t out_len, int status, const redlock_result *res);
+void redlock__stats_failure_text(char *out, size_t out_len, int status, const redlock_result *res);
 
 /* An acquire was won by grants (ops.c, grant_win): counted beside its round. */
 void redlock__stats_granted(redlock_client *c);

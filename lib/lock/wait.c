@@ -4,7 +4,8 @@
  * handoff by grant (docs/algorithm.md): the grants counted as the yes votes of the attempts they
  * answer. Called by acquire.c for an acquire that waits, and by the io's notifications, whose
  * callback (io.h's on_notify) a waiter sets when it starts to watch. Calls down only: rounds and
- * operations, the client core, lock handles, the counters, the quorum core. */
+ * operations, the client core, lock handles, the counters, the quorum core. Its one object is
+ * the waiter (an acquire's waiting state), and every name it exports is redlock__waiter_. */
 #include "op.h"
 
 #include <string.h>
@@ -110,7 +111,7 @@ static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
     for (unsigned i = 0; c->has_cluster && i <= lock->n_more; i++) {
         size_t len = 0, start = 0, tag_len = 0;
         const char *key = redlock__lock_key(lock, i, &len);
-        if (!redlock__key_hash_tag(key, len, &start, &tag_len))
+        if (!redlock__slot_hash_tag(key, len, &start, &tag_len))
             return false;
     }
     return true;
@@ -119,7 +120,7 @@ static bool queue_fits(const redlock_client *c, const redlock_lock *lock)
 static void on_notify(redlock__io *io, unsigned node, const char *channel, size_t len,
                       const char *message, size_t message_len);
 
-void redlock__wait_start(redlock__op *o)
+void redlock__waiter_start(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -134,7 +135,7 @@ void redlock__wait_start(redlock__op *o)
         queue_join(c, lock);
 }
 
-void redlock__wait_end(redlock__op *o)
+void redlock__waiter_end(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
@@ -181,7 +182,7 @@ void redlock__waiter_attempt_took(redlock__waiter *w, const redlock_round *q)
                                               : took;
 }
 
-uint64_t redlock__notify_jitter_us(redlock_client *c, const redlock__op *o)
+uint64_t redlock__waiter_jitter_us(redlock_client *c, const redlock__op *o)
 {
     uint64_t window_ms = (uint64_t)1
                          << REDLOCK__MIN(o->w->collisions, (unsigned)NOTIFY_MAX_DOUBLINGS);
@@ -226,7 +227,7 @@ uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_
 {
     if (due_us < w->wake_free_us)
         due_us = w->wake_free_us;
-    w->wake_free_us = due_us + redlock__retry_delay_us(c);
+    w->wake_free_us = due_us + redlock__op_retry_delay_us(c);
     return due_us;
 }
 
@@ -254,7 +255,7 @@ static void op_wake(redlock_client *c, redlock__op *o, uint64_t delay_us, bool b
     if (budgeted)
         due = redlock__waiter_wake_due(c, w, due);
     w->woken = true;
-    redlock__client_timer_start(c, &o->timer, due, redlock__on_retry_timer);
+    redlock__client_timer_start(c, &o->timer, due, redlock__op_on_retry_timer);
 }
 
 /* The grants the waiter o heard, from each node of w->granted, won: the lock is o's, as if an
@@ -325,7 +326,7 @@ static bool grant_win(redlock__op *o)
     return false;
 }
 
-bool redlock__grant_check(redlock__op *o)
+bool redlock__waiter_grant_check(redlock__op *o)
 {
     return redlock__mask_quorum(o->w->granted, o->client->n_nodes) && grant_win(o);
 }
@@ -398,7 +399,7 @@ static void op_granted(redlock__op *o, unsigned from, const char *message, size_
      * looks at the grants first (lock_attempt_lost). A sleeping waiter wins with a quorum, or
      * else waits a short grace for the other nodes' grants, which come right behind as a rule,
      * before it runs a round. */
-    if (o->state == OP_RUNNING || !redlock__grant_check(o))
+    if (o->state == OP_RUNNING || !redlock__waiter_grant_check(o))
         op_wake(c, o, w->grace_us != 0 ? w->grace_us : GRANT_GRACE_MIN_US, false);
 }
 
@@ -458,7 +459,7 @@ static void on_notify(redlock__io *io, unsigned node, const char *channel, size_
         if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||
             !redlock__lock_has_key(o->lock, channel, len))
             continue;
-        op_wake(c, o, redlock__notify_jitter_us(c, o), true);
+        op_wake(c, o, redlock__waiter_jitter_us(c, o), true);
         return;
     }
 }

@@ -100,7 +100,7 @@ struct redlock__cluster {
 static void set_state(redlock__cluster *cl, cl_state state)
 {
     if (cl->state != state)
-        redlock__tally_state(&cl->tally);
+        redlock__node_tally_state(&cl->tally);
     cl->state = state;
 }
 
@@ -139,7 +139,7 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool start
     for (unsigned i = 0; i < cl->n_conns; i++)
         if (cl->conns[i]->url.port == port && same_host(cl->conns[i]->url.host, host))
             return (int)i;
-    if (!redlock__cluster_allows(cl->cfg.url, host))
+    if (!redlock__cluster_allow_has(cl->cfg.url, host))
         return CONN_NOT_ALLOWED;
     if (cl->n_conns == cl->cap_conns) {
         unsigned cap = cl->cap_conns == 0 ? 8 : cl->cap_conns * 2;
@@ -191,7 +191,7 @@ static int conn_get(redlock__cluster *cl, const char *host, int port, bool start
 }
 
 /* The conn of the master owning slot: its index, -1 when no master owns it, -2 out of memory,
- * -3 when the map has no port for this kind of connection (redlock__cluster_master_port),
+ * -3 when the map has no port for this kind of connection (redlock__cluster_map_master_port),
  * CONN_NOT_ALLOWED when the URL does not allow its host. */
 static int conn_of_slot(redlock__cluster *cl, unsigned slot)
 {
@@ -210,7 +210,7 @@ static int conn_of_slot(redlock__cluster *cl, unsigned slot)
     }
     if (cl->conn_of_master[m] < 0) {
         const redlock__cluster_master *master = &cl->map.masters[m];
-        int port = redlock__cluster_master_port(master, cl->cfg.url->tls, cl->use_slots);
+        int port = redlock__cluster_map_master_port(master, cl->cfg.url->tls, cl->use_slots);
         if (port == 0)
             return -3;
         int k = conn_get(cl, master->host, port, true);
@@ -293,8 +293,8 @@ static void finish(creq *cr, redlock_vote vote, const char *error, const redlock
     if (cr->is_parked)
         unpark(cl, cr);
     if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO)
-        redlock__tally_answer(&cl->tally, now > outer->sent_us ? now - outer->sent_us : 1);
-    redlock__tally_vote(&cl->tally, vote, error);
+        redlock__node_tally_answer(&cl->tally, now > outer->sent_us ? now - outer->sent_us : 1);
+    redlock__node_tally_vote(&cl->tally, vote, error);
     redlock__reply_data mine;
     if (data == NULL) {
         mine = (redlock__reply_data){.pttl_ms = -2};
@@ -640,7 +640,7 @@ static void on_inner(redlock__req *req, redlock_vote vote, const char *error,
     }
     if (vote == REDLOCK_VOTE_ERROR && error != NULL) {
         redlock__redirect rd;
-        if (redlock__cluster_parse_redirect(error, strlen(error), &rd) == 1) {
+        if (redlock__cluster_map_parse_redirect(error, strlen(error), &rd) == 1) {
             if (++cr->hops > HOPS_MAX) {
                 again(cr, true, error, now);
                 return;
@@ -718,7 +718,7 @@ static int cmd_slot(const redlock__cmd *cmd, char *why, size_t why_len)
 {
     if (cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS)
         return 0;
-    unsigned slot = redlock__key_slot(cmd->key, cmd->key_len);
+    unsigned slot = redlock__slot_of_key(cmd->key, cmd->key_len);
     /* The queued scripts' own keys (lib/core/lua/queue.lua) share their key's hash tag: ops.c
      * queues only keys that have one on a cluster. */
     redlock__span fence = {NULL, 0};
@@ -728,7 +728,7 @@ static int cmd_slot(const redlock__cmd *cmd, char *why, size_t why_len)
         redlock__span k = i == 0 ? fence : cmd->more[i - 1];
         if (k.ptr == NULL)
             continue;
-        unsigned other = redlock__key_slot(k.ptr, k.len);
+        unsigned other = redlock__slot_of_key(k.ptr, k.len);
         if (other != slot) {
             char a[44], b[44];
             redlock__text_fit(a, sizeof(a), cmd->key, cmd->key_len);
@@ -756,8 +756,8 @@ static void cmd_for_cluster(redlock__cluster *cl, creq *cr)
     cr->cmd.wire = NULL;
     cr->cmd.wire_len = 0;
     if (cmd->kind != REDLOCK__CMD_INSPECT || cmd->n_more > 0 ||
-        redlock__key_slot(cmd->fence_key, cmd->fence_key_len) ==
-            redlock__key_slot(cmd->key, cmd->key_len))
+        redlock__slot_of_key(cmd->fence_key, cmd->fence_key_len) ==
+            redlock__slot_of_key(cmd->key, cmd->key_len))
         return;
     size_t len = cmd->key_len + 2 + REDLOCK__FENCE_SUFFIX_LEN;
     cr->counter = redlock__malloc(cl->cfg.alloc, len);
@@ -774,7 +774,7 @@ static void cmd_for_cluster(redlock__cluster *cl, creq *cr)
 void redlock__cluster_send(redlock__cluster *cl, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock (io.h), as a node's */
-    redlock__tally_request(&cl->tally, req);
+    redlock__node_tally_request(&cl->tally, req);
     req->deadline_us = now + redlock__rto_bound_us(cl->cfg.timeout_us);
     if (cl->state == CL_CLOSING) {
         req->cb(req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL, now);
@@ -828,7 +828,7 @@ int redlock__cluster_new(uv_loop_t *loop, const redlock__node_config *cfg, redlo
     cl->loop = loop;
     cl->cfg = *cfg;
     cl->state = CL_STARTING;
-    redlock__tally_state(&cl->tally);
+    redlock__node_tally_state(&cl->tally);
     cl->replica_wait = cfg->url->wait_replicas > 0 ? (unsigned)cfg->url->wait_replicas : 0;
     redlock__cluster_map_init(&cl->map, cfg->alloc);
     const redlock_url *u = cfg->url;
@@ -944,7 +944,7 @@ void redlock__cluster_info(const redlock__cluster *cl, redlock_node_info *out)
         out->disconnects += one.disconnects;
         out->connect_failures += one.connect_failures;
     }
-    redlock__tally_info(&cl->tally, out);
+    redlock__node_tally_info(&cl->tally, out);
     if (cl->state == CL_STARTING) /* "not connected yet" is no failure */
         out->last_error[0] = '\0';
 }

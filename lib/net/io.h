@@ -90,7 +90,7 @@ typedef struct redlock__io_ops {
     uint64_t (*wall_us)(redlock__io *io);
     /* Make ready the wake-up that signal sends (loop thread; once is enough, more is harmless).
      * Returns 0 or REDLOCK_ENOMEM. NULL, with signal: an io no other thread can wake (the
-     * simulator's): it takes no cancel tokens. */
+     * simulator's): it takes no cancelers. */
     int (*signal_start)(redlock__io *io);
     /* From any thread, after signal_start: call io->on_signal on the loop thread soon (calls
      * coalesce). Never after close has begun (cancel.h says why none comes then). */
@@ -119,7 +119,7 @@ struct redlock__io {
     /* Node node reconnected to the server it had (the same run_id), which was running, with
      * every key it held, when the handshake was written at asked_us. NULL: nobody listens. */
     void (*on_node_same)(redlock__io *io, unsigned node, uint64_t asked_us);
-    /* Another thread called signal (a cancel token fired). */
+    /* Another thread called signal (a canceler fired). */
     void (*on_signal)(redlock__io *io);
 };
 

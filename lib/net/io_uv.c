@@ -2,6 +2,7 @@
 /* io_uv.c - io.h on libuv. */
 #include "io_uv.h"
 
+#include "chanset.h"
 #include "cluster.h"
 #include "notify.h"
 

@@ -81,20 +81,20 @@ static void node_fail(redlock__node *n, redlock_log_level level, const char *why
 
 /* ---- what it tells ------------------------------------------------------------------------- */
 
-void redlock__tally_request(redlock__tally *t, const redlock__req *req)
+void redlock__node_tally_request(redlock__tally *t, const redlock__req *req)
 {
     t->requests++;
     if (req->cmd->kind == REDLOCK__CMD_TIME)
         t->probes++;
 }
 
-void redlock__tally_answer(redlock__tally *t, uint64_t sample_us)
+void redlock__node_tally_answer(redlock__tally *t, uint64_t sample_us)
 {
     t->answers++;
     t->rtt_us = redlock__rtt_average(t->rtt_us, sample_us);
 }
 
-void redlock__tally_vote(redlock__tally *t, redlock_vote vote, const char *error)
+void redlock__node_tally_vote(redlock__tally *t, redlock_vote vote, const char *error)
 {
     if (vote == REDLOCK_VOTE_YES || vote == REDLOCK_VOTE_NO) {
         t->consecutive_failures = 0;
@@ -109,12 +109,12 @@ void redlock__tally_vote(redlock__tally *t, redlock_vote vote, const char *error
         redlock__fmt(t->last_failure, sizeof(t->last_failure), "%s", error);
 }
 
-void redlock__tally_state(redlock__tally *t)
+void redlock__node_tally_state(redlock__tally *t)
 {
     t->state_since_us = redlock__now_us();
 }
 
-void redlock__tally_info(const redlock__tally *t, redlock_node_info *out)
+void redlock__node_tally_info(const redlock__tally *t, redlock_node_info *out)
 {
     out->requests = t->requests;
     out->probes = t->probes;
@@ -161,7 +161,7 @@ void redlock__node_cfg_log(const redlock__node_config *cfg, redlock_log_level le
 static void set_state(redlock__node *n, node_state state)
 {
     if (n->state != state)
-        redlock__tally_state(&n->tally);
+        redlock__node_tally_state(&n->tally);
     n->state = state;
 }
 
@@ -222,7 +222,7 @@ static void complete(redlock__node *n, redlock__req *req, redlock_vote vote, red
         maybe_keep(n, req, now);
     if (vote == REDLOCK_VOTE_TIMEOUT)
         maybe_owe(n, req, now);
-    redlock__tally_vote(&n->tally, vote, error);
+    redlock__node_tally_vote(&n->tally, vote, error);
     req->cb(req, vote, error, data, now);
 }
 
@@ -668,7 +668,7 @@ static void handle_reply(redlock__node *n, redisReply *r, uint64_t now)
         return;
     }
     uint64_t rtt_us = now > req->sent_us ? now - req->sent_us : 0;
-    redlock__tally_answer(&n->tally, rtt_us);
+    redlock__node_tally_answer(&n->tally, rtt_us);
     if (req->sent_us >= n->ready_since_us)
         redlock__rto_sample(&n->rto, rtt_us);
     char err[ERR_LEN];
@@ -844,7 +844,7 @@ int redlock__node_new(uv_loop_t *loop, const redlock__node_config *cfg, redlock_
     n->cfg = *cfg;
     n->state = NODE_STARTING;
     redlock__rto_init(&n->rto, cfg->timeout_us);
-    redlock__tally_state(&n->tally);
+    redlock__node_tally_state(&n->tally);
     redlock__stream_config scfg = {
         .url = cfg->url,
         .connect_timeout_us = cfg->connect_timeout_us,
@@ -877,7 +877,7 @@ void redlock__node_start(redlock__node *n)
 void redlock__node_send(redlock__node *n, redlock__req *req)
 {
     uint64_t now = req->sent_us; /* the caller's clock: one reading for a round's nodes */
-    redlock__tally_request(&n->tally, req);
+    redlock__node_tally_request(&n->tally, req);
     req->deadline_us = now + redlock__rto_us(&n->rto); /* final below, once it is queued */
     req->unsent = n->state == NODE_CLOSING || n->state == NODE_DOWN ||
                   n->fifo_len + n->skip_replies >= n->cfg.max_inflight;
@@ -965,7 +965,7 @@ void redlock__node_info(const redlock__node *n, redlock_node_info *out)
     out->connect_failures = n->connect_failures;
     out->connects = n->connects;
     out->disconnects = n->disconnects;
-    redlock__tally_info(&n->tally, out);
+    redlock__node_tally_info(&n->tally, out);
 }
 
 void redlock__node_close(redlock__node *n, void (*cb)(void *data), void *data)

@@ -47,15 +47,15 @@ typedef struct redlock__tally {
 } redlock__tally;
 
 /* A request is sent (or fails at once). */
-void redlock__tally_request(redlock__tally *t, const redlock__req *req);
+void redlock__node_tally_request(redlock__tally *t, const redlock__req *req);
 /* An answer came sample_us after its request was sent. */
-void redlock__tally_answer(redlock__tally *t, uint64_t sample_us);
+void redlock__node_tally_answer(redlock__tally *t, uint64_t sample_us);
 /* A request ended with vote (error: its text, or NULL). */
-void redlock__tally_vote(redlock__tally *t, redlock_vote vote, const char *error);
+void redlock__node_tally_vote(redlock__tally *t, redlock_vote vote, const char *error);
 /* The state changes (to one that differs from the last). */
-void redlock__tally_state(redlock__tally *t);
+void redlock__node_tally_state(redlock__tally *t);
 /* Its counters into out (the members named like them; last_error from last_failure). */
-void redlock__tally_info(const redlock__tally *t, redlock_node_info *out);
+void redlock__node_tally_info(const redlock__tally *t, redlock_node_info *out);
 
 typedef struct redlock__node_config {
     const redlock_url *url; /* must outlive the node */

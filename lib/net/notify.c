@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* notify.c - the subscriber connections that wake waiters (notify.h). */
+/* notify.c - the subscriber connections that wake waiters (notify.h): one object, redlock__sub,
+ * one prefix; the channels they follow are chanset.c's. */
 #include "notify.h"
 
 #include <stdarg.h>
@@ -11,63 +12,6 @@
 #include "reader.h"
 #include "scrub.h"
 #include "stream.h"
-
-/* ---- the set of wanted channels ------------------------------------------------------------ */
-
-static redlock__chan *chan_find(const redlock__chanset *set, const char *name, size_t len)
-{
-    for (unsigned i = 0; i < set->n; i++) {
-        if (set->v[i].len == len && memcmp(set->v[i].name, name, len) == 0)
-            return &set->v[i];
-    }
-    return NULL;
-}
-
-int redlock__chanset_ref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
-                         size_t len)
-{
-    redlock__chan *c = chan_find(set, name, len);
-    if (c != NULL) {
-        c->refs++;
-        return 0;
-    }
-    if (set->n == set->cap) {
-        unsigned cap = set->cap != 0 ? 2 * set->cap : 8;
-        redlock__chan *v = redlock__realloc(alloc, set->v, cap * sizeof(*v));
-        if (v == NULL)
-            return REDLOCK_ENOMEM;
-        set->v = v;
-        set->cap = cap;
-    }
-    char *copy = redlock__malloc(alloc, len + 1);
-    if (copy == NULL)
-        return REDLOCK_ENOMEM;
-    memcpy(copy, name, len);
-    copy[len] = '\0';
-    set->v[set->n++] = (redlock__chan){copy, len, 1};
-    return 1;
-}
-
-int redlock__chanset_unref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
-                           size_t len)
-{
-    redlock__chan *c = chan_find(set, name, len);
-    if (c == NULL || --c->refs > 0)
-        return 0;
-    redlock__free(alloc, c->name);
-    *c = set->v[--set->n];
-    return 1;
-}
-
-void redlock__chanset_free(redlock__chanset *set, const redlock__alloc *alloc)
-{
-    for (unsigned i = 0; i < set->n; i++)
-        redlock__free(alloc, set->v[i].name);
-    redlock__free(alloc, set->v);
-    memset(set, 0, sizeof(*set));
-}
-
-/* ---- the subscriber ------------------------------------------------------------------------ */
 
 struct redlock__sub {
     uv_loop_t *loop;
@@ -145,7 +89,7 @@ static void on_open(redlock__stream *st)
     }
     const char *argv[3];
     size_t argvlen[3];
-    int argc = redlock__auth_argv(s->cfg.url, argv, argvlen);
+    int argc = redlock__handshake_auth_argv(s->cfg.url, argv, argvlen);
     s->auth_pending = argc > 0;
     int rc = argc > 0
                  ? redlock__resp_append(argc, argv, argvlen, redlock__stream_out(st), s->cfg.alloc)
@@ -178,7 +122,7 @@ static const char *refusal(const redisReply *r, char *said, size_t size)
         return NULL;
     }
     redlock__text_fit(said, size, r->str, r->len);
-    return redlock__auth_refusal(r->str, r->len);
+    return redlock__handshake_auth_refusal(r->str, r->len);
 }
 
 /* One reply. Returns false if the connection was given up. */
@@ -199,7 +143,7 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
          * grant heard here counts (notify.h). */
         s->info_pending = false;
         if (r->type == REDIS_REPLY_STRING)
-            redlock__info_run_id(r->str, r->len, s->run_id);
+            redlock__handshake_run_id(r->str, r->len, s->run_id);
         sub_ready(s);
         return s->ready;
     }

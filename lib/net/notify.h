@@ -14,7 +14,11 @@
  * tells which server the messages come from). Pub/sub ignores databases, so no SELECT. A
  * notification is a hint: it is never a vote, and one that is lost (a connection
  * down, an ACL without +subscribe or channel access, a key that expired instead of being
- * released) costs a waiter the fallback retry delay, nothing more. */
+ * released) costs a waiter the fallback retry delay, nothing more.
+ *
+ * The file's one object is the subscriber, and its one prefix redlock__sub_. The set of channels
+ * the subscribers follow is a second object with another owner (the io keeps one for all of a
+ * client's subscribers), so it has its own file and prefix (chanset.h). */
 #ifndef REDLOCK_NOTIFY_H
 #define REDLOCK_NOTIFY_H
 
@@ -23,32 +27,11 @@
 
 #include <uv.h>
 
+#include "chanset.h"
 #include "common.h"
 #include "node.h"
 
 #define REDLOCK__SUB_IDLE_MS 10000
-
-/* The channels wanted, each with the number of waiters that want it (io_uv.c owns one set for
- * all of a client's subscribers). */
-typedef struct redlock__chan {
-    char *name;
-    size_t len;
-    unsigned refs;
-} redlock__chan;
-
-typedef struct redlock__chanset {
-    redlock__chan *v;
-    unsigned n, cap;
-} redlock__chanset;
-
-/* One more waiter wants name. Returns 1 if the channel is new in the set, 0 if it was there,
- * or REDLOCK_ENOMEM (nothing changed). */
-int redlock__chanset_ref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
-                         size_t len);
-/* One waiter less. Returns 1 if the channel left the set, 0 otherwise (also when absent). */
-int redlock__chanset_unref(redlock__chanset *set, const redlock__alloc *alloc, const char *name,
-                           size_t len);
-void redlock__chanset_free(redlock__chanset *set, const redlock__alloc *alloc);
 
 typedef struct redlock__sub redlock__sub;
 

@@ -104,7 +104,7 @@ struct redlock_sync {
  *
  * A call that ended before any round: its status, and why in words (message NULL or "": the
  * status's own text). */
-void redlock__report_status(redlock_report *report, int status, const char *message)
+void redlock__sync_report_status(redlock_report *report, int status, const char *message)
 {
     if (report == NULL)
         return;
@@ -135,7 +135,7 @@ int redlock_report_copy(redlock_report *report, const redlock_result *result)
     if (!redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (result == NULL) {
-        redlock__report_status(report, 0, NULL);
+        redlock__sync_report_status(report, 0, NULL);
         return 0;
     }
     report->status = result->status;
@@ -182,7 +182,7 @@ static bool on_loop_thread(const redlock_sync *s)
 /* req never reached the loop thread: its report (if any) says why. */
 static int refuse(sync_req *req, int status, const char *message)
 {
-    redlock__report_status(req->report, status, message);
+    redlock__sync_report_status(req->report, status, message);
     return status;
 }
 
@@ -552,8 +552,8 @@ static void on_async(uv_async_t *async)
         }
         if (rc != 0) {
             /* The async call's reason (a REDLOCK_EINVAL's, say), or the status's own text. */
-            redlock__report_status(req->report, rc,
-                                   closing ? "the client is being freed" : s->client->last_error);
+            redlock__sync_report_status(
+                req->report, rc, closing ? "the client is being freed" : s->client->last_error);
             complete(s, req, rc);
         } else if (async_op) {
             redlock__list_push(&s->started, &req->link); /* until its callback completes it */
@@ -792,21 +792,21 @@ int redlock_sync_acquire_multi(redlock_sync *sync, const void *const *resources,
     };
     char why[256];
     if (sync == NULL || lock_out == NULL) {
-        redlock__report_status(report, REDLOCK_EINVAL, "sync or lock_out is NULL");
+        redlock__sync_report_status(report, REDLOCK_EINVAL, "sync or lock_out is NULL");
         return REDLOCK_EINVAL;
     }
     /* Checked before the loop thread sees them (the async call checks them again): the handle
      * copies them first. */
-    if (redlock__resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
-        redlock__report_status(report, REDLOCK_EINVAL, why);
+    if (redlock__client_resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
+        redlock__sync_report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
     if (redlock__lock_opts_in(&req.opts, opts, why, sizeof(why)) != 0) {
-        redlock__report_status(report, REDLOCK_EINVAL, why);
+        redlock__sync_report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
-    if (redlock_cancel_token_fired(req.opts.cancel)) {
-        redlock__report_status(report, REDLOCK_ECANCELED, "the cancel token has fired");
+    if (redlock_canceler_fired(req.opts.cancel)) {
+        redlock__sync_report_status(report, REDLOCK_ECANCELED, "the canceler has fired");
         return REDLOCK_ECANCELED;
     }
     int rc = submit(sync, &req);
@@ -854,11 +854,11 @@ int redlock_sync_inspect_multi(redlock_sync *sync, const void *const *resources,
         return REDLOCK_EINVAL;
     char why[256];
     if (sync == NULL) {
-        redlock__report_status(report, REDLOCK_EINVAL, "sync is NULL");
+        redlock__sync_report_status(report, REDLOCK_EINVAL, "sync is NULL");
         return REDLOCK_EINVAL;
     }
-    if (redlock__resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
-        redlock__report_status(report, REDLOCK_EINVAL, why);
+    if (redlock__client_resources_valid(resources, lens, count, why, sizeof(why)) != 0) {
+        redlock__sync_report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
     sync_req req = {
@@ -903,13 +903,14 @@ static int lock_call(redlock_sync_lock *lock, req_kind kind, uint64_t ttl_ms, un
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (lock == NULL) {
-        redlock__report_status(report, REDLOCK_EINVAL, "lock is NULL");
+        redlock__sync_report_status(report, REDLOCK_EINVAL, "lock is NULL");
         return REDLOCK_EINVAL;
     }
     if (kind == REQ_RELEASE && atomic_load(&lock->scoped)) {
-        redlock__report_status(report, REDLOCK_EINVAL,
-                               "the lock is held by redlock_sync_with: return from its function "
-                               "to release it");
+        redlock__sync_report_status(
+            report, REDLOCK_EINVAL,
+            "the lock is held by redlock_sync_with: return from its function "
+            "to release it");
         return REDLOCK_EINVAL;
     }
     sync_req req = {

@@ -47,7 +47,7 @@ static inline bool redlock__sync_status_lost(int status)
 
 /* sync.c: a call that ended before any round: its status and why (message NULL or "": the
  * status's own text) in report (NULL: nothing). */
-void redlock__report_status(redlock_report *report, int status, const char *message);
+void redlock__sync_report_status(redlock_report *report, int status, const char *message);
 
 /* sync_lost.c, on the loop thread: the handle's status was just set to a loss; make its
  * descriptor readable if it has one. */

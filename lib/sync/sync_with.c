@@ -16,14 +16,14 @@ int redlock_sync_with(redlock_sync *sync, const void *resource, size_t len, uint
     if (report != NULL && !redlock__report_ok(report))
         return REDLOCK_EINVAL;
     if (fn == NULL) {
-        redlock__report_status(report, REDLOCK_EINVAL, "fn is NULL");
+        redlock__sync_report_status(report, REDLOCK_EINVAL, "fn is NULL");
         return REDLOCK_EINVAL;
     }
     redlock_lock_opts lo;
     redlock_auto_opts defaults;
     char why[256];
     if (redlock__lock_opts_in(&lo, opts, why, sizeof(why)) != 0) {
-        redlock__report_status(report, REDLOCK_EINVAL, why);
+        redlock__sync_report_status(report, REDLOCK_EINVAL, why);
         return REDLOCK_EINVAL;
     }
     if (lo.auto_extend == NULL) {

@@ -320,7 +320,7 @@ static void wait_queued(const char *resource, long long n)
 }
 
 /* Nothing of the lock on any node: no key, no queue; only its fence counter, which is kept for
- * ever (docs/api.md, "Fencing tokens"). */
+ * ever (docs/api.md, "Fences"). */
 static void assert_nothing_left(const char *resource)
 {
     char fence_key[256];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_fence_pause.c - the pause scenario fencing tokens exist for (issue 12), end to end, with
+/* test_fence_pause.c - the pause scenario fences exist for (issue 12), end to end, with
  * the example worker (examples/fenced_store.c) over five real lock nodes and a sixth server as
  * the data store.
  *

@@ -109,7 +109,7 @@ static void load(run *r, const redisReply *reply, int shards)
 static void redirect(run *r, const char *text, size_t len)
 {
     redlock__redirect to;
-    int rc = redlock__cluster_parse_redirect(text, len, &to);
+    int rc = redlock__cluster_map_parse_redirect(text, len, &to);
     CHECK(rc == 1 || rc == 0 || rc == REDLOCK_EINVAL);
     if (rc != 1) {
         CHECK(to.kind == 0 && to.port == 0 && to.host[0] == '\0');

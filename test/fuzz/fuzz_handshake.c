@@ -98,7 +98,7 @@ static bool answer(redlock__handshake *hs, const redisReply *reply, size_t why_l
         CHECK(hs->answered == before + 1);
         if (reply->type == REDIS_REPLY_ERROR) /* a refused password ends it at any step */
             CHECK(ok == (kind != REDLOCK__HANDSHAKE_STATUS &&
-                         redlock__auth_refusal(reply->str, reply->len) == NULL));
+                         redlock__handshake_auth_refusal(reply->str, reply->len) == NULL));
         else if (ok && kind == REDLOCK__HANDSHAKE_STATUS)
             CHECK(reply->type == REDIS_REPLY_STATUS && reply->len == 2 &&
                   memcmp(reply->str, "OK", 2) == 0);

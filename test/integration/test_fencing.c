@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_fencing.c - fencing tokens on real servers (issue 12): a fenced acquire reads each node's
+/* test_fencing.c - fences on real servers (issue 12): a fenced acquire reads each node's
  * counter with its SET NX (and raises it by one), takes 1 + the largest, and commits it where its
  * key still stands and the counter is still below it; the lock is granted only when
  * fence_commit nodes confirmed. Also: the counter's key, the

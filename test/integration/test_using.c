@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_using.c - the common case in a few lines (issue 33): redlock_using (a work run holding an
- * auto-extended lock, told of a loss, one completion saying how the hold ended), cancel tokens
+ * auto-extended lock, told of a loss, one completion saying how the hold ended), cancelers
  * (fired before the call, during a wait, during the work, shared by two clients), and
  * REDLOCK_STRLEN on every entry point that takes a (pointer, length) pair, the blocking ones
  * included. Every check looks at the servers: the keys the work holds, the keys left after. */
@@ -15,14 +15,14 @@
 
 /* What one redlock_using saw. Static where a callback may write after a failed check. */
 typedef struct hold_rec {
-    int works;                          /* the work ran */
-    redlock_lock *lock;                 /* the work's lock */
-    char token[64];                     /* its token, as the work saw it */
-    bool held_in_work;                  /* redlock_lock_is_held in the work */
-    bool done_in_work;                  /* the work calls redlock_using_done at once */
-    uint64_t sleep_in_work_ms;          /* the work sleeps this long before its done (a pause) */
-    redlock_cancel_token *fire_in_work; /* the work fires this token */
-    int losts;                          /* the caller's lost callback ran */
+    int works;                      /* the work ran */
+    redlock_lock *lock;             /* the work's lock */
+    char token[64];                 /* its token, as the work saw it */
+    bool held_in_work;              /* redlock_lock_is_held in the work */
+    bool done_in_work;              /* the work calls redlock_using_done at once */
+    uint64_t sleep_in_work_ms;      /* the work sleeps this long before its done (a pause) */
+    redlock_canceler *fire_in_work; /* the work fires this canceler */
+    int losts;                      /* the caller's lost callback ran */
     int lost_reason;
     uint64_t lost_at_us, lost_deadline_us;
     bool held_at_loss; /* redlock_lock_is_held in the lost callback */
@@ -42,7 +42,7 @@ static void on_work(redlock_lock *lock, void *data)
     snprintf(h->token, sizeof(h->token), "%.*s", (int)len, token);
     h->held_in_work = redlock_lock_is_held(lock, redlock_now_us());
     if (h->fire_in_work != NULL)
-        redlock_cancel_token_fire(h->fire_in_work);
+        redlock_canceler_fire(h->fire_in_work);
     if (h->sleep_in_work_ms > 0)
         uv_sleep((unsigned)h->sleep_in_work_ms);
     if (h->done_in_work)
@@ -243,9 +243,9 @@ static void acquire_failure_is_reported(void **state)
     h_env_stop(&env);
 }
 
-/* A thread that fires a token after a pause: a token is fired from any thread. */
+/* A thread that fires a canceler after a pause: a canceler is fired from any thread. */
 typedef struct firer {
-    redlock_cancel_token *token;
+    redlock_canceler *canceler;
     unsigned after_ms;
 } firer;
 
@@ -253,13 +253,50 @@ static void *fire_later(void *arg)
 {
     firer *f = arg;
     uv_sleep(f->after_ms);
-    redlock_cancel_token_fire(f->token);
+    redlock_canceler_fire(f->canceler);
     return NULL;
 }
 
-/* 5. A token fired before the call: the call fails at once with REDLOCK_ECANCELED and a message,
+/* 5. A canceler fired before the call: the call fails at once with REDLOCK_ECANCELED and a message,
  * calls nothing back, and sends nothing (no key on any node). A fresh token cancels nothing. */
-static void token_fired_before_the_call(void **state)
+static void canceler_fired_before_the_call(void **state)
+{
+    (void)state;
+    h_env env;
+    h_env_start(&env, N, NULL);
+    redlock_client *c = h_client(&env, NULL);
+    h_wait_ready(&env, c);
+    redlock_canceler *canceler = NULL;
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
+    assert_false(redlock_canceler_fired(canceler));
+    redlock_canceler_fire(canceler);
+    assert_true(redlock_canceler_fired(canceler));
+    redlock_canceler_fire(canceler); /* twice is harmless */
+
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.cancel = canceler;
+    static hold_rec h;
+    memset(&h, 0, sizeof(h));
+    assert_int_equal(using(c, "tok:before", 30000, &lo, &h), REDLOCK_ECANCELED);
+    assert_non_null(strstr(redlock_client_last_error(c), "canceler"));
+    static h_record rec;
+    memset(&rec, 0, sizeof(rec));
+    lo.wait_ms = 5000;
+    assert_int_equal(redlock_acquire(c, "tok:before", 10, 0, &lo, h_record_cb, &rec),
+                     REDLOCK_ECANCELED);
+    h_run_for(&env.loop, 200);
+    assert_int_equal(h.works + h.ends + rec.calls, 0);
+    assert_no_keys(&env, c);
+    redlock_canceler_free(canceler);
+    redlock_canceler_free(NULL);
+    assert_int_equal(redlock_canceler_new(NULL), REDLOCK_EINVAL);
+    h_env_stop(&env);
+}
+
+/* 5b. The canceler's first names (redlock_cancel_token and its four functions) are aliases kept
+ * within the soversion: the same type and the same functions, mixed freely with the new ones. */
+static void cancel_token_names_still_work(void **state)
 {
     (void)state;
     h_env env;
@@ -268,25 +305,23 @@ static void token_fired_before_the_call(void **state)
     h_wait_ready(&env, c);
     redlock_cancel_token *token = NULL;
     assert_int_equal(redlock_cancel_token_new(&token), 0);
+    redlock_canceler *same = token; /* a typedef of the new type */
     assert_false(redlock_cancel_token_fired(token));
-    redlock_cancel_token_fire(token);
+    redlock_canceler_fire(same);
     assert_true(redlock_cancel_token_fired(token));
     redlock_cancel_token_fire(token); /* twice is harmless */
+    assert_true(redlock_canceler_fired(same));
 
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.cancel = token;
-    static hold_rec h;
-    memset(&h, 0, sizeof(h));
-    assert_int_equal(using(c, "tok:before", 30000, &lo, &h), REDLOCK_ECANCELED);
-    assert_non_null(strstr(redlock_client_last_error(c), "cancel token"));
+    lo.wait_ms = 5000;
     static h_record rec;
     memset(&rec, 0, sizeof(rec));
-    lo.wait_ms = 5000;
-    assert_int_equal(redlock_acquire(c, "tok:before", 10, 0, &lo, h_record_cb, &rec),
+    assert_int_equal(redlock_acquire(c, "tok:alias", 9, 0, &lo, h_record_cb, &rec),
                      REDLOCK_ECANCELED);
     h_run_for(&env.loop, 200);
-    assert_int_equal(h.works + h.ends + rec.calls, 0);
+    assert_int_equal(rec.calls, 0);
     assert_no_keys(&env, c);
     redlock_cancel_token_free(token);
     redlock_cancel_token_free(NULL);
@@ -304,29 +339,29 @@ static void hold_everywhere(h_env *env, const char *resource, h_record *held)
         h_wait_holding(env, resource, strlen(resource), token, strlen(token), N, H_WAIT_MS));
 }
 
-/* 6. A token fired from another thread while the work waits behind another holder: the wait
+/* 6. A canceler fired from another thread while the work waits behind another holder: the wait
  * ends canceled, the work never runs, the holder's keys are untouched, and once it releases
  * nothing of the waiter is left on the nodes. */
-static void token_cancels_a_wait(void **state)
+static void canceler_cancels_a_wait(void **state)
 {
     (void)state;
     h_env env;
     h_record held;
     hold_everywhere(&env, "tok:wait", &held);
     redlock_client *w = h_own_client(&env, NULL);
-    redlock_cancel_token *token = NULL;
-    assert_int_equal(redlock_cancel_token_new(&token), 0);
+    redlock_canceler *canceler = NULL;
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 30000;
-    lo.cancel = token;
+    lo.cancel = canceler;
     static hold_rec h;
     memset(&h, 0, sizeof(h));
     assert_int_equal(using(w, "tok:wait", 30000, &lo, &h), 0);
-    redlock_cancel_token_free(token); /* the waiting acquire keeps it alive */
+    redlock_canceler_free(canceler); /* the waiting acquire keeps it alive */
     h_wait_busy_rounds(&env, w, 1);
     static firer f;
-    f = (firer){token, 50};
+    f = (firer){canceler, 50};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, fire_later, &f), 0);
     assert_true(h_run_until(&env.loop, &h.ends, 1, H_WAIT_MS));
@@ -344,28 +379,28 @@ static void token_cancels_a_wait(void **state)
     h_env_stop(&env);
 }
 
-/* 7. A token fired during the work does not end the hold: a token cancels what is not held yet,
- * never a lock's extension or its release (which would leave its keys until the ttl). The work
- * sees the token fired; the lock stays alive on every node past its ttl; done releases it. */
-static void token_during_the_work_keeps_the_hold(void **state)
+/* 7. A canceler fired during the work does not end the hold: a canceler cancels what is not held
+ * yet, never a lock's extension or its release (which would leave its keys until the ttl). The work
+ * sees the canceler fired; the lock stays alive on every node past its ttl; done releases it. */
+static void canceler_during_the_work_keeps_the_hold(void **state)
 {
     (void)state;
     h_env env;
     h_env_start(&env, N, NULL);
     redlock_client *c = h_client(&env, NULL);
     h_wait_ready(&env, c);
-    redlock_cancel_token *token = NULL;
-    assert_int_equal(redlock_cancel_token_new(&token), 0);
+    redlock_canceler *canceler = NULL;
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
-    lo.cancel = token;
+    lo.cancel = canceler;
     static hold_rec h;
     memset(&h, 0, sizeof(h));
-    h.fire_in_work = token;
+    h.fire_in_work = canceler;
     const uint64_t ttl_ms = 2000;
     assert_int_equal(using(c, "tok:work", ttl_ms, &lo, &h), 0);
     assert_true(h_run_until(&env.loop, &h.works, 1, H_WAIT_MS));
-    assert_true(redlock_cancel_token_fired(token));
+    assert_true(redlock_canceler_fired(canceler));
     h_run_for(&env.loop, ttl_ms + 500);
     assert_true(redlock_lock_extensions(h.lock) >= 2);
     assert_true(h_wait_holding(&env, "tok:work", 8, h.token, strlen(h.token), N, H_WAIT_MS));
@@ -375,13 +410,13 @@ static void token_during_the_work_keeps_the_hold(void **state)
     assert_int_equal(h.end, REDLOCK_HOLD_RELEASED);
     assert_int_equal(h.status, 0);
     assert_no_keys(&env, c);
-    redlock_cancel_token_free(token);
+    redlock_canceler_free(canceler);
     h_env_stop(&env);
 }
 
-/* 8. One token shared by two clients, both waiting behind a holder: one fire cancels both; a
- * third wait without the token goes on and gets the lock when the holder releases. */
-static void token_shared_by_two_clients(void **state)
+/* 8. One canceler shared by two clients, both waiting behind a holder: one fire cancels both; a
+ * third wait without the canceler goes on and gets the lock when the holder releases. */
+static void canceler_shared_by_two_clients(void **state)
 {
     (void)state;
     h_env env;
@@ -389,12 +424,12 @@ static void token_shared_by_two_clients(void **state)
     hold_everywhere(&env, "tok:shared", &held);
     redlock_client *a = h_own_client(&env, NULL);
     redlock_client *b = h_own_client(&env, NULL);
-    redlock_cancel_token *token = NULL;
-    assert_int_equal(redlock_cancel_token_new(&token), 0);
+    redlock_canceler *canceler = NULL;
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
     lo.wait_ms = 30000;
-    lo.cancel = token;
+    lo.cancel = canceler;
     static hold_rec ha, hb;
     memset(&ha, 0, sizeof(ha));
     memset(&hb, 0, sizeof(hb));
@@ -410,7 +445,7 @@ static void token_shared_by_two_clients(void **state)
     h_wait_busy_rounds(&env, a, 1);
     h_wait_busy_rounds(&env, b, 2);
     static firer f;
-    f = (firer){token, 0};
+    f = (firer){canceler, 0};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, fire_later, &f), 0);
     assert_true(h_run_until(&env.loop, &ha.ends, 1, H_WAIT_MS));
@@ -419,13 +454,13 @@ static void token_shared_by_two_clients(void **state)
     assert_int_equal(ha.end, REDLOCK_HOLD_CANCELED);
     assert_int_equal(hb.end, REDLOCK_HOLD_CANCELED);
     assert_int_equal(ha.works + hb.works, 0);
-    assert_int_equal(other.calls, 0); /* not carrying the token: still waiting */
+    assert_int_equal(other.calls, 0); /* not carrying the canceler: still waiting */
     h_release_ok(&env, held.lock, NULL);
     assert_true(h_run_until(&env.loop, &other.calls, 1, H_WAIT_MS));
     assert_int_equal(other.status, 0);
     h_release_ok(&env, other.lock, NULL);
     assert_no_keys(&env, b);
-    redlock_cancel_token_free(token);
+    redlock_canceler_free(canceler);
     h_close_client(&env, a);
     h_close_client(&env, b);
     h_env_stop(&env);
@@ -720,15 +755,11 @@ int main(void)
 {
     h_test_main_init();
     const struct CMUnitTest tests[] = {
-        H_TEST(work_runs_holding_the_lock),
-        H_TEST(loss_during_the_work_is_told),
-        H_TEST(lapsed_hold_is_reported),
-        H_TEST(acquire_failure_is_reported),
-        H_TEST(token_fired_before_the_call),
-        H_TEST(token_cancels_a_wait),
-        H_TEST(token_during_the_work_keeps_the_hold),
-        H_TEST(token_shared_by_two_clients),
-        H_TEST(close_during_the_work_cancels),
+        H_TEST(work_runs_holding_the_lock),     H_TEST(loss_during_the_work_is_told),
+        H_TEST(lapsed_hold_is_reported),        H_TEST(acquire_failure_is_reported),
+        H_TEST(canceler_fired_before_the_call), H_TEST(cancel_token_names_still_work),
+        H_TEST(canceler_cancels_a_wait),        H_TEST(canceler_during_the_work_keeps_the_hold),
+        H_TEST(canceler_shared_by_two_clients), H_TEST(close_during_the_work_cancels),
         H_TEST(strlen_on_every_entry_point),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

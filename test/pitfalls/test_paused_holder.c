@@ -15,7 +15,7 @@
  * of its write, and finds it overlapping B's, for both locks. What libredlock adds is that it
  * says so afterwards: A's release returns REDLOCK_ELOST (the hold had lapsed).
  *
- * What closes the gap is a fencing token the store checks: the same pause is run a third time
+ * What closes the gap is a fence the store checks: the same pause is run a third time
  * with libredlock's fencing, A and B writing through a fenced store (a Lua check, as
  * examples/fenced_store.c does); the store refuses A's late write, B's value survives and the
  * checker finds no overlap (docs/pitfalls.md). */
@@ -32,7 +32,7 @@
  * (the check must pass: the pause is after it); B waits for it to expire. */
 #define TTL_MS 3000
 
-/* LEGACY: a single-server lock; REDLOCK: libredlock; FENCED: libredlock with fencing tokens,
+/* LEGACY: a single-server lock; REDLOCK: libredlock; FENCED: libredlock with fences,
  * every write going through the fenced store below. */
 typedef enum { LEGACY, REDLOCK, FENCED } lock_kind;
 
@@ -54,7 +54,7 @@ typedef struct report {
     uint64_t at_us;       /* when the step ended */
     uint64_t deadline_us; /* lock: the holder's own idea of its deadline */
     bool still_valid;     /* check: what the check said */
-    uint64_t fence;       /* lock, FENCED: the lock's fencing token */
+    uint64_t fence;       /* lock, FENCED: the lock's fence */
 } report;
 
 typedef struct holder_arg {
@@ -262,7 +262,7 @@ static void paused_holder_writes_after_the_next_one(void **state)
     run(&env, LEGACY, "legacy lock, holder paused between its check and its write");
     run(&env, REDLOCK, "libredlock, the same pause (no lock with a ttl prevents it)");
     run(&env, FENCED,
-        "libredlock with fencing tokens, the same pause: the fenced store refuses the late write");
+        "libredlock with fences, the same pause: the fenced store refuses the late write");
     h_env_stop(&env);
 }
 

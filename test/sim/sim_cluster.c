@@ -100,7 +100,7 @@ static void set_owner(struct sim_cluster *cl, const sim_world *w, uint16_t slot,
 
 static uint16_t key_slot(const char *key, size_t len)
 {
-    return redlock__key_slot(key, len);
+    return redlock__slot_of_key(key, len);
 }
 
 /* ---- the cluster ---------------------------------------------------------------------------- */

@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chanset.h"
 #include "client.h"
 #include "io.h"
 #include "lock.h"
-#include "notify.h"
 #include "sim.h"
 #include "sim_check.h"
 #include "sim_db.h"

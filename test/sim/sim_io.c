@@ -291,7 +291,7 @@ static void io_close(redlock__io *io)
     sim_push(p->w, p->w->now, EV_IO_CLOSED, p->id, 0, 0, NULL);
 }
 
-/* One more or one less waiter for a channel (notify.h's set, as io_uv.c keeps it): a channel new
+/* One more or one less waiter for a channel (chanset.h's set, as io_uv.c keeps it): a channel new
  * to the set, or gone from it, is (un)subscribed on every node's subscriber. */
 static int io_watch(redlock__io *io, const char *key, size_t len, bool on)
 {
@@ -315,7 +315,7 @@ static uint64_t io_wall_us(redlock__io *io)
 static const redlock__io_ops sim_io_ops = {
     io_send,  io_now_us, io_wake_at, io_random, io_close,
     io_watch, NULL,      io_wall_us, NULL, /* signal_start: no other thread wakes the simulator, so
-                                              no cancel tokens */
+                                              no cancelers */
     NULL,     NULL,                        /* timeout_us: the configured one */
 };
 

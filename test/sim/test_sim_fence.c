@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_sim_fence.c - fencing tokens in the deterministic simulation (issue 12): every lock is
+/* test_sim_fence.c - fences in the deterministic simulation (issue 12): every lock is
  * taken with a fence, holders write to a fenced store (sim_fence.c), and over thousands of
  * seeds
  *

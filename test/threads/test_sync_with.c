@@ -2,7 +2,7 @@
 /* test_sync_with.c - the blocking side of issue 33, against five real redis-server processes:
  * redlock_sync_with (a function run holding an auto-extended lock, returning how the hold ended),
  * the loss seen from the caller's threads (redlock_sync_lock_lost, an atomic read, and the loss
- * descriptor, readable once the lock is lost and closed with the handle), and cancel tokens fired
+ * descriptor, readable once the lock is lost and closed with the handle), and cancelers fired
  * from other threads, one of them shared by an async client and a blocking one.
  *
  * As in test_sync.c: cmocka's assertions and the fixture on the main thread only (the function of
@@ -152,9 +152,9 @@ typedef struct with_rec {
     bool told;            /* the descriptor became readable (steal) ... */
     bool lost_flag;       /* ... and the flag said lost */
     uint64_t told_us, deadline_us;
-    int release_in_fn;          /* redlock_sync_release from inside: refused */
-    redlock_cancel_token *fire; /* fired from inside */
-    unsigned sleep_ms;          /* then a pause */
+    int release_in_fn;      /* redlock_sync_release from inside: refused */
+    redlock_canceler *fire; /* fired from inside */
+    unsigned sleep_ms;      /* then a pause */
 } with_rec;
 
 static void with_fn(redlock_sync_lock *lock, void *data)
@@ -169,7 +169,7 @@ static void with_fn(redlock_sync_lock *lock, void *data)
     w->release_in_fn = redlock_sync_release(lock, NULL);
     redlock_sync_lock_free(lock); /* ignored inside */
     if (w->fire != NULL)
-        redlock_cancel_token_fire(w->fire);
+        redlock_canceler_fire(w->fire);
     if (w->sleep_ms > 0)
         uv_sleep(w->sleep_ms);
     if (w->steal) {
@@ -288,25 +288,25 @@ static void with_not_acquired(void **state)
 static void fire_after(void *arg)
 {
     uv_sleep(100);
-    redlock_cancel_token_fire(arg);
+    redlock_canceler_fire(arg);
 }
 
-/* 5. Cancel tokens: fired before the call, the call returns REDLOCK_ECANCELED at once and takes
+/* 5. Cancelers: fired before the call, the call returns REDLOCK_ECANCELED at once and takes
  * nothing; fired from another thread during a wait behind another holder, the wait ends
  * canceled, the function never runs, the holder keeps its keys; fired by the function itself,
  * the hold goes on (auto-extended past its ttl) until it returns, then is released. */
-static void with_cancel_tokens(void **state)
+static void with_cancelers(void **state)
 {
     (void)state;
     fixture_cluster cluster;
     assert_int_equal(fixture_start(&cluster, N_NODES, NULL), 0);
     redlock_sync *sync = start_sync(&cluster);
-    redlock_cancel_token *token = NULL;
-    assert_int_equal(redlock_cancel_token_new(&token), 0);
-    redlock_cancel_token_fire(token);
+    redlock_canceler *canceler = NULL;
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
+    redlock_canceler_fire(canceler);
     redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
-    lo.cancel = token;
+    lo.cancel = canceler;
     lo.wait_ms = 30000;
     static with_rec w;
     w = (with_rec){.cluster = &cluster, .key = "with:tok"};
@@ -315,7 +315,7 @@ static void with_cancel_tokens(void **state)
     redlock_hold_end end = REDLOCK_HOLD_RELEASED;
     assert_int_equal(with(sync, &w, 30000, &lo, &end, &report), REDLOCK_ECANCELED);
     assert_int_equal(end, REDLOCK_HOLD_CANCELED);
-    assert_non_null(strstr(report.message, "cancel token"));
+    assert_non_null(strstr(report.message, "canceler"));
     redlock_sync_lock *lock = NULL;
     assert_int_equal(redlock_sync_acquire(sync, "with:tok", REDLOCK_STRLEN, 0, &lo, &lock, NULL),
                      REDLOCK_ECANCELED);
@@ -327,17 +327,17 @@ static void with_cancel_tokens(void **state)
         assert_int_equal(r->integer, 0);
         freeReplyObject(r);
     }
-    redlock_cancel_token_free(token);
+    redlock_canceler_free(canceler);
 
     /* During a wait, from another thread. */
     redlock_sync_lock *holder = NULL;
     assert_int_equal(
         redlock_sync_acquire(sync, "with:tok", REDLOCK_STRLEN, 30000, NULL, &holder, NULL), 0);
     assert_true(wait_holding(&cluster, "with:tok", redlock_sync_lock_token(holder, NULL), N_NODES));
-    assert_int_equal(redlock_cancel_token_new(&token), 0);
-    lo.cancel = token;
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
+    lo.cancel = canceler;
     uv_thread_t t;
-    assert_int_equal(uv_thread_create(&t, fire_after, token), 0);
+    assert_int_equal(uv_thread_create(&t, fire_after, canceler), 0);
     assert_int_equal(with(sync, &w, 30000, &lo, &end, NULL), REDLOCK_ECANCELED);
     uv_thread_join(&t);
     assert_int_equal(end, REDLOCK_HOLD_CANCELED);
@@ -346,18 +346,18 @@ static void with_cancel_tokens(void **state)
                      N_NODES);
     assert_int_equal(redlock_sync_release(holder, NULL), 0);
     redlock_sync_lock_free(holder);
-    redlock_cancel_token_free(token);
+    redlock_canceler_free(canceler);
 
     /* During the function, by the function: the hold is kept, then released. */
-    assert_int_equal(redlock_cancel_token_new(&token), 0);
-    lo.cancel = token;
-    w = (with_rec){.cluster = &cluster, .key = "with:tok", .fire = token, .sleep_ms = 2500};
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
+    lo.cancel = canceler;
+    w = (with_rec){.cluster = &cluster, .key = "with:tok", .fire = canceler, .sleep_ms = 2500};
     assert_int_equal(with(sync, &w, 2000, &lo, &end, NULL), 0);
     assert_int_equal(end, REDLOCK_HOLD_RELEASED);
     assert_int_equal(w.calls, 1);
-    assert_true(redlock_cancel_token_fired(token));
+    assert_true(redlock_canceler_fired(canceler));
     assert_int_equal(count_holding(&cluster, "with:tok", w.token), 0);
-    redlock_cancel_token_free(token);
+    redlock_canceler_free(canceler);
     free_sync(sync);
     fixture_stop(&cluster);
 }
@@ -396,7 +396,7 @@ static void on_async_closed(redlock_client *client, void *data)
     *(bool *)data = true;
 }
 
-static void token_shared_by_async_and_sync(void **state)
+static void canceler_shared_by_async_and_sync(void **state)
 {
     (void)state;
     fixture_cluster cluster;
@@ -410,11 +410,11 @@ static void token_shared_by_async_and_sync(void **state)
     /* Decided at the quorum: the last node's SET lands a moment later, before any waiter's. */
     assert_true(
         wait_holding(&cluster, "with:shared", redlock_sync_lock_token(holder, NULL), N_NODES));
-    redlock_cancel_token *token = NULL;
-    assert_int_equal(redlock_cancel_token_new(&token), 0);
+    redlock_canceler *canceler = NULL;
+    assert_int_equal(redlock_canceler_new(&canceler), 0);
     static redlock_lock_opts lo;
     redlock_lock_opts_init(&lo);
-    lo.cancel = token;
+    lo.cancel = canceler;
     lo.wait_ms = 30000;
 
     static waiter_thread wt;
@@ -451,7 +451,7 @@ static void token_shared_by_async_and_sync(void **state)
         uv_sleep(5);
     }
     uv_thread_t f;
-    assert_int_equal(uv_thread_create(&f, fire_after, token), 0);
+    assert_int_equal(uv_thread_create(&f, fire_after, canceler), 0);
     deadline = redlock_now_us() + WAIT_MS * 1000ull;
     while (async_calls == 0) {
         assert_true(redlock_now_us() < deadline);
@@ -464,7 +464,7 @@ static void token_shared_by_async_and_sync(void **state)
     assert_int_equal(wt.rc, REDLOCK_ECANCELED);
     assert_int_equal(wt.end, REDLOCK_HOLD_CANCELED);
     assert_int_equal(wt.w.calls, 0);
-    redlock_cancel_token_free(token);
+    redlock_canceler_free(canceler);
 
     static bool closed;
     closed = false;
@@ -554,8 +554,9 @@ int main(void)
     if (filter != NULL && filter[0] != '\0')
         cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
-        TEST(with_runs_fn_holding), TEST(with_loss_is_seen),  TEST(with_lapsed_hold),
-        TEST(with_not_acquired),    TEST(with_cancel_tokens), TEST(token_shared_by_async_and_sync),
+        TEST(with_runs_fn_holding), TEST(with_loss_is_seen),
+        TEST(with_lapsed_hold),     TEST(with_not_acquired),
+        TEST(with_cancelers),       TEST(canceler_shared_by_async_and_sync),
         TEST(lock_fd_and_no_leak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

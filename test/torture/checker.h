@@ -10,7 +10,7 @@
  *      the host);
  *   2. every resource's counter equals the number of holds that incremented it;
  *   and it warns (without failing) about a write that finished after its hold's deadline: that
- *   is the gap only a fencing token closes, hit when a process stalls after its last check.
+ *   is the gap only a fence closes, hit when a process stalls after its last check.
  *
  * Log lines (text, one per attempt, fields separated by one space):
  *   H resource process thread token acquire_start acquire_done deadline release write_done

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fence_check.h - fencing tokens in the torture (issue 12): every lock is taken with a fence,
+/* fence_check.h - fences in the torture (issue 12): every lock is taken with a fence,
  * every counter write goes through a store that refuses a fence below the last one it accepted,
  * and each hold logs its fence and what the store did with its write, one "X" line per hold in
  * its own file (worker-P.fence.log, beside the checker's log). After the run the checker

@@ -60,7 +60,7 @@
  *   - a paused worker is a holder that cannot look at its clock: its hold ends at its deadline
  *     (the checker's rule), and it writes nothing after it, because no pause falls between its
  *     last look at the deadline and the end of its write (worker.h: that step is the gap only
- *     a fencing token closes, and a pause there would lose counter updates by design).
+ *     a fence closes, and a pause there would lose counter updates by design).
  * The chaos runs on the driver's main thread, between polls of the workers: the fixture is not
  * thread-safe and the servers die when the thread that forked them exits. The proxies run
  * their own threads, started after the workers are forked (see start_workers).

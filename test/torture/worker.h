@@ -6,7 +6,7 @@
  *
  * The driver pauses whole worker processes (pauses.h): SIGUSR1 asks one to stop, and a thread of
  * its own stops it (SIGSTOP) at once, except inside the step from the last look at the deadline
- * to the end of the counter's write: that step is where only a fencing token helps (a holder
+ * to the end of the counter's write: that step is where only a fence helps (a holder
  * stopped there writes after its lock is gone), and the torture checks the lock, not that. The
  * driver resumes it with SIGCONT. */
 #ifndef REDLOCK_TEST_TORTURE_WORKER_H

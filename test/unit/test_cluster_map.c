@@ -297,10 +297,10 @@ static void test_real_redirects(void **state)
     redisReply *moved = resp("-MOVED 12182 127.0.0.1:21302\r\n");
     redisReply *ask = resp("-ASK 50 127.0.0.1:21301\r\n");
     redlock__redirect r;
-    assert_int_equal(redlock__cluster_parse_redirect(moved->str, moved->len, &r), 1);
+    assert_int_equal(redlock__cluster_map_parse_redirect(moved->str, moved->len, &r), 1);
     assert_int_equal(r.kind, REDLOCK__REDIRECT_MOVED);
     assert_int_equal(r.slot, 12182);
-    assert_int_equal(r.slot, redlock__key_slot("foo", 3));
+    assert_int_equal(r.slot, redlock__slot_of_key("foo", 3));
     assert_string_equal(r.host, "127.0.0.1");
     assert_int_equal(r.port, 21302);
 
@@ -310,7 +310,7 @@ static void test_real_redirects(void **state)
                      redlock__cluster_map_master(map, 12182)); /* already there: no change */
     assert_int_equal(map->masters_len, 3);
 
-    assert_int_equal(redlock__cluster_parse_redirect(ask->str, ask->len, &r), 1);
+    assert_int_equal(redlock__cluster_map_parse_redirect(ask->str, ask->len, &r), 1);
     assert_int_equal(r.kind, REDLOCK__REDIRECT_ASK);
     assert_int_equal(r.slot, 50);
     assert_string_equal(r.host, "127.0.0.1");
@@ -732,7 +732,7 @@ static void test_parse_redirect(void **state)
         const redirect_case *c = &redirects[i];
         redlock__redirect r;
         memset(&r, 0x5a, sizeof(r));
-        int rc = redlock__cluster_parse_redirect(c->text, strlen(c->text), &r);
+        int rc = redlock__cluster_map_parse_redirect(c->text, strlen(c->text), &r);
         if (rc != c->rc)
             fail_msg("\"%s\": %d, expected %d", c->text, rc, c->rc);
         if ((int)r.kind != (int)c->kind || r.slot != c->slot || strcmp(r.host, c->host) != 0 ||
@@ -743,18 +743,18 @@ static void test_parse_redirect(void **state)
 
     /* Only len bytes are read: a longer buffer's tail is not part of the text. */
     redlock__redirect r;
-    assert_int_equal(redlock__cluster_parse_redirect("MOVED 1 h:12345", 13, &r), 1);
+    assert_int_equal(redlock__cluster_map_parse_redirect("MOVED 1 h:12345", 13, &r), 1);
     assert_int_equal(r.port, 123);
-    assert_int_equal(redlock__cluster_parse_redirect("MOVED 1 h\0x:1", 13, &r), REDLOCK_EINVAL);
-    assert_int_equal(redlock__cluster_parse_redirect(NULL, 0, &r), 0);
+    assert_int_equal(redlock__cluster_map_parse_redirect("MOVED 1 h\0x:1", 13, &r), REDLOCK_EINVAL);
+    assert_int_equal(redlock__cluster_map_parse_redirect(NULL, 0, &r), 0);
 
     /* The longest host fits, one more byte does not. */
     char text[300];
     int n = snprintf(text, sizeof(text), "ASK 7 %0*d:9", REDLOCK__CLUSTER_HOST_MAX, 0);
-    assert_int_equal(redlock__cluster_parse_redirect(text, (size_t)n, &r), 1);
+    assert_int_equal(redlock__cluster_map_parse_redirect(text, (size_t)n, &r), 1);
     assert_int_equal(strlen(r.host), REDLOCK__CLUSTER_HOST_MAX);
     n = snprintf(text, sizeof(text), "ASK 7 %0*d:9", REDLOCK__CLUSTER_HOST_MAX + 1, 0);
-    assert_int_equal(redlock__cluster_parse_redirect(text, (size_t)n, &r), REDLOCK_EINVAL);
+    assert_int_equal(redlock__cluster_map_parse_redirect(text, (size_t)n, &r), REDLOCK_EINVAL);
 }
 
 /* ---- errors and memory -------------------------------------------------------------------- */

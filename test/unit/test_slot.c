@@ -67,7 +67,7 @@ static void test_server_values(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        unsigned got = redlock__key_slot(cases[i].key, cases[i].len);
+        unsigned got = redlock__slot_of_key(cases[i].key, cases[i].len);
         if (got != cases[i].slot)
             fail_msg("case %zu (%zu bytes): slot %u, the server says %u", i, cases[i].len, got,
                      cases[i].slot);
@@ -82,9 +82,9 @@ static void test_long_keys(void **state)
     char key[1002];
     for (size_t i = 0; i < 1000; i++)
         key[i] = (char)((i * 7 + 3) % 256);
-    assert_int_equal(redlock__key_slot(key, 1000), 1533);
+    assert_int_equal(redlock__slot_of_key(key, 1000), 1533);
     size_t start, len;
-    assert_int_equal(redlock__key_hash_tag(key, 1000, &start, &len), 1);
+    assert_int_equal(redlock__slot_hash_tag(key, 1000, &start, &len), 1);
     assert_int_equal(start, 201);
     assert_int_equal(len, 109);
 
@@ -93,44 +93,44 @@ static void test_long_keys(void **state)
     tagged[0] = '{';
     memcpy(tagged + 1, key, 1000);
     tagged[1001] = '}';
-    assert_int_equal(redlock__key_slot(tagged, 1002), 1256);
+    assert_int_equal(redlock__slot_of_key(tagged, 1002), 1256);
 
     memset(key, 'k', 1000);
-    assert_int_equal(redlock__key_slot(key, 1000), 15858);
+    assert_int_equal(redlock__slot_of_key(key, 1000), 15858);
 }
 
 static void test_hash_tag(void **state)
 {
     (void)state;
     size_t start = 99, len = 99;
-    assert_int_equal(redlock__key_hash_tag(NULL, 0, &start, &len), 0);
+    assert_int_equal(redlock__slot_hash_tag(NULL, 0, &start, &len), 0);
     assert_int_equal(start, 0);
     assert_int_equal(len, 0);
-    assert_int_equal(redlock__key_hash_tag("ab{cd}ef", 8, &start, &len), 1);
+    assert_int_equal(redlock__slot_hash_tag("ab{cd}ef", 8, &start, &len), 1);
     assert_int_equal(start, 3);
     assert_int_equal(len, 2);
     /* The length bounds the search: a '}' past it is not seen. */
-    assert_int_equal(redlock__key_hash_tag("ab{cd}ef", 5, &start, &len), 0);
+    assert_int_equal(redlock__slot_hash_tag("ab{cd}ef", 5, &start, &len), 0);
     assert_int_equal(start, 0);
     assert_int_equal(len, 5);
-    assert_int_equal(redlock__key_slot("ab{cd}ef", 5), redlock__key_slot("ab{cd", 5));
+    assert_int_equal(redlock__slot_of_key("ab{cd}ef", 5), redlock__slot_of_key("ab{cd", 5));
     /* Only the tag counts: keys with the same tag share a slot whatever surrounds it. */
-    assert_int_equal(redlock__key_slot("x{t}y", 5), redlock__key_slot("{t}", 3));
-    assert_int_equal(redlock__key_slot("x{t}y", 5), redlock__key_slot("t", 1));
+    assert_int_equal(redlock__slot_of_key("x{t}y", 5), redlock__slot_of_key("{t}", 3));
+    assert_int_equal(redlock__slot_of_key("x{t}y", 5), redlock__slot_of_key("t", 1));
 }
 
 static void test_crc16(void **state)
 {
     (void)state;
-    assert_int_equal(redlock__crc16(NULL, 0), 0);
-    assert_int_equal(redlock__crc16("123456789", 9), 0x31c3);
+    assert_int_equal(redlock__slot_crc16(NULL, 0), 0);
+    assert_int_equal(redlock__slot_crc16("123456789", 9), 0x31c3);
     /* Slots are the low 14 bits, never 16384 or more. */
     char key[2];
     for (unsigned i = 0; i < 65536; i++) {
         key[0] = (char)(i >> 8);
         key[1] = (char)i;
-        assert_true(redlock__key_slot(key, 2) < REDLOCK__CLUSTER_SLOTS);
-        assert_int_equal(redlock__key_slot(key, 2), redlock__crc16(key, 2) & 0x3fff);
+        assert_true(redlock__slot_of_key(key, 2) < REDLOCK__CLUSTER_SLOTS);
+        assert_int_equal(redlock__slot_of_key(key, 2), redlock__slot_crc16(key, 2) & 0x3fff);
     }
 }
 

@@ -17,23 +17,13 @@
 #include "sim_check.h"
 #include "sim_db.h"
 #include "sim_fence.h"
+#include "sim_rng.h"
 #include "sim_scripts.h"
 
 #define SIM_PPM 1000000u
 /* A process retries the connection to a node that is down after this much (true time). */
 #define SIM_RETRY_MIN_US 5000
 #define SIM_RETRY_MAX_US 30000
-
-/* xoshiro256** seeded through splitmix64. */
-typedef struct sim_rng {
-    uint64_t s[4];
-} sim_rng;
-
-void sim_rng_seed(sim_rng *r, uint64_t seed);
-uint64_t sim_rng_next(sim_rng *r);
-/* Uniform in [lo, hi] (lo when hi <= lo). */
-uint64_t sim_rng_range(sim_rng *r, uint64_t lo, uint64_t hi);
-bool sim_rng_chance(sim_rng *r, double p);
 
 typedef enum {
     EV_NODE_RECV,   /* a request reaches its node */

@@ -292,7 +292,8 @@ void sim_node_exec(sim_world *w, sim_proc *p, unsigned node, sim_db *db, int sha
         return;
     }
     exec_ctx x = {w, node, shard, gen, refuse, refuse_ctx};
-    sim_server_hooks hooks = {hook_numsub, hook_publish, refuse != NULL ? hook_refuse : NULL, &x};
+    sim_server_hooks hooks = {hook_numsub, hook_publish,     refuse != NULL ? hook_refuse : NULL,
+                              &x,          redlock__scripts, REDLOCK__SCRIPTS};
     sim_node *n = &w->nodes[node];
     uint64_t now = sim_node_now(w, n);
     bool attempt = is_script(argv, lens, argc, &redlock__script_acquire_queued);

@@ -21,6 +21,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "scripts.h"
 #include "sim_db.h"
 
 #define SIM_REPLY_TEXT 320 /* a token (at most 256 bytes), a counter, an error's text */
@@ -54,6 +55,11 @@ typedef struct sim_server_hooks {
     /* NULL, or an error's text when a script may not touch key here (NULL hook: every key). */
     const char *(*refuse_key)(void *ctx, const char *key, size_t len);
     void *ctx;
+    /* The library's scripts (redlock__scripts, REDLOCK__SCRIPTS of them: scripts.h), by which
+     * an EVALSHA's SHA-1 or an EVAL's source finds its model; a script not among them is
+     * NOSCRIPT. */
+    const redlock__script *const *scripts;
+    unsigned n_scripts;
 } sim_server_hooks;
 
 /* Broken variants of the scripts, the simulation's controls (each a rule the grants issue found

@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: MIT */
+/* fleet.c - the test kit's fleet (<redlock/sim.h>): simulated nodes that run the library's
+ * commands through the C models of its scripts (sim_scripts.h), a network of ordered, delayed,
+ * lossy connections, the faults the user scripts, and the io (lib/net/io.h) each real client
+ * runs on, all in one virtual time driven by an event queue. The library's internals come
+ * through its kit table (lib/api/kit.h). */
+#include "fleet.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A node's clock reads about the Unix time of 2023 when the fleet is made (the queue scripts
+ * read it with TIME). */
+#define NODE_EPOCH_US 1700000000000000ull
+/* A client retries connecting to a node that is down after a span in this range. */
+#define RETRY_MIN_US 5000
+#define RETRY_MAX_US 30000
+/* The deadline of a client whose node_timeout_ms is 0 (adaptive, which the kit does not run). */
+#define DEFAULT_TIMEOUT_US 1000000u
+
+/* ---- options ----------------------------------------------------------------------------------
+ */
+
+static const redlock_sim_options defaults = {
+    .size = sizeof(redlock_sim_options),
+    .seed = 1,
+    .n_nodes = 5,
+    .drop_ppm = 0,
+    .delay_min_us = 200,
+    .delay_max_us = 2000,
+};
+
+/* The first layout of redlock_sim_options: no program has less. */
+#define OPTIONS_MIN (offsetof(redlock_sim_options, delay_max_us) + sizeof(uint64_t))
+
+void redlock_sim_options_init_sized(redlock_sim_options *opts, size_t size)
+{
+    const redlock__kit *kit = redlock__kit_get(REDLOCK_VERSION_STRING, REDLOCK__KIT_LAYOUT);
+    if (kit != NULL) {
+        kit->struct_init(opts, size, &defaults, sizeof(defaults));
+        return;
+    }
+    /* A library of another version: only the size, which redlock_sim_new refuses anyway. */
+    memset(opts, 0, size);
+    opts->size = size;
+}
+
+/* ---- the event queue: a binary heap by (at, seq) ------------------------------------------------
+ */
+
+static bool ev_before(const kit_event *a, const kit_event *b)
+{
+    return a->at != b->at ? a->at < b->at : a->seq < b->seq;
+}
+
+static kit_event *push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned client,
+                       unsigned node, uint64_t arg, kit_msg *msg)
+{
+    if (sim->heap_len == sim->heap_cap) {
+        size_t cap = sim->heap_cap > 0 ? sim->heap_cap * 2 : 256;
+        kit_event *h = realloc(sim->heap, cap * sizeof(*h));
+        if (h == NULL) {
+            sim->oom = true;
+            if (msg != NULL)
+                free(msg->wire);
+            free(msg);
+            return NULL;
+        }
+        sim->heap = h;
+        sim->heap_cap = cap;
+    }
+    size_t i = sim->heap_len++;
+    kit_event ev = {
+        REDLOCK__MAX(at, sim->now), ++sim->next_seq, kind, client, node, arg, msg, NULL, NULL};
+    while (i > 0 && ev_before(&ev, &sim->heap[(i - 1) / 2])) {
+        sim->heap[i] = sim->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    sim->heap[i] = ev;
+    return &sim->heap[i];
+}
+
+static kit_event pop(redlock_sim *sim)
+{
+    kit_event top = sim->heap[0];
+    kit_event last = sim->heap[--sim->heap_len];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= sim->heap_len)
+            break;
+        if (c + 1 < sim->heap_len && ev_before(&sim->heap[c + 1], &sim->heap[c]))
+            c++;
+        if (!ev_before(&sim->heap[c], &last))
+            break;
+        sim->heap[i] = sim->heap[c];
+        i = c;
+    }
+    if (sim->heap_len > 0)
+        sim->heap[i] = last;
+    return top;
+}
+
+static void msg_free(kit_msg *m)
+{
+    if (m != NULL)
+        free(m->wire);
+    free(m);
+}
+
+/* ---- the network -------------------------------------------------------------------------------
+ */
+
+static uint64_t net_delay(redlock_sim *sim)
+{
+    return sim_rng_range(&sim->rng, sim->opts.delay_min_us, sim->opts.delay_max_us);
+}
+
+/* When a message sent now in direction dir (0: to the node, 1: to the client) on c lands, or
+ * UINT64_MAX when it is lost. */
+static uint64_t net_arrival(redlock_sim *sim, kit_conn *c, int dir)
+{
+    if (!c->alive)
+        return UINT64_MAX;
+    bool dropped =
+        sim->opts.drop_ppm > 0 && sim_rng_range(&sim->rng, 0, 999999) < sim->opts.drop_ppm;
+    uint64_t extra = 0;
+    if (sim->now < c->fault_until[dir]) {
+        if (c->fault_delay_us[dir] == 0)
+            return UINT64_MAX;
+        extra = c->fault_delay_us[dir];
+    }
+    if (dropped)
+        return UINT64_MAX;
+    uint64_t *last = dir == 0 ? &c->last_to_node : &c->last_to_client;
+    uint64_t at = REDLOCK__MAX(sim->now + net_delay(sim) + extra, *last);
+    *last = at;
+    return at;
+}
+
+/* ---- completions -------------------------------------------------------------------------------
+ */
+
+static uint64_t client_now(const kit_client *k)
+{
+    return k->sim->now + KIT_CLIENT_EPOCH_US;
+}
+
+static kit_pending *pending_take(kit_conn *c, uint64_t id)
+{
+    kit_pending *prev = NULL;
+    for (kit_pending *q = c->head; q != NULL; prev = q, q = q->next) {
+        if (q->id != id)
+            continue;
+        if (prev != NULL)
+            prev->next = q->next;
+        else
+            c->head = q->next;
+        if (c->tail == q)
+            c->tail = prev;
+        return q;
+    }
+    return NULL;
+}
+
+/* The pending record is already unlinked: the callback may send again or close the client. */
+static void complete(kit_client *k, redlock__req *req, redlock_vote vote, const char *error,
+                     const redlock__reply_data *data)
+{
+    req->cb(req, vote, error, data, client_now(k));
+}
+
+static void fail_pending(kit_client *k, kit_conn *c, const char *why)
+{
+    while (c->head != NULL) {
+        kit_pending *q = c->head;
+        c->head = q->next;
+        if (c->head == NULL)
+            c->tail = NULL;
+        redlock__req *req = q->req;
+        free(q);
+        complete(k, req, REDLOCK_VOTE_ERROR, why, NULL);
+    }
+}
+
+/* ---- the io table ------------------------------------------------------------------------------
+ */
+
+static kit_client *client_of(redlock__io *io)
+{
+    return ((kit_io *)io)->client;
+}
+
+static void io_send(redlock__io *io, unsigned node, redlock__req *req)
+{
+    kit_client *k = client_of(io);
+    redlock_sim *sim = k->sim;
+    kit_conn *c = &k->conns[node];
+    const redlock__cmd *cmd = req->cmd;
+    req->sent_us = client_now(k);
+    req->deadline_us = req->sent_us + k->timeout_us[node];
+    req->next = NULL;
+    if (k->io.closing) {
+        complete(k, req, REDLOCK_VOTE_ERROR, "canceled: client closing", NULL);
+        return;
+    }
+    if (!c->client_up) {
+        kit_trace(sim, "c%u -> n%u %s: not connected", k->index, node,
+                  sim->kit->cmd_name(cmd->kind));
+        complete(k, req, REDLOCK_VOTE_ERROR, "not connected", NULL);
+        return;
+    }
+    kit_pending *q = calloc(1, sizeof(*q));
+    kit_msg *m = calloc(1, sizeof(*m));
+    redlock__buf buf = {0};
+    int rc = q != NULL && m != NULL ? sim->kit->encode(cmd, req->grant_tag, &buf, &k->alloc)
+                                    : REDLOCK_ENOMEM;
+    if (rc == 0 && (m->wire = malloc(buf.len > 0 ? buf.len : 1)) != NULL) {
+        memcpy(m->wire, buf.data, buf.len);
+        m->wire_len = buf.len;
+    } else {
+        rc = REDLOCK_ENOMEM;
+    }
+    sim->kit->buf_free(&buf, &k->alloc);
+    if (rc != 0) {
+        free(q);
+        msg_free(m);
+        sim->oom = true;
+        complete(k, req, REDLOCK_VOTE_ERROR, "out of memory", NULL);
+        return;
+    }
+    q->id = m->req_id = ++sim->next_req_id;
+    q->req = req;
+    if (c->tail != NULL)
+        c->tail->next = q;
+    else
+        c->head = q;
+    c->tail = q;
+    m->epoch = c->epoch;
+    kit_trace(sim, "c%u -> n%u #%llu %s %.*s ttl=%llu", k->index, node, (unsigned long long)q->id,
+              sim->kit->cmd_name(cmd->kind), (int)cmd->key_len, cmd->key,
+              (unsigned long long)cmd->ttl_ms);
+    push(sim, req->deadline_us - KIT_CLIENT_EPOCH_US, KIT_REQ_TIMEOUT, k->index, node, q->id, NULL);
+    uint64_t at = net_arrival(sim, c, 0);
+    if (at == UINT64_MAX) {
+        kit_trace(sim, "c%u -> n%u #%llu lost", k->index, node, (unsigned long long)q->id);
+        msg_free(m);
+        return;
+    }
+    push(sim, at, KIT_NODE_RECV, k->index, node, 0, m);
+}
+
+static uint64_t io_now_us(redlock__io *io)
+{
+    return client_now(client_of(io));
+}
+
+static void io_wake_at(redlock__io *io, uint64_t due_us)
+{
+    kit_client *k = client_of(io);
+    k->wake_gen++; /* an earlier wake-up is replaced */
+    if (due_us == UINT64_MAX || k->io.closed)
+        return;
+    uint64_t at = due_us > KIT_CLIENT_EPOCH_US ? due_us - KIT_CLIENT_EPOCH_US : 0;
+    push(k->sim, at, KIT_WAKE, k->index, 0, k->wake_gen, NULL);
+}
+
+static int io_random(redlock__io *io, void *buf, size_t len)
+{
+    kit_client *k = client_of(io);
+    unsigned char *out = buf;
+    for (size_t i = 0; i < len; i++)
+        out[i] = (unsigned char)(sim_rng_next(&k->rng) >> 56);
+    return 0;
+}
+
+static void io_close(redlock__io *io)
+{
+    kit_client *k = client_of(io);
+    k->io.closing = true;
+    k->wake_gen++;
+    for (unsigned i = 0; i < k->sim->opts.n_nodes; i++)
+        fail_pending(k, &k->conns[i], "canceled: client closing");
+    /* on_closed comes later, as libuv's close callbacks do. */
+    push(k->sim, k->sim->now, KIT_IO_CLOSED, k->index, 0, 0, NULL);
+}
+
+static uint64_t io_wall_us(redlock__io *io)
+{
+    return NODE_EPOCH_US + client_of(io)->sim->now;
+}
+
+/* No watch (a client on the kit is told of releases by nobody: a waiter retries), no node
+ * state, no other thread's signal, the configured timeouts. */
+static const redlock__io_ops kit_io_ops = {
+    .send = io_send,
+    .now_us = io_now_us,
+    .wake_at = io_wake_at,
+    .random = io_random,
+    .close = io_close,
+    .wall_us = io_wall_us,
+};
+
+static int io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
+                      const redlock__alloc *alloc, redlock__io **out)
+{
+    kit_client *k = ctx;
+    k->alloc = *alloc;
+    redlock_sim *sim = k->sim;
+    if (n != sim->opts.n_nodes)
+        return REDLOCK_EINVAL;
+    memset(&k->io, 0, sizeof(k->io));
+    k->io.base.ops = &kit_io_ops;
+    k->io.client = k;
+    for (unsigned i = 0; i < n; i++) {
+        bool up = sim->nodes[i].up;
+        k->timeout_us[i] = cfgs[i].timeout_us > 0 ? cfgs[i].timeout_us : DEFAULT_TIMEOUT_US;
+        k->conns[i] = (kit_conn){
+            .alive = up, .client_up = up, .epoch = 1, .run_id = up ? sim->nodes[i].run_id : 0};
+        if (!up)
+            push(sim, sim->now + sim_rng_range(&sim->rng, RETRY_MIN_US, RETRY_MAX_US),
+                 KIT_CONN_RETRY, k->index, i, 0, NULL);
+    }
+    k->has_io = true;
+    *out = &k->io.base;
+    return 0;
+}
+
+/* ---- the fleet ---------------------------------------------------------------------------------
+ */
+
+int redlock_sim_new(const redlock_sim_options *opts, redlock_sim **out)
+{
+    const redlock__kit *kit = redlock__kit_get(REDLOCK_VERSION_STRING, REDLOCK__KIT_LAYOUT);
+    if (kit == NULL || out == NULL)
+        return REDLOCK_EINVAL;
+    redlock_sim_options o = defaults;
+    char err[REDLOCK_ERROR_TEXT_MAX];
+    if (opts != NULL && kit->struct_in(&o, sizeof(o), opts, OPTIONS_MIN, "redlock_sim_options",
+                                       "redlock_sim_options_init", err, sizeof(err)) != 0)
+        return REDLOCK_EINVAL;
+    if (o.n_nodes < 1 || o.n_nodes > REDLOCK_SIM_MAX_NODES || o.delay_min_us > o.delay_max_us)
+        return REDLOCK_EINVAL;
+    redlock_sim *sim = calloc(1, sizeof(*sim));
+    if (sim == NULL)
+        return REDLOCK_ENOMEM;
+    sim->kit = kit;
+    sim->opts = o;
+    sim_rng_seed(&sim->rng, o.seed);
+    for (unsigned i = 0; i < o.n_nodes; i++) {
+        sim->nodes[i].up = true;
+        sim->nodes[i].run_id = ++sim->next_run_id;
+        sim_db_init(&sim->nodes[i].db);
+    }
+    kit_trace(sim, "fleet of %u nodes, seed %llu", o.n_nodes, (unsigned long long)o.seed);
+    *out = sim;
+    return sim->oom ? (redlock_sim_free(sim), REDLOCK_ENOMEM) : 0;
+}
+
+int redlock_sim_client_new(redlock_sim *sim, const redlock_options *opts, redlock_client **out,
+                           unsigned *index)
+{
+    if (sim->n_clients == REDLOCK_SIM_MAX_CLIENTS || out == NULL)
+        return REDLOCK_EINVAL;
+    kit_client *k = calloc(1, sizeof(*k));
+    if (k == NULL)
+        return REDLOCK_ENOMEM;
+    k->sim = sim;
+    k->index = sim->n_clients;
+    sim_rng_seed(&k->rng, sim_rng_next(&sim->rng));
+    char names[REDLOCK_SIM_MAX_NODES][32];
+    const char *urls[REDLOCK_SIM_MAX_NODES];
+    for (unsigned i = 0; i < sim->opts.n_nodes; i++) {
+        snprintf(names[i], sizeof(names[i]), "redis://sim-%u:6379", i);
+        urls[i] = names[i];
+    }
+    char err[REDLOCK_ERROR_TEXT_MAX];
+    int rc = sim->kit->client_new(urls, sim->opts.n_nodes, opts, io_factory, k, &k->client, err,
+                                  sizeof(err));
+    if (rc != 0) {
+        /* A client whose io was made freed it through its close (never here: the io is the last
+         * thing made), so only k is left. */
+        free(k);
+        return rc;
+    }
+    sim->clients[sim->n_clients++] = k;
+    kit_trace(sim, "client c%u made", k->index);
+    *out = k->client;
+    if (index != NULL)
+        *index = k->index;
+    return 0;
+}
+
+uint64_t redlock_sim_now_us(const redlock_sim *sim)
+{
+    return sim->now;
+}
+
+uint64_t redlock_sim_client_now_us(const redlock_sim *sim, unsigned client)
+{
+    return client < sim->n_clients ? client_now(sim->clients[client]) : 0;
+}
+
+uint64_t redlock_sim_random(redlock_sim *sim)
+{
+    return sim_rng_next(&sim->rng);
+}
+
+static void free_pending(kit_conn *c)
+{
+    while (c->head != NULL) {
+        kit_pending *q = c->head;
+        c->head = q->next;
+        free(q);
+    }
+    c->tail = NULL;
+}
+
+void redlock_sim_free(redlock_sim *sim)
+{
+    if (sim == NULL)
+        return;
+    for (unsigned i = 0; i < sim->n_clients; i++) {
+        kit_client *k = sim->clients[i];
+        if (k->client != NULL && !k->io.closing)
+            redlock_client_close_ex(k->client, REDLOCK_CLOSE_FAST, NULL, NULL);
+    }
+    /* The closes finish in the run (their io's on_closed); a pause still running delays them. */
+    bool open = true;
+    while (open && redlock_sim_step(sim) == 1) {
+        open = false;
+        for (unsigned i = 0; i < sim->n_clients; i++)
+            open = open || sim->clients[i]->client != NULL;
+    }
+    for (size_t i = 0; i < sim->heap_len; i++)
+        msg_free(sim->heap[i].msg);
+    free(sim->heap);
+    for (unsigned i = 0; i < sim->n_clients; i++) {
+        for (unsigned j = 0; j < sim->opts.n_nodes; j++)
+            free_pending(&sim->clients[i]->conns[j]);
+        free(sim->clients[i]);
+    }
+    for (unsigned i = 0; i < sim->opts.n_nodes; i++)
+        sim_db_free(&sim->nodes[i].db);
+    kit_history_free(sim);
+    free(sim->trace);
+    free(sim);
+}
+
+/* ---- events ------------------------------------------------------------------------------------
+ */
+
+static long long no_subscribers(void *ctx, const char *channel, size_t len)
+{
+    (void)ctx, (void)channel, (void)len;
+    return 0;
+}
+
+static long long publish_to_nobody(void *ctx, const char *channel, size_t len, const char *msg,
+                                   size_t msg_len)
+{
+    (void)ctx, (void)channel, (void)len, (void)msg, (void)msg_len;
+    return 0;
+}
+
+static void describe_reply(const sim_reply *r, char *out, size_t cap)
+{
+    switch (r->v.type) {
+    case SIM_R_NIL:
+        snprintf(out, cap, "nil");
+        break;
+    case SIM_R_INT:
+        snprintf(out, cap, "%lld", r->v.integer);
+        break;
+    case SIM_R_ARRAY:
+        snprintf(out, cap, "array of %u", r->n);
+        break;
+    default:
+        snprintf(out, cap, "%.*s", (int)REDLOCK__MIN(r->v.len, 60), r->v.str);
+        break;
+    }
+}
+
+static void on_node_recv(redlock_sim *sim, const kit_event *ev)
+{
+    kit_client *k = sim->clients[ev->client];
+    kit_node *n = &sim->nodes[ev->node];
+    kit_msg *m = ev->msg;
+    kit_conn *c = &k->conns[ev->node];
+    if (!n->up || m->epoch <= c->crash_epoch) {
+        kit_trace(sim, "n%u drops #%llu (connection gone)", ev->node,
+                  (unsigned long long)m->req_id);
+        msg_free(m);
+        return;
+    }
+    const char *argv[64];
+    size_t lens[64];
+    int argc = sim_resp_argv(m->wire, m->wire_len, argv, lens, 64);
+    if (argc <= 0) {
+        memset(&m->reply, 0, sizeof(m->reply));
+        m->reply.v.type = SIM_R_ERROR;
+        m->reply.v.len = (size_t)snprintf(m->reply.v.str, sizeof(m->reply.v.str),
+                                          "ERR the simulated node cannot read the request");
+    } else {
+        sim_server_hooks hooks = {no_subscribers, publish_to_nobody, NULL,
+                                  NULL,           sim->kit->scripts, sim->kit->n_scripts};
+        sim_server_exec(&n->db, NODE_EPOCH_US + sim->now + n->offset_us, &hooks, 0, argc, argv,
+                        lens, &m->reply);
+        if (n->db.oom)
+            sim->oom = true;
+    }
+    char what[80];
+    describe_reply(&m->reply, what, sizeof(what));
+    kit_trace(sim, "n%u ran #%llu from c%u: %s", ev->node, (unsigned long long)m->req_id,
+              ev->client, what);
+    uint64_t at = net_arrival(sim, c, 1);
+    if (at == UINT64_MAX) {
+        kit_trace(sim, "n%u -> c%u #%llu reply lost", ev->node, ev->client,
+                  (unsigned long long)m->req_id);
+        msg_free(m);
+        return;
+    }
+    push(sim, at, KIT_CLIENT_RECV, ev->client, ev->node, 0, m);
+}
+
+static void time_out(kit_client *k, kit_pending *q, unsigned node)
+{
+    redlock__req *req = q->req;
+    kit_trace(k->sim, "c%u: #%llu to n%u timed out", k->index, (unsigned long long)q->id, node);
+    free(q);
+    complete(k, req, REDLOCK_VOTE_TIMEOUT, "timeout", NULL);
+}
+
+static void on_client_recv(redlock_sim *sim, const kit_event *ev)
+{
+    kit_client *k = sim->clients[ev->client];
+    kit_msg *m = ev->msg;
+    kit_conn *c = &k->conns[ev->node];
+    kit_pending *q = NULL;
+    if (!k->io.closing && m->epoch == c->epoch)
+        q = pending_take(c, m->req_id);
+    if (q == NULL) {
+        kit_trace(sim, "c%u drops late reply #%llu from n%u", ev->client,
+                  (unsigned long long)m->req_id, ev->node);
+        msg_free(m);
+        return;
+    }
+    if (q->req->deadline_us <= client_now(k)) {
+        /* After a pause, libuv runs the due timers before it reads the sockets. */
+        time_out(k, q, ev->node);
+        msg_free(m);
+        return;
+    }
+    redlock__req *req = q->req;
+    free(q);
+    redisReply reply, elems[3], *ptrs[3];
+    sim_reply_to_redis(&m->reply, &reply, elems, ptrs);
+    char err[REDLOCK_ERROR_TEXT_MAX];
+    redlock__reply_kind kind;
+    redlock__reply_data data;
+    redlock_vote vote = sim->kit->vote(req->cmd, &reply, err, sizeof(err), &kind, &data);
+    kit_trace(sim, "c%u <- n%u #%llu: %s", ev->client, ev->node, (unsigned long long)m->req_id,
+              redlock_vote_name(vote));
+    msg_free(m);
+    complete(k, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
+             redlock__cmd_has_data(req->cmd) ? &data : NULL);
+}
+
+static void on_timeout(redlock_sim *sim, const kit_event *ev)
+{
+    kit_client *k = sim->clients[ev->client];
+    kit_conn *c = &k->conns[ev->node];
+    kit_pending *q = pending_take(c, ev->arg);
+    if (q != NULL)
+        time_out(k, q, ev->node);
+}
+
+static void on_conn_lost(redlock_sim *sim, const kit_event *ev)
+{
+    kit_client *k = sim->clients[ev->client];
+    kit_conn *c = &k->conns[ev->node];
+    if (k->io.closing || !c->client_up)
+        return;
+    kit_trace(sim, "c%u: connection to n%u lost", ev->client, ev->node);
+    c->client_up = false;
+    push(sim, sim->now + sim_rng_range(&sim->rng, RETRY_MIN_US, RETRY_MAX_US), KIT_CONN_RETRY,
+         ev->client, ev->node, 0, NULL);
+    fail_pending(k, c, "connection lost");
+}
+
+static void on_conn_retry(redlock_sim *sim, const kit_event *ev)
+{
+    kit_client *k = sim->clients[ev->client];
+    kit_conn *c = &k->conns[ev->node];
+    if (k->io.closing)
+        return;
+    if (!sim->nodes[ev->node].up) {
+        push(sim, sim->now + sim_rng_range(&sim->rng, RETRY_MIN_US, RETRY_MAX_US), KIT_CONN_RETRY,
+             ev->client, ev->node, 0, NULL);
+        return;
+    }
+    kit_trace(sim, "c%u: connected to n%u", ev->client, ev->node);
+    c->alive = true;
+    c->client_up = true;
+    c->epoch++;
+    c->last_to_node = c->last_to_client = sim->now;
+    uint64_t run_id = sim->nodes[ev->node].run_id;
+    bool changed = c->run_id != 0 && c->run_id != run_id;
+    c->run_id = run_id;
+    if (changed) /* told once the connection is up, as the real node does after its handshake */
+        push(sim, sim->now, KIT_NODE_CHANGED, ev->client, ev->node, 0, NULL);
+}
+
+/* Whether ev is the client's own (held back while its process is paused). */
+static bool client_event(kit_ev_kind kind)
+{
+    return kind != KIT_NODE_RECV;
+}
+
+static void handle(redlock_sim *sim, kit_event *ev)
+{
+    if (ev->kind == KIT_NODE_RECV && sim->nodes[ev->node].paused_until > sim->now) {
+        kit_event *later = push(sim, sim->nodes[ev->node].paused_until, ev->kind, ev->client,
+                                ev->node, ev->arg, ev->msg);
+        (void)later;
+        return;
+    }
+    if (client_event(ev->kind) && sim->clients[ev->client]->paused_until > sim->now) {
+        kit_event *later = push(sim, sim->clients[ev->client]->paused_until, ev->kind, ev->client,
+                                ev->node, ev->arg, ev->msg);
+        if (later != NULL) {
+            later->fn = ev->fn;
+            later->data = ev->data;
+        }
+        return;
+    }
+    kit_client *k = sim->clients[ev->client];
+    switch (ev->kind) {
+    case KIT_NODE_RECV:
+        on_node_recv(sim, ev);
+        break;
+    case KIT_CLIENT_RECV:
+        on_client_recv(sim, ev);
+        break;
+    case KIT_REQ_TIMEOUT:
+        on_timeout(sim, ev);
+        break;
+    case KIT_CONN_LOST:
+        on_conn_lost(sim, ev);
+        break;
+    case KIT_CONN_RETRY:
+        on_conn_retry(sim, ev);
+        break;
+    case KIT_NODE_CHANGED:
+        kit_trace(sim, "c%u: n%u is a new server", ev->client, ev->node);
+        if (!k->io.closing && k->io.base.on_node_changed != NULL)
+            k->io.base.on_node_changed(&k->io.base, ev->node);
+        break;
+    case KIT_WAKE:
+        if (ev->arg == k->wake_gen && !k->io.closing && k->io.base.on_wake != NULL)
+            k->io.base.on_wake(&k->io.base);
+        break;
+    case KIT_IO_CLOSED:
+        k->io.closed = true;
+        kit_trace(sim, "c%u: closed", ev->client);
+        k->client = NULL;
+        if (k->io.base.on_closed != NULL)
+            k->io.base.on_closed(&k->io.base); /* frees the client */
+        break;
+    case KIT_TIMER:
+        kit_trace(sim, "c%u: timer", ev->client);
+        ev->fn(sim, ev->data);
+        break;
+    }
+}
+
+int redlock_sim_step(redlock_sim *sim)
+{
+    if (sim->heap_len == 0)
+        return 0;
+    kit_event ev = pop(sim);
+    sim->now = ev.at;
+    handle(sim, &ev);
+    return 1;
+}
+
+uint64_t redlock_sim_run(redlock_sim *sim, uint64_t max_events)
+{
+    uint64_t n = 0;
+    while ((max_events == 0 || n < max_events) && redlock_sim_step(sim) == 1)
+        n++;
+    return n;
+}
+
+uint64_t redlock_sim_run_for(redlock_sim *sim, uint64_t duration_us)
+{
+    uint64_t end = sim->now + duration_us, n = 0;
+    while (sim->heap_len > 0 && sim->heap[0].at <= end) {
+        redlock_sim_step(sim);
+        n++;
+    }
+    sim->now = end;
+    return n;
+}
+
+int redlock_sim_timer(redlock_sim *sim, unsigned client, uint64_t delay_us, redlock_sim_timer_fn fn,
+                      void *data)
+{
+    if (client >= sim->n_clients || fn == NULL)
+        return REDLOCK_EINVAL;
+    kit_event *ev = push(sim, sim->now + delay_us, KIT_TIMER, client, 0, 0, NULL);
+    if (ev == NULL)
+        return REDLOCK_ENOMEM;
+    ev->fn = fn;
+    ev->data = data;
+    return 0;
+}
+
+/* ---- faults ------------------------------------------------------------------------------------
+ */
+
+int redlock_sim_node_pause(redlock_sim *sim, unsigned node, uint64_t duration_us)
+{
+    if (node >= sim->opts.n_nodes)
+        return REDLOCK_EINVAL;
+    kit_node *n = &sim->nodes[node];
+    n->paused_until = REDLOCK__MAX(n->paused_until, sim->now + duration_us);
+    kit_trace(sim, "n%u paused for %llu us", node, (unsigned long long)duration_us);
+    return 0;
+}
+
+int redlock_sim_node_kill(redlock_sim *sim, unsigned node)
+{
+    if (node >= sim->opts.n_nodes)
+        return REDLOCK_EINVAL;
+    kit_node *n = &sim->nodes[node];
+    if (!n->up)
+        return 0;
+    n->up = false;
+    kit_trace(sim, "n%u killed", node);
+    for (unsigned i = 0; i < sim->n_clients; i++) {
+        kit_client *k = sim->clients[i];
+        kit_conn *c = &k->conns[node];
+        if (!k->has_io || k->io.closed)
+            continue;
+        c->crash_epoch = ++c->epoch; /* everything in flight dies with the node */
+        if (!c->alive)
+            continue;
+        c->alive = false;
+        push(sim, sim->now + net_delay(sim), KIT_CONN_LOST, i, node, 0, NULL);
+    }
+    return 0;
+}
+
+int redlock_sim_node_restart(redlock_sim *sim, unsigned node, bool keep_data)
+{
+    if (node >= sim->opts.n_nodes)
+        return REDLOCK_EINVAL;
+    redlock_sim_node_kill(sim, node);
+    kit_node *n = &sim->nodes[node];
+    n->up = true;
+    n->run_id = ++sim->next_run_id;
+    if (!keep_data)
+        sim_db_clear(&n->db);
+    kit_trace(sim, "n%u restarted %s", node, keep_data ? "with its data" : "empty");
+    return 0;
+}
+
+int redlock_sim_clock_jump(redlock_sim *sim, unsigned node, uint64_t jump_us)
+{
+    if (node >= sim->opts.n_nodes)
+        return REDLOCK_EINVAL;
+    sim->nodes[node].offset_us += jump_us;
+    kit_trace(sim, "n%u clock jumps %llu us", node, (unsigned long long)jump_us);
+    return 0;
+}
+
+int redlock_sim_link_fault(redlock_sim *sim, unsigned client, unsigned node, unsigned directions,
+                           uint64_t duration_us, uint64_t extra_delay_us)
+{
+    if (client >= sim->n_clients || node >= sim->opts.n_nodes ||
+        (directions & ~(REDLOCK_SIM_TO_NODE | REDLOCK_SIM_TO_CLIENT)) != 0 || directions == 0)
+        return REDLOCK_EINVAL;
+    kit_conn *c = &sim->clients[client]->conns[node];
+    for (int dir = 0; dir < 2; dir++) {
+        if ((directions & (dir == 0 ? REDLOCK_SIM_TO_NODE : REDLOCK_SIM_TO_CLIENT)) == 0)
+            continue;
+        c->fault_until[dir] = sim->now + duration_us;
+        c->fault_delay_us[dir] = extra_delay_us;
+    }
+    kit_trace(sim, "c%u %s n%u: %s for %llu us", client,
+              directions == 3   ? "<->"
+              : directions == 1 ? "->"
+                                : "<-",
+              node, extra_delay_us == 0 ? "lost" : "delayed", (unsigned long long)duration_us);
+    return 0;
+}
+
+int redlock_sim_client_pause(redlock_sim *sim, unsigned client, uint64_t duration_us)
+{
+    if (client >= sim->n_clients)
+        return REDLOCK_EINVAL;
+    kit_client *k = sim->clients[client];
+    k->paused_until = REDLOCK__MAX(k->paused_until, sim->now + duration_us);
+    kit_trace(sim, "c%u paused for %llu us", client, (unsigned long long)duration_us);
+    return 0;
+}

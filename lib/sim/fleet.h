@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* fleet.h - the test kit's fleet (<redlock/sim.h>): its nodes, clients, network and event queue
+ * (fleet.c), shared with its trace (trace.c), the checkers over the user's holds (history.c)
+ * and the seed driver (explore.c). */
+#ifndef REDLOCK_SIM_FLEET_H
+#define REDLOCK_SIM_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kit.h"
+#include "redlock/sim.h"
+#include "sim_check.h"
+#include "sim_db.h"
+#include "sim_rng.h"
+#include "sim_scripts.h"
+
+typedef enum {
+    KIT_NODE_RECV,    /* a request reaches its node */
+    KIT_CLIENT_RECV,  /* a reply reaches its client */
+    KIT_REQ_TIMEOUT,  /* a request's deadline */
+    KIT_CONN_LOST,    /* a client notices its connection to a node died */
+    KIT_CONN_RETRY,   /* a client tries to connect again */
+    KIT_NODE_CHANGED, /* a client reconnected to a node that is a new server */
+    KIT_WAKE,         /* a client's timer (io wake_at) */
+    KIT_IO_CLOSED,    /* a client's io finishes closing */
+    KIT_TIMER,        /* the user's timer (redlock_sim_timer) */
+} kit_ev_kind;
+
+/* A request on its way to a node, then its reply on its way back. */
+typedef struct kit_msg {
+    uint64_t req_id;
+    uint64_t epoch; /* the connection it travels on */
+    char *wire;     /* the request as the library encoded it */
+    size_t wire_len;
+    sim_reply reply;
+} kit_msg;
+
+typedef struct kit_event {
+    uint64_t at, seq;
+    kit_ev_kind kind;
+    unsigned client, node;
+    uint64_t arg;
+    kit_msg *msg;
+    redlock_sim_timer_fn fn;
+    void *data;
+} kit_event;
+
+typedef struct kit_node {
+    bool up;
+    uint64_t run_id;
+    uint64_t offset_us; /* its clock: true time + this */
+    uint64_t paused_until;
+    sim_db db;
+} kit_node;
+
+/* A request the io owes a completion. */
+typedef struct kit_pending {
+    struct kit_pending *next;
+    uint64_t id;
+    redlock__req *req;
+} kit_pending;
+
+/* One client's connection to one node. */
+typedef struct kit_conn {
+    bool alive;     /* the connection exists */
+    bool client_up; /* the client believes it does (else sends fail fast) */
+    uint64_t epoch;
+    uint64_t crash_epoch; /* messages of this epoch or older died with their node */
+    uint64_t run_id;      /* of the server it last reached */
+    uint64_t last_to_node, last_to_client;      /* FIFO: no message overtakes an earlier one */
+    uint64_t fault_until[2], fault_delay_us[2]; /* [0] to the node, [1] to the client */
+    kit_pending *head, *tail;
+} kit_conn;
+
+typedef struct kit_client kit_client;
+
+typedef struct kit_io {
+    redlock__io base;
+    kit_client *client;
+    bool closing, closed;
+} kit_io;
+
+struct kit_client {
+    redlock_sim *sim;
+    unsigned index;
+    redlock_client *client; /* NULL once closed */
+    kit_io io;
+    bool has_io;
+    uint64_t timeout_us[REDLOCK_SIM_MAX_NODES];
+    uint64_t paused_until;
+    uint64_t wake_gen;
+    sim_rng rng;          /* its tokens */
+    redlock__alloc alloc; /* the client's (its commands' encodings) */
+    kit_conn conns[REDLOCK_SIM_MAX_NODES];
+};
+
+/* A hold the user reported (redlock_sim_hold_begin): stop is its last use. */
+typedef struct kit_hold {
+    sim_hold h;
+} kit_hold;
+
+struct redlock_sim {
+    const redlock__kit *kit;
+    redlock_sim_options opts;
+    sim_rng rng;
+    uint64_t now, next_seq, next_req_id, next_run_id;
+    kit_event *heap;
+    size_t heap_len, heap_cap;
+    kit_node nodes[REDLOCK_SIM_MAX_NODES];
+    kit_client *clients[REDLOCK_SIM_MAX_CLIENTS];
+    unsigned n_clients;
+    char *trace;
+    size_t trace_len, trace_cap;
+    bool oom;
+    /* The checkers' history (history.c). */
+    kit_hold *holds;
+    size_t n_holds, cap_holds;
+    char **resources; /* the resources named in holds: a hold's resource is its index here */
+    size_t *resource_lens;
+    size_t n_resources, cap_resources;
+    char store_what[256];     /* the store's first violation, or "" */
+    struct kit_fence *fences; /* per resource: the highest fence the store accepted */
+    size_t n_fences, cap_fences;
+};
+
+/* A client's clock: true time plus this (the library treats 0 as no time). */
+#define KIT_CLIENT_EPOCH_US 1000000u
+
+/* Append a line to the trace, after the time (trace.c). */
+void kit_trace(redlock_sim *sim, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The history's own memory (history.c), freed with the fleet. */
+void kit_history_free(redlock_sim *sim);
+
+#endif

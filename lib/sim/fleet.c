@@ -562,9 +562,10 @@ static void on_client_recv(redlock_sim *sim, const kit_event *ev)
     redlock_vote vote = sim->kit->vote(req->cmd, &reply, err, sizeof(err), &kind, &data);
     kit_trace(sim, "c%u <- n%u #%llu: %s", ev->client, ev->node, (unsigned long long)m->req_id,
               redlock_vote_name(vote));
-    msg_free(m);
+    /* data points into the reply: valid during the callback only (io.h) */
     complete(k, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
              redlock__cmd_has_data(req->cmd) ? &data : NULL);
+    msg_free(m);
 }
 
 static void on_timeout(redlock_sim *sim, const kit_event *ev)

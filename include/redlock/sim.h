@@ -187,8 +187,9 @@ REDLOCK_EXTERN int redlock_sim_verdict(redlock_sim *sim, char *what, size_t what
 typedef int (*redlock_sim_scenario_fn)(redlock_sim *sim, void *data);
 
 /* Run scenario on a new fleet for each seed opts->seed, opts->seed + 1, ... (n_seeds of them),
- * checking its verdict after each. At the first seed that fails, write the seed, what failed and
- * the trace to out (if not NULL) and put the seed in *failed_seed. Returns 0 when every seed
+ * checking its verdict after each. The search keeps no trace (redlock_sim_trace gives ""): at the
+ * first seed that fails, it runs that seed again with its trace, writes the seed, what failed and
+ * the trace to out (if not NULL), and puts the seed in *failed_seed. Returns 0 when every seed
  * passed, 1 at a failing seed, or a negative error (redlock_sim_new's). */
 REDLOCK_EXTERN int redlock_sim_explore(const redlock_sim_options *opts, uint64_t n_seeds,
                                        redlock_sim_scenario_fn scenario, void *data, FILE *out,

@@ -113,6 +113,7 @@ struct redlock_sim {
     unsigned n_clients;
     char *trace;
     size_t trace_len, trace_cap;
+    bool untraced; /* the driver's search: no trace kept (explore.c) */
     bool oom;
     /* The checkers' history (history.c). */
     kit_hold *holds;

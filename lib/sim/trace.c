@@ -9,6 +9,8 @@
 
 void kit_trace(redlock_sim *sim, const char *fmt, ...)
 {
+    if (sim->untraced)
+        return;
     char line[512];
     int head =
         snprintf(line, sizeof(line), "%llu.%06llu ", (unsigned long long)(sim->now / 1000000),

@@ -58,8 +58,9 @@ REDLOCK_EXTERN void redlock_sim_options_init_sized(redlock_sim_options *opts, si
  * another version than the libredlock it runs with). */
 REDLOCK_EXTERN int redlock_sim_new(const redlock_sim_options *opts, redlock_sim **out);
 
-/* Close every client still open (pending operations end with REDLOCK_ECANCELED, their
- * callbacks called from here), run the fleet until they are closed, and free it. Locks and
+/* Close every client still open, releasing nothing (redlock_client_close_ex with
+ * REDLOCK_CLOSE_FAST: pending operations end with REDLOCK_ECANCELED, their callbacks called
+ * from here), run the fleet until they are closed, and free it. Locks and
  * clients of the fleet are invalid afterwards. NULL is ignored. */
 REDLOCK_EXTERN void redlock_sim_free(redlock_sim *sim);
 

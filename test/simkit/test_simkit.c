@@ -2,7 +2,8 @@
 /* test_simkit.c - the test kit (<redlock/sim.h>) as a user drives it, through the public headers
  * only, linked to the installed-style libredlock-sim.so and libredlock.so: a seed gives the same
  * trace byte for byte and another seed another one; each fault does what it says (seen in what
- * the user's real client reports); each checker fires on a planted bug and stays quiet on the
+ * the user's real client reports); a waiter in the queue gets the lock after the holder's
+ * release, with a larger fence; each checker fires on a planted bug and stays quiet on the
  * correct code; the driver finds a planted bug's seed and the replay of that seed fails again. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -491,6 +492,77 @@ static void driver_finds_the_planted_seed_and_replays_it(void **state)
     assert_int_equal(redlock_sim_explore(&o, 200, contest_run, &good, NULL, &failed), 0);
 }
 
+/* A waits nothing and holds res for 300 ms; B waits for it in the queue (wait_ms, fenced): it
+ * gets it after A's release (by its retries: the fleet publishes nothing), with a larger fence. */
+typedef struct waiting {
+    redlock_sim *sim;
+    redlock_lock *a;
+    int a_status, b_status, released;
+    uint64_t a_fence, b_fence, b_at, released_at;
+} waiting;
+
+static void waiting_released(redlock_lock *lock, int status, const redlock_result *result,
+                             void *data)
+{
+    (void)result;
+    waiting *t = data;
+    t->released = status == 0 ? 1 : -1;
+    t->released_at = redlock_sim_now_us(t->sim);
+    redlock_lock_free(lock);
+}
+
+static void waiting_release_a(redlock_sim *sim, void *data)
+{
+    (void)sim;
+    waiting *t = data;
+    assert_int_equal(redlock_release(t->a, waiting_released, t), 0);
+}
+
+static void waiting_got_a(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    waiting *t = data;
+    t->a_status = status;
+    t->a = lock;
+    t->a_fence = redlock_lock_fence(lock);
+    assert_int_equal(redlock_sim_timer(t->sim, 0, 300000, waiting_release_a, t), 0);
+}
+
+static void waiting_got_b(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    waiting *t = data;
+    t->b_status = status;
+    t->b_at = redlock_sim_now_us(t->sim);
+    t->b_fence = status == 0 ? redlock_lock_fence(lock) : 0;
+}
+
+static void a_waiter_gets_the_lock_after_the_release(void **state)
+{
+    (void)state;
+    waiting t = {.sim = fleet(17, 5), .a_status = 1, .b_status = 1};
+    redlock_client *a, *b;
+    redlock_options opts;
+    redlock_options_init(&opts);
+    opts.node_timeout_ms = 50;
+    assert_int_equal(redlock_sim_client_new(t.sim, &opts, &a, NULL), 0);
+    assert_int_equal(redlock_sim_client_new(t.sim, &opts, &b, NULL), 0);
+    redlock_lock_opts lo;
+    redlock_lock_opts_init(&lo);
+    lo.fencing = true;
+    assert_int_equal(redlock_acquire(a, "q", 1, TTL_MS, &lo, waiting_got_a, &t), 0);
+    redlock_sim_run_for(t.sim, 10000);
+    assert_int_equal(t.a_status, 0);
+    lo.wait_ms = 5000;
+    assert_int_equal(redlock_acquire(b, "q", 1, TTL_MS, &lo, waiting_got_b, &t), 0);
+    redlock_sim_run_for(t.sim, 3000000);
+    assert_int_equal(t.released, 1);
+    assert_int_equal(t.b_status, 0);
+    assert_true(t.b_at >= t.released_at);
+    assert_true(t.b_fence > t.a_fence);
+    redlock_sim_free(t.sim);
+}
+
 static void bad_options_are_refused(void **state)
 {
     (void)state;
@@ -518,6 +590,7 @@ int main(void)
         cmocka_unit_test(faults_on_one_acquire),
         cmocka_unit_test(faults_on_a_held_lock),
         cmocka_unit_test(client_pause_holds_its_events),
+        cmocka_unit_test(a_waiter_gets_the_lock_after_the_release),
         cmocka_unit_test(overlap_checker_fires_on_a_write_past_the_deadline),
         cmocka_unit_test(fence_checker_fires_on_a_store_without_the_check),
         cmocka_unit_test(driver_finds_the_planted_seed_and_replays_it),

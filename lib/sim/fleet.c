@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A node's clock reads about the Unix time of 2023 when the fleet is made (the queue scripts
- * read it with TIME). */
-#define NODE_EPOCH_US 1700000000000000ull
 /* A client retries connecting to a node that is down after a span in this range. */
 #define RETRY_MIN_US 5000
 #define RETRY_MAX_US 30000
@@ -288,7 +285,7 @@ static void io_close(redlock__io *io)
 
 static uint64_t io_wall_us(redlock__io *io)
 {
-    return NODE_EPOCH_US + client_of(io)->sim->now;
+    return KIT_NODE_EPOCH_US + client_of(io)->sim->now;
 }
 
 /* No watch (a client on the kit is told of releases by nobody: a waiter retries), no node
@@ -352,6 +349,7 @@ int redlock_sim_new(const redlock_sim_options *opts, redlock_sim **out)
         sim->nodes[i].up = true;
         sim->nodes[i].run_id = ++sim->next_run_id;
         sim_db_init(&sim->nodes[i].db);
+        kit_record_watch(sim, i);
     }
     kit_trace(sim, "fleet of %u nodes, seed %llu", o.n_nodes, (unsigned long long)o.seed);
     *out = sim;
@@ -444,6 +442,7 @@ void redlock_sim_free(redlock_sim *sim)
     for (unsigned i = 0; i < sim->opts.n_nodes; i++)
         sim_db_free(&sim->nodes[i].db);
     kit_history_free(sim);
+    kit_record_free(sim);
     free(sim->trace);
     free(sim);
 }
@@ -505,7 +504,7 @@ static void on_node_recv(redlock_sim *sim, const kit_event *ev)
     } else {
         sim_server_hooks hooks = {no_subscribers, publish_to_nobody, NULL,
                                   NULL,           sim->kit->scripts, sim->kit->n_scripts};
-        sim_server_exec(&n->db, NODE_EPOCH_US + sim->now + n->offset_us, &hooks, 0, argc, argv,
+        sim_server_exec(&n->db, KIT_NODE_EPOCH_US + sim->now + n->offset_us, &hooks, 0, argc, argv,
                         lens, &m->reply);
         if (n->db.oom)
             sim->oom = true;
@@ -739,6 +738,7 @@ int redlock_sim_node_kill(redlock_sim *sim, unsigned node)
     if (!n->up)
         return 0;
     n->up = false;
+    kit_record_down(sim, node, true);
     kit_trace(sim, "n%u killed", node);
     for (unsigned i = 0; i < sim->n_clients; i++) {
         kit_client *k = sim->clients[i];
@@ -762,8 +762,11 @@ int redlock_sim_node_restart(redlock_sim *sim, unsigned node, bool keep_data)
     kit_node *n = &sim->nodes[node];
     n->up = true;
     n->run_id = ++sim->next_run_id;
-    if (!keep_data)
+    kit_record_down(sim, node, false);
+    if (!keep_data) {
+        kit_record_cleared(sim, node);
         sim_db_clear(&n->db);
+    }
     kit_trace(sim, "n%u restarted %s", node, keep_data ? "with its data" : "empty");
     return 0;
 }
@@ -773,6 +776,7 @@ int redlock_sim_clock_jump(redlock_sim *sim, unsigned node, uint64_t jump_us)
     if (node >= sim->opts.n_nodes)
         return REDLOCK_EINVAL;
     sim->nodes[node].offset_us += jump_us;
+    kit_record_jumped(sim, node);
     kit_trace(sim, "n%u clock jumps %llu us", node, (unsigned long long)jump_us);
     return 0;
 }

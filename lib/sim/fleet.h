@@ -48,6 +48,7 @@ typedef struct kit_event {
 } kit_event;
 
 typedef struct kit_node {
+    redlock_sim *sim;
     bool up;
     uint64_t run_id;
     uint64_t offset_us; /* its clock: true time + this */
@@ -96,9 +97,13 @@ struct kit_client {
     kit_conn conns[REDLOCK_SIM_MAX_NODES];
 };
 
-/* A hold the user reported (redlock_sim_hold_begin): stop is its last use. */
+/* A hold the user reported (redlock_sim_hold_begin): stop is its last use; key and token are its
+ * lock's (its first resource's key). */
 typedef struct kit_hold {
     sim_hold h;
+    size_t key_len, token_len;
+    char key[SIM_KEY_MAX];
+    char token[SIM_VALUE_MAX];
 } kit_hold;
 
 struct redlock_sim {
@@ -121,13 +126,21 @@ struct redlock_sim {
     char **resources; /* the resources named in holds: a hold's resource is its index here */
     size_t *resource_lens;
     size_t n_resources, cap_resources;
-    char store_what[256];     /* the store's first violation, or "" */
+    char store_what[256]; /* the store's first violation, or "" */
+    /* The nodes' record (record.c). */
+    sim_presence *presence;
+    size_t n_presence, cap_presence;
+    sim_downtime *downtimes;
+    size_t n_downtimes, cap_downtimes;
     struct kit_fence *fences; /* per resource: the highest fence the store accepted */
     size_t n_fences, cap_fences;
 };
 
 /* A client's clock: true time plus this (the library treats 0 as no time). */
 #define KIT_CLIENT_EPOCH_US 1000000u
+/* A node's clock reads about the Unix time of 2023 when the fleet is made (the queue scripts
+ * read it with TIME). */
+#define KIT_NODE_EPOCH_US 1700000000000000ull
 
 /* Append a line to the trace, after the time (trace.c). */
 void kit_trace(redlock_sim *sim, const char *fmt, ...)
@@ -138,5 +151,14 @@ void kit_trace(redlock_sim *sim, const char *fmt, ...)
 
 /* The history's own memory (history.c), freed with the fleet. */
 void kit_history_free(redlock_sim *sim);
+
+/* The nodes' record (record.c): node's keys are recorded from now; its keys are all gone now (a
+ * restart without data, before sim_db_clear); its clock jumped; it went down (down) or came back
+ * up. */
+void kit_record_watch(redlock_sim *sim, unsigned node);
+void kit_record_cleared(redlock_sim *sim, unsigned node);
+void kit_record_jumped(redlock_sim *sim, unsigned node);
+void kit_record_down(redlock_sim *sim, unsigned node, bool down);
+void kit_record_free(redlock_sim *sim);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* history.c - the checkers over the holds and the store writes the user reports
  * (<redlock/sim.h>, "checking your holds"): mutual exclusion through sim_check.h's checker (a
- * hold being [handed out, last used)), and fences that never go backwards at the store. */
+ * hold being [handed out, last used)), no hold used after a quorum forgot it (sim_first_gap over
+ * the nodes' record, record.c), and fences that never go backwards at the store. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,12 +62,19 @@ int redlock_sim_hold_begin(redlock_sim *sim, unsigned client, const redlock_lock
         sim->cap_holds = cap;
     }
     kit_hold *h = &sim->holds[sim->n_holds];
-    *h = (kit_hold){{.proc = client,
-                     .resource = (unsigned)r,
-                     .start = sim->now,
-                     .stop = sim->now,      /* empty until used */
-                     .deadline = SIM_NEVER, /* the hold is what the user reports */
-                     .lost_at = SIM_NEVER}};
+    memset(h, 0, sizeof(*h));
+    h->h = (sim_hold){.proc = client,
+                      .resource = (unsigned)r,
+                      .start = sim->now,
+                      .stop = sim->now,      /* empty until used */
+                      .deadline = SIM_NEVER, /* the hold is what the user reports */
+                      .lost_at = SIM_NEVER};
+    size_t token_len;
+    const char *token = redlock_lock_token(lock, &token_len);
+    h->key_len = REDLOCK__MIN(len, sizeof(h->key));
+    memcpy(h->key, resource, h->key_len);
+    h->token_len = REDLOCK__MIN(token_len, sizeof(h->token));
+    memcpy(h->token, token, h->token_len);
     kit_trace(sim, "c%u holds %.*s (hold %zu)", client, (int)REDLOCK__MIN(len, 60), resource,
               sim->n_holds);
     return (int)sim->n_holds++;
@@ -119,6 +127,32 @@ void redlock_sim_store_accepted(redlock_sim *sim, const char *resource, size_t l
         f->highest = fence;
 }
 
+/* Whether hold was used (up to its last use) from a moment at which a quorum of the nodes was
+ * up without its token: the lock was lost then, another client could have taken it. Describes it
+ * in text. */
+static int used_when_lost(redlock_sim *sim, const kit_hold *hold, char *text, size_t cap)
+{
+    if (hold->h.stop <= hold->h.start)
+        return 0; /* never used */
+    sim_record record = {sim->opts.n_nodes, sim->presence, sim->n_presence, sim->downtimes,
+                         sim->n_downtimes};
+    uint64_t at = 0;
+    int gap = sim_first_gap(&record, hold->key, hold->key_len, hold->token, hold->token_len,
+                            hold->h.start, hold->h.stop, &at);
+    if (gap < 0) {
+        snprintf(text, cap, "out of memory: the holds are not checked");
+        return 1;
+    }
+    if (gap == 0)
+        return 0;
+    snprintf(text, cap,
+             "a lost lock used: client %u used its hold of %.*s until %llu us, but from %llu us a "
+             "quorum of the nodes was up without its token (another client could take it)",
+             hold->h.proc, (int)REDLOCK__MIN(hold->key_len, 60), hold->key,
+             (unsigned long long)hold->h.stop, (unsigned long long)at);
+    return 1;
+}
+
 int redlock_sim_verdict(redlock_sim *sim, char *what, size_t what_len)
 {
     char text[768] = "";
@@ -148,6 +182,8 @@ int redlock_sim_verdict(redlock_sim *sim, char *what, size_t what_len)
         }
     }
     free(copy);
+    for (size_t i = 0; !bad && i < sim->n_holds; i++)
+        bad = used_when_lost(sim, &sim->holds[i], text, sizeof(text));
     if (!bad && sim->store_what[0] != '\0') {
         snprintf(text, sizeof(text), "a fence went backwards: %s", sim->store_what);
         bad = 1;

@@ -466,6 +466,33 @@ static void fence_checker_fires_on_a_store_without_the_check(void **state)
     fence_scenario(true, 0);
 }
 
+/* A holds job (reporting it) and works 500 ms; after 100 ms three of the five nodes restart
+ * empty: the lock is lost with no other client around. check_lock: A asks the library before it
+ * writes (the library rechecks after a node came back as a new server, and says it is lost). */
+static void lost_lock_scenario(bool check_lock, int expected)
+{
+    redlock_sim *sim = fleet(19, 5);
+    worker a = {
+        .resource = "job", .work_us = 500000, .check_lock = check_lock, .report_holds = true};
+    worker_client(&a, sim, 0);
+    worker_acquire(&a, false);
+    redlock_sim_run_for(sim, 100000);
+    assert_int_equal(a.acquired, 1);
+    for (unsigned i = 0; i < 3; i++)
+        redlock_sim_node_restart(sim, i, false);
+    redlock_sim_run_for(sim, 1000000);
+    assert_int_equal(a.skipped, check_lock ? 1 : 0);
+    verdict_is(sim, expected, expected ? "a lost lock used" : NULL);
+    redlock_sim_free(sim);
+}
+
+static void lost_lock_checker_fires_on_a_write_after_the_loss(void **state)
+{
+    (void)state;
+    lost_lock_scenario(false, 1);
+    lost_lock_scenario(true, 0);
+}
+
 /* ---- the driver --------------------------------------------------------------------------------
  */
 
@@ -593,6 +620,7 @@ int main(void)
         cmocka_unit_test(a_waiter_gets_the_lock_after_the_release),
         cmocka_unit_test(overlap_checker_fires_on_a_write_past_the_deadline),
         cmocka_unit_test(fence_checker_fires_on_a_store_without_the_check),
+        cmocka_unit_test(lost_lock_checker_fires_on_a_write_after_the_loss),
         cmocka_unit_test(driver_finds_the_planted_seed_and_replays_it),
         cmocka_unit_test(bad_options_are_refused),
     };

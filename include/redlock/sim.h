@@ -179,8 +179,9 @@ REDLOCK_EXTERN void redlock_sim_store_accepted(redlock_sim *sim, const char *res
  * described in what (what_len bytes, may be 0): two holds of one resource that overlap (two
  * holders acting at once), a hold used after a moment at which a quorum of the nodes was up
  * without its token (a lost lock used: the library says so, redlock_lock_is_held turns false,
- * once it knows; for a lock of several resources, its first one is checked), or a store that accepted a write with a fence below one it had
- * accepted (a stale holder's write got through). */
+ * once it knows; for a lock of several resources, its first one is checked), or a store that
+ * accepted a write with a fence below one it had accepted (a stale holder's write got through).
+ */
 REDLOCK_EXTERN int redlock_sim_verdict(redlock_sim *sim, char *what, size_t what_len);
 
 /* ---- many seeds ------------------------------------------------------------------------------ */

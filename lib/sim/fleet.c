@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A client retries connecting to a node that is down after a span in this range. */
-#define RETRY_MIN_US 5000
-#define RETRY_MAX_US 30000
 /* The deadline of a client whose node_timeout_ms is 0 (adaptive, which the kit does not run). */
 #define DEFAULT_TIMEOUT_US 1000000u
 
@@ -43,60 +40,30 @@ void redlock_sim_options_init_sized(redlock_sim_options *opts, size_t size)
     opts->size = size;
 }
 
-/* ---- the event queue: a binary heap by (at, seq) ------------------------------------------------
+/* ---- events ----------------------------------------------------------------------------------
  */
 
-static bool ev_before(const kit_event *a, const kit_event *b)
+static void msg_free(kit_msg *m);
+
+static void event_free(const sim_event *ev)
 {
-    return a->at != b->at ? a->at < b->at : a->seq < b->seq;
+    if (ev->kind == KIT_TIMER)
+        free(ev->msg);
+    else
+        msg_free(ev->msg);
 }
 
-static kit_event *push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned client,
-                       unsigned node, uint64_t arg, kit_msg *msg)
+/* Queue an event of kind at at (now at the earliest); msg (a kit_msg, or a KIT_TIMER's kit_timer)
+ * is the event's from here, freed without memory. */
+static bool push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned client, unsigned node,
+                 uint64_t arg, void *msg)
 {
-    if (sim->heap_len == sim->heap_cap) {
-        size_t cap = sim->heap_cap > 0 ? sim->heap_cap * 2 : 256;
-        kit_event *h = realloc(sim->heap, cap * sizeof(*h));
-        if (h == NULL) {
-            sim->oom = true;
-            if (msg != NULL)
-                free(msg->wire);
-            free(msg);
-            return NULL;
-        }
-        sim->heap = h;
-        sim->heap_cap = cap;
-    }
-    size_t i = sim->heap_len++;
-    kit_event ev = {
-        REDLOCK__MAX(at, sim->now), ++sim->next_seq, kind, client, node, arg, msg, NULL, NULL};
-    while (i > 0 && ev_before(&ev, &sim->heap[(i - 1) / 2])) {
-        sim->heap[i] = sim->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    sim->heap[i] = ev;
-    return &sim->heap[i];
-}
-
-static kit_event pop(redlock_sim *sim)
-{
-    kit_event top = sim->heap[0];
-    kit_event last = sim->heap[--sim->heap_len];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= sim->heap_len)
-            break;
-        if (c + 1 < sim->heap_len && ev_before(&sim->heap[c + 1], &sim->heap[c]))
-            c++;
-        if (!ev_before(&sim->heap[c], &last))
-            break;
-        sim->heap[i] = sim->heap[c];
-        i = c;
-    }
-    if (sim->heap_len > 0)
-        sim->heap[i] = last;
-    return top;
+    sim_event ev = {REDLOCK__MAX(at, sim->now), 0, (int)kind, client, node, arg, msg, false};
+    if (sim_queue_push(&sim->queue, ev))
+        return true;
+    sim->oom = true;
+    event_free(&ev);
+    return false;
 }
 
 static void msg_free(kit_msg *m)
@@ -114,26 +81,15 @@ static uint64_t net_delay(redlock_sim *sim)
     return sim_rng_range(&sim->rng, sim->opts.delay_min_us, sim->opts.delay_max_us);
 }
 
-/* When a message sent now in direction dir (0: to the node, 1: to the client) on c lands, or
+/* When a message sent now in direction dir (SIM_LINK_TO_NODE, SIM_LINK_TO_CLIENT) on c lands, or
  * UINT64_MAX when it is lost. */
-static uint64_t net_arrival(redlock_sim *sim, kit_conn *c, int dir)
+static uint64_t net_arrival(redlock_sim *sim, sim_link *c, int dir)
 {
-    if (!c->alive)
+    if (sim_link_cut(c, dir, sim->now))
         return UINT64_MAX;
-    bool dropped =
-        sim->opts.drop_ppm > 0 && sim_rng_range(&sim->rng, 0, 999999) < sim->opts.drop_ppm;
-    uint64_t extra = 0;
-    if (sim->now < c->fault_until[dir]) {
-        if (c->fault_delay_us[dir] == 0)
-            return UINT64_MAX;
-        extra = c->fault_delay_us[dir];
-    }
-    if (dropped)
+    if (sim->opts.drop_ppm > 0 && sim_rng_range(&sim->rng, 0, 999999) < sim->opts.drop_ppm)
         return UINT64_MAX;
-    uint64_t *last = dir == 0 ? &c->last_to_node : &c->last_to_client;
-    uint64_t at = REDLOCK__MAX(sim->now + net_delay(sim) + extra, *last);
-    *last = at;
-    return at;
+    return sim_link_land(c, dir, sim->now, sim->now, net_delay(sim));
 }
 
 /* ---- completions -------------------------------------------------------------------------------
@@ -144,23 +100,6 @@ static uint64_t client_now(const kit_client *k)
     return k->sim->now + KIT_CLIENT_EPOCH_US;
 }
 
-static kit_pending *pending_take(kit_conn *c, uint64_t id)
-{
-    kit_pending *prev = NULL;
-    for (kit_pending *q = c->head; q != NULL; prev = q, q = q->next) {
-        if (q->id != id)
-            continue;
-        if (prev != NULL)
-            prev->next = q->next;
-        else
-            c->head = q->next;
-        if (c->tail == q)
-            c->tail = prev;
-        return q;
-    }
-    return NULL;
-}
-
 /* The pending record is already unlinked: the callback may send again or close the client. */
 static void complete(kit_client *k, redlock__req *req, redlock_vote vote, const char *error,
                      const redlock__reply_data *data)
@@ -168,13 +107,9 @@ static void complete(kit_client *k, redlock__req *req, redlock_vote vote, const 
     req->cb(req, vote, error, data, client_now(k));
 }
 
-static void fail_pending(kit_client *k, kit_conn *c, const char *why)
+static void fail_pending(kit_client *k, sim_link *c, const char *why)
 {
-    while (c->head != NULL) {
-        kit_pending *q = c->head;
-        c->head = q->next;
-        if (c->head == NULL)
-            c->tail = NULL;
+    for (sim_pending *q = sim_link_next(c); q != NULL; q = sim_link_next(c)) {
         redlock__req *req = q->req;
         free(q);
         complete(k, req, REDLOCK_VOTE_ERROR, why, NULL);
@@ -193,7 +128,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
 {
     kit_client *k = client_of(io);
     redlock_sim *sim = k->sim;
-    kit_conn *c = &k->conns[node];
+    sim_link *c = &k->conns[node];
     const redlock__cmd *cmd = req->cmd;
     req->sent_us = client_now(k);
     req->deadline_us = req->sent_us + k->timeout_us[node];
@@ -208,7 +143,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
         complete(k, req, REDLOCK_VOTE_ERROR, "not connected", NULL);
         return;
     }
-    kit_pending *q = calloc(1, sizeof(*q));
+    sim_pending *q = calloc(1, sizeof(*q));
     kit_msg *m = calloc(1, sizeof(*m));
     redlock__buf buf = {0};
     int rc = q != NULL && m != NULL ? sim->kit->encode(cmd, req->grant_tag, &buf, &k->alloc)
@@ -229,17 +164,13 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     }
     q->id = m->req_id = ++sim->next_req_id;
     q->req = req;
-    if (c->tail != NULL)
-        c->tail->next = q;
-    else
-        c->head = q;
-    c->tail = q;
+    sim_link_owe(c, q);
     m->epoch = c->epoch;
     kit_trace(sim, "c%u -> n%u #%llu %s %.*s ttl=%llu", k->index, node, (unsigned long long)q->id,
               sim->kit->cmd_name(cmd->kind), (int)cmd->key_len, cmd->key,
               (unsigned long long)cmd->ttl_ms);
     push(sim, req->deadline_us - KIT_CLIENT_EPOCH_US, KIT_REQ_TIMEOUT, k->index, node, q->id, NULL);
-    uint64_t at = net_arrival(sim, c, 0);
+    uint64_t at = net_arrival(sim, c, SIM_LINK_TO_NODE);
     if (at == UINT64_MAX) {
         kit_trace(sim, "c%u -> n%u #%llu lost", k->index, node, (unsigned long long)q->id);
         msg_free(m);
@@ -313,10 +244,9 @@ static int io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
     for (unsigned i = 0; i < n; i++) {
         bool up = sim->nodes[i].up;
         k->timeout_us[i] = cfgs[i].timeout_us > 0 ? cfgs[i].timeout_us : DEFAULT_TIMEOUT_US;
-        k->conns[i] = (kit_conn){
-            .alive = up, .client_up = up, .epoch = 1, .run_id = up ? sim->nodes[i].run_id : 0};
+        sim_link_init(&k->conns[i], up, sim->nodes[i].run_id);
         if (!up)
-            push(sim, sim->now + sim_rng_range(&sim->rng, RETRY_MIN_US, RETRY_MAX_US),
+            push(sim, sim->now + sim_rng_range(&sim->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
                  KIT_CONN_RETRY, k->index, i, 0, NULL);
     }
     k->has_io = true;
@@ -405,16 +335,6 @@ uint64_t redlock_sim_random(redlock_sim *sim)
     return sim_rng_next(&sim->rng);
 }
 
-static void free_pending(kit_conn *c)
-{
-    while (c->head != NULL) {
-        kit_pending *q = c->head;
-        c->head = q->next;
-        free(q);
-    }
-    c->tail = NULL;
-}
-
 void redlock_sim_free(redlock_sim *sim)
 {
     if (sim == NULL)
@@ -431,12 +351,12 @@ void redlock_sim_free(redlock_sim *sim)
         for (unsigned i = 0; i < sim->n_clients; i++)
             open = open || sim->clients[i]->client != NULL;
     }
-    for (size_t i = 0; i < sim->heap_len; i++)
-        msg_free(sim->heap[i].msg);
-    free(sim->heap);
+    for (size_t i = 0; i < sim->queue.len; i++)
+        event_free(&sim->queue.heap[i]);
+    sim_queue_free(&sim->queue);
     for (unsigned i = 0; i < sim->n_clients; i++) {
         for (unsigned j = 0; j < sim->opts.n_nodes; j++)
-            free_pending(&sim->clients[i]->conns[j]);
+            sim_link_free(&sim->clients[i]->conns[j]);
         free(sim->clients[i]);
     }
     for (unsigned i = 0; i < sim->opts.n_nodes; i++)
@@ -481,12 +401,12 @@ static void describe_reply(const sim_reply *r, char *out, size_t cap)
     }
 }
 
-static void on_node_recv(redlock_sim *sim, const kit_event *ev)
+static void on_node_recv(redlock_sim *sim, const sim_event *ev)
 {
-    kit_client *k = sim->clients[ev->client];
+    kit_client *k = sim->clients[ev->proc];
     kit_node *n = &sim->nodes[ev->node];
     kit_msg *m = ev->msg;
-    kit_conn *c = &k->conns[ev->node];
+    sim_link *c = &k->conns[ev->node];
     if (!n->up || m->epoch <= c->crash_epoch) {
         kit_trace(sim, "n%u drops #%llu (connection gone)", ev->node,
                   (unsigned long long)m->req_id);
@@ -511,19 +431,19 @@ static void on_node_recv(redlock_sim *sim, const kit_event *ev)
     }
     char what[80];
     describe_reply(&m->reply, what, sizeof(what));
-    kit_trace(sim, "n%u ran #%llu from c%u: %s", ev->node, (unsigned long long)m->req_id,
-              ev->client, what);
-    uint64_t at = net_arrival(sim, c, 1);
+    kit_trace(sim, "n%u ran #%llu from c%u: %s", ev->node, (unsigned long long)m->req_id, ev->proc,
+              what);
+    uint64_t at = net_arrival(sim, c, SIM_LINK_TO_CLIENT);
     if (at == UINT64_MAX) {
-        kit_trace(sim, "n%u -> c%u #%llu reply lost", ev->node, ev->client,
+        kit_trace(sim, "n%u -> c%u #%llu reply lost", ev->node, ev->proc,
                   (unsigned long long)m->req_id);
         msg_free(m);
         return;
     }
-    push(sim, at, KIT_CLIENT_RECV, ev->client, ev->node, 0, m);
+    push(sim, at, KIT_CLIENT_RECV, ev->proc, ev->node, 0, m);
 }
 
-static void time_out(kit_client *k, kit_pending *q, unsigned node)
+static void time_out(kit_client *k, sim_pending *q, unsigned node)
 {
     redlock__req *req = q->req;
     kit_trace(k->sim, "c%u: #%llu to n%u timed out", k->index, (unsigned long long)q->id, node);
@@ -531,16 +451,16 @@ static void time_out(kit_client *k, kit_pending *q, unsigned node)
     complete(k, req, REDLOCK_VOTE_TIMEOUT, "timeout", NULL);
 }
 
-static void on_client_recv(redlock_sim *sim, const kit_event *ev)
+static void on_client_recv(redlock_sim *sim, const sim_event *ev)
 {
-    kit_client *k = sim->clients[ev->client];
+    kit_client *k = sim->clients[ev->proc];
     kit_msg *m = ev->msg;
-    kit_conn *c = &k->conns[ev->node];
-    kit_pending *q = NULL;
+    sim_link *c = &k->conns[ev->node];
+    sim_pending *q = NULL;
     if (!k->io.closing && m->epoch == c->epoch)
-        q = pending_take(c, m->req_id);
+        q = sim_link_take(c, m->req_id);
     if (q == NULL) {
-        kit_trace(sim, "c%u drops late reply #%llu from n%u", ev->client,
+        kit_trace(sim, "c%u drops late reply #%llu from n%u", ev->proc,
                   (unsigned long long)m->req_id, ev->node);
         msg_free(m);
         return;
@@ -559,7 +479,7 @@ static void on_client_recv(redlock_sim *sim, const kit_event *ev)
     redlock__reply_kind kind;
     redlock__reply_data data;
     redlock_vote vote = sim->kit->vote(req->cmd, &reply, err, sizeof(err), &kind, &data);
-    kit_trace(sim, "c%u <- n%u #%llu: %s", ev->client, ev->node, (unsigned long long)m->req_id,
+    kit_trace(sim, "c%u <- n%u #%llu: %s", ev->proc, ev->node, (unsigned long long)m->req_id,
               redlock_vote_name(vote));
     /* data points into the reply: valid during the callback only (io.h) */
     complete(k, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
@@ -567,75 +487,57 @@ static void on_client_recv(redlock_sim *sim, const kit_event *ev)
     msg_free(m);
 }
 
-static void on_timeout(redlock_sim *sim, const kit_event *ev)
+static void on_timeout(redlock_sim *sim, const sim_event *ev)
 {
-    kit_client *k = sim->clients[ev->client];
-    kit_conn *c = &k->conns[ev->node];
-    kit_pending *q = pending_take(c, ev->arg);
+    kit_client *k = sim->clients[ev->proc];
+    sim_link *c = &k->conns[ev->node];
+    sim_pending *q = sim_link_take(c, ev->arg);
     if (q != NULL)
         time_out(k, q, ev->node);
 }
 
-static void on_conn_lost(redlock_sim *sim, const kit_event *ev)
+static void on_conn_lost(redlock_sim *sim, const sim_event *ev)
 {
-    kit_client *k = sim->clients[ev->client];
-    kit_conn *c = &k->conns[ev->node];
-    if (k->io.closing || !c->client_up)
+    kit_client *k = sim->clients[ev->proc];
+    sim_link *c = &k->conns[ev->node];
+    if (k->io.closing || !sim_link_noticed(c))
         return;
-    kit_trace(sim, "c%u: connection to n%u lost", ev->client, ev->node);
-    c->client_up = false;
-    push(sim, sim->now + sim_rng_range(&sim->rng, RETRY_MIN_US, RETRY_MAX_US), KIT_CONN_RETRY,
-         ev->client, ev->node, 0, NULL);
+    kit_trace(sim, "c%u: connection to n%u lost", ev->proc, ev->node);
+    push(sim, sim->now + sim_rng_range(&sim->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
+         KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
     fail_pending(k, c, "connection lost");
 }
 
-static void on_conn_retry(redlock_sim *sim, const kit_event *ev)
+static void on_conn_retry(redlock_sim *sim, const sim_event *ev)
 {
-    kit_client *k = sim->clients[ev->client];
-    kit_conn *c = &k->conns[ev->node];
+    kit_client *k = sim->clients[ev->proc];
+    sim_link *c = &k->conns[ev->node];
     if (k->io.closing)
         return;
     if (!sim->nodes[ev->node].up) {
-        push(sim, sim->now + sim_rng_range(&sim->rng, RETRY_MIN_US, RETRY_MAX_US), KIT_CONN_RETRY,
-             ev->client, ev->node, 0, NULL);
+        push(sim, sim->now + sim_rng_range(&sim->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
+             KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
         return;
     }
-    kit_trace(sim, "c%u: connected to n%u", ev->client, ev->node);
-    c->alive = true;
-    c->client_up = true;
-    c->epoch++;
-    c->last_to_node = c->last_to_client = sim->now;
-    uint64_t run_id = sim->nodes[ev->node].run_id;
-    bool changed = c->run_id != 0 && c->run_id != run_id;
-    c->run_id = run_id;
-    if (changed) /* told once the connection is up, as the real node does after its handshake */
-        push(sim, sim->now, KIT_NODE_CHANGED, ev->client, ev->node, 0, NULL);
+    kit_trace(sim, "c%u: connected to n%u", ev->proc, ev->node);
+    if (sim_link_reconnect(c, sim->now,
+                           sim->nodes[ev->node].run_id)) /* told once the connection is up, as the
+                                                            real node does after its handshake */
+        push(sim, sim->now, KIT_NODE_CHANGED, ev->proc, ev->node, 0, NULL);
 }
 
-/* Whether ev is the client's own (held back while its process is paused). */
-static bool client_event(kit_ev_kind kind)
+static void handle(redlock_sim *sim, sim_event *ev)
 {
-    return kind != KIT_NODE_RECV;
-}
-
-static void handle(redlock_sim *sim, kit_event *ev)
-{
-    if (ev->kind == KIT_NODE_RECV && sim->nodes[ev->node].paused_until > sim->now) {
-        kit_event *later = push(sim, sim->nodes[ev->node].paused_until, ev->kind, ev->client,
-                                ev->node, ev->arg, ev->msg);
-        (void)later;
-        return;
-    }
-    if (client_event(ev->kind) && sim->clients[ev->client]->paused_until > sim->now) {
-        kit_event *later = push(sim, sim->clients[ev->client]->paused_until, ev->kind, ev->client,
-                                ev->node, ev->arg, ev->msg);
-        if (later != NULL) {
-            later->fn = ev->fn;
-            later->data = ev->data;
+    uint64_t until = ev->kind == KIT_NODE_RECV ? sim->nodes[ev->node].paused_until
+                                               : sim->clients[ev->proc]->paused_until;
+    if (until > sim->now) { /* held back until the pause ends, in order */
+        if (!sim_queue_defer(&sim->queue, *ev, until)) {
+            sim->oom = true;
+            event_free(ev);
         }
         return;
     }
-    kit_client *k = sim->clients[ev->client];
+    kit_client *k = sim->clients[ev->proc];
     switch (ev->kind) {
     case KIT_NODE_RECV:
         on_node_recv(sim, ev);
@@ -653,7 +555,7 @@ static void handle(redlock_sim *sim, kit_event *ev)
         on_conn_retry(sim, ev);
         break;
     case KIT_NODE_CHANGED:
-        kit_trace(sim, "c%u: n%u is a new server", ev->client, ev->node);
+        kit_trace(sim, "c%u: n%u is a new server", ev->proc, ev->node);
         if (!k->io.closing && k->io.base.on_node_changed != NULL)
             k->io.base.on_node_changed(&k->io.base, ev->node);
         break;
@@ -663,23 +565,26 @@ static void handle(redlock_sim *sim, kit_event *ev)
         break;
     case KIT_IO_CLOSED:
         k->io.closed = true;
-        kit_trace(sim, "c%u: closed", ev->client);
+        kit_trace(sim, "c%u: closed", ev->proc);
         k->client = NULL;
         if (k->io.base.on_closed != NULL)
             k->io.base.on_closed(&k->io.base); /* frees the client */
         break;
-    case KIT_TIMER:
-        kit_trace(sim, "c%u: timer", ev->client);
-        ev->fn(sim, ev->data);
+    case KIT_TIMER: {
+        kit_timer t = *(kit_timer *)ev->msg;
+        free(ev->msg);
+        kit_trace(sim, "c%u: timer", ev->proc);
+        t.fn(sim, t.data);
         break;
+    }
     }
 }
 
 int redlock_sim_step(redlock_sim *sim)
 {
-    if (sim->heap_len == 0)
+    if (sim->queue.len == 0)
         return 0;
-    kit_event ev = pop(sim);
+    sim_event ev = sim_queue_pop(&sim->queue);
     sim->now = ev.at;
     handle(sim, &ev);
     return 1;
@@ -696,10 +601,8 @@ uint64_t redlock_sim_run(redlock_sim *sim, uint64_t max_events)
 uint64_t redlock_sim_run_for(redlock_sim *sim, uint64_t duration_us)
 {
     uint64_t end = sim->now + duration_us, n = 0;
-    while (sim->heap_len > 0 && sim->heap[0].at <= end) {
-        redlock_sim_step(sim);
+    while (sim_queue_next_at(&sim->queue) <= end && redlock_sim_step(sim) == 1)
         n++;
-    }
     sim->now = end;
     return n;
 }
@@ -709,12 +612,11 @@ int redlock_sim_timer(redlock_sim *sim, unsigned client, uint64_t delay_us, redl
 {
     if (client >= sim->n_clients || fn == NULL)
         return REDLOCK_EINVAL;
-    kit_event *ev = push(sim, sim->now + delay_us, KIT_TIMER, client, 0, 0, NULL);
-    if (ev == NULL)
+    kit_timer *t = malloc(sizeof(*t));
+    if (t == NULL)
         return REDLOCK_ENOMEM;
-    ev->fn = fn;
-    ev->data = data;
-    return 0;
+    *t = (kit_timer){fn, data};
+    return push(sim, sim->now + delay_us, KIT_TIMER, client, 0, 0, t) ? 0 : REDLOCK_ENOMEM;
 }
 
 /* ---- faults ------------------------------------------------------------------------------------
@@ -742,13 +644,9 @@ int redlock_sim_node_kill(redlock_sim *sim, unsigned node)
     kit_trace(sim, "n%u killed", node);
     for (unsigned i = 0; i < sim->n_clients; i++) {
         kit_client *k = sim->clients[i];
-        kit_conn *c = &k->conns[node];
-        if (!k->has_io || k->io.closed)
+        /* everything in flight dies with the node */
+        if (!k->has_io || k->io.closed || !sim_link_crash(&k->conns[node]))
             continue;
-        c->crash_epoch = ++c->epoch; /* everything in flight dies with the node */
-        if (!c->alive)
-            continue;
-        c->alive = false;
         push(sim, sim->now + net_delay(sim), KIT_CONN_LOST, i, node, 0, NULL);
     }
     return 0;
@@ -787,13 +685,11 @@ int redlock_sim_link_fault(redlock_sim *sim, unsigned client, unsigned node, uns
     if (client >= sim->n_clients || node >= sim->opts.n_nodes ||
         (directions & ~(REDLOCK_SIM_TO_NODE | REDLOCK_SIM_TO_CLIENT)) != 0 || directions == 0)
         return REDLOCK_EINVAL;
-    kit_conn *c = &sim->clients[client]->conns[node];
-    for (int dir = 0; dir < 2; dir++) {
-        if ((directions & (dir == 0 ? REDLOCK_SIM_TO_NODE : REDLOCK_SIM_TO_CLIENT)) == 0)
-            continue;
-        c->fault_until[dir] = sim->now + duration_us;
-        c->fault_delay_us[dir] = extra_delay_us;
-    }
+    sim_link *c = &sim->clients[client]->conns[node];
+    if (directions & REDLOCK_SIM_TO_NODE)
+        sim_link_fault(c, SIM_LINK_TO_NODE, sim->now + duration_us, extra_delay_us);
+    if (directions & REDLOCK_SIM_TO_CLIENT)
+        sim_link_fault(c, SIM_LINK_TO_CLIENT, sim->now + duration_us, extra_delay_us);
     kit_trace(sim, "c%u %s n%u: %s for %llu us", client,
               directions == 3   ? "<->"
               : directions == 1 ? "->"

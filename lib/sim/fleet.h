@@ -13,6 +13,8 @@
 #include "redlock/sim.h"
 #include "sim_check.h"
 #include "sim_db.h"
+#include "sim_link.h"
+#include "sim_queue.h"
 #include "sim_rng.h"
 #include "sim_scripts.h"
 
@@ -37,15 +39,11 @@ typedef struct kit_msg {
     sim_reply reply;
 } kit_msg;
 
-typedef struct kit_event {
-    uint64_t at, seq;
-    kit_ev_kind kind;
-    unsigned client, node;
-    uint64_t arg;
-    kit_msg *msg;
+/* The user's timer, carried as a KIT_TIMER event's msg. */
+typedef struct kit_timer {
     redlock_sim_timer_fn fn;
     void *data;
-} kit_event;
+} kit_timer;
 
 typedef struct kit_node {
     redlock_sim *sim;
@@ -55,25 +53,6 @@ typedef struct kit_node {
     uint64_t paused_until;
     sim_db db;
 } kit_node;
-
-/* A request the io owes a completion. */
-typedef struct kit_pending {
-    struct kit_pending *next;
-    uint64_t id;
-    redlock__req *req;
-} kit_pending;
-
-/* One client's connection to one node. */
-typedef struct kit_conn {
-    bool alive;     /* the connection exists */
-    bool client_up; /* the client believes it does (else sends fail fast) */
-    uint64_t epoch;
-    uint64_t crash_epoch; /* messages of this epoch or older died with their node */
-    uint64_t run_id;      /* of the server it last reached */
-    uint64_t last_to_node, last_to_client;      /* FIFO: no message overtakes an earlier one */
-    uint64_t fault_until[2], fault_delay_us[2]; /* [0] to the node, [1] to the client */
-    kit_pending *head, *tail;
-} kit_conn;
 
 typedef struct kit_client kit_client;
 
@@ -92,9 +71,9 @@ struct kit_client {
     uint64_t timeout_us[REDLOCK_SIM_MAX_NODES];
     uint64_t paused_until;
     uint64_t wake_gen;
-    sim_rng rng;          /* its tokens */
-    redlock__alloc alloc; /* the client's (its commands' encodings) */
-    kit_conn conns[REDLOCK_SIM_MAX_NODES];
+    sim_rng rng;                           /* its tokens */
+    redlock__alloc alloc;                  /* the client's (its commands' encodings) */
+    sim_link conns[REDLOCK_SIM_MAX_NODES]; /* its connections (sim_link.h) */
 };
 
 /* A hold the user reported (redlock_sim_hold_begin): stop is its last use; key and token are its
@@ -110,9 +89,8 @@ struct redlock_sim {
     const redlock__kit *kit;
     redlock_sim_options opts;
     sim_rng rng;
-    uint64_t now, next_seq, next_req_id, next_run_id;
-    kit_event *heap;
-    size_t heap_len, heap_cap;
+    uint64_t now, next_req_id, next_run_id;
+    sim_queue queue; /* the events (sim_queue.h): a kit_ev_kind each, a kit_msg or a kit_timer */
     kit_node nodes[REDLOCK_SIM_MAX_NODES];
     kit_client *clients[REDLOCK_SIM_MAX_CLIENTS];
     unsigned n_clients;

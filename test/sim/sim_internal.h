@@ -17,13 +17,12 @@
 #include "sim_check.h"
 #include "sim_db.h"
 #include "sim_fence.h"
+#include "sim_link.h"
+#include "sim_queue.h"
 #include "sim_rng.h"
 #include "sim_scripts.h"
 
 #define SIM_PPM 1000000u
-/* A process retries the connection to a node that is down after this much (true time). */
-#define SIM_RETRY_MIN_US 5000
-#define SIM_RETRY_MAX_US 30000
 
 typedef enum {
     EV_NODE_RECV,   /* a request reaches its node */
@@ -80,15 +79,6 @@ typedef struct sim_msg {
 sim_msg *sim_msg_new(const char *wire, size_t len);
 void sim_msg_free(sim_msg *m);
 
-typedef struct sim_event {
-    uint64_t at, seq;
-    sim_ev_kind kind;
-    unsigned proc, node;
-    uint64_t arg;
-    sim_msg *msg;
-    bool deferred; /* held back by a pause of its process: it runs later than it was due */
-} sim_event;
-
 typedef struct sim_world sim_world;
 typedef struct sim_proc sim_proc;
 struct sim_cluster;
@@ -106,29 +96,15 @@ typedef struct sim_node {
     struct sim_cluster *cluster; /* a Redis Cluster's shards, or NULL */
 } sim_node;
 
-/* A request the io owes a completion. */
-typedef struct sim_pending {
-    struct sim_pending *next;
-    uint64_t id;
-    redlock__req *req;
-} sim_pending;
-
-/* One process's connection to one node. epoch changes whenever the TCP connection dies or is
- * re-made; a message of another epoch is discarded where it lands. */
+/* One process's connection to one node: the link (lib/sim/sim_link.h), and what the process's
+ * io keeps of it. */
 typedef struct sim_conn {
-    bool alive;     /* the TCP connection exists */
-    bool client_up; /* the process believes it does (else sends fail fast) */
-    uint64_t epoch;
-    uint64_t crash_epoch; /* messages of this epoch or older died with their node */
-    uint64_t run_id;      /* of the server it last connected to (0: none yet) */
+    sim_link link;
     /* When the process last heard from the node, and when it last went from owing nothing to
      * owing a reply, on its clock; replies owed to requests that timed out (lib/net/node.c's
      * last_reply_us, owing_since_us, skip_replies). */
     uint64_t last_reply_local, owing_since_local;
     unsigned skip;
-    uint64_t last_to_node, last_to_client; /* FIFO: no message overtakes an earlier one */
-    uint64_t partition_until;
-    sim_pending *head, *tail;
 } sim_conn;
 
 /* One process's subscriber connection to one node (sim_pubsub.c), as the process sees it. */
@@ -247,10 +223,8 @@ struct sim_world {
     sim_result *res;
     sim_rng rng;  /* network and faults */
     uint64_t now; /* true time */
-    uint64_t next_seq;
     uint64_t next_req_id;
-    sim_event *heap;
-    size_t heap_len, heap_cap;
+    sim_queue queue; /* the events (sim_queue.h) */
     sim_node nodes[SIM_MAX_NODES];
     sim_proc procs[SIM_MAX_PROCS];
     sim_hold *holds; /* every hold, for the checker (sim_check.h) */

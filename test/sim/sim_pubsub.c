@@ -122,7 +122,8 @@ static void deliver(sim_world *w, const sim_subscription *s, const char *ch, siz
         sim_trace(w, "message on %.*s to p%u lost: half-open", (int)len, ch, p->id);
         return;
     }
-    if (!sub->up || sub->epoch != s->epoch || w->now < p->conns[s->sub_node].partition_until) {
+    if (!sub->up || sub->epoch != s->epoch ||
+        w->now < p->conns[s->sub_node].link.fault_until[SIM_LINK_TO_CLIENT]) {
         res->notes_lost++;
         return;
     }

@@ -40,64 +40,14 @@ uint64_t sim_proc_now(sim_proc *p)
     return sim_clock(p->rate_ppm, p->offset_us, p->w->now);
 }
 
-/* ---- the event queue: a binary heap on (at, seq) ----------------------------------------------
- */
-
-static bool ev_before(const sim_event *a, const sim_event *b)
-{
-    return a->at != b->at ? a->at < b->at : a->seq < b->seq;
-}
-
-static void heap_insert(sim_world *w, sim_event ev)
-{
-    if (w->heap_len == w->heap_cap) {
-        size_t cap = w->heap_cap != 0 ? w->heap_cap * 2 : 256;
-        sim_event *h = realloc(w->heap, cap * sizeof(*h));
-        if (h == NULL) {
-            w->oom = true;
-            sim_msg_free(ev.msg);
-            return;
-        }
-        w->heap = h;
-        w->heap_cap = cap;
-    }
-    size_t i = w->heap_len++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!ev_before(&ev, &w->heap[parent]))
-            break;
-        w->heap[i] = w->heap[parent];
-        i = parent;
-    }
-    w->heap[i] = ev;
-}
-
-static sim_event heap_pop(sim_world *w)
-{
-    sim_event top = w->heap[0];
-    sim_event last = w->heap[--w->heap_len];
-    size_t i = 0, n = w->heap_len;
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        if (child + 1 < n && ev_before(&w->heap[child + 1], &w->heap[child]))
-            child++;
-        if (!ev_before(&w->heap[child], &last))
-            break;
-        w->heap[i] = w->heap[child];
-        i = child;
-    }
-    if (n > 0)
-        w->heap[i] = last;
-    return top;
-}
-
 void sim_push(sim_world *w, uint64_t at, sim_ev_kind kind, unsigned proc, unsigned node,
               uint64_t arg, sim_msg *msg)
 {
-    sim_event ev = {REDLOCK__MAX(at, w->now), ++w->next_seq, kind, proc, node, arg, msg, false};
-    heap_insert(w, ev);
+    sim_event ev = {REDLOCK__MAX(at, w->now), 0, (int)kind, proc, node, arg, msg, false};
+    if (!sim_queue_push(&w->queue, ev)) {
+        w->oom = true;
+        sim_msg_free(msg);
+    }
 }
 
 /* ---- trace, hash, contract --------------------------------------------------------------------
@@ -338,8 +288,8 @@ static void dispatch(sim_world *w, const sim_event *ev)
 
 static void run_loop(sim_world *w)
 {
-    while (w->heap_len > 0 && !w->oom) {
-        sim_event ev = heap_pop(w);
+    while (w->queue.len > 0 && !w->oom) {
+        sim_event ev = sim_queue_pop(&w->queue);
         w->now = ev.at;
         bool proc_event = is_proc_event(ev.kind);
         if (proc_event && w->procs[ev.proc].vanished && ev.kind != EV_IO_CLOSED) {
@@ -347,9 +297,10 @@ static void run_loop(sim_world *w)
             continue;
         }
         if (proc_event && w->procs[ev.proc].paused_until > ev.at) {
-            ev.at = w->procs[ev.proc].paused_until; /* same seq: deferred events keep order */
-            ev.deferred = true;
-            heap_insert(w, ev);
+            if (!sim_queue_defer(&w->queue, ev, w->procs[ev.proc].paused_until)) {
+                w->oom = true;
+                sim_msg_free(ev.msg);
+            }
             continue;
         }
         w->res->events++;
@@ -427,8 +378,8 @@ int sim_run(const sim_config *cfg, sim_result *res)
     check_exclusion(w);
     sim_fence_finish(w);
     sim_io_teardown(w);
-    while (w->heap_len > 0)
-        sim_msg_free(heap_pop(w).msg);
+    while (w->queue.len > 0)
+        sim_msg_free(sim_queue_pop(&w->queue).msg);
     for (unsigned i = 0; i < cfg->n_nodes; i++)
         sim_node_free(w, i);
     sim_pubsub_free(w);
@@ -438,7 +389,7 @@ int sim_run(const sim_config *cfg, sim_result *res)
         w->auto_holds = h->next;
         free(h);
     }
-    free(w->heap);
+    sim_queue_free(&w->queue);
     free(w->holds);
     free(w->presence);
     free(w->downtimes);

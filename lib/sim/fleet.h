@@ -14,6 +14,7 @@
 #include "sim_check.h"
 #include "sim_db.h"
 #include "sim_link.h"
+#include "sim_nodelog.h"
 #include "sim_queue.h"
 #include "sim_rng.h"
 #include "sim_scripts.h"
@@ -104,12 +105,8 @@ struct redlock_sim {
     char **resources; /* the resources named in holds: a hold's resource is its index here */
     size_t *resource_lens;
     size_t n_resources, cap_resources;
-    char store_what[256]; /* the store's first violation, or "" */
-    /* The nodes' record (record.c). */
-    sim_presence *presence;
-    size_t n_presence, cap_presence;
-    sim_downtime *downtimes;
-    size_t n_downtimes, cap_downtimes;
+    char store_what[256];     /* the store's first violation, or "" */
+    sim_nodelog log;          /* the nodes' record (record.c, on sim_nodelog.h) */
     struct kit_fence *fences; /* per resource: the highest fence the store accepted */
     size_t n_fences, cap_fences;
 };

@@ -134,8 +134,7 @@ static int used_when_lost(redlock_sim *sim, const kit_hold *hold, char *text, si
 {
     if (hold->h.stop <= hold->h.start)
         return 0; /* never used */
-    sim_record record = {sim->opts.n_nodes, sim->presence, sim->n_presence, sim->downtimes,
-                         sim->n_downtimes};
+    sim_record record = sim_nodelog_record(&sim->log, sim->opts.n_nodes);
     uint64_t at = 0;
     int gap = sim_first_gap(&record, hold->key, hold->key_len, hold->token, hold->token_len,
                             hold->h.start, hold->h.stop, &at);

@@ -18,6 +18,7 @@
 #include "sim_db.h"
 #include "sim_fence.h"
 #include "sim_link.h"
+#include "sim_nodelog.h"
 #include "sim_queue.h"
 #include "sim_rng.h"
 #include "sim_scripts.h"
@@ -230,10 +231,7 @@ struct sim_world {
     sim_hold *holds; /* every hold, for the checker (sim_check.h) */
     size_t n_holds, cap_holds;
     sim_auto_hold *auto_holds;
-    sim_presence *presence; /* every key every node ever held (sim_check.h) */
-    size_t n_presence, cap_presence;
-    sim_downtime *downtimes; /* every time a node was down */
-    size_t n_downtimes, cap_downtimes;
+    sim_nodelog log;  /* every key every node ever held, every time a node was down */
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
     struct sim_fence_world *fence;   /* sim_fence.c: grants, writes and the store */

@@ -391,8 +391,7 @@ int sim_run(const sim_config *cfg, sim_result *res)
     }
     sim_queue_free(&w->queue);
     free(w->holds);
-    free(w->presence);
-    free(w->downtimes);
+    sim_nodelog_free(&w->log);
     free(w);
     return rc != 0 ? rc : ok;
 }

@@ -48,3 +48,10 @@ bool sim_rng_chance(sim_rng *r, double p)
         return false;
     return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53 < p;
 }
+
+void sim_rng_bytes(sim_rng *r, void *buf, size_t len)
+{
+    unsigned char *out = buf;
+    for (size_t i = 0; i < len; i++)
+        out[i] = (unsigned char)(sim_rng_next(r) >> 56);
+}

@@ -88,6 +88,20 @@ int sim_command_keys(int argc, const char *const *argv, const size_t *lens, cons
  * the count, or -1 when buf is not one whole such array of at most max strings. */
 int sim_resp_argv(const char *buf, size_t len, const char **argv, size_t *lens, int max);
 
+/* A waiter's grant record, as release_queued.lua reads it (the value of field "<id>:g" of
+ * "<key>:queue-due": "ttl:stamp:tag:j:fenced[:klen:ck]:clen:<channel><token>"): its fields,
+ * pointing into the value. */
+typedef struct sim_grant_record {
+    double ttl;
+    const char *stamp, *tag, *j, *ck, *ch, *token;
+    size_t stamp_len, tag_len, j_len, ck_len, ch_len, token_len;
+    bool fenced;
+    bool has_ck; /* a fence domain's counter, ck (fenced "2") */
+} sim_grant_record;
+
+/* Read a grant record's value (len bytes) into *out: false if the script would not take it. */
+bool sim_grant_record_parse(const char *value, size_t len, sim_grant_record *out);
+
 /* *out (and elems, ptrs: room for three elements) as hiredis would have parsed reply, for
  * redlock__cmd_vote. Valid while reply is. */
 void sim_reply_to_redis(const sim_reply *reply, redisReply *out, redisReply elems[3],

@@ -239,10 +239,7 @@ static void io_wake_at(redlock__io *io, uint64_t due_us)
 
 static int io_random(redlock__io *io, void *buf, size_t len)
 {
-    sim_proc *p = proc_of(io);
-    unsigned char *out = buf;
-    for (size_t i = 0; i < len; i++)
-        out[i] = (unsigned char)(sim_rng_next(&p->rng) >> 56);
+    sim_rng_bytes(&proc_of(io)->rng, buf, len);
     return 0;
 }
 

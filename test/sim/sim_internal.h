@@ -243,7 +243,8 @@ struct sim_world {
     bool exec_release, exec_granted;
 };
 
-/* The event queue (sim_world.c). seq 0: a new sequence number. */
+/* Queue an event at at (now at the earliest) on the world's queue (sim_queue.h); msg is freed
+ * without memory. */
 void sim_push(sim_world *w, uint64_t at, sim_ev_kind kind, unsigned proc, unsigned node,
               uint64_t arg, sim_msg *msg);
 void sim_hash(sim_world *w, uint64_t x);

@@ -8,8 +8,8 @@
  * node runs it (sim_node.c, sim_cluster.c) and its reply comes back as the server's reply, read
  * by the library's own reply reader (redlock__cmd_vote) as lib/net/node.c reads it. A restarted
  * node kills every connection to it; the process notices a little later, fails what it still waited
- * for, fails new sends at once while it reconnects, then reconnects. The subscriber connections
- * that wake waiters are sim_pubsub.c's. */
+ * for, fails new sends at once while it reconnects, then reconnects (the connection's model is the
+ * kit's, lib/sim/sim_link.h). The subscriber connections that wake waiters are sim_pubsub.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

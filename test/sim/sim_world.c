@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* sim_world.c - the simulation's event loop in virtual time, the faults, the mutual-exclusion
- * checker, and the scenarios. The processes' program is in sim_proc.c.
+/* sim_world.c - the simulation's event loop in virtual time (on the kit's queue,
+ * lib/sim/sim_queue.h), the faults, the mutual-exclusion checker, and the scenarios. The
+ * processes' program is in sim_proc.c.
  *
  * True time is global and only the checker reads it. Each process sees only its own clock,
  * local = offset + t * rate, through its io; its events (replies, timeouts, timers, its own

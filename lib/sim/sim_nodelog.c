@@ -2,22 +2,34 @@
 /* sim_nodelog.c - the nodes' record as a run writes it (sim_nodelog.h). */
 #include "sim_nodelog.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Room for one more of n items of size bytes in *v (cap of them; first when there is none yet):
+ * false without memory. */
+static bool room(void **v, size_t *cap, size_t n, size_t size, size_t first)
+{
+    if (n < *cap)
+        return true;
+    size_t more = *cap != 0 ? *cap * 2 : first;
+    void *p = realloc(*v, more * size);
+    if (p == NULL)
+        return false;
+    *v = p;
+    *cap = more;
+    return true;
+}
 
 int sim_nodelog_open(sim_nodelog *log, unsigned node, sim_db_key *k, uint64_t from, uint64_t until)
 {
     k->mark = SIZE_MAX;
     if (k->name_len > SIM_KEY_MAX || k->value_len > SIM_VALUE_MAX)
         return 1;
-    if (log->n_presence == log->cap_presence) {
-        size_t cap = log->cap_presence != 0 ? log->cap_presence * 2 : 64;
-        sim_presence *v = realloc(log->presence, cap * sizeof(*v));
-        if (v == NULL)
-            return -1;
-        log->presence = v;
-        log->cap_presence = cap;
-    }
+    void *v = log->presence;
+    if (!room(&v, &log->cap_presence, log->n_presence, sizeof(sim_presence), 64))
+        return -1;
+    log->presence = v;
     sim_presence *r = &log->presence[log->n_presence];
     r->node = node;
     r->key_len = k->name_len;
@@ -49,14 +61,10 @@ void sim_nodelog_close(sim_nodelog *log, sim_db_key *k, uint64_t until)
 
 int sim_nodelog_down(sim_nodelog *log, unsigned node, uint64_t now)
 {
-    if (log->n_downtimes == log->cap_downtimes) {
-        size_t cap = log->cap_downtimes != 0 ? log->cap_downtimes * 2 : 16;
-        sim_downtime *v = realloc(log->downtimes, cap * sizeof(*v));
-        if (v == NULL)
-            return -1;
-        log->downtimes = v;
-        log->cap_downtimes = cap;
-    }
+    void *v = log->downtimes;
+    if (!room(&v, &log->cap_downtimes, log->n_downtimes, sizeof(sim_downtime), 16))
+        return -1;
+    log->downtimes = v;
     log->downtimes[log->n_downtimes++] = (sim_downtime){node, now, SIM_NEVER};
     return 0;
 }

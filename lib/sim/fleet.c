@@ -243,8 +243,8 @@ static int io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
         k->timeout_us[i] = cfgs[i].timeout_us > 0 ? cfgs[i].timeout_us : DEFAULT_TIMEOUT_US;
         sim_link_init(&k->conns[i], up, sim->nodes[i].run_id);
         if (!up)
-            push(sim, sim->now + sim_rng_range(&sim->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
-                 KIT_CONN_RETRY, k->index, i, 0, NULL);
+            push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, k->index, i, 0,
+                 NULL);
     }
     k->has_io = true;
     *out = &k->io.base;
@@ -500,8 +500,7 @@ static void on_conn_lost(redlock_sim *sim, const sim_event *ev)
     if (k->io.closing || !sim_link_noticed(c))
         return;
     kit_trace(sim, "c%u: connection to n%u lost", ev->proc, ev->node);
-    push(sim, sim->now + sim_rng_range(&sim->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
-         KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
+    push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
     fail_pending(k, c, "connection lost");
 }
 
@@ -512,8 +511,8 @@ static void on_conn_retry(redlock_sim *sim, const sim_event *ev)
     if (k->io.closing)
         return;
     if (!sim->nodes[ev->node].up) {
-        push(sim, sim->now + sim_rng_range(&sim->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
-             KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
+        push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0,
+             NULL);
         return;
     }
     kit_trace(sim, "c%u: connected to n%u", ev->proc, ev->node);

@@ -66,6 +66,11 @@ bool sim_link_reconnect(sim_link *l, uint64_t now, uint64_t run_id)
     return changed;
 }
 
+uint64_t sim_link_retry_us(sim_rng *rng)
+{
+    return sim_rng_range(rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US);
+}
+
 void sim_link_owe(sim_link *l, sim_pending *q)
 {
     q->next = NULL;

@@ -13,8 +13,10 @@
 #include <stdint.h>
 
 #include "io.h"
+#include "sim_rng.h"
 
-/* A client retries connecting to a node that is down after a span in this range (true time). */
+/* A client retries connecting to a node that is down after a span in this range (true time):
+ * sim_link_retry_us draws it. */
 #define SIM_RETRY_MIN_US 5000
 #define SIM_RETRY_MAX_US 30000
 
@@ -73,6 +75,9 @@ void sim_link_drop(sim_link *l);
 /* The client connected (again) at now to the node's server run_id: returns true if it is another
  * server than the one it last reached (the client is told: io.h's on_node_changed). */
 bool sim_link_reconnect(sim_link *l, uint64_t now, uint64_t run_id);
+
+/* The span after which a client tries to connect again, drawn from rng. */
+uint64_t sim_link_retry_us(sim_rng *rng);
 
 /* The owed requests: append q; take the one with id out (NULL: none); take the first out (NULL:
  * none); free them all without completing them (the end of a run). */

@@ -485,8 +485,7 @@ static void on_conn_lost(sim_world *w, const sim_event *ev)
     if (p->io.closing || !sim_link_noticed(&c->link))
         return;
     sim_trace(w, "p%u: connection to n%u lost", ev->proc, ev->node);
-    sim_push(w, w->now + sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US), EV_CONN_RETRY,
-             ev->proc, ev->node, 0, NULL);
+    sim_push(w, w->now + sim_link_retry_us(&w->rng), EV_CONN_RETRY, ev->proc, ev->node, 0, NULL);
     fail_pending(p, c, "connection lost");
 }
 
@@ -497,8 +496,8 @@ static void on_conn_retry(sim_world *w, const sim_event *ev)
     if (p->io.closing)
         return;
     if (!w->nodes[ev->node].up) {
-        sim_push(w, w->now + sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
-                 EV_CONN_RETRY, ev->proc, ev->node, 0, NULL);
+        sim_push(w, w->now + sim_link_retry_us(&w->rng), EV_CONN_RETRY, ev->proc, ev->node, 0,
+                 NULL);
         return;
     }
     sim_trace(w, "p%u: reconnected to n%u", ev->proc, ev->node);

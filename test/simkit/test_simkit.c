@@ -144,10 +144,11 @@ static void verdict_is(redlock_sim *sim, int expected, const char *needle)
 /* ---- the scenario of the driver and of determinism ---------------------------------------------
  */
 
-/* Two workers compete for one resource on 5 nodes, with faults drawn from the seed: a node
- * killed and restarted (with or without data), a link cut, a node's clock jump, and, with chance
- * 1 in 4 for worker 0, a pause of 1.5 ttl right after it acquired. planted: worker 0 writes without
- * checking that its lock is still held (the bug the driver must find). */
+/* Two workers compete for one resource on 5 nodes, with faults drawn from the seed within the
+ * algorithm's assumptions: a node killed and restarted with its data (one back empty may leave a
+ * bare quorum of a lock's keys short: restart_empty's test), a link cut, a node's clock jump, and,
+ * with chance 1 in 4 for worker 0, a pause of 1.5 ttl right after it acquired. planted: worker 0
+ * writes without checking that its lock is still held (the bug the driver must find). */
 typedef struct contest {
     bool planted;
     worker w[2];
@@ -178,7 +179,7 @@ static int contest_run(redlock_sim *sim, void *data)
     case 0:
         redlock_sim_node_kill(sim, node);
         redlock_sim_run_for(sim, 100000);
-        redlock_sim_node_restart(sim, node, redlock_sim_random(sim) % 2 == 0);
+        redlock_sim_node_restart(sim, node, true);
         break;
     case 1:
         redlock_sim_link_fault(sim, 1, node, REDLOCK_SIM_TO_NODE | REDLOCK_SIM_TO_CLIENT, 300000,
@@ -496,6 +497,9 @@ static void lost_lock_checker_fires_on_a_write_after_the_loss(void **state)
 /* ---- the driver --------------------------------------------------------------------------------
  */
 
+/* The correct workers over this many seeds: every checker quiet (a few seconds at most). */
+#define GOOD_SEEDS 20000
+
 static void driver_finds_the_planted_seed_and_replays_it(void **state)
 {
     (void)state;
@@ -516,7 +520,7 @@ static void driver_finds_the_planted_seed_and_replays_it(void **state)
     assert_int_equal(redlock_sim_replay(&o, contest_run, &bad, NULL), 1);
     assert_int_equal(redlock_sim_replay(&o, contest_run, &good, NULL), 0);
     o.seed = 1;
-    assert_int_equal(redlock_sim_explore(&o, 200, contest_run, &good, NULL, &failed), 0);
+    assert_int_equal(redlock_sim_explore(&o, GOOD_SEEDS, contest_run, &good, NULL, &failed), 0);
 }
 
 /* A waits nothing and holds res for 300 ms; B waits for it in the queue (wait_ms, fenced): it

@@ -22,6 +22,10 @@
 #      a request for the next major version is refused, one for this version is exact
 #   9. the moved install's tool runs with no LD_LIBRARY_PATH, its library found by its runpath
 #      ($ORIGIN/../lib) in the moved libdir
+#  11. a program using the test kit, built with nothing but `pkg-config --cflags --libs
+#      redlock-sim`, runs a fleet (shared, and static with --static); the kit's .so links
+#      libredlock.so.1 and exports only redlock_sim_* symbols; its ABI equals abi/redlock-sim.abi
+#      (in 4) and a CMake project builds it on redlock::sim and redlock::sim_static (in 8)
 #  10. installed with meson's default libdir (lib/<multiarch> on Debian), the pkg-config file and
 #      the CMake package are where the README says; a program built from that prefix with
 #      pkg-config alone runs, shared and static (libredlock.a with --static); hiredis is
@@ -31,7 +35,7 @@ set -uo pipefail
 src="$(cd "$1" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "1..10"
+echo "1..11"
 
 n=0
 # check DESCRIPTION LOG: "ok" if the commands before it succeeded ($? == 0), else "not ok" and
@@ -68,13 +72,19 @@ installed_ok=1
 ./bin/redlock
 ./include/redlock.h
 ./include/redlock/quorum.h
+./include/redlock/sim.h
 ./include/redlock/sync.h
 ./lib/cmake/redlock/redlockConfig.cmake
 ./lib/cmake/redlock/redlockConfigVersion.cmake
+./lib/libredlock-sim.a
+./lib/libredlock-sim.so
+./lib/libredlock-sim.so.1
+./lib/libredlock-sim.so.1.0.0
 ./lib/libredlock.a
 ./lib/libredlock.so
 ./lib/libredlock.so.1
 ./lib/libredlock.so.1.0.0
+./lib/pkgconfig/redlock-sim.pc
 ./lib/pkgconfig/redlock.pc
 ./share/man/man1/redlock.1
 FILES
@@ -82,12 +92,12 @@ FILES
         ! nm -D --defined-only "$prefix/lib/libredlock.so" | grep -E ' T ' | grep -v ' redlock_'
 } >"$log" 2>&1 || installed_ok=0
 [ $installed_ok = 1 ]
-check "meson install: library (soname libredlock.so.1), header, pkg-config, CMake package, tool, man page; only redlock_ symbols exported" "$log"
+check "meson install: library (soname libredlock.so.1), the test kit, headers, pkg-config, CMake package, tool, man page; only redlock_ symbols exported" "$log"
 
 if [ $installed_ok = 0 ]; then
     for what in "pkg-config consumer" "header for C99, C11, C++17" "ABI against abi/redlock.abi" \
         "man page" "meson subproject" "SPDX lines" "CMake consumer" "the tool's runpath" \
-        "default libdir, hiredis private"; do
+        "default libdir, hiredis private" "the test kit with pkg-config"; do
         n=$((n + 1))
         echo "not ok $n - $what # the install failed"
     done
@@ -149,6 +159,63 @@ log="$tmp/consumer.log"
         "$tmp/user" | grep -F "libredlock $(pkg-config --modversion redlock)"
 } >"$log" 2>&1
 check "a program built with only pkg-config --cflags --libs redlock links and runs" "$log"
+
+# ---- 11. the test kit with pkg-config ---------------------------------------------------------
+# Run here, beside the library's consumer; numbered last, as it came last.
+cat >"$tmp/kit_user.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <redlock.h>
+#include <redlock/sim.h>
+
+static void acquired(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)result;
+    *(int *)data = status == 0 ? 1 : -1;
+    redlock_lock_free(lock);
+}
+
+int main(void)
+{
+    redlock_sim_options o;
+    redlock_sim_options_init(&o);
+    o.seed = 42;
+    redlock_sim *sim;
+    if (redlock_sim_new(&o, &sim) != 0)
+        return 1;
+    redlock_client *client;
+    if (redlock_sim_client_new(sim, NULL, &client, NULL) != 0)
+        return 2;
+    int got = 0;
+    if (redlock_acquire(client, "job", 3, 1000, NULL, acquired, &got) != 0)
+        return 3;
+    redlock_sim_run_for(sim, 100000);
+    if (got != 1 || redlock_sim_verdict(sim, NULL, 0) != 0 ||
+        strstr(redlock_sim_trace(sim, NULL), "n4 ran") == NULL)
+        return 4;
+    redlock_sim_free(sim);
+    printf("kit ok\n");
+    return 0;
+}
+C
+log="$tmp/kit.log"
+{
+    cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$tmp/kit_user.c" -o "$tmp/kit_user" \
+        $(pkg-config --cflags --libs redlock-sim) &&
+        "$tmp/kit_user" | grep -Fx "kit ok" &&
+        cc -std=c11 -Wall -Wextra -Wpedantic -Werror "$tmp/kit_user.c" -o "$tmp/kit_user_s" \
+            $(pkg-config --cflags redlock-sim) "$prefix/lib/libredlock-sim.a" \
+            "$prefix/lib/libredlock.a" $(pkg-config --static --libs redlock-sim |
+                sed 's/-lredlock-sim//; s/-lredlock//') &&
+        ! readelf -d "$tmp/kit_user_s" | grep -F libredlock &&
+        env -u LD_LIBRARY_PATH "$tmp/kit_user_s" | grep -Fx "kit ok" &&
+        pkg-config --print-requires redlock-sim | grep -Fx "redlock = $(pkg-config --modversion redlock)" &&
+        readelf -d "$prefix/lib/libredlock-sim.so.1" | grep -F '[libredlock.so.1]' &&
+        objdump -p "$prefix/lib/libredlock-sim.so.1" | grep -E 'SONAME +libredlock-sim\.so\.1$' &&
+        ! nm -D --defined-only "$prefix/lib/libredlock-sim.so" | grep -E ' T ' | grep -v ' redlock_sim_'
+} >"$log" 2>&1
+kit_rc=$?
+kit_log="$log"
 
 # ---- 3. the header, for C99, C11 and C++17 -------------------------------------------------
 cat >"$tmp/header.c" <<'C'
@@ -227,12 +294,17 @@ else
                 "$tmp/new.abi" &&
             cc -std=c99 $cflags "$src/abi/constants.c" -o "$tmp/constants" &&
             "$tmp/constants" >"$tmp/constants.txt" &&
-            diff -u "$src/abi/constants.txt" "$tmp/constants.txt"
+            diff -u "$src/abi/constants.txt" "$tmp/constants.txt" &&
+            "$src/abi/dump.sh" "$prefix/lib/libredlock-sim.so.1" "$tmp/new-sim.abi" &&
+            abidiff --suppressions "$src/abi/redlock.suppr" "$src/abi/redlock-sim.abi" \
+                "$tmp/new-sim.abi" &&
+            abidiff --harmless --suppressions "$src/abi/redlock.suppr" \
+                "$src/abi/redlock-sim.abi" "$tmp/new-sim.abi"
     } >"$log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || echo "If the change is intended: ninja -C build abi-update, and commit abi/ with it (docs/api.md, \"ABI policy\")." >>"$log"
     [ $rc -eq 0 ]
-    check "ABI of the installed libredlock.so.1 and the header's constants equal abi/ (abidiff)" "$log"
+    check "ABI of the installed libredlock.so.1, the header's constants and libredlock-sim.so.1 equal abi/ (abidiff)" "$log"
 fi
 
 # ---- 5. the man page and the tool ------------------------------------------------------------
@@ -298,6 +370,7 @@ moved="$tmp/moved"
 mv "$prefix" "$moved"
 mkdir -p "$tmp/cm"
 cp "$tmp/user.c" "$tmp/cm/user.c"
+cp "$tmp/kit_user.c" "$tmp/cm/kit_user.c"
 cat >"$tmp/cm/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.13)
 project(user C)
@@ -313,6 +386,13 @@ foreach(kind IN ITEMS shared static)
 endforeach()
 target_link_libraries(user_shared PRIVATE redlock::redlock)
 target_link_libraries(user_static PRIVATE redlock::redlock_static)
+foreach(kind IN ITEMS shared static)
+  add_executable(kit_${kind} kit_user.c)
+  set_target_properties(kit_${kind} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+  target_compile_options(kit_${kind} PRIVATE -Wall -Wextra -Wpedantic -Werror)
+endforeach()
+target_link_libraries(kit_shared PRIVATE redlock::sim)
+target_link_libraries(kit_static PRIVATE redlock::sim_static)
 CMAKE
 version="$(sed -n 's/^Version: //p' "$moved/lib/pkgconfig/redlock.pc")"
 log="$tmp/cmake.log"
@@ -330,10 +410,14 @@ else
             env -u LD_LIBRARY_PATH "$tmp/cm/b/user_shared" | grep -Fx "libredlock $version" &&
             "$tmp/cm/b/user_static" | grep -Fx "libredlock $version" &&
             readelf -d "$tmp/cm/b/user_shared" | grep -F '[libredlock.so.1]' &&
-            ! readelf -d "$tmp/cm/b/user_static" | grep -F libredlock
+            ! readelf -d "$tmp/cm/b/user_static" | grep -F libredlock &&
+            env -u LD_LIBRARY_PATH "$tmp/cm/b/kit_shared" | grep -Fx "kit ok" &&
+            "$tmp/cm/b/kit_static" | grep -Fx "kit ok" &&
+            readelf -d "$tmp/cm/b/kit_shared" | grep -F '[libredlock-sim.so.1]' &&
+            ! readelf -d "$tmp/cm/b/kit_static" | grep -F libredlock
     } >"$log" 2>&1
 fi
-check "a CMake project finds the moved install (find_package(redlock) $version EXACT, not $((${version%%.*} + 1))) and runs a program on redlock::redlock and on redlock::redlock_static" "$log"
+check "a CMake project finds the moved install (find_package(redlock) $version EXACT, not $((${version%%.*} + 1))) and runs a program on redlock::redlock and on redlock::redlock_static, and one of the test kit on redlock::sim and redlock::sim_static" "$log"
 
 # ---- 9. the tool's runpath ------------------------------------------------------------------
 log="$tmp/runpath.log"
@@ -381,3 +465,6 @@ echo "project('empty')" >"$tmp/empty/meson.build"
         env -u LD_LIBRARY_PATH "$tmp/user2s" | grep -F "libredlock $version"
 } >"$log" 2>&1
 check "meson's default libdir: P/<libdir>/pkgconfig and P/<libdir>/cmake/redlock; a pkg-config program runs shared and static; no hiredis in the headers or in --cflags" "$log"
+
+(exit $kit_rc)
+check "the test kit: a program built with pkg-config --cflags --libs redlock-sim runs a fleet, shared and static; libredlock-sim.so.1 links libredlock.so.1, exports only redlock_sim_*" "$kit_log"

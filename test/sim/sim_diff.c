@@ -58,7 +58,8 @@ static long long model_publish(void *ctx, const char *ch, size_t len, const char
     return listening(d, ch, len) ? 1 : 0;
 }
 
-static const sim_server_hooks hooks_template = {model_numsub, model_publish, NULL, NULL};
+static const sim_server_hooks hooks_template = {model_numsub, model_publish,    NULL,
+                                                NULL,         redlock__scripts, REDLOCK__SCRIPTS};
 
 /* ---- the server ------------------------------------------------------------------------------ */
 

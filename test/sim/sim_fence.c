@@ -205,9 +205,9 @@ static unsigned forgetting_nodes(const sim_world *w, uint64_t from, uint64_t to)
     if (!w->cfg.restart_loses_data)
         return 0;
     bool forgot[SIM_MAX_NODES] = {false};
-    for (size_t i = 0; i < w->n_downtimes; i++)
-        if (w->downtimes[i].from >= from && w->downtimes[i].from <= to)
-            forgot[w->downtimes[i].node] = true;
+    for (size_t i = 0; i < w->log.n_downtimes; i++)
+        if (w->log.downtimes[i].from >= from && w->log.downtimes[i].from <= to)
+            forgot[w->log.downtimes[i].node] = true;
     unsigned n = 0;
     for (unsigned i = 0; i < w->cfg.n_nodes; i++)
         n += forgot[i];

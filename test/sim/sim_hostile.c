@@ -19,66 +19,32 @@
 
 #define RECORDS_MAX 16
 
-/* A waiter's grant record on the hostile node (sim_queued.c's format: "ttl:stamp:tag:j:fenced
- * [:klen:ck]:clen:<channel><token>" under field "<id>:g" of "<key>:queue-due"). */
+/* A waiter's grant record on the hostile node (sim_grant_record, under field "<id>:g" of
+ * "<key>:queue-due"), with its waiter's id. */
 typedef struct forge_record {
     const char *stamp, *j, *ch, *token, *id;
     size_t stamp_len, j_len, ch_len, token_len, id_len;
     bool fenced;
 } forge_record;
 
-static bool digits(const char **p, const char *end, const char **out, size_t *len)
-{
-    const char *s = *p;
-    while (s < end && *s >= '0' && *s <= '9')
-        s++;
-    if (s == *p || s == end || *s != ':')
-        return false;
-    *out = *p;
-    *len = (size_t)(s - *p);
-    *p = s + 1;
-    return true;
-}
-
 static bool parse(const sim_db_item *it, forge_record *r)
 {
-    if (it->name_len < 3 || memcmp(it->name + it->name_len - 2, ":g", 2) != 0)
+    sim_grant_record g;
+    if (it->name_len < 3 || memcmp(it->name + it->name_len - 2, ":g", 2) != 0 ||
+        !sim_grant_record_parse(it->value, it->value_len, &g) || g.token_len == 0)
         return false;
-    const char *p = it->value, *end = it->value + it->value_len, *skip, *clen;
-    size_t skip_len, clen_len;
-    if (!digits(&p, end, &skip, &skip_len) || !digits(&p, end, &r->stamp, &r->stamp_len) ||
-        !digits(&p, end, &skip, &skip_len) || !digits(&p, end, &r->j, &r->j_len) || end - p < 2 ||
-        p[1] != ':')
-        return false;
-    r->fenced = p[0] != '0';
-    bool domain = p[0] == '2';
-    p += 2;
-    if (domain) {
-        const char *klen;
-        size_t klen_len;
-        if (!digits(&p, end, &klen, &klen_len))
-            return false;
-        size_t k = 0;
-        for (size_t i = 0; i < klen_len && k < 4096; i++)
-            k = k * 10 + (size_t)(klen[i] - '0');
-        if (k + 1 > (size_t)(end - p))
-            return false;
-        p += k + 1;
-    }
-    if (!digits(&p, end, &clen, &clen_len))
-        return false;
-    size_t cl = 0;
-    for (size_t i = 0; i < clen_len && cl < 4096; i++)
-        cl = cl * 10 + (size_t)(clen[i] - '0');
-    if (cl > (size_t)(end - p))
-        return false;
-    r->ch = p;
-    r->ch_len = cl;
-    r->token = p + cl;
-    r->token_len = (size_t)(end - p) - cl;
-    r->id = it->name;
-    r->id_len = it->name_len - 2;
-    return r->token_len > 0;
+    *r = (forge_record){.stamp = g.stamp,
+                        .stamp_len = g.stamp_len,
+                        .j = g.j,
+                        .j_len = g.j_len,
+                        .ch = g.ch,
+                        .ch_len = g.ch_len,
+                        .token = g.token,
+                        .token_len = g.token_len,
+                        .id = it->name,
+                        .id_len = it->name_len - 2,
+                        .fenced = g.fenced};
+    return true;
 }
 
 /* Up to RECORDS_MAX grant records of the node's keyspace. */

@@ -17,23 +17,13 @@
 #include "sim_check.h"
 #include "sim_db.h"
 #include "sim_fence.h"
+#include "sim_link.h"
+#include "sim_nodelog.h"
+#include "sim_queue.h"
+#include "sim_rng.h"
 #include "sim_scripts.h"
 
 #define SIM_PPM 1000000u
-/* A process retries the connection to a node that is down after this much (true time). */
-#define SIM_RETRY_MIN_US 5000
-#define SIM_RETRY_MAX_US 30000
-
-/* xoshiro256** seeded through splitmix64. */
-typedef struct sim_rng {
-    uint64_t s[4];
-} sim_rng;
-
-void sim_rng_seed(sim_rng *r, uint64_t seed);
-uint64_t sim_rng_next(sim_rng *r);
-/* Uniform in [lo, hi] (lo when hi <= lo). */
-uint64_t sim_rng_range(sim_rng *r, uint64_t lo, uint64_t hi);
-bool sim_rng_chance(sim_rng *r, double p);
 
 typedef enum {
     EV_NODE_RECV,   /* a request reaches its node */
@@ -90,15 +80,6 @@ typedef struct sim_msg {
 sim_msg *sim_msg_new(const char *wire, size_t len);
 void sim_msg_free(sim_msg *m);
 
-typedef struct sim_event {
-    uint64_t at, seq;
-    sim_ev_kind kind;
-    unsigned proc, node;
-    uint64_t arg;
-    sim_msg *msg;
-    bool deferred; /* held back by a pause of its process: it runs later than it was due */
-} sim_event;
-
 typedef struct sim_world sim_world;
 typedef struct sim_proc sim_proc;
 struct sim_cluster;
@@ -116,29 +97,15 @@ typedef struct sim_node {
     struct sim_cluster *cluster; /* a Redis Cluster's shards, or NULL */
 } sim_node;
 
-/* A request the io owes a completion. */
-typedef struct sim_pending {
-    struct sim_pending *next;
-    uint64_t id;
-    redlock__req *req;
-} sim_pending;
-
-/* One process's connection to one node. epoch changes whenever the TCP connection dies or is
- * re-made; a message of another epoch is discarded where it lands. */
+/* One process's connection to one node: the link (lib/sim/sim_link.h), and what the process's
+ * io keeps of it. */
 typedef struct sim_conn {
-    bool alive;     /* the TCP connection exists */
-    bool client_up; /* the process believes it does (else sends fail fast) */
-    uint64_t epoch;
-    uint64_t crash_epoch; /* messages of this epoch or older died with their node */
-    uint64_t run_id;      /* of the server it last connected to (0: none yet) */
+    sim_link link;
     /* When the process last heard from the node, and when it last went from owing nothing to
      * owing a reply, on its clock; replies owed to requests that timed out (lib/net/node.c's
      * last_reply_us, owing_since_us, skip_replies). */
     uint64_t last_reply_local, owing_since_local;
     unsigned skip;
-    uint64_t last_to_node, last_to_client; /* FIFO: no message overtakes an earlier one */
-    uint64_t partition_until;
-    sim_pending *head, *tail;
 } sim_conn;
 
 /* One process's subscriber connection to one node (sim_pubsub.c), as the process sees it. */
@@ -257,19 +224,14 @@ struct sim_world {
     sim_result *res;
     sim_rng rng;  /* network and faults */
     uint64_t now; /* true time */
-    uint64_t next_seq;
     uint64_t next_req_id;
-    sim_event *heap;
-    size_t heap_len, heap_cap;
+    sim_queue queue; /* the events (sim_queue.h) */
     sim_node nodes[SIM_MAX_NODES];
     sim_proc procs[SIM_MAX_PROCS];
     sim_hold *holds; /* every hold, for the checker (sim_check.h) */
     size_t n_holds, cap_holds;
     sim_auto_hold *auto_holds;
-    sim_presence *presence; /* every key every node ever held (sim_check.h) */
-    size_t n_presence, cap_presence;
-    sim_downtime *downtimes; /* every time a node was down */
-    size_t n_downtimes, cap_downtimes;
+    sim_nodelog log;  /* every key every node ever held, every time a node was down */
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
     struct sim_fence_world *fence;   /* sim_fence.c: grants, writes and the store */
@@ -281,7 +243,8 @@ struct sim_world {
     bool exec_release, exec_granted;
 };
 
-/* The event queue (sim_world.c). seq 0: a new sequence number. */
+/* Queue an event at at (now at the earliest) on the world's queue (sim_queue.h); msg is freed
+ * without memory. */
 void sim_push(sim_world *w, uint64_t at, sim_ev_kind kind, unsigned proc, unsigned node,
               uint64_t arg, sim_msg *msg);
 void sim_hash(sim_world *w, uint64_t x);

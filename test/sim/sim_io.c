@@ -8,8 +8,8 @@
  * node runs it (sim_node.c, sim_cluster.c) and its reply comes back as the server's reply, read
  * by the library's own reply reader (redlock__cmd_vote) as lib/net/node.c reads it. A restarted
  * node kills every connection to it; the process notices a little later, fails what it still waited
- * for, fails new sends at once while it reconnects, then reconnects. The subscriber connections
- * that wake waiters are sim_pubsub.c's. */
+ * for, fails new sends at once while it reconnects, then reconnects (the connection's model is the
+ * kit's, lib/sim/sim_link.h). The subscriber connections that wake waiters are sim_pubsub.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +57,10 @@ uint64_t sim_net_delay(sim_world *w)
     return d;
 }
 
-/* true if the message is lost on the way (the caller frees it). */
-static bool net_lost(sim_world *w, const sim_conn *c)
+/* true if the message is lost on the way in direction dir (the caller frees it). */
+static bool net_lost(sim_world *w, const sim_conn *c, int dir)
 {
-    if (!c->alive || w->now < c->partition_until)
+    if (sim_link_cut(&c->link, dir, w->now))
         return true;
     return sim_rng_chance(&w->rng, w->cfg.drop_prob);
 }
@@ -68,34 +68,31 @@ static bool net_lost(sim_world *w, const sim_conn *c)
 static void net_to_node(sim_world *w, sim_proc *p, unsigned node, sim_msg *msg)
 {
     sim_conn *c = &p->conns[node];
-    if (net_lost(w, c)) {
+    if (net_lost(w, c, SIM_LINK_TO_NODE)) {
         sim_trace(w, "p%u -> n%u req %llu lost", p->id, node, (unsigned long long)msg->req_id);
         sim_msg_free(msg);
         return;
     }
-    uint64_t delay = sim_net_delay(w); /* one draw: REDLOCK__MAX evaluates twice */
-    uint64_t at = REDLOCK__MAX(w->now + delay, c->last_to_node);
-    c->last_to_node = at;
+    uint64_t at = sim_link_land(&c->link, SIM_LINK_TO_NODE, w->now, w->now, sim_net_delay(w));
     sim_push(w, at, EV_NODE_RECV, p->id, node, 0, msg);
 }
 
 void sim_net_reply(sim_world *w, sim_proc *p, unsigned node, sim_msg *msg, uint64_t leave_at)
 {
     sim_conn *c = &p->conns[node];
-    if (net_lost(w, c)) {
+    if (net_lost(w, c, SIM_LINK_TO_CLIENT)) {
         sim_trace(w, "n%u -> p%u reply %llu lost", node, p->id, (unsigned long long)msg->req_id);
         sim_msg_free(msg);
         return;
     }
-    uint64_t delay = sim_net_delay(w);
-    uint64_t at = REDLOCK__MAX(REDLOCK__MAX(leave_at, w->now) + delay, c->last_to_client);
-    c->last_to_client = at;
+    uint64_t at = sim_link_land(&c->link, SIM_LINK_TO_CLIENT, w->now,
+                                REDLOCK__MAX(leave_at, w->now), sim_net_delay(w));
     sim_push(w, at, EV_CLIENT_RECV, p->id, node, 0, msg);
 }
 
 void sim_net_resend(sim_world *w, sim_proc *p, unsigned node, sim_msg *msg, uint64_t at)
 {
-    if (net_lost(w, &p->conns[node])) {
+    if (net_lost(w, &p->conns[node], SIM_LINK_TO_NODE)) {
         sim_msg_free(msg);
         return;
     }
@@ -111,23 +108,6 @@ uint64_t sim_node_run_id(const sim_world *w, unsigned node)
 /* ---- completions ------------------------------------------------------------------------------
  */
 
-static sim_pending *pending_take(sim_conn *c, uint64_t id)
-{
-    sim_pending *prev = NULL;
-    for (sim_pending *q = c->head; q != NULL; prev = q, q = q->next) {
-        if (q->id != id)
-            continue;
-        if (prev != NULL)
-            prev->next = q->next;
-        else
-            c->head = q->next;
-        if (c->tail == q)
-            c->tail = prev;
-        return q;
-    }
-    return NULL;
-}
-
 /* Complete a request. The pending record is already unlinked: the callback may send again,
  * close the client, or do anything else the client does. */
 static void complete(sim_proc *p, redlock__req *req, redlock_vote vote, const char *error,
@@ -141,11 +121,7 @@ static void complete(sim_proc *p, redlock__req *req, redlock_vote vote, const ch
 
 static void fail_pending(sim_proc *p, sim_conn *c, const char *why)
 {
-    while (c->head != NULL) {
-        sim_pending *q = c->head;
-        c->head = q->next;
-        if (c->head == NULL)
-            c->tail = NULL;
+    for (sim_pending *q = sim_link_next(&c->link); q != NULL; q = sim_link_next(&c->link)) {
         redlock__req *req = q->req;
         free(q);
         complete(p, req, REDLOCK_VOTE_ERROR, why, NULL);
@@ -209,7 +185,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
                  "same server as redis://sim-0:6379: a server must count only once", NULL);
         return;
     }
-    if (!c->client_up) {
+    if (!c->link.client_up) {
         complete(p, req, REDLOCK_VOTE_ERROR, "not connected", NULL);
         return;
     }
@@ -224,15 +200,11 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     }
     q->id = ++w->next_req_id;
     q->req = req;
-    if (c->head == NULL && c->skip == 0)
+    if (c->link.head == NULL && c->skip == 0)
         c->owing_since_local = now;
-    if (c->tail != NULL)
-        c->tail->next = q;
-    else
-        c->head = q;
-    c->tail = q;
+    sim_link_owe(&c->link, q);
     m->req_id = q->id;
-    m->epoch = c->epoch;
+    m->epoch = c->link.epoch;
     m->kind = cmd->kind;
     m->queued = cmd->queued;
     m->n_keys = cmd->n_more + 1;
@@ -267,10 +239,7 @@ static void io_wake_at(redlock__io *io, uint64_t due_us)
 
 static int io_random(redlock__io *io, void *buf, size_t len)
 {
-    sim_proc *p = proc_of(io);
-    unsigned char *out = buf;
-    for (size_t i = 0; i < len; i++)
-        out[i] = (unsigned char)(sim_rng_next(&p->rng) >> 56);
+    sim_rng_bytes(&proc_of(io)->rng, buf, len);
     return 0;
 }
 
@@ -333,8 +302,8 @@ int sim_io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
     for (unsigned i = 0; i < n; i++) {
         bool up = w->nodes[i].up; /* down only if dead from the start */
         p->io.timeout_us[i] = cfgs[i].timeout_us;
-        p->conns[i] = (sim_conn){
-            .alive = up, .client_up = up, .epoch = 1, .run_id = up ? sim_node_run_id(w, i) : 0};
+        p->conns[i] = (sim_conn){0};
+        sim_link_init(&p->conns[i].link, up, up ? sim_node_run_id(w, i) : 0);
         p->conns[i].last_reply_local = sim_proc_now(p);
         for (unsigned r = 0; w->nodes[i].cluster != NULL && r < w->cfg.n_resources; r++)
             p->view[i][r] = (unsigned char)sim_cluster_owner(&w->nodes[i], r);
@@ -354,7 +323,7 @@ static void on_node_recv(sim_world *w, const sim_event *ev)
     sim_conn *c = &p->conns[ev->node];
     /* A connection the process dropped still delivers what was written on it; one the node's
      * crash killed does not. */
-    if (!n->up || m->epoch <= c->crash_epoch) {
+    if (!n->up || m->epoch <= c->link.crash_epoch) {
         sim_trace(w, "n%u drops req %llu (connection gone)", ev->node,
                   (unsigned long long)m->req_id);
         sim_msg_free(m);
@@ -402,9 +371,9 @@ static void on_client_recv(sim_world *w, const sim_event *ev)
     sim_msg *m = ev->msg;
     sim_conn *c = &p->conns[ev->node];
     sim_pending *q = NULL;
-    bool current = !p->io.closing && m->epoch == c->epoch;
+    bool current = !p->io.closing && m->epoch == c->link.epoch;
     if (current)
-        q = pending_take(c, m->req_id);
+        q = sim_link_take(&c->link, m->req_id);
     if (q == NULL && current && c->skip > 0) {
         /* The late reply of a request that timed out: read and dropped, but the node spoke. */
         c->skip--;
@@ -463,14 +432,15 @@ static void on_timeout(sim_world *w, const sim_event *ev)
 {
     sim_proc *p = &w->procs[ev->proc];
     sim_conn *c = &p->conns[ev->node];
-    sim_pending *q = pending_take(c, ev->arg);
+    sim_pending *q = sim_link_take(&c->link, ev->arg);
     if (q == NULL)
         return; /* answered in time, or already timed out with an earlier one */
     time_out(p, c, q, ev->node);
     uint64_t now = sim_proc_now(p);
-    while (c->head != NULL && c->head->req->deadline_us <= now && !p->io.closing)
-        time_out(p, c, pending_take(c, c->head->id), ev->node);
-    if (!w->cfg.drop_silent_conns || p->io.closing || !c->client_up || !c->alive || c->skip == 0)
+    while (c->link.head != NULL && c->link.head->req->deadline_us <= now && !p->io.closing)
+        time_out(p, c, sim_link_next(&c->link), ev->node);
+    if (!w->cfg.drop_silent_conns || p->io.closing || !c->link.client_up || !c->link.alive ||
+        c->skip == 0)
         return;
     uint64_t quiet_since = REDLOCK__MAX(c->last_reply_local, c->owing_since_local);
     if (now - quiet_since < DROP_AFTER_TIMEOUTS * p->io.timeout_us[ev->node])
@@ -479,9 +449,7 @@ static void on_timeout(sim_world *w, const sim_event *ev)
      * carries to the node still lands there, unordered with the next connection. */
     sim_trace(w, "p%u drops its silent connection to n%u", ev->proc, ev->node);
     w->res->conn_drops++;
-    c->client_up = false;
-    c->alive = false;
-    c->epoch++;
+    sim_link_drop(&c->link);
     c->skip = 0;
     sim_push(w, w->now + sim_rng_range(&w->rng, 25000, 75000), EV_CONN_RETRY, ev->proc, ev->node, 0,
              NULL);
@@ -492,9 +460,7 @@ void sim_io_vanished(sim_proc *p)
 {
     for (unsigned i = 0; i < p->w->cfg.n_nodes; i++) {
         sim_conn *c = &p->conns[i];
-        c->client_up = false;
-        c->alive = false;
-        c->epoch++;
+        sim_link_drop(&c->link);
         fail_pending(p, c, "connection lost: the process vanished");
     }
 }
@@ -503,13 +469,10 @@ void sim_conns_die(sim_world *w, unsigned node)
 {
     for (unsigned i = 0; i < w->cfg.n_procs; i++) {
         sim_proc *p = &w->procs[i];
-        sim_conn *c = &p->conns[node];
-        if (p->io.closed)
+        /* everything in flight dies with the node; a connection the process dropped already
+         * has nothing to notice */
+        if (p->io.closed || !sim_link_crash(&p->conns[node].link))
             continue;
-        c->crash_epoch = ++c->epoch; /* everything in flight dies with the node */
-        if (!c->alive)
-            continue; /* the process already dropped this connection */
-        c->alive = false;
         sim_push(w, w->now + sim_rng_range(&w->rng, w->cfg.delay_min_us, w->cfg.delay_max_us),
                  EV_CONN_LOST, i, node, 0, NULL);
     }
@@ -519,12 +482,10 @@ static void on_conn_lost(sim_world *w, const sim_event *ev)
 {
     sim_proc *p = &w->procs[ev->proc];
     sim_conn *c = &p->conns[ev->node];
-    if (p->io.closing || !c->client_up)
+    if (p->io.closing || !sim_link_noticed(&c->link))
         return;
     sim_trace(w, "p%u: connection to n%u lost", ev->proc, ev->node);
-    c->client_up = false;
-    sim_push(w, w->now + sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US), EV_CONN_RETRY,
-             ev->proc, ev->node, 0, NULL);
+    sim_push(w, w->now + sim_link_retry_us(&w->rng), EV_CONN_RETRY, ev->proc, ev->node, 0, NULL);
     fail_pending(p, c, "connection lost");
 }
 
@@ -535,23 +496,17 @@ static void on_conn_retry(sim_world *w, const sim_event *ev)
     if (p->io.closing)
         return;
     if (!w->nodes[ev->node].up) {
-        sim_push(w, w->now + sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US),
-                 EV_CONN_RETRY, ev->proc, ev->node, 0, NULL);
+        sim_push(w, w->now + sim_link_retry_us(&w->rng), EV_CONN_RETRY, ev->proc, ev->node, 0,
+                 NULL);
         return;
     }
     sim_trace(w, "p%u: reconnected to n%u", ev->proc, ev->node);
-    c->alive = true;
-    c->client_up = true;
-    c->epoch++;
-    c->last_to_node = c->last_to_client = w->now;
     c->last_reply_local = sim_proc_now(p);
     c->skip = 0;
     /* Another server than before (it restarted, or a cluster failed over): the client is told
      * once the connection is up, as the real node does after its handshake (a process event: a
      * pause holds it back). */
-    uint64_t run_id = sim_node_run_id(w, ev->node);
-    bool changed = c->run_id != 0 && c->run_id != run_id;
-    c->run_id = run_id;
+    bool changed = sim_link_reconnect(&c->link, w->now, sim_node_run_id(w, ev->node));
     if (changed && !w->cfg.no_recheck)
         sim_push(w, w->now, EV_NEW_SERVER, ev->proc, ev->node, 0, NULL);
 }
@@ -599,8 +554,9 @@ void sim_io_event(sim_world *w, const sim_event *ev)
         sim_cluster_event(w, ev);
         break;
     case EV_PARTITION: {
-        sim_conn *c = &w->procs[ev->proc].conns[ev->node];
-        c->partition_until = REDLOCK__MAX(c->partition_until, w->now + ev->arg);
+        sim_link *l = &w->procs[ev->proc].conns[ev->node].link;
+        sim_link_fault(l, SIM_LINK_TO_NODE, w->now + ev->arg, 0);
+        sim_link_fault(l, SIM_LINK_TO_CLIENT, w->now + ev->arg, 0);
         sim_trace(w, "p%u and n%u partitioned for %llu us", ev->proc, ev->node,
                   (unsigned long long)ev->arg);
         break;
@@ -624,15 +580,8 @@ void sim_io_teardown(sim_world *w)
 {
     for (unsigned i = 0; i < w->cfg.n_procs; i++) {
         sim_proc *p = &w->procs[i];
-        for (unsigned j = 0; j < w->cfg.n_nodes; j++) {
-            sim_conn *c = &p->conns[j];
-            while (c->head != NULL) {
-                sim_pending *q = c->head;
-                c->head = q->next;
-                free(q);
-            }
-            c->tail = NULL;
-        }
+        for (unsigned j = 0; j < w->cfg.n_nodes; j++)
+            sim_link_free(&p->conns[j].link);
         redlock__chanset_free(&p->chans, &w->alloc);
     }
 }

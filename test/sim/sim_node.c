@@ -49,38 +49,11 @@ static uint64_t expiry_true(const sim_node *n, uint64_t expire_us)
 
 static void presence_open(sim_world *w, sim_node *n, sim_db_key *k)
 {
-    k->mark = SIZE_MAX;
-    if (k->name_len > SIM_KEY_MAX || k->value_len > SIM_VALUE_MAX) {
+    int rc = sim_nodelog_open(&w->log, n->index, k, w->now, expiry_true(n, k->expire_us));
+    if (rc > 0)
         sim_contract(w, "a lock key or token too long for the record");
-        return;
-    }
-    if (w->n_presence == w->cap_presence) {
-        size_t cap = w->cap_presence != 0 ? w->cap_presence * 2 : 64;
-        sim_presence *v = realloc(w->presence, cap * sizeof(*v));
-        if (v == NULL) {
-            w->oom = true;
-            return;
-        }
-        w->presence = v;
-        w->cap_presence = cap;
-    }
-    sim_presence *r = &w->presence[w->n_presence];
-    r->node = n->index;
-    r->key_len = k->name_len;
-    memcpy(r->key, k->name, k->name_len);
-    r->value_len = k->value_len;
-    memcpy(r->value, k->value, k->value_len);
-    r->from = w->now;
-    r->until = expiry_true(n, k->expire_us);
-    k->mark = w->n_presence++;
-}
-
-/* The key's record ends at until, unless it ended sooner (its expiry). */
-static void presence_close(sim_world *w, sim_db_key *k, uint64_t until)
-{
-    if (k->mark < w->n_presence && w->presence[k->mark].until > until)
-        w->presence[k->mark].until = until;
-    k->mark = SIZE_MAX;
+    else if (rc < 0)
+        w->oom = true;
 }
 
 /* A grant set k for a waiter whose process had vanished: the key may live no longer than that
@@ -138,11 +111,11 @@ static void on_key(void *ctx, sim_db *db, sim_db_key *k, bool gone)
     if (!is_lock_key(w, k->name, k->name_len))
         return;
     /* Set again with the value it holds: renewed, not taken. */
-    const sim_presence *last = k->mark < w->n_presence ? &w->presence[k->mark] : NULL;
+    const sim_presence *last = sim_nodelog_find(&w->log, k);
     bool renewed = !gone && last != NULL && last->until >= w->now &&
                    last->value_len == k->value_len &&
                    memcmp(last->value, k->value, k->value_len) == 0;
-    presence_close(w, k, w->now);
+    sim_nodelog_close(&w->log, k, w->now);
     if (gone)
         return;
     presence_open(w, n, k);
@@ -171,7 +144,7 @@ void sim_node_db_opened(sim_world *w, sim_node *n, sim_db *db)
 void sim_node_db_closed(sim_world *w, sim_db *db)
 {
     for (size_t i = 0; i < db->n; i++)
-        presence_close(w, db->keys[i], w->now);
+        sim_nodelog_close(&w->log, db->keys[i], w->now);
     db->observer = NULL;
     db->observer_ctx = NULL;
 }
@@ -292,7 +265,8 @@ void sim_node_exec(sim_world *w, sim_proc *p, unsigned node, sim_db *db, int sha
         return;
     }
     exec_ctx x = {w, node, shard, gen, refuse, refuse_ctx};
-    sim_server_hooks hooks = {hook_numsub, hook_publish, refuse != NULL ? hook_refuse : NULL, &x};
+    sim_server_hooks hooks = {hook_numsub, hook_publish,     refuse != NULL ? hook_refuse : NULL,
+                              &x,          redlock__scripts, REDLOCK__SCRIPTS};
     sim_node *n = &w->nodes[node];
     uint64_t now = sim_node_now(w, n);
     bool attempt = is_script(argv, lens, argc, &redlock__script_acquire_queued);
@@ -321,7 +295,7 @@ void sim_check_no_gap(sim_world *w, sim_proc *p, redlock_lock *lock, uint64_t fr
     res->gap_checks++;
     size_t token_len;
     const char *token = redlock_lock_token(lock, &token_len);
-    sim_record record = {w->cfg.n_nodes, w->presence, w->n_presence, w->downtimes, w->n_downtimes};
+    sim_record record = sim_nodelog_record(&w->log, w->cfg.n_nodes);
     for (unsigned i = 0; i < p->n_res; i++) {
         char key[32];
         size_t key_len = sim_resource_key(w, p->res[i], key, sizeof(key));
@@ -399,7 +373,7 @@ void sim_note_forgotten(sim_world *w, sim_proc *p, uint64_t end)
     size_t key_len = sim_resource_key(w, p->resource, key, sizeof(key));
     size_t token_len;
     const char *token = redlock_lock_token(p->lock, &token_len);
-    sim_record record = {w->cfg.n_nodes, w->presence, w->n_presence, w->downtimes, w->n_downtimes};
+    sim_record record = sim_nodelog_record(&w->log, w->cfg.n_nodes);
     uint64_t at = 0;
     int gap = sim_first_gap(&record, key, key_len, token, token_len, p->hold_start, end, &at);
     if (gap < 0)
@@ -428,17 +402,8 @@ void sim_note_forgotten(sim_world *w, sim_proc *p, uint64_t end)
 void sim_node_down(sim_world *w, unsigned node)
 {
     w->nodes[node].up = false;
-    if (w->n_downtimes == w->cap_downtimes) {
-        size_t cap = w->cap_downtimes != 0 ? w->cap_downtimes * 2 : 16;
-        sim_downtime *v = realloc(w->downtimes, cap * sizeof(*v));
-        if (v == NULL) {
-            w->oom = true;
-            return;
-        }
-        w->downtimes = v;
-        w->cap_downtimes = cap;
-    }
-    w->downtimes[w->n_downtimes++] = (sim_downtime){node, w->now, SIM_NEVER};
+    if (sim_nodelog_down(&w->log, node, w->now) < 0)
+        w->oom = true;
 }
 
 static void on_crash(sim_world *w, const sim_event *ev)
@@ -470,12 +435,8 @@ static void on_clock_jump(sim_world *w, const sim_event *ev)
     w->res->clock_jumps++;
     sim_trace(w, "n%u's clock jumps %llu us forward", ev->node, (unsigned long long)ev->arg);
     for (size_t i = 0; i < n->db.n; i++) {
-        sim_db_key *k = n->db.keys[i];
-        if (k->mark < w->n_presence) {
-            uint64_t until = REDLOCK__MAX(w->now, expiry_true(n, k->expire_us));
-            if (until < w->presence[k->mark].until)
-                w->presence[k->mark].until = until;
-        }
+        const sim_db_key *k = n->db.keys[i];
+        sim_nodelog_cut(&w->log, k, REDLOCK__MAX(w->now, expiry_true(n, k->expire_us)));
     }
 }
 
@@ -514,9 +475,7 @@ void sim_node_event(sim_world *w, const sim_event *ev)
         break;
     case EV_NODE_UP: {
         w->nodes[ev->node].up = true;
-        for (size_t i = 0; i < w->n_downtimes; i++)
-            if (w->downtimes[i].node == ev->node && w->downtimes[i].until == SIM_NEVER)
-                w->downtimes[i].until = w->now;
+        sim_nodelog_up(&w->log, ev->node, w->now);
         sim_trace(w, "n%u is back with %zu keys", ev->node, w->nodes[ev->node].db.n);
         break;
     }

@@ -157,7 +157,7 @@ static bool extension_in_flight(sim_proc *p)
     size_t len;
     const char *token = redlock_lock_token(p->lock, &len);
     for (unsigned i = 0; i < p->w->cfg.n_nodes; i++) {
-        for (const sim_pending *q = p->conns[i].head; q != NULL; q = q->next) {
+        for (const sim_pending *q = p->conns[i].link.head; q != NULL; q = q->next) {
             const redlock__cmd *cmd = q->req->cmd;
             if (cmd->kind == REDLOCK__CMD_EXTEND && cmd->token_len == len &&
                 memcmp(cmd->token, token, len) == 0)

@@ -122,7 +122,8 @@ static void deliver(sim_world *w, const sim_subscription *s, const char *ch, siz
         sim_trace(w, "message on %.*s to p%u lost: half-open", (int)len, ch, p->id);
         return;
     }
-    if (!sub->up || sub->epoch != s->epoch || w->now < p->conns[s->sub_node].partition_until) {
+    if (!sub->up || sub->epoch != s->epoch ||
+        w->now < p->conns[s->sub_node].link.fault_until[SIM_LINK_TO_CLIENT]) {
         res->notes_lost++;
         return;
     }
@@ -207,8 +208,7 @@ static void sub_drop(sim_world *w, sim_proc *p, unsigned node)
     sub->up = false;
     sub->epoch++;
     if (!p->io.closing && !p->vanished && !sub->connecting)
-        connect_later(
-            p, node, sim_net_delay(w) + sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US));
+        connect_later(p, node, sim_net_delay(w) + sim_link_retry_us(&w->rng));
 }
 
 static void on_connect(sim_world *w, const sim_event *ev)
@@ -222,7 +222,7 @@ static void on_connect(sim_world *w, const sim_event *ev)
     int shard;
     uint64_t gen;
     if (!sub_server(w, ev->node, &server, &shard, &gen)) {
-        connect_later(p, ev->node, sim_rng_range(&w->rng, SIM_RETRY_MIN_US, SIM_RETRY_MAX_US));
+        connect_later(p, ev->node, sim_link_retry_us(&w->rng));
         return;
     }
     sub->up = true;

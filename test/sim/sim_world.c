@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* sim_world.c - the simulation's event loop in virtual time, the faults, the mutual-exclusion
- * checker, and the scenarios. The processes' program is in sim_proc.c.
+/* sim_world.c - the simulation's event loop in virtual time (on the kit's queue,
+ * lib/sim/sim_queue.h), the faults, the mutual-exclusion checker, and the scenarios. The
+ * processes' program is in sim_proc.c.
  *
  * True time is global and only the checker reads it. Each process sees only its own clock,
  * local = offset + t * rate, through its io; its events (replies, timeouts, timers, its own
@@ -13,56 +14,6 @@
 #include "sim_internal.h"
 
 #define MAX_EVENTS_PER_RUN 5000000u
-
-/* ---- randomness -------------------------------------------------------------------------------
- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-void sim_rng_seed(sim_rng *r, uint64_t seed)
-{
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t sim_rng_next(sim_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-uint64_t sim_rng_range(sim_rng *r, uint64_t lo, uint64_t hi)
-{
-    if (hi <= lo)
-        return lo;
-    return lo + sim_rng_next(r) % (hi - lo + 1);
-}
-
-bool sim_rng_chance(sim_rng *r, double p)
-{
-    if (p <= 0)
-        return false;
-    return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53 < p;
-}
 
 /* ---- clocks -----------------------------------------------------------------------------------
  */
@@ -90,64 +41,14 @@ uint64_t sim_proc_now(sim_proc *p)
     return sim_clock(p->rate_ppm, p->offset_us, p->w->now);
 }
 
-/* ---- the event queue: a binary heap on (at, seq) ----------------------------------------------
- */
-
-static bool ev_before(const sim_event *a, const sim_event *b)
-{
-    return a->at != b->at ? a->at < b->at : a->seq < b->seq;
-}
-
-static void heap_insert(sim_world *w, sim_event ev)
-{
-    if (w->heap_len == w->heap_cap) {
-        size_t cap = w->heap_cap != 0 ? w->heap_cap * 2 : 256;
-        sim_event *h = realloc(w->heap, cap * sizeof(*h));
-        if (h == NULL) {
-            w->oom = true;
-            sim_msg_free(ev.msg);
-            return;
-        }
-        w->heap = h;
-        w->heap_cap = cap;
-    }
-    size_t i = w->heap_len++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!ev_before(&ev, &w->heap[parent]))
-            break;
-        w->heap[i] = w->heap[parent];
-        i = parent;
-    }
-    w->heap[i] = ev;
-}
-
-static sim_event heap_pop(sim_world *w)
-{
-    sim_event top = w->heap[0];
-    sim_event last = w->heap[--w->heap_len];
-    size_t i = 0, n = w->heap_len;
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        if (child + 1 < n && ev_before(&w->heap[child + 1], &w->heap[child]))
-            child++;
-        if (!ev_before(&w->heap[child], &last))
-            break;
-        w->heap[i] = w->heap[child];
-        i = child;
-    }
-    if (n > 0)
-        w->heap[i] = last;
-    return top;
-}
-
 void sim_push(sim_world *w, uint64_t at, sim_ev_kind kind, unsigned proc, unsigned node,
               uint64_t arg, sim_msg *msg)
 {
-    sim_event ev = {REDLOCK__MAX(at, w->now), ++w->next_seq, kind, proc, node, arg, msg, false};
-    heap_insert(w, ev);
+    sim_event ev = {REDLOCK__MAX(at, w->now), 0, (int)kind, proc, node, arg, msg, false};
+    if (!sim_queue_push(&w->queue, ev)) {
+        w->oom = true;
+        sim_msg_free(msg);
+    }
 }
 
 /* ---- trace, hash, contract --------------------------------------------------------------------
@@ -388,8 +289,8 @@ static void dispatch(sim_world *w, const sim_event *ev)
 
 static void run_loop(sim_world *w)
 {
-    while (w->heap_len > 0 && !w->oom) {
-        sim_event ev = heap_pop(w);
+    while (w->queue.len > 0 && !w->oom) {
+        sim_event ev = sim_queue_pop(&w->queue);
         w->now = ev.at;
         bool proc_event = is_proc_event(ev.kind);
         if (proc_event && w->procs[ev.proc].vanished && ev.kind != EV_IO_CLOSED) {
@@ -397,9 +298,10 @@ static void run_loop(sim_world *w)
             continue;
         }
         if (proc_event && w->procs[ev.proc].paused_until > ev.at) {
-            ev.at = w->procs[ev.proc].paused_until; /* same seq: deferred events keep order */
-            ev.deferred = true;
-            heap_insert(w, ev);
+            if (!sim_queue_defer(&w->queue, ev, w->procs[ev.proc].paused_until)) {
+                w->oom = true;
+                sim_msg_free(ev.msg);
+            }
             continue;
         }
         w->res->events++;
@@ -477,8 +379,8 @@ int sim_run(const sim_config *cfg, sim_result *res)
     check_exclusion(w);
     sim_fence_finish(w);
     sim_io_teardown(w);
-    while (w->heap_len > 0)
-        sim_msg_free(heap_pop(w).msg);
+    while (w->queue.len > 0)
+        sim_msg_free(sim_queue_pop(&w->queue).msg);
     for (unsigned i = 0; i < cfg->n_nodes; i++)
         sim_node_free(w, i);
     sim_pubsub_free(w);
@@ -488,10 +390,9 @@ int sim_run(const sim_config *cfg, sim_result *res)
         w->auto_holds = h->next;
         free(h);
     }
-    free(w->heap);
+    sim_queue_free(&w->queue);
     free(w->holds);
-    free(w->presence);
-    free(w->downtimes);
+    sim_nodelog_free(&w->log);
     free(w);
     return rc != 0 ? rc : ok;
 }

@@ -265,6 +265,21 @@ static bool parse_record(str g, record *r)
     return true;
 }
 
+bool sim_grant_record_parse(const char *value, size_t len, sim_grant_record *out)
+{
+    record r = {0};
+    if (!parse_record((str){value, len}, &r))
+        return false;
+    *out = (sim_grant_record){.ttl = r.ttl, .fenced = r.fenced, .has_ck = r.has_ck};
+    out->stamp = r.stamp.p, out->stamp_len = r.stamp.len;
+    out->tag = r.tag.p, out->tag_len = r.tag.len;
+    out->j = r.j.p, out->j_len = r.j.len;
+    out->ck = r.ck.p, out->ck_len = r.ck.len;
+    out->ch = r.ch.p, out->ch_len = r.ch.len;
+    out->token = r.token.p, out->token_len = r.token.len;
+    return true;
+}
+
 /* grant(key, h, r): set key for head h as its record says, if h listens. */
 static bool grant(sx *x, str key, str h, const record *r)
 {

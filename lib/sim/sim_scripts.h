@@ -21,6 +21,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "scripts.h"
 #include "sim_db.h"
 
 #define SIM_REPLY_TEXT 320 /* a token (at most 256 bytes), a counter, an error's text */
@@ -54,6 +55,11 @@ typedef struct sim_server_hooks {
     /* NULL, or an error's text when a script may not touch key here (NULL hook: every key). */
     const char *(*refuse_key)(void *ctx, const char *key, size_t len);
     void *ctx;
+    /* The library's scripts (redlock__scripts, REDLOCK__SCRIPTS of them: scripts.h), by which
+     * an EVALSHA's SHA-1 or an EVAL's source finds its model; a script not among them is
+     * NOSCRIPT. */
+    const redlock__script *const *scripts;
+    unsigned n_scripts;
 } sim_server_hooks;
 
 /* Broken variants of the scripts, the simulation's controls (each a rule the grants issue found
@@ -81,6 +87,20 @@ int sim_command_keys(int argc, const char *const *argv, const size_t *lens, cons
 /* The library's RESP encoding of a command (an array of bulk strings) as argv pointing into buf:
  * the count, or -1 when buf is not one whole such array of at most max strings. */
 int sim_resp_argv(const char *buf, size_t len, const char **argv, size_t *lens, int max);
+
+/* A waiter's grant record, as release_queued.lua reads it (the value of field "<id>:g" of
+ * "<key>:queue-due": "ttl:stamp:tag:j:fenced[:klen:ck]:clen:<channel><token>"): its fields,
+ * pointing into the value. */
+typedef struct sim_grant_record {
+    double ttl;
+    const char *stamp, *tag, *j, *ck, *ch, *token;
+    size_t stamp_len, tag_len, j_len, ck_len, ch_len, token_len;
+    bool fenced;
+    bool has_ck; /* a fence domain's counter, ck (fenced "2") */
+} sim_grant_record;
+
+/* Read a grant record's value (len bytes) into *out: false if the script would not take it. */
+bool sim_grant_record_parse(const char *value, size_t len, sim_grant_record *out);
 
 /* *out (and elems, ptrs: room for three elements) as hiredis would have parsed reply, for
  * redlock__cmd_vote. Valid while reply is. */

@@ -244,32 +244,42 @@ static void s_extend_fenced(sx *x)
     s_extend(x, true);
 }
 
+/* Each model by its script's name (lib/core/lua/<name>.lua); the scripts themselves (their
+ * SHA-1s and sources) are the library's, which the caller hands over (sim_server_hooks). */
 static const struct {
-    const redlock__script *script;
+    const char *name;
     script_fn fn;
 } models[] = {
-    {&redlock__script_extend, s_extend_plain},
-    {&redlock__script_release, s_release},
-    {&redlock__script_inspect, s_inspect},
-    {&redlock__script_acquire_fenced, s_acquire_fenced},
-    {&redlock__script_commit, s_commit},
-    {&redlock__script_extend_fenced, s_extend_fenced},
-    {&redlock__script_acquire_multi, s_acquire_multi},
-    {&redlock__script_extend_multi, s_extend_multi},
-    {&redlock__script_release_multi, s_release_multi},
-    {&redlock__script_inspect_multi, s_inspect_multi},
-    {&redlock__script_acquire_queued, s_acquire_queued},
-    {&redlock__script_release_queued, s_release_queued},
+    {"extend", s_extend_plain},
+    {"release", s_release},
+    {"inspect", s_inspect},
+    {"acquire_fenced", s_acquire_fenced},
+    {"commit", s_commit},
+    {"extend_fenced", s_extend_fenced},
+    {"acquire_multi", s_acquire_multi},
+    {"extend_multi", s_extend_multi},
+    {"release_multi", s_release_multi},
+    {"inspect_multi", s_inspect_multi},
+    {"acquire_queued", s_acquire_queued},
+    {"release_queued", s_release_queued},
 };
 
-static script_fn find_model(str which, bool by_source)
+static script_fn model_named(const char *script_name)
 {
-    for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
-        const redlock__script *s = models[i].script;
+    for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+        if (strcmp(models[i].name, script_name) == 0)
+            return models[i].fn;
+    return NULL;
+}
+
+static script_fn find_model(const sim_server_hooks *hooks, str which, bool by_source)
+{
+    for (unsigned i = 0; i < hooks->n_scripts; i++) {
+        const redlock__script *s = hooks->scripts[i];
         str id = by_source ? (str){s->source, s->source_len} : (str){s->sha1, 40};
         if (by_source ? str_eq(which, id)
                       : which.len == 40 && strncasecmp(which.p, s->sha1, 40) == 0)
-            return models[i].fn;
+            return model_named(s->name);
     }
     return NULL;
 }
@@ -319,7 +329,7 @@ void sim_server_exec(sim_db *db, uint64_t now_us, const sim_server_hooks *hooks,
         reply_error(&x, "ERR unknown command for the model");
         return;
     }
-    script_fn fn = find_model((str){argv[1], lens[1]}, eval);
+    script_fn fn = find_model(hooks, (str){argv[1], lens[1]}, eval);
     long long nk;
     if (fn == NULL) {
         reply_error(&x, "NOSCRIPT No matching script. Please use EVAL.");

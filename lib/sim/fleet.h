@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* fleet.h - the test kit's fleet (<redlock/sim.h>): its nodes, clients, network and event queue
+ * (fleet.c), shared with its trace (trace.c), the checkers over the user's holds (history.c)
+ * and the seed driver (explore.c). */
+#ifndef REDLOCK_SIM_FLEET_H
+#define REDLOCK_SIM_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kit.h"
+#include "redlock/sim.h"
+#include "sim_check.h"
+#include "sim_db.h"
+#include "sim_link.h"
+#include "sim_nodelog.h"
+#include "sim_queue.h"
+#include "sim_rng.h"
+#include "sim_scripts.h"
+
+typedef enum {
+    KIT_NODE_RECV,    /* a request reaches its node */
+    KIT_CLIENT_RECV,  /* a reply reaches its client */
+    KIT_REQ_TIMEOUT,  /* a request's deadline */
+    KIT_CONN_LOST,    /* a client notices its connection to a node died */
+    KIT_CONN_RETRY,   /* a client tries to connect again */
+    KIT_NODE_CHANGED, /* a client reconnected to a node that is a new server */
+    KIT_WAKE,         /* a client's timer (io wake_at) */
+    KIT_IO_CLOSED,    /* a client's io finishes closing */
+    KIT_TIMER,        /* the user's timer (redlock_sim_timer) */
+} kit_ev_kind;
+
+/* A request on its way to a node, then its reply on its way back. */
+typedef struct kit_msg {
+    uint64_t req_id;
+    uint64_t epoch; /* the connection it travels on */
+    char *wire;     /* the request as the library encoded it */
+    size_t wire_len;
+    sim_reply reply;
+} kit_msg;
+
+/* The user's timer, carried as a KIT_TIMER event's msg. */
+typedef struct kit_timer {
+    redlock_sim_timer_fn fn;
+    void *data;
+} kit_timer;
+
+typedef struct kit_node {
+    redlock_sim *sim;
+    bool up;
+    uint64_t run_id;
+    uint64_t offset_us; /* its clock: true time + this */
+    uint64_t paused_until;
+    sim_db db;
+} kit_node;
+
+typedef struct kit_client kit_client;
+
+typedef struct kit_io {
+    redlock__io base;
+    kit_client *client;
+    bool closing, closed;
+} kit_io;
+
+struct kit_client {
+    redlock_sim *sim;
+    unsigned index;
+    redlock_client *client; /* NULL once closed */
+    kit_io io;
+    bool has_io;
+    uint64_t timeout_us[REDLOCK_SIM_MAX_NODES];
+    uint64_t paused_until;
+    uint64_t wake_gen;
+    sim_rng rng;                           /* its tokens */
+    redlock__alloc alloc;                  /* the client's (its commands' encodings) */
+    sim_link conns[REDLOCK_SIM_MAX_NODES]; /* its connections (sim_link.h) */
+};
+
+/* A hold the user reported (redlock_sim_hold_begin): stop is its last use; key and token are its
+ * lock's (its first resource's key). */
+typedef struct kit_hold {
+    sim_hold h;
+    size_t key_len, token_len;
+    char key[SIM_KEY_MAX];
+    char token[SIM_VALUE_MAX];
+} kit_hold;
+
+struct redlock_sim {
+    const redlock__kit *kit;
+    redlock_sim_options opts;
+    sim_rng rng;
+    uint64_t now, next_req_id, next_run_id;
+    sim_queue queue; /* the events (sim_queue.h): a kit_ev_kind each, a kit_msg or a kit_timer */
+    kit_node nodes[REDLOCK_SIM_MAX_NODES];
+    kit_client *clients[REDLOCK_SIM_MAX_CLIENTS];
+    unsigned n_clients;
+    char *trace;
+    size_t trace_len, trace_cap;
+    bool untraced; /* the driver's search: no trace kept (explore.c) */
+    bool oom;
+    /* The checkers' history (history.c). */
+    kit_hold *holds;
+    size_t n_holds, cap_holds;
+    char **resources; /* the resources named in holds: a hold's resource is its index here */
+    size_t *resource_lens;
+    size_t n_resources, cap_resources;
+    char store_what[256];     /* the store's first violation, or "" */
+    sim_nodelog log;          /* the nodes' record (record.c, on sim_nodelog.h) */
+    struct kit_fence *fences; /* per resource: the highest fence the store accepted */
+    size_t n_fences, cap_fences;
+};
+
+/* A client's clock: true time plus this (the library treats 0 as no time). */
+#define KIT_CLIENT_EPOCH_US 1000000u
+/* A node's clock reads about the Unix time of 2023 when the fleet is made (the queue scripts
+ * read it with TIME). */
+#define KIT_NODE_EPOCH_US 1700000000000000ull
+
+/* Append a line to the trace, after the time (trace.c). */
+void kit_trace(redlock_sim *sim, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The history's own memory (history.c), freed with the fleet. */
+void kit_history_free(redlock_sim *sim);
+
+/* The nodes' record (record.c): node's keys are recorded from now; its keys are all gone now (a
+ * restart without data, before sim_db_clear); its clock jumped; it went down (down) or came back
+ * up. */
+void kit_record_watch(redlock_sim *sim, unsigned node);
+void kit_record_cleared(redlock_sim *sim, unsigned node);
+void kit_record_jumped(redlock_sim *sim, unsigned node);
+void kit_record_down(redlock_sim *sim, unsigned node, bool down);
+void kit_record_free(redlock_sim *sim);
+
+#endif

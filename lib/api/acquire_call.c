@@ -9,6 +9,7 @@
 #include "abi.h"
 #include "autoextend.h"
 #include "slot.h"
+#include "waiter.h"
 
 /* ---- acquire --------------------------------------------------------------------------------- */
 
@@ -56,8 +57,8 @@ static int check_cluster_slots(redlock_client *c, const redlock_lock *lock, bool
                 i);
     }
     if (fencing &&
-        lock->fence_key != lock->key) { /* a fence domain's counter, named by the caller */
-        if (redlock__slot_of_key(lock->fence_key, lock->fence_key_len) == slot)
+        lock->fencing.key != lock->key) { /* a fence domain's counter, named by the caller */
+        if (redlock__slot_of_key(lock->fencing.key, lock->fencing.key_len) == slot)
             return 0;
         return redlock__client_error(
             c, REDLOCK_EINVAL,
@@ -154,8 +155,8 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         return rc;
     }
     lock->ttl_ms = ttl_ms;
-    lock->fencing = opts->fencing;
-    lock->fence_commit = opts->fence_commit;
+    lock->fencing.wanted = opts->fencing;
+    lock->fencing.commit = opts->fence_commit;
     if (opts->token != NULL) {
         if ((rc = redlock__lock_set_token(lock, opts->token, opts->token_len)) != 0) {
             redlock__lock_unref(lock);

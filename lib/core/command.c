@@ -38,7 +38,7 @@ const char *redlock__cmd_name(redlock__cmd_kind kind)
 /* The script cmd runs (redlock__cmd_is_script). */
 static const redlock__script *cmd_script(const redlock__cmd *cmd)
 {
-    if (cmd->queued) /* a waiter's: only its acquires and releases are ever sent queued */
+    if (cmd->place != NULL) /* a waiter's: only its acquires and releases are ever sent queued */
         return cmd->kind == REDLOCK__CMD_RELEASE ? &redlock__script_release_queued
                                                  : &redlock__script_acquire_queued;
     if (cmd->n_more > 0) { /* a set: only these four kinds are ever sent for one */
@@ -174,21 +174,21 @@ static int keys_cmd_append(const redlock__cmd *cmd, unsigned grant_tag, bool use
         ARG(cmd->more[i].ptr, cmd->more[i].len);
     if (cmd->kind != REDLOCK__CMD_INSPECT)
         ARG(cmd->token, cmd->token_len);
-    if (cmd->queued && cmd->kind == REDLOCK__CMD_RELEASE) {
-        ARG(cmd->waiter_len > 0 ? cmd->waiter : "", cmd->waiter_len);
+    if (cmd->place != NULL && cmd->kind == REDLOCK__CMD_RELEASE) {
+        ARG(cmd->place->waiter_len > 0 ? cmd->place->waiter : "", cmd->place->waiter_len);
         ARG(cmd->leave ? "1" : "0", 1);
         ARG(cmd->tell ? "1" : "0", 1);
-    } else if (cmd->queued) {
+    } else if (cmd->place != NULL) {
         ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
-        ARG(cmd->waiter, cmd->waiter_len);
-        ARG(place, u64_decimal(place, cmd->place_us));
-        ARG(place_ttl, u64_decimal(place_ttl, cmd->place_ttl_ms));
+        ARG(cmd->place->waiter, cmd->place->waiter_len);
+        ARG(place, u64_decimal(place, cmd->place->place_us));
+        ARG(place_ttl, u64_decimal(place_ttl, cmd->place->place_ttl_ms));
         ARG(stamp, stamped ? u64_decimal(stamp, cmd->stamp_us) : 0);
         ARG(tag, stamped ? u64_decimal(tag, grant_tag - 1) : 0);
         bool fenced = cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED;
         bool domain = fenced && !own_counter(cmd);
         ARG(!fenced ? "0" : domain ? "2" : "1", 1);
-        ARG(cmd->channel, cmd->channel_len);
+        ARG(cmd->place->channel, cmd->place->channel_len);
         if (domain)
             ARG(cmd->fence_key, cmd->fence_key_len);
     } else if (cmd->kind == REDLOCK__CMD_RELEASE) {
@@ -196,7 +196,7 @@ static int keys_cmd_append(const redlock__cmd *cmd, unsigned grant_tag, bool use
     } else if (cmd->kind == REDLOCK__CMD_ACQUIRE || cmd->kind == REDLOCK__CMD_EXTEND) {
         ARG(ttl, u64_decimal(ttl, cmd->ttl_ms));
     }
-    if (!cmd->queued && cmd->kind == REDLOCK__CMD_EXTEND)
+    if (cmd->place == NULL && cmd->kind == REDLOCK__CMD_EXTEND)
         ARG(cmd->retake ? "1" : "0", 1);
 #undef ARG
     int rc = redlock__resp_append(argc, argv, argvlen, out, alloc);
@@ -207,7 +207,7 @@ static int keys_cmd_append(const redlock__cmd *cmd, unsigned grant_tag, bool use
 
 bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd)
 {
-    if (!redlock__cmd_is_script(cmd) || cmd->queued || cmd->n_more > 0)
+    if (!redlock__cmd_is_script(cmd) || cmd->place != NULL || cmd->n_more > 0)
         return false;
     const redlock__script *s = cmd_script(cmd);
     return s != &redlock__script_extend && s != &redlock__script_release;
@@ -216,7 +216,7 @@ bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd)
 int redlock__cmd_encode(const redlock__cmd *cmd, unsigned grant_tag, bool use_eval,
                         redlock__buf *out, const redlock__alloc *alloc)
 {
-    if (cmd->queued || cmd->n_more > 0)
+    if (cmd->place != NULL || cmd->n_more > 0)
         return keys_cmd_append(cmd, grant_tag, use_eval, out, alloc);
     const char *argv[10];
     size_t argvlen[10];
@@ -471,7 +471,7 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
             data->counter = (uint64_t)reply->integer;
             return REDLOCK_VOTE_YES;
         }
-    } else if (cmd->queued && cmd->kind != REDLOCK__CMD_RELEASE &&
+    } else if (cmd->place != NULL && cmd->kind != REDLOCK__CMD_RELEASE &&
                reply->type == REDIS_REPLY_INTEGER) {
         /* A waiter's lost attempt: how long until the node could let it in. */
         data->pttl_ms = reply->integer >= 0 ? reply->integer : -1;
@@ -504,7 +504,7 @@ redlock_vote redlock__cmd_vote(const redlock__cmd *cmd, const redisReply *reply,
         }
         if (reply->integer == 0)
             return REDLOCK_VOTE_NO;
-    } else if (cmd->kind == REDLOCK__CMD_RELEASE && cmd->queued) {
+    } else if (cmd->kind == REDLOCK__CMD_RELEASE && cmd->place != NULL) {
         redlock_vote vote = release_with_note(reply, err, err_len);
         if (vote != REDLOCK_VOTE_NONE)
             return vote;

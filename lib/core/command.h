@@ -61,6 +61,19 @@ typedef struct redlock__reply_data {
     const char *answered_by;
 } redlock__reply_data;
 
+/* A waiter's part of a queued command: its id (waiter_len 0: none, for a RELEASE), its own
+ * channel, which a grant record names, and, for an ACQUIRE, its place (when it began to wait, on
+ * the wall clock) and how long a node keeps the place after an attempt. The waiting state owns
+ * it (waiter.h); a command only points at it. */
+typedef struct redlock__cmd_place {
+    const char *waiter;
+    size_t waiter_len;
+    const char *channel;
+    size_t channel_len;
+    uint64_t place_us;
+    uint64_t place_ttl_ms;
+} redlock__cmd_place;
+
 typedef struct redlock__cmd {
     redlock__cmd_kind kind;
     bool retake; /* EXTEND only */
@@ -83,17 +96,10 @@ typedef struct redlock__cmd {
      * release of a lost attempt, which wakes nobody. */
     bool tell;
     /* Fair turns (lib/core/lua/queue.lua): a waiter's ACQUIRE or ACQUIRE_FENCED, and the RELEASEs
-     * of its attempts and its lock, run the queued scripts on every key of the lock. waiter: its id
-     * (waiter_len 0: none); channel: its own channel, which a grant record names; leave: a
-     * RELEASE that takes it out of the queues. */
-    bool queued;
+     * of its attempts and its lock, run the queued scripts on every key of the lock: place is the
+     * waiter's part (NULL: not queued); leave: a RELEASE that takes it out of the queues. */
+    const redlock__cmd_place *place;
     bool leave;
-    const char *waiter;
-    size_t waiter_len;
-    const char *channel;
-    size_t channel_len;
-    uint64_t place_us;     /* ACQUIRE: the waiter's place, when it began to wait (wall clock) */
-    uint64_t place_ttl_ms; /* ACQUIRE: how long a node keeps the place after an attempt */
     /* ACQUIRE: its round's send time, which a grant names (0: no grant anywhere). A node gets
      * it only with a grant tag (redlock__cmd_append_tagged). */
     uint64_t stamp_us;
@@ -108,7 +114,7 @@ static inline bool redlock__cmd_is_script(const redlock__cmd *cmd)
 {
     if (cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS)
         return false;
-    return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0 || cmd->queued;
+    return cmd->kind != REDLOCK__CMD_ACQUIRE || cmd->n_more > 0 || cmd->place != NULL;
 }
 
 /* Whether a reply to cmd carries data (redlock__reply_data) for the caller. */
@@ -116,7 +122,7 @@ static inline bool redlock__cmd_has_data(const redlock__cmd *cmd)
 {
     return cmd->kind == REDLOCK__CMD_INSPECT || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED ||
            cmd->kind >= REDLOCK__CMD_CLUSTER_SHARDS ||
-           (cmd->queued && cmd->kind == REDLOCK__CMD_ACQUIRE) ||
+           (cmd->place != NULL && cmd->kind == REDLOCK__CMD_ACQUIRE) ||
            (cmd->retake && cmd->kind == REDLOCK__CMD_EXTEND);
 }
 
@@ -129,7 +135,7 @@ bool redlock__cmd_uses_fence_key(const redlock__cmd *cmd);
  * (its grant tag), so it is encoded for each node instead of once for all. */
 static inline bool redlock__cmd_per_node(const redlock__cmd *cmd)
 {
-    return cmd->queued && cmd->stamp_us != 0 &&
+    return cmd->place != NULL && cmd->stamp_us != 0 &&
            (cmd->kind == REDLOCK__CMD_ACQUIRE || cmd->kind == REDLOCK__CMD_ACQUIRE_FENCED);
 }
 

@@ -2,10 +2,11 @@
 /* acquire.c - an acquire's attempts (op.h): a fresh token for each, a won round handed to won.c
  * (the grant, the fencing commit), and a lost attempt released everywhere (or kept, for a
  * waiter's grants) and retried per policy; the acquire kind's table. The waiting (queue,
- * notifications, grants) is wait.c's. Calls down only: won.c, wait.c, rounds and operations, the
+ * notifications, grants) is waiter.c's. Calls down only: won.c, waiter.c, rounds and operations, the
  * client core, lock handles, the counters, the quorum core. */
 #include "busy.h"
 #include "op.h"
+#include "waiter.h"
 
 #include "stats.h"
 
@@ -25,7 +26,7 @@ int redlock__acquire_new_token(redlock_client *c, redlock_lock *lock)
  * write), and nothing is released. Nodes yet to answer may still say yes: on_req_done. */
 static bool attempt_clean(const redlock__op *o, const redlock__round *r, int status, bool retry)
 {
-    return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&
+    return retry && o->lock->place != NULL && status == REDLOCK_EBUSY && r != NULL &&
            redlock__round_left_nothing(&r->q);
 }
 
@@ -54,14 +55,14 @@ static uint64_t retry_due_us(redlock__op *o, uint64_t now)
     uint64_t delay =
         w != NULL && w->notified ? redlock__waiter_jitter_us(c, o) : redlock__op_retry_delay_us(c);
     const redlock__round *r = o->round;
-    if (w != NULL && !w->notified && r != NULL && r->cmd.queued) {
+    if (w != NULL && !w->notified && r != NULL && r->cmd.place != NULL) {
         uint64_t wait = attempt_wait_us(r);
         if (wait < delay && delay - wait > 1000)
             delay = wait + 1000;
     }
     uint64_t due = now + delay;
     if (w != NULL && w->claim) {
-        due = now; /* evidence, not a hint: a quorum granted (wait.c, grant_win) */
+        due = now; /* evidence, not a hint: a quorum granted (waiter.c, grant_win) */
     } else if (w != NULL && w->notified) {
         uint64_t later = now + redlock__op_retry_delay_us(c);
         due = redlock__waiter_wake_due(c, w, due);
@@ -169,13 +170,17 @@ static void lock_round_done(redlock__op *o, redlock__round *r)
 /* A plain acquire stays a plain SET NX PX; a fenced one reads and raises the counter. */
 static redlock__cmd_kind acquire_command(const redlock__op *o)
 {
-    return o->lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
+    return redlock__fencing_acquire_kind(&o->lock->fencing);
 }
 
 /* Decided at the quorum (won, or a quorum out of reach), the acquire round and the commit round
  * alike. */
 static bool acquire_check(redlock__op *o, redlock__round *r)
 {
+    /* A waiter's attempt just sent (the first check comes right after the send): the grants it
+     * takes run up to the stamp its command names (op_granted in waiter.c). */
+    if (o->w != NULL && r->cmd.stamp_us > o->w->grant_until_us)
+        o->w->grant_until_us = r->cmd.stamp_us;
     if (redlock_round_decision(&r->q) == REDLOCK_ROUND_PENDING)
         return false;
     if (o->client->closing)
@@ -221,7 +226,7 @@ static void acquire_cancel(redlock__op *o)
         }
         break;
     case OP_RETRYING: /* the last attempt was released when it was lost, or kept its token */
-        if (lock->queued)
+        if (lock->place != NULL)
             redlock__round_release_everywhere(c, lock, true, false);
         break;
     case OP_RUNNING:

@@ -7,7 +7,23 @@
 #ifndef REDLOCK_AUTOEXTEND_H
 #define REDLOCK_AUTOEXTEND_H
 
-#include "lock.h"
+#include "client.h"
+
+/* Auto-extension state of one lock (autoextend.c): lock->autox. */
+typedef struct redlock__auto {
+    bool active;
+    bool extending;      /* an extend round is in flight */
+    uint64_t started_us; /* ... and when it began */
+    redlock_auto_opts opts;
+    uint64_t margin_us;
+    redlock_lost_cb lost_cb;
+    void *lost_data;
+    redlock__timer extend_timer; /* the next extension (or retry) */
+    redlock__timer guard_timer;  /* deadline - margin: "lost" if nothing renewed the lock */
+    redlock__closer closer;      /* in client->closing_lost while active: the close tells it */
+    unsigned extensions;
+    int last_failure; /* status of the last failed extension, 0 if none */
+} redlock__auto;
 
 /* Check auto-extension options for a lock of ttl_ms; sets the client's last error. */
 int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,

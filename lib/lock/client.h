@@ -3,7 +3,7 @@
  * its last error, the close's count of steps and its lists of closers. Nothing here is public.
  * The core calls nothing above it (lock handles, operations, auto-extension, using): what they
  * must hear of reaches them through callbacks they set themselves - on the io (a notification:
- * wait.c; a node that changed: recheck.c; a token's wake-up: op.c), on the client (a round's
+ * waiter.c; a node that changed: recheck.c; a token's wake-up: op.c), on the client (a round's
  * kept token lost: recheck.c), and at the close through each object's closer (below). */
 #ifndef REDLOCK_CLIENT_H
 #define REDLOCK_CLIENT_H

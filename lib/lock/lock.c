@@ -28,8 +28,8 @@ redlock_lock *redlock__lock_new(redlock_client *c, const void *resource, size_t 
     memcpy(lock->key + c->key_prefix_len, resource, len);
     memcpy(lock->key + key_len, REDLOCK__FENCE_SUFFIX, REDLOCK__FENCE_SUFFIX_LEN + 1);
     lock->key_len = key_len;
-    lock->fence_key = lock->key;
-    lock->fence_key_len = key_len + REDLOCK__FENCE_SUFFIX_LEN;
+    lock->fencing.key = lock->key;
+    lock->fencing.key_len = key_len + REDLOCK__FENCE_SUFFIX_LEN;
     lock->prefix_len = c->key_prefix_len;
     lock->key_hash = redlock__hash(lock->key, lock->key_len);
     lock->client = c;
@@ -94,10 +94,10 @@ int redlock__lock_set_fence_domain(redlock_lock *lock, const char *domain)
     memcpy(key + c->key_prefix_len, domain, strlen(domain));
     memcpy(key + len - REDLOCK__FENCE_SUFFIX_LEN, REDLOCK__FENCE_SUFFIX,
            REDLOCK__FENCE_SUFFIX_LEN + 1);
-    if (lock->fence_key != lock->key)
-        redlock__free(&c->alloc, (char *)lock->fence_key);
-    lock->fence_key = key;
-    lock->fence_key_len = len;
+    if (lock->fencing.key != lock->key)
+        redlock__free(&c->alloc, (char *)lock->fencing.key);
+    lock->fencing.key = key;
+    lock->fencing.key_len = len;
     return 0;
 }
 
@@ -123,27 +123,13 @@ static void lock_destroy(redlock_lock *lock)
     redlock_client *c = lock->client;
     redlock__closer_unlink(&lock->closer);
     redlock__free(&c->alloc, lock->more);
-    redlock__free(&c->alloc, lock->channels);
-    if (lock->fence_key != lock->key)
-        redlock__free(&c->alloc, (char *)lock->fence_key);
+    redlock__free(&c->alloc, lock->place); /* one allocation (waiter.h) */
+    if (lock->fencing.key != lock->key)
+        redlock__free(&c->alloc, (char *)lock->fencing.key);
     redlock__free(&c->alloc, lock->key);
     if (lock->token != lock->token_small)
         redlock__free(&c->alloc, lock->token);
     redlock__free(&c->alloc, lock);
-}
-
-const char *redlock__lock_queue_channel(const redlock_lock *lock, size_t *len)
-{
-    *len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
-    return lock->channels;
-}
-
-const char *redlock__lock_own_channel(const redlock_lock *lock, size_t *len)
-{
-    size_t queue_len;
-    const char *queue = redlock__lock_queue_channel(lock, &queue_len);
-    *len = queue_len + 1 + lock->waiter_len;
-    return queue + queue_len + 1;
 }
 
 void redlock__lock_ref(redlock_lock *lock)
@@ -225,7 +211,7 @@ uint64_t redlock_lock_ttl_ms(const redlock_lock *lock)
 
 uint64_t redlock_lock_fence(const redlock_lock *lock)
 {
-    return lock != NULL ? lock->fence : 0;
+    return lock != NULL ? lock->fencing.fence : 0;
 }
 
 bool redlock_lock_is_held(const redlock_lock *lock, uint64_t now_us)

@@ -6,8 +6,11 @@
 #ifndef REDLOCK_LOCK_H
 #define REDLOCK_LOCK_H
 
+#include "autoextend.h"
 #include "client.h"
+#include "fence.h"
 #include "kept.h"
+#include "recheck.h"
 
 #define REDLOCK__TOKEN_BYTES 16 /* 128 random bits, printed as 32 hex digits */
 #define REDLOCK__WAITER_BYTES 8 /* a waiter's id in a resource's queue: 64 random bits, in hex */
@@ -17,21 +20,8 @@
 _Static_assert(2 * REDLOCK__TOKEN_BYTES <= REDLOCK__TOKEN_INLINE,
                "the library's tokens fit inline");
 
-/* Auto-extension state of one lock (autoextend.c). */
-typedef struct redlock__auto {
-    bool active;
-    bool extending;      /* an extend round is in flight */
-    uint64_t started_us; /* ... and when it began */
-    redlock_auto_opts opts;
-    uint64_t margin_us;
-    redlock_lost_cb lost_cb;
-    void *lost_data;
-    redlock__timer extend_timer; /* the next extension (or retry) */
-    redlock__timer guard_timer;  /* deadline - margin: "lost" if nothing renewed the lock */
-    redlock__closer closer;      /* in client->closing_lost while active: the close tells it */
-    unsigned extensions;
-    int last_failure; /* status of the last failed extension, 0 if none */
-} redlock__auto;
+/* A lock's place in its keys' queues (waiter.h). */
+typedef struct redlock__place redlock__place;
 
 /* A hold of redlock_using (using.c). */
 typedef struct redlock__using redlock__using;
@@ -48,16 +38,13 @@ struct redlock_lock {
     /* Fewer than a quorum may have kept the token at some moment of the hold (kept.c): it had a
      * gap, whatever a later round wins; set once, never cleared. */
     bool gap;
-    bool caller_token;     /* the caller chose the token: retries reuse it */
-    bool fencing;          /* acquire with a fence (redlock_lock_opts.fencing) */
-    unsigned fence_commit; /* commit acks a fenced acquire needs (0: the quorum) */
-    uint64_t fence;        /* the fence the lock was granted with; 0: none */
+    bool caller_token; /* the caller chose the token: retries reuse it */
     uint64_t ttl_ms;
     uint64_t validity_ms;
     uint64_t deadline_us;
-    uint64_t won_start_us; /* start of the last won round (acquire or extend) */
-    uint64_t check_us;     /* start of a check in flight (recheck.c), 0: none */
-    redlock__kept cont;    /* the nodes that vouch for the hold's continuity (kept.c) */
+    uint64_t won_start_us;     /* start of the last won round (acquire or extend) */
+    redlock__lock_check check; /* recheck.h */
+    redlock__kept cont;        /* the nodes that vouch for the hold's continuity (kept.c) */
     redlock__auto autox;
     /* What follows the hold hears of it here: an auto-extension sets both when it starts and
      * clears them when it stops (autoextend.c); NULL: nothing follows it. on_moved: an extend
@@ -68,31 +55,21 @@ struct redlock_lock {
     redlock__using *using; /* the hold of a redlock_using work, until its done: the caller's
                               release and free are refused */
     void *data;
-    /* key prefix + resource; the resource starts at key + prefix length. The fence counter's key
-     * is fence_key: the same bytes with REDLOCK__FENCE_SUFFIX after them, or those of a fence
-     * domain (redlock__lock_set_fence_domain). */
+    redlock__fencing fencing; /* fence.h */
+    /* key prefix + resource; the resource starts at key + prefix length, the fence counter's key
+     * may follow it (fence.h). */
     char *key;
     size_t key_len;
-    const char *fence_key;
-    size_t fence_key_len;
     size_t prefix_len;
     uint64_t key_hash;
     /* A lock on several resources (redlock_acquire_multi): the keys after the first (prefix +
      * resource each), in one allocation with their bytes; NULL and 0 for one resource. */
     redlock__span *more;
     unsigned n_more;
-    /* Fair turns (wait.c): set while an acquire with a wait (and notifications) takes it
-     * through its keys' queues, and kept for the lock's release. channels holds its queue's
-     * channel (its first key's queue name) and its own (that, ":" and its id), each
-     * NUL-terminated (redlock__lock_queue_channel, redlock__lock_own_channel). */
-    bool queued;
-    bool channel_watched;       /* its own channel is subscribed */
-    bool queue_channel_watched; /* and the queue's */
-    char *channels;
-    uint64_t place_us;
-    uint64_t place_ttl_ms; /* how long a node keeps its place after an attempt (wait.c) */
-    size_t waiter_len;
-    char waiter[2 * REDLOCK__WAITER_BYTES + 1];
+    /* Fair turns: its place in its keys' queues, set while an acquire with a wait (and
+     * notifications) takes it through them, and kept for the lock's release (waiter.h; freed with
+     * the lock); NULL: not queued. */
+    redlock__place *place;
     size_t token_len;
     char *token; /* NUL-terminated: token_small, or its own allocation (redlock__lock_set_token) */
     char token_small[REDLOCK__TOKEN_INLINE + 1];
@@ -107,9 +84,6 @@ redlock_lock *redlock__lock_new_set(redlock_client *c, const void *const *resour
 const char *redlock__lock_key(const redlock_lock *lock, unsigned i, size_t *len);
 /* Whether key is one of the lock's keys. */
 bool redlock__lock_has_key(const redlock_lock *lock, const char *key, size_t len);
-/* A waiter's channels (wait.c): its queue's, and its own. */
-const char *redlock__lock_queue_channel(const redlock_lock *lock, size_t *len);
-const char *redlock__lock_own_channel(const redlock_lock *lock, size_t *len);
 void redlock__lock_ref(redlock_lock *lock);
 void redlock__lock_unref(redlock_lock *lock);
 /* Set the lock's token (1..REDLOCK_TOKEN_MAX bytes, NUL-terminated in the lock). Returns 0, or

@@ -6,6 +6,7 @@
  * knows its kind only through its op_kind_def. Calls down only: rounds (round.c), the client
  * core, lock handles, the quorum core. */
 #include "op.h"
+#include "waiter.h"
 
 #include <string.h>
 
@@ -90,7 +91,7 @@ static void op_deliver(redlock__op *o)
     uint64_t now = redlock__client_now(c);
     res.elapsed_us = now > o->call_us ? now - o->call_us : 0;
     redlock_lock *handed = o->def->handed != NULL ? o->def->handed(o) : lock;
-    res.fence = handed != NULL && o->status == 0 ? lock->fence : 0;
+    res.fence = handed != NULL && o->status == 0 ? lock->fencing.fence : 0;
     if (r != NULL) {
         redlock__round_tally(&r->q, &res);
         res.nodes = r->results;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* op.h - operations and the rounds they run: what round.c, op.c, acquire.c, hold.c and wait.c
+/* op.h - operations and the rounds they run: what round.c, op.c, acquire.c, hold.c and waiter.c
  * share. Nothing here is public.
  *
  * An operation (acquire, extend, release, inspect) runs one or more rounds. A round sends one
@@ -34,7 +34,7 @@
  * per-node results it hands its callback (`held`, an ownership, not a stage of life).
  *
  * Layers: round.c (rounds) and op.c (an operation's life) know the kinds only through their
- * op_kind_def; acquire.c (with wait.c, the waiting) and hold.c (extend, release, inspect) are the
+ * op_kind_def; acquire.c (with waiter.c, the waiting) and hold.c (extend, release, inspect) are the
  * kinds. They call down only: the client core (client.h), lock handles (lock.h), the counters
  * (stats.h), the quorum core and the io; a won acquire starts the auto-extension it asked for
  * (won.c, redlock_auto_extend: built on extends, it calls nothing back here). What follows a hold
@@ -43,7 +43,7 @@
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
 
-#include "cancel.h"
+#include "canceler.h"
 #include "client.h"
 #include "lock.h"
 #include "quorum.h"
@@ -54,6 +54,7 @@ typedef enum { ROUND_SENDING, ROUND_OPEN, ROUND_CHECKING, ROUND_DONE } round_sta
 
 typedef struct redlock__round redlock__round;
 typedef struct redlock__op redlock__op;
+typedef struct redlock__waiter redlock__waiter; /* waiter.h */
 
 /* What a kind of operation does with the machinery of rounds and operations (one table per
  * kind: acquire.c, hold.c). */
@@ -81,38 +82,6 @@ typedef struct op_kind_def {
     /* A closing client releases what o may have taken (an acquire in flight or won). */
     bool release_on_close;
 } op_kind_def;
-
-/* What a node's grants told a waiter (waiter.nodes). */
-typedef struct waiter_node {
-    unsigned keys;      /* keys of the lock the node's grants set for its token */
-    uint64_t oldest_us; /* the oldest stamp among them: the earliest attempt they answer */
-    uint64_t counter;   /* a fenced lock's: the counter the grant read (its yes's counter) */
-    bool partial;       /* a grant set a key only until the waiter's place deadline there */
-} waiter_node;
-
-/* The state of an acquire that waits (wait_ms): only such an operation carries one (wait.c). */
-typedef struct redlock__waiter {
-    bool watching;         /* the io says when its keys are released (notify.h) */
-    bool woken;            /* its retry timer was moved up by a notification */
-    bool notified;         /* a notification came while an attempt was out: retry at once if lost */
-    bool claim;            /* a quorum granted while an attempt was out: retry at once if lost */
-    uint64_t wake_free_us; /* before this, a notification moves no attempt up (a retry period
-                              after the last it did: redlock__waiter_wake_due) */
-    unsigned collisions;   /* its attempts lost in a split vote (redlock__waiter_jitter_us) */
-    uint64_t grace_us;     /* how long a grant from fewer than a quorum waits for the others' */
-    /* Handoff by grant (docs/algorithm.md): a queued waiter's attempt that loses with neither a
-     * yes nor a timeout (no node may hold its key) keeps its token and sends no release, and a
-     * node's release may then set its keys for it: a grant, heard on its own channel from a
-     * node's own server and naming that node (its tag), counts as that node's yes for the
-     * attempt it names, valid from that attempt's send. */
-    bool token_kept;         /* the last attempt lost so: its token stands */
-    uint64_t grant_after_us; /* the stamps of this token's attempts: after this ... */
-    uint64_t grant_until_us; /* ... up to the last one sent (0: none) */
-    uint64_t granted;        /* the nodes whose grants set every key of the lock (bit i: node i) */
-    unsigned n_keys;         /* the lock's keys */
-    waiter_node *nodes;      /* per node */
-    unsigned char *key_bits; /* a set's: per node, which of its keys a grant set (n_keys bits) */
-} redlock__waiter;
 
 struct redlock__op {
     const op_kind_def *def;
@@ -142,7 +111,7 @@ struct redlock__op {
     redlock_lost_cb lost_cb;
     void *lost_data;
     /* An acquire's canceler (redlock_lock_opts.cancel), registered until it is delivered
-     * (cancel.h); not registered for any other. */
+     * (canceler.h); not registered for any other. */
     redlock__canceler_reg cancel;
     /* A refused acquire asks why before its delivery (busy.h): once, while probe is set. */
     bool probed;
@@ -268,28 +237,5 @@ int redlock__extend(redlock_lock *lock, uint64_t ttl_ms, unsigned flags, redlock
  * extend, a lock an extend found lost. Returns 0 or REDLOCK_EINVAL with the client's last error
  * set. */
 int redlock__extend_check_retake(redlock_lock *lock);
-
-/* ---- wait.c: waiting for a lock ---------------------------------------------------------- */
-
-/* The waiting state of an acquire of lock, or NULL without memory. */
-redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock);
-/* Watch lock's keys for releases, and join their queues where they can hold one: before the
- * first attempt, so a release during it is heard. Without memory it only polls. */
-void redlock__waiter_start(redlock__op *o);
-/* o is delivered: it watches nothing any more. */
-void redlock__waiter_end(redlock__op *o);
-/* Forget the grants o heard so far: they were of keys a release deletes, or of a token given
- * up. */
-void redlock__waiter_forget_grants(redlock__waiter *w, unsigned n_nodes);
-/* w's attempt, round q, was decided: the grace its grants get is as long as q took. */
-void redlock__waiter_attempt_took(redlock__waiter *w, const redlock_round *q);
-/* Whether o heard of grants from a quorum of nodes, and if so won with them. */
-bool redlock__waiter_grant_check(redlock__op *o);
-/* When an attempt that a notification moves up to due_us may run: due_us, or the end of the
- * retry period that began when a notification last moved one up (a hint costs at most one extra
- * attempt per retry period, whatever is published); the period starts anew there. */
-uint64_t redlock__waiter_wake_due(redlock_client *c, redlock__waiter *w, uint64_t due_us);
-/* The short, growing jitter of a woken waiter's retry. */
-uint64_t redlock__waiter_jitter_us(redlock_client *c, const redlock__op *o);
 
 #endif

@@ -28,6 +28,7 @@
 #include "recheck.h"
 
 #include "autoextend.h"
+#include "lock.h"
 #include "quorum.h"
 #include "stats.h"
 
@@ -73,7 +74,7 @@ static void on_recheck_timer(redlock__timer *t)
      * an inspect's own handle joins it, never handed out, so skipped. */
     for (redlock__list *it = c->locks.next; it != &c->locks; it = it->next) {
         redlock_lock *lock = REDLOCK__CONTAINER_OF(it, redlock_lock, closer.link);
-        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)
+        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check.started_us == 0)
             check_start(lock);
     }
 }
@@ -173,8 +174,8 @@ static void on_checked(redlock_lock *unused, int status, const redlock_result *r
     (void)unused;
     redlock_lock *lock = data;
     redlock_client *c = lock->client;
-    uint64_t started = lock->check_us;
-    lock->check_us = 0;
+    uint64_t started = lock->check.started_us;
+    lock->check.started_us = 0;
     bool stale = lock->won_start_us >= started; /* a round won since says more */
     if (status != REDLOCK_ECANCELED && !c->closing && !stale &&
         held(lock, redlock__client_now(c))) {
@@ -203,7 +204,7 @@ static void check_start(redlock_lock *lock)
     if (resources != NULL && lens != NULL) {
         for (unsigned i = 0; i < count; i++)
             resources[i] = redlock_lock_resource_at(lock, i, &lens[i]);
-        lock->check_us = redlock__client_now(c);
+        lock->check.started_us = redlock__client_now(c);
         redlock__lock_ref(lock);
         rc = redlock_inspect_multi(c, resources, lens, count, on_checked, lock);
     }
@@ -211,10 +212,10 @@ static void check_start(redlock_lock *lock)
         redlock__free(&c->alloc, resources);
         redlock__free(&c->alloc, lens);
     }
-    if (rc != 0 && lock->check_us != 0) {
+    if (rc != 0 && lock->check.started_us != 0) {
         /* Out of memory: the lock stays as it was; its next round (an extend, the release)
          * still tells. */
-        lock->check_us = 0;
+        lock->check.started_us = 0;
         redlock__lock_unref(lock);
     }
 }

@@ -6,7 +6,12 @@
 #ifndef REDLOCK_RECHECK_H
 #define REDLOCK_RECHECK_H
 
-#include "lock.h"
+#include "client.h"
+
+/* What the recheck keeps on each lock (lock->check). */
+typedef struct redlock__lock_check {
+    uint64_t started_us; /* start of a check in flight, 0: none */
+} redlock__lock_check;
 
 /* Check c's held locks from now on: the recheck sets its callbacks on c's io (on_node_changed)
  * and on c (on_kept_lost).

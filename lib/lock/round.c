@@ -4,6 +4,7 @@
  * kind only through its op_kind_def. Calls down only: the io, the quorum core, the client core,
  * lock handles. */
 #include "op.h"
+#include "waiter.h"
 
 #include <string.h>
 
@@ -71,20 +72,15 @@ redlock__round *redlock__round_new(redlock_client *c, redlock__op *o, redlock_lo
     r->cmd.token = r->token;
     r->cmd.token_len = lock->token_len;
     r->cmd.ttl_ms = ttl_ms;
-    r->cmd.fence_key = lock->fence_key;
-    r->cmd.fence_key_len = lock->fence_key_len;
-    r->cmd.fence = lock->fence; /* what a retake restores; a commit round sets its own */
+    r->cmd.fence_key = lock->fencing.key;
+    r->cmd.fence_key_len = lock->fencing.key_len;
+    r->cmd.fence = lock->fencing.fence; /* what a retake restores; a commit round sets its own */
     /* A waiter's attempts and releases go through its keys' queues; a release leaves them only
      * when its caller says so (cmd.leave). */
-    if (lock->queued && (kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_ACQUIRE_FENCED ||
-                         kind == REDLOCK__CMD_RELEASE)) {
-        r->cmd.queued = true;
-        r->cmd.waiter = lock->waiter;
-        r->cmd.waiter_len = lock->waiter_len;
-        r->cmd.channel = redlock__lock_own_channel(lock, &r->cmd.channel_len);
-        r->cmd.place_us = lock->place_us;
-        r->cmd.place_ttl_ms = lock->place_ttl_ms;
-    }
+    if (lock->place != NULL &&
+        (kind == REDLOCK__CMD_ACQUIRE || kind == REDLOCK__CMD_ACQUIRE_FENCED ||
+         kind == REDLOCK__CMD_RELEASE))
+        r->cmd.place = redlock__place_cmd(lock->place); /* it lives as long as the lock */
     for (unsigned i = 0; i < n; i++) {
         r->results[i].url = c->urls[i].redacted;
         r->results[i].pttl_ms = -2;
@@ -202,7 +198,7 @@ static void round_answer(redlock__round *r, unsigned i, redlock__req *req, redlo
     /* The counter a fenced acquire's yes read, or the one inspect saw (0 otherwise). */
     if (data != NULL && (vote == REDLOCK_VOTE_YES || r->cmd.kind == REDLOCK__CMD_INSPECT))
         res->fence = data->counter;
-    if (data != NULL && r->cmd.queued && r->cmd.kind != REDLOCK__CMD_RELEASE)
+    if (data != NULL && r->cmd.place != NULL && r->cmd.kind != REDLOCK__CMD_RELEASE)
         rr->wait_ms = data->pttl_ms;
     if (data != NULL && r->values != NULL) {
         res->pttl_ms = data->pttl_ms;
@@ -253,10 +249,8 @@ void redlock__round_send(redlock__round *r, bool init_q)
     double drift = c->opts.drift_factor;
     uint64_t ttl = r->cmd.ttl_ms;
     uint64_t now = redlock__client_now(c); /* one clock reading for the round and its sends */
-    if (r->cmd.queued && r->cmd.kind != REDLOCK__CMD_RELEASE && r->op != NULL) {
+    if (r->cmd.place != NULL && r->cmd.kind != REDLOCK__CMD_RELEASE && r->op != NULL)
         r->cmd.stamp_us = now; /* what a grant for this attempt names */
-        r->op->w->grant_until_us = now;
-    }
     if (init_q) {
         int rc = redlock_round_init(&r->q, n, ttl, drift, c->opts.min_validity_ms, now);
         if (rc == 0 && r->cmd.kind == REDLOCK__CMD_ACQUIRE_FENCED)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* won.c - an acquire's won round: the lock is granted (its validity, deadline and fence set from
  * the round, auto-extension started, the operation completed), and a fenced acquire's commit
- * round. Both an acquire's own round (acquire.c) and a waiter's round won by grants (wait.c) end
+ * round. Both an acquire's own round (acquire.c) and a waiter's round won by grants (waiter.c) end
  * here. Calls down only: rounds and operations, lock handles and the nodes that kept them, the
  * auto-extension (started through redlock_auto_extend, which builds on extends and never calls
  * back here), the quorum core. */
@@ -22,7 +22,7 @@ int redlock__lock_grant(redlock__op *o, redlock__round *r)
      * it, fewer than a quorum may hold the keys. */
     if (!redlock__kept_won(lock, &r->q))
         return REDLOCK_ENOQUORUM;
-    lock->fence = redlock_round_fence(&r->q);
+    lock->fencing.fence = redlock_round_fence(&r->q);
     /* Auto-extension starts before the caller hears of the lock, so no window is left
      * unguarded. Its options were checked by redlock_acquire; what is left to fail is a
      * validity already gone, and then the lock is not worth handing out. */
@@ -31,7 +31,7 @@ int redlock__lock_grant(redlock__op *o, redlock__round *r)
         redlock__op_complete(o, 0);
         return 0;
     }
-    lock->fence = 0;
+    lock->fencing.fence = 0;
     return rc;
 }
 
@@ -45,7 +45,7 @@ int redlock__commit_start(redlock__op *o, redlock__round *acquire, bool by_grant
     redlock__round *r = redlock__round_new(c, o, o->lock, REDLOCK__CMD_COMMIT, o->ttl_ms, false);
     if (r == NULL)
         return REDLOCK_ENOMEM;
-    int rc = redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);
+    int rc = redlock_round_commit_init(&r->q, &acquire->q, o->lock->fencing.commit);
     (void)rc; /* acquire is a won fenced round; fence_commit was checked by redlock_acquire */
     uint64_t fence = redlock_round_fence(&r->q);
     r->cmd.fence = fence;

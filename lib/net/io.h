@@ -85,7 +85,7 @@ typedef struct redlock__io_ops {
     /* Fill out with node's state and counters (redlock_client_node_info); false when node is out
      * of range. NULL: an io with no node state to tell (the simulator's). */
     bool (*node_info)(redlock__io *io, unsigned node, redlock_node_info *out);
-    /* The wall clock (us since the epoch) that places a waiter in a queue (wait.c, queue_join);
+    /* The wall clock (us since the epoch) that places a waiter in a queue (waiter.c, queue_join);
      * NULL: the system's (uv_gettimeofday). The simulator gives each process its own. */
     uint64_t (*wall_us)(redlock__io *io);
     /* Make ready the wake-up that signal sends (loop thread; once is enough, more is harmless).
@@ -93,7 +93,7 @@ typedef struct redlock__io_ops {
      * simulator's): it takes no cancelers. */
     int (*signal_start)(redlock__io *io);
     /* From any thread, after signal_start: call io->on_signal on the loop thread soon (calls
-     * coalesce). Never after close has begun (cancel.h says why none comes then). */
+     * coalesce). Never after close has begun (canceler.h says why none comes then). */
     void (*signal)(redlock__io *io);
     /* The timeout a request sent to node now gets (node.h; adaptive ones change). NULL: the one
      * the node's config gives (an io whose nodes do not adapt: the simulator's). */
@@ -106,7 +106,7 @@ struct redlock__io {
     void (*on_wake)(redlock__io *io);
     void (*on_closed)(redlock__io *io);
     /* A node said, on channel (len bytes), that a key was released: message (message_len
-     * bytes) is the token that held it, or a grant (wait.c); both valid during the call. node:
+     * bytes) is the token that held it, or a grant (waiter.c); both valid during the call. node:
      * the node whose server sent it, as sure as a vote on that node's command connection (the
      * same server, by its run_id), or REDLOCK__IO_NO_NODE when the io cannot vouch for that (a
      * subscriber that reached another server, or did not say which): then it is a hint only. */

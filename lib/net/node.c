@@ -183,8 +183,8 @@ static void keep_logged(redlock__node *n, int rc)
 static uint64_t release_lives_until(const redlock__cmd *cmd, uint64_t now)
 {
     uint64_t lives_ms = cmd->ttl_ms;
-    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)
-        lives_ms = cmd->place_ttl_ms;
+    if (cmd->place != NULL && cmd->leave && cmd->place->place_ttl_ms > lives_ms)
+        lives_ms = cmd->place->place_ttl_ms;
     return now + lives_ms * 1000;
 }
 

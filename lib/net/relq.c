@@ -45,7 +45,7 @@ int redlock__relq_keep(redlock__relq *q, const redlock__alloc *alloc, const redl
 {
     /* A waiter's last release (it leaves the queues) keeps its id too: the node would otherwise
      * keep the waiter at its queue's head, in everybody's way, until its place deadline. */
-    size_t waiter_len = cmd->queued && cmd->leave ? cmd->waiter_len : 0;
+    size_t waiter_len = cmd->place != NULL && cmd->leave ? cmd->place->waiter_len : 0;
     redlock__relq_entry *e =
         redlock__calloc(alloc, 1, sizeof(*e) + cmd->key_len + cmd->token_len + waiter_len);
     if (e == NULL)
@@ -62,11 +62,11 @@ int redlock__relq_keep(redlock__relq *q, const redlock__alloc *alloc, const redl
     memcpy(e->bytes, cmd->key, cmd->key_len);
     memcpy(e->bytes + cmd->key_len, cmd->token, cmd->token_len);
     if (waiter_len > 0) { /* sent late, it wakes nobody (tell stays false) */
-        e->cmd.queued = true;
+        e->place.waiter = e->bytes + cmd->key_len + cmd->token_len;
+        e->place.waiter_len = waiter_len;
+        memcpy(e->bytes + cmd->key_len + cmd->token_len, cmd->place->waiter, waiter_len);
+        e->cmd.place = &e->place;
         e->cmd.leave = true;
-        e->cmd.waiter = e->bytes + cmd->key_len + cmd->token_len;
-        e->cmd.waiter_len = waiter_len;
-        memcpy(e->bytes + cmd->key_len + cmd->token_len, cmd->waiter, waiter_len);
     }
     if (cmd->n_more > 0) { /* a set's release: its other keys, spans then bytes */
         size_t size = cmd->n_more * sizeof(redlock__span);

@@ -32,6 +32,7 @@ struct redlock__relq_entry {
      * connection skips (node.c); 0 otherwise. */
     uint64_t reply_seq;
     redlock__cmd cmd;
+    redlock__cmd_place place; /* a waiter's that leaves the queues: its id (cmd.place) */
     redlock__span *more; /* a set's other keys (cmd.more), with their bytes; NULL for one key */
     char bytes[];        /* key, token, then the id of a waiter leaving the queues */
 };

@@ -418,7 +418,7 @@ MUTANTS = [
         "name": "commit-acks-ignored",
         "what": "the commit round is won by the quorum whatever fence_commit asks for",
         "edits": [("lib/lock/won.c",
-                   "redlock_round_commit_init(&r->q, &acquire->q, o->lock->fence_commit);",
+                   "redlock_round_commit_init(&r->q, &acquire->q, o->lock->fencing.commit);",
                    "redlock_round_commit_init(&r->q, &acquire->q, 0);")],
         "killers": [sim_fence("amnesia_with_one_more_ack*"),
                     integration("fencing", "fence_commit_counts_acks"),
@@ -524,7 +524,7 @@ MUTANTS = [
         "what": "a waiter's last release kept for a node that was down is sent without the "
                 "waiter's id: the node keeps it in the queue, in everybody's way",
         "edits": [("lib/net/relq.c",
-                   "    size_t waiter_len = cmd->queued && cmd->leave ? cmd->waiter_len : 0;\n",
+                   "    size_t waiter_len = cmd->place != NULL && cmd->leave ? cmd->place->waiter_len : 0;\n",
                    "    size_t waiter_len = 0;\n")],
         "killers": [integration("cancel", "waiter_release_kept_leaves_the_queue")],
     },
@@ -533,7 +533,7 @@ MUTANTS = [
         "what": "a waiter's last release kept for a node that was down is dropped when the key's "
                 "ttl runs out, though the waiter's place in the node's queue lives longer",
         "edits": [("lib/net/node.c",
-                   "    if (cmd->queued && cmd->leave && cmd->place_ttl_ms > lives_ms)\n",
+                   "    if (cmd->place != NULL && cmd->leave && cmd->place->place_ttl_ms > lives_ms)\n",
                    "    if (false)\n")],
         "killers": [integration("cancel", "waiter_release_kept_past_the_keys_ttl")],
     },
@@ -548,7 +548,7 @@ MUTANTS = [
     {
         "name": "newest-waiter-first",
         "what": "a release wakes the waiter that started last instead of the longest-waiting one",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "    for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {\n"
                    "        redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);\n"
                    "        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED ||\n"
@@ -678,7 +678,7 @@ MUTANTS = [
         "edits": [("lib/core/lua/release_queued.lua",
                    'if type(told) ~= "number" or told == 0 then',
                    "if true then"),
-                  ("lib/lock/wait.c",
+                  ("lib/lock/waiter.c",
                    "            if (head != NULL) /* else another client's waiter is next */\n"
                    "                op_wake(c, head, 0, true);\n",
                    "            op_wake(c, o, 0, true);\n")],
@@ -706,10 +706,10 @@ MUTANTS = [
     {
         "name": "grant-counts-for-every-node",
         "what": "one node's grant is counted as every node's: grants from a minority make a lock",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "    return redlock__mask_quorum(o->w->granted, o->client->n_nodes) && grant_win(o);",
                    "    return o->w->granted != 0 && grant_win(o);"),
-                  ("lib/lock/wait.c",
+                  ("lib/lock/waiter.c",
                    "            if ((w->granted & (UINT64_C(1) << i)) == 0)\n"
                    "                continue;\n"
                    "            r->results[i].vote = REDLOCK_VOTE_YES;",
@@ -722,7 +722,7 @@ MUTANTS = [
         "name": "grant-counted-by-its-tag",
         "what": "a grant counts for the node its message names, whichever server sent it: grants "
                 "forged on one server for every tag make a lock",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "stamp > w->grant_until_us || tag != from ||\n        from >= c->n_nodes ||",
                    "stamp > w->grant_until_us || tag >= c->n_nodes ||")],
         "killers": [fault("forged", "forged_grants_cost_one_vote")],
@@ -742,7 +742,7 @@ MUTANTS = [
         "name": "fenced-grant-without-commit",
         "what": "a fenced lock won by grants pre-counts every grant whose counter is one below "
                 "the fence as a commit ack: a forged counter becomes the fence, no commit runs",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "status = redlock__commit_start(o, r, true);",
                    "status = redlock__commit_start(o, r, false);")],
         "killers": [fault("forged", "granted_fence_is_committed")],
@@ -751,7 +751,7 @@ MUTANTS = [
         "name": "wake-ups-unbudgeted",
         "what": "every wake-up moves a waiter's attempt up: wake-ups forged on one server make "
                 "a round on every node each",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "    if (budgeted)\n        due = redlock__waiter_wake_due(c, w, due);\n",
                    ""),
                   ("lib/lock/acquire.c",
@@ -884,7 +884,7 @@ MUTANTS = [
         "name": "cut-grant-taken-for-a-lock",
         "what": "a grant cut at the head's place deadline counts as a yes with the head's ttl: "
                 "the lock is reported valid for longer than its keys live",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "    if (!(full == 1 && ",
                    "    if (!(full <= 1 && ")],
         "killers": [sim_grants(), integration("notify", "grant_cut_at_the_place_is_claimed")],
@@ -924,7 +924,7 @@ MUTANTS = [
         "name": "set-granted-on-one-key",
         "what": "a set's waiter counts a node as a yes once any key of the set was granted there: "
                 "two waiters of overlapping sets hold at once",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "    if (++node->keys == w->n_keys)",
                    "    if (++node->keys >= 1)")],
         "killers": [sim_grants(), fault("grants", "set_waiters_take_turns")],
@@ -942,7 +942,7 @@ MUTANTS = [
         "name": "grant-validity-from-the-notice",
         "what": "a lock won by grants has its validity measured from when the grants were heard, "
                 "not from when the attempt they answer was sent (before the keys were set)",
-        "edits": [("lib/lock/wait.c",
+        "edits": [("lib/lock/waiter.c",
                    "c->opts.min_validity_ms, oldest);",
                    "c->opts.min_validity_ms, now);")],
         "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
@@ -953,8 +953,8 @@ MUTANTS = [
                 "grants: the release's grant is never for the waiter's token, and every handoff "
                 "costs the waiter a round",
         "edits": [("lib/lock/acquire.c",
-                   "    return retry && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&",
-                   "    return false && o->lock->queued && status == REDLOCK_EBUSY && r != NULL &&")],
+                   "    return retry && o->lock->place != NULL && status == REDLOCK_EBUSY && r != NULL &&",
+                   "    return false && o->lock->place != NULL && status == REDLOCK_EBUSY && r != NULL &&")],
         "killers": [sim_grants(), integration("notify", "release_grants_the_head_without_a_round")],
     },
     {
@@ -1071,7 +1071,7 @@ MUTANTS = [
         "what": "after a node came back as a new server only auto-extended locks are checked: a "
                 "plain lock a quorum forgot still reads as held",
         "edits": [("lib/lock/recheck.c",
-                   "        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check_us == 0)\n"
+                   "        if (held(lock, now) && !redlock__auto_recheck(lock) && lock->check.started_us == 0)\n"
                    "            check_start(lock);\n",
                    "        if (held(lock, now))\n            (void)redlock__auto_recheck(lock);\n")],
         "killers": [integration("amnesia", "inspect_finds_a_silent_loss"),
@@ -1246,7 +1246,7 @@ MUTANTS = [
         "edits": [("lib/api/acquire_call.c",
                    "    if (redlock_canceler_fired(opts->cancel))",
                    "    if (false)"),
-                  ("lib/lock/cancel.c",
+                  ("lib/lock/canceler.c",
                    "    if (atomic_load(&canceler->fired)) {",
                    "    if (false) {"),
                   ("lib/sync/sync.c",
@@ -1259,7 +1259,7 @@ MUTANTS = [
     {
         "name": "canceler-fire-wakes-nobody",
         "what": "firing a canceler sets it but wakes no loop: acquires already waiting go on",
-        "edits": [("lib/lock/cancel.c",
+        "edits": [("lib/lock/canceler.c",
                    "        reg->notify(reg);\n",
                    "        (void)reg;\n")],
         "killers": [integration("using", "canceler_cancels_a_wait"),

@@ -407,7 +407,9 @@ static void run(sim_world *w, sim_proc *p, unsigned node, sim_msg *m, unsigned s
     uint64_t leave_at = w->now;
     if (w->cfg.wait_replicas > 0 && is_write(m->kind)) {
         /* The vote the command's answer is (as cluster.c reads it, before its WAIT's answer). */
-        redlock__cmd cmd = {.kind = m->kind, .queued = m->queued, .n_more = m->n_keys - 1};
+        static const redlock__cmd_place queued = {0};
+        redlock__cmd cmd = {
+            .kind = m->kind, .place = m->queued ? &queued : NULL, .n_more = m->n_keys - 1};
         redisReply reply, elems[3], *ptrs[3];
         sim_reply_to_redis(&m->reply, &reply, elems, ptrs);
         char err[REDLOCK_ERROR_TEXT_MAX];

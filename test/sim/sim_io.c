@@ -165,7 +165,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     const redlock__cmd *cmd = req->cmd;
     sim_trace(w, "p%u -> n%u %s %.*s %.*s ttl=%llu%s", p->id, node, redlock__cmd_name(cmd->kind),
               (int)cmd->key_len, cmd->key, (int)REDLOCK__MIN(cmd->token_len, 8), cmd->token,
-              (unsigned long long)cmd->ttl_ms, cmd->queued ? " queued" : "");
+              (unsigned long long)cmd->ttl_ms, cmd->place != NULL ? " queued" : "");
     if (cmd->kind == REDLOCK__CMD_EXTEND && cmd->token_len == p->dead_token_len &&
         memcmp(cmd->token, p->dead_token, cmd->token_len) == 0)
         sim_promise(w, "p%u sent an extension of a lock it had released or been told it lost",
@@ -206,7 +206,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     m->req_id = q->id;
     m->epoch = c->link.epoch;
     m->kind = cmd->kind;
-    m->queued = cmd->queued;
+    m->queued = cmd->place != NULL;
     m->n_keys = cmd->n_more + 1;
     m->deadline_local = req->deadline_us;
     if (is_cluster(w, node)) {

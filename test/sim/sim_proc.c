@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "sim_internal.h"
+#include "waiter.h"
 
 /* A wake-up lands on the first microsecond at or after its due time on the process's clock. */
 #define LOST_SLACK_US 10
@@ -603,14 +604,14 @@ static void check_served(sim_proc *p, int status)
 static void check_turn(sim_proc *p, const redlock_lock *lock)
 {
     sim_world *w = p->w;
-    if (!w->cfg.check_liveness || !lock->queued)
+    if (!w->cfg.check_liveness || lock->place == NULL)
         return;
     sim_result *res = w->res;
     res->turn_checks++;
     for (unsigned i = 0; i < w->cfg.n_procs && !res->out_of_turn; i++) {
         const sim_proc *q = &w->procs[i];
         if (q == p || q->vanished || q->state != PROC_ACQUIRING || !q->queued || q->place_us == 0 ||
-            q->place_us >= lock->place_us || q->res[0] != p->res[0])
+            q->place_us >= lock->place->cmd.place_us || q->res[0] != p->res[0])
             continue;
         for (unsigned n = 0; n < w->cfg.n_nodes; n++) {
             if (p->took_at[n] == 0 || q->first_queued_at[n] == 0 ||
@@ -620,7 +621,7 @@ static void check_turn(sim_proc *p, const redlock_lock *lock)
             snprintf(res->out_of_turn_what, sizeof(res->out_of_turn_what),
                      "p%u (place %llu us) took res-%u on n%u at %llu us, where p%u (place %llu us) "
                      "had queued at %llu us",
-                     p->id, (unsigned long long)lock->place_us, p->resource, n,
+                     p->id, (unsigned long long)lock->place->cmd.place_us, p->resource, n,
                      (unsigned long long)p->took_at[n], q->id, (unsigned long long)q->place_us,
                      (unsigned long long)q->first_queued_at[n]);
             sim_trace(w, "OUT OF TURN: %s", res->out_of_turn_what);

@@ -119,6 +119,7 @@ static const uint64_t place_ttls[] = {3000, 14000, 40000};
 
 typedef struct cmd_build {
     redlock__cmd cmd;
+    redlock__cmd_place place; /* a queued command's (cmd.place) */
     redlock__span more[N_KEYS];
     unsigned tag;
 } cmd_build;
@@ -187,14 +188,14 @@ static bool draw_command(diff *d, world *w, rng *r, cmd_build *b, bool *timed)
         waiter_keys(w, wi, b);
         c->kind =
             w->n_wkeys[wi] == 1 && coin(r, 30) ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
-        c->queued = true;
+        c->place = &b->place;
         c->token = tok_of(w, r, wi);
-        c->waiter = w->waiter[wi];
-        c->waiter_len = strlen(w->waiter[wi]);
-        c->channel = w->channel[wi];
-        c->channel_len = strlen(w->channel[wi]);
-        c->place_us = coin(r, 90) ? w->place[wi] : w->place[wi] + 1 + pick(r, 1000);
-        c->place_ttl_ms = place_ttls[pick(r, 3)];
+        b->place.waiter = w->waiter[wi];
+        b->place.waiter_len = strlen(w->waiter[wi]);
+        b->place.channel = w->channel[wi];
+        b->place.channel_len = strlen(w->channel[wi]);
+        b->place.place_us = coin(r, 90) ? w->place[wi] : w->place[wi] + 1 + pick(r, 1000);
+        b->place.place_ttl_ms = place_ttls[pick(r, 3)];
         c->stamp_us = 1000000000 + rnd(r) % 1000000000;
         b->tag = coin(r, 20) ? 0 : 1 + pick(r, 5); /* 0: no record on this node */
         *timed = true;
@@ -207,11 +208,11 @@ static bool draw_command(diff *d, world *w, rng *r, cmd_build *b, bool *timed)
     case 5: { /* a waiter's release, a holder's or a lost attempt's */
         waiter_keys(w, wi, b);
         c->kind = REDLOCK__CMD_RELEASE;
-        c->queued = true;
+        c->place = &b->place;
         c->token = coin(r, 50) ? tok_of(w, r, wi) : held_or_any(d, w, r, c->key);
         bool named = coin(r, 85);
-        c->waiter = named ? w->waiter[wi] : "";
-        c->waiter_len = named ? strlen(w->waiter[wi]) : 0;
+        b->place.waiter = named ? w->waiter[wi] : "";
+        b->place.waiter_len = named ? strlen(w->waiter[wi]) : 0;
         c->leave = coin(r, 50);
         c->tell = coin(r, 70);
         if (coin(r, 30)) /* the releaser takes a new token afterwards */
@@ -391,9 +392,9 @@ static unsigned run_seed(diff *d, uint64_t seed, bool quiet)
         model_value(d, w.domain_key, after, sizeof(after));
         if (bad == 0 && strcmp(before, after) != 0) {
             bool release = b.cmd.kind == REDLOCK__CMD_RELEASE;
-            d->cov.domain_grants += b.cmd.queued && release;
-            d->cov.domain_queued += b.cmd.queued && !release;
-            d->cov.domain_other += !b.cmd.queued;
+            d->cov.domain_grants += (b.cmd.place != NULL) && release;
+            d->cov.domain_queued += (b.cmd.place != NULL) && !release;
+            d->cov.domain_other += !(b.cmd.place != NULL);
         }
     }
     redlock__buf_free(&buf, &d->alloc);

@@ -119,13 +119,8 @@ static void encodes_a_waiters_commands(void **state)
     redlock__span more[1] = {{"m", 1}};
     c.more = more;
     c.n_more = 1;
-    c.queued = true;
-    c.waiter = "w1";
-    c.waiter_len = 2;
-    c.channel = "k:queue:w1";
-    c.channel_len = 10;
-    c.place_us = 123;
-    c.place_ttl_ms = 800;
+    redlock__cmd_place place = {"w1", 2, "k:queue:w1", 10, 123, 800};
+    c.place = &place;
     c.stamp_us = 4567;
     assert_true(redlock__cmd_per_node(&c));
     assert_true(redlock__cmd_has_data(&c)); /* a lost attempt says how long to wait */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* wait.c - waiting for a lock (docs/operations.md, "Waiting for a lock"): the releases watched
+/* waiter.c - waiting for a lock (docs/operations.md, "Waiting for a lock"): the releases watched
  * through the io, the queue on every node (a waiter's place and channels), the wake-ups, and the
  * handoff by grant (docs/algorithm.md): the grants counted as the yes votes of the attempts they
  * answer. Called by acquire.c for an acquire that waits, and by the io's notifications, whose
  * callback (io.h's on_notify) a waiter sets when it starts to watch. Calls down only: rounds and
  * operations, the client core, lock handles, the counters, the quorum core. Its one object is
  * the waiter (an acquire's waiting state), and every name it exports is redlock__waiter_. */
-#include "op.h"
+#include "waiter.h"
 
 #include <string.h>
 
@@ -78,30 +78,33 @@ static void queue_join(redlock_client *c, redlock_lock *lock)
 {
     unsigned char raw[REDLOCK__WAITER_BYTES];
     uv_timeval64_t tv = {0, 0};
-    if (c->io->ops->random(c->io, raw, sizeof(raw)) != 0 ||
+    if (lock->place != NULL || c->io->ops->random(c->io, raw, sizeof(raw)) != 0 ||
         (c->io->ops->wall_us == NULL && uv_gettimeofday(&tv) != 0))
         return;
     size_t queue_len = lock->key_len + REDLOCK__QUEUE_SUFFIX_LEN;
     size_t own_len = queue_len + 1 + 2 * sizeof(raw);
-    char *names = redlock__malloc(&c->alloc, queue_len + 1 + own_len + 1);
-    if (names == NULL)
+    redlock__place *p = redlock__calloc(&c->alloc, 1, sizeof(*p) + queue_len + 1 + own_len + 1);
+    if (p == NULL)
         return;
-    char *queue = names, *own = names + queue_len + 1;
+    char *queue = p->channels, *own = p->channels + queue_len + 1;
     memcpy(queue, lock->key, lock->key_len);
     memcpy(queue + lock->key_len, REDLOCK__QUEUE_SUFFIX, REDLOCK__QUEUE_SUFFIX_LEN + 1);
-    redlock__hex(lock->waiter, raw, sizeof(raw));
-    lock->waiter_len = 2 * sizeof(raw);
+    redlock__hex(p->waiter, raw, sizeof(raw));
     memcpy(own, queue, queue_len);
     own[queue_len] = ':';
-    memcpy(own + queue_len + 1, lock->waiter, lock->waiter_len + 1);
-    lock->channels = names;
-    lock->place_us = c->io->ops->wall_us != NULL
-                         ? c->io->ops->wall_us(c->io)
-                         : (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
-    lock->place_ttl_ms = place_ttl_ms(c);
-    lock->queued = true;
-    lock->queue_channel_watched = c->io->ops->watch(c->io, queue, queue_len, true) == 0;
-    lock->channel_watched = c->io->ops->watch(c->io, own, own_len, true) == 0;
+    memcpy(own + queue_len + 1, p->waiter, 2 * sizeof(raw) + 1);
+    p->queue_len = queue_len;
+    p->cmd.waiter = p->waiter;
+    p->cmd.waiter_len = 2 * sizeof(raw);
+    p->cmd.channel = own;
+    p->cmd.channel_len = own_len;
+    p->cmd.place_us = c->io->ops->wall_us != NULL
+                          ? c->io->ops->wall_us(c->io)
+                          : (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
+    p->cmd.place_ttl_ms = place_ttl_ms(c);
+    lock->place = p;
+    p->queue_channel_watched = c->io->ops->watch(c->io, queue, queue_len, true) == 0;
+    p->channel_watched = c->io->ops->watch(c->io, own, own_len, true) == 0;
 }
 
 /* Whether the queues of a waiter's keys lie in their keys' slot (always, without a cluster):
@@ -139,22 +142,19 @@ void redlock__waiter_end(redlock__op *o)
 {
     redlock_client *c = o->client;
     redlock_lock *lock = o->lock;
+    redlock__place *p = lock->place;
     /* A closing client's io drops every watch itself. */
     if (o->w->watching && !c->closing) {
         lock_unwatch(c, lock, lock->n_more + 1);
-        size_t len;
-        const char *channel;
-        if (lock->channel_watched) {
-            channel = redlock__lock_own_channel(lock, &len);
-            c->io->ops->watch(c->io, channel, len, false);
-        }
-        if (lock->queue_channel_watched) {
-            channel = redlock__lock_queue_channel(lock, &len);
-            c->io->ops->watch(c->io, channel, len, false);
-        }
+        if (p != NULL && p->channel_watched)
+            c->io->ops->watch(c->io, p->cmd.channel, p->cmd.channel_len, false);
+        if (p != NULL && p->queue_channel_watched)
+            c->io->ops->watch(c->io, p->channels, p->queue_len, false);
     }
-    lock->channel_watched = false;
-    lock->queue_channel_watched = false;
+    if (p != NULL) {
+        p->channel_watched = false;
+        p->queue_channel_watched = false;
+    }
 }
 
 redlock__waiter *redlock__waiter_new(redlock_client *c, const redlock_lock *lock)
@@ -215,8 +215,8 @@ static redlock__op *queue_head_op(redlock_client *c, const redlock_lock *of, con
 {
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
-        if (o->w != NULL && o->w->watching && o->state != OP_DECIDED && o->lock->queued &&
-            same_bytes(o->lock->waiter, o->lock->waiter_len, id, id_len) &&
+        if (o->w != NULL && o->w->watching && o->state != OP_DECIDED && o->lock->place != NULL &&
+            same_bytes(o->lock->place->cmd.waiter, o->lock->place->cmd.waiter_len, id, id_len) &&
             same_bytes(o->lock->key, o->lock->key_len, of->key, of->key_len))
             return o;
     }
@@ -283,20 +283,20 @@ static bool grant_win(redlock__op *o)
         partial = partial || w->nodes[i].partial;
     }
     bool fresh = !partial && now - oldest <= o->ttl_ms * 1000 / 2;
-    redlock__cmd_kind kind = lock->fencing ? REDLOCK__CMD_ACQUIRE_FENCED : REDLOCK__CMD_ACQUIRE;
+    redlock__cmd_kind kind = redlock__fencing_acquire_kind(&lock->fencing);
     redlock__round *r = fresh ? redlock__round_new(c, o, lock, kind, o->ttl_ms, false) : NULL;
     if (r != NULL) {
         int rc = redlock_round_init(&r->q, c->n_nodes, o->ttl_ms, c->opts.drift_factor,
                                     c->opts.min_validity_ms, oldest);
-        if (rc == 0 && lock->fencing)
+        if (rc == 0 && lock->fencing.wanted)
             rc = redlock_round_fencing(&r->q);
         for (unsigned i = 0; rc == 0 && i < c->n_nodes; i++) {
             if ((w->granted & (UINT64_C(1) << i)) == 0)
                 continue;
             r->results[i].vote = REDLOCK_VOTE_YES;
             r->results[i].latency_us = now - w->nodes[i].oldest_us;
-            r->results[i].fence = lock->fencing ? w->nodes[i].counter : 0;
-            if (lock->fencing)
+            r->results[i].fence = lock->fencing.wanted ? w->nodes[i].counter : 0;
+            if (lock->fencing.wanted)
                 redlock_round_vote_counter(&r->q, i, REDLOCK_VOTE_YES, w->nodes[i].counter, now);
             else
                 redlock_round_vote(&r->q, i, REDLOCK_VOTE_YES, now);
@@ -304,7 +304,7 @@ static bool grant_win(redlock__op *o)
         r->state = ROUND_DONE; /* nothing to send: the nodes have acted */
         redlock__op_hold_round(o, r);
         int status = redlock_round_status(&r->q);
-        if (status == 0 && lock->fencing) {
+        if (status == 0 && lock->fencing.wanted) {
             /* The commit round runs now: o is an attempt in flight again. */
             redlock__client_timer_stop(c, &o->timer);
             o->state = OP_RUNNING;
@@ -391,7 +391,7 @@ static void op_granted(redlock__op *o, unsigned from, const char *message, size_
     /* Set only until o's place deadline there (or not as o's attempts asked): once a quorum
      * granted, o claims the keys with a round of its own at once, which renews them with its ttl
      * (grant_win). */
-    if (!(full == 1 && (lock->fencing ? !no_counter : no_counter)))
+    if (!(full == 1 && (lock->fencing.wanted ? !no_counter : no_counter)))
         node->partial = true;
     if (++node->keys == w->n_keys)
         w->granted |= UINT64_C(1) << tag;
@@ -406,16 +406,16 @@ static void op_granted(redlock__op *o, unsigned from, const char *message, size_
 /* Whether channel is o's own (its first key's queue name, ":" and its id), or that queue's. */
 static bool is_own_channel(const redlock__op *o, const char *channel, size_t len)
 {
-    size_t own_len;
-    const char *own = redlock__lock_own_channel(o->lock, &own_len);
-    return o->lock->channel_watched && same_bytes(own, own_len, channel, len);
+    const redlock__place *p = o->lock->place;
+    return p != NULL && p->channel_watched &&
+           same_bytes(p->cmd.channel, p->cmd.channel_len, channel, len);
 }
 
 static bool is_queue_channel(const redlock__op *o, const char *channel, size_t len)
 {
-    size_t queue_len;
-    const char *queue = redlock__lock_queue_channel(o->lock, &queue_len);
-    return o->lock->queue_channel_watched && same_bytes(queue, queue_len, channel, len);
+    const redlock__place *p = o->lock->place;
+    return p != NULL && p->queue_channel_watched &&
+           same_bytes(p->channels, p->queue_len, channel, len);
 }
 
 /* A node says a key was released, on one of three channels (lib/core/lua/release_queued.lua):
@@ -435,7 +435,7 @@ static void on_notify(redlock__io *io, unsigned node, const char *channel, size_
         return;
     for (redlock__list *it = c->ops.next; it != &c->ops; it = it->next) {
         redlock__op *o = REDLOCK__CONTAINER_OF(it, redlock__op, closer.link);
-        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED || !o->lock->queued)
+        if (o->w == NULL || !o->w->watching || o->state == OP_DECIDED || o->lock->place == NULL)
             continue;
         if (is_own_channel(o, channel, len)) {
             if (message_len >= 2 && message[0] == 'g' && message[1] == ':')

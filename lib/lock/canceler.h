@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cancel.h - cancelers (cancel.c): made by the caller before a call, fired from any thread.
+/* canceler.h - cancelers (canceler.c): made by the caller before a call, fired from any thread.
  * Nothing here is public. (They were first named "cancel tokens"; "token" is the lock's value
  * alone now.)
  *
@@ -13,8 +13,8 @@
  * registration of a client before its io (and its wake-up handle) closes; so a firing thread never
  * reaches an operation or a client that is gone. The canceler's memory lives until the caller's
  * reference and every registration's are given back. */
-#ifndef REDLOCK_CANCEL_H
-#define REDLOCK_CANCEL_H
+#ifndef REDLOCK_CANCELER_H
+#define REDLOCK_CANCELER_H
 
 #include "common.h"
 

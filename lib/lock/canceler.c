@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* cancel.c - cancelers (cancel.h; docs/api.md, "Cancelers"): redlock_canceler_, and
+/* canceler.c - cancelers (canceler.h; docs/api.md, "Cancelers"): redlock_canceler_, and
  * redlock__canceler_ for the operations that carry one; the four functions of its first name
  * (redlock_cancel_token_*) are aliases at the end. */
-#include "cancel.h"
+#include "canceler.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -60,7 +60,7 @@ typedef struct redlock__handshake {
 
 /* The AUTH command for url into argv/argvlen (room for 3): returns its argc, 0 when the URL has
  * no password. Said first on every connection to the node: the handshake's and the
- * subscriber's (notify.h). */
+ * subscriber's (subscriber.h). */
 int redlock__handshake_auth_argv(const redlock_url *url, const char *argv[3], size_t argvlen[3]);
 
 /* What to fix, when a server's error text (len bytes) refuses the URL's credentials: NOAUTH (a

@@ -5,7 +5,7 @@
  * A server (or a proxy) may repeat a command's arguments in an error, AUTH's included ("unknown
  * command 'AUTH', with args beginning with: 'app' 'secret'"), and may put any byte in it (an
  * escape sequence for the terminal that shows it). Every error text that comes from a server is
- * scrubbed as it is read (node.c, notify.c, the check's connection), before anything stores,
+ * scrubbed as it is read (node.c, subscriber.c, the check's connection), before anything stores,
  * logs or prints it. No IO. */
 #ifndef REDLOCK_SCRUB_H
 #define REDLOCK_SCRUB_H

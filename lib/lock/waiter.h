@@ -34,7 +34,7 @@ typedef struct waiter_node {
 
 /* The state of an acquire that waits (wait_ms): only such an operation carries one (waiter.c). */
 struct redlock__waiter {
-    bool watching;         /* the io says when its keys are released (notify.h) */
+    bool watching;         /* the io says when its keys are released (subscriber.h) */
     bool woken;            /* its retry timer was moved up by a notification */
     bool notified;         /* a notification came while an attempt was out: retry at once if lost */
     bool claim;            /* a quorum granted while an attempt was out: retry at once if lost */

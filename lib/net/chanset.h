@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* chanset.h - a set of channel names, each with the number of waiters that want it: what a
- * client's subscribers SUBSCRIBE to (notify.h). The io owns one set for all of a client's
+ * client's subscribers SUBSCRIBE to (subscriber.h). The io owns one set for all of a client's
  * subscribers (io_uv.c; the simulator keeps its own); each subscriber reads it on every new
  * connection, and is told when a name joins or leaves it. Memory only: no IO.
  *

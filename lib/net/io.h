@@ -79,7 +79,7 @@ typedef struct redlock__io_ops {
      * io->on_closed. Frees the io itself after on_closed returns. */
     void (*close)(redlock__io *io);
     /* One more (on) or one less (!on) waiter for key: while any waits, io->on_notify is called
-     * when a node says the key was released (notify.h). Returns 0 or REDLOCK_ENOMEM (on only:
+     * when a node says the key was released (subscriber.h). Returns 0 or REDLOCK_ENOMEM (on only:
      * then nothing is watched). NULL: an io without notifications. */
     int (*watch)(redlock__io *io, const char *key, size_t len, bool on);
     /* Fill out with node's state and counters (redlock_client_node_info); false when node is out

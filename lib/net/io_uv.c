@@ -4,7 +4,7 @@
 
 #include "chanset.h"
 #include "cluster.h"
-#include "notify.h"
+#include "subscriber.h"
 
 #include <stdint.h>
 #include <string.h>

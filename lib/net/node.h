@@ -92,7 +92,7 @@ typedef struct redlock__node_config {
 } redlock__node_config;
 
 /* Format one line and hand it to cfg->log as about cfg->name (nothing is formatted when log is
- * NULL). For the node, a cluster (cluster.c) and a subscriber (notify.c), which share this
+ * NULL). For the node, a cluster (cluster.c) and a subscriber (subscriber.c), which share this
  * config; the v form puts prefix ("subscriber: ") before the text. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))

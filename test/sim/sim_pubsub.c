@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sim_pubsub.c - the subscriber connections that wake waiters (lib/net/notify.c's, simulated), and
- * the servers' subscriptions.
+/* sim_pubsub.c - the subscriber connections that wake waiters (lib/net/subscriber.c's, simulated),
+ * and the servers' subscriptions.
  *
  * A process whose io watches a channel keeps one subscriber connection per node, opened when the
  * first channel is wanted; its SUBSCRIBE and UNSUBSCRIBE travel to the server like any message

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: MIT
 -- release: compare-and-delete. A holder's release (ARGV[2] = "1") tells the node's subscribers
--- (waiters, notify.h) that the key was freed, on a channel named like the key, with the token
+-- (waiters, subscriber.h) that the key was freed, on a channel named like the key, with the token
 -- that held it; the release of a lost attempt ("0") tells nobody: it freed nothing that was
 -- anybody's turn, and waking every waiter for it made them storm. pcall: an ACL that forbids
 -- PUBLISH or the channel must not make the release fail.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* notify.h - a node's subscriber connection: the "freed" notifications that wake waiters.
+/* subscriber.h - a node's subscriber connection: the "freed" notifications that wake waiters.
  *
  * A release that deletes a lock's key on a node also PUBLISHes on that node, on a channel named
  * like the key (lib/core/lua/release.lua). A client whose acquires wait (wait_ms) keeps one
@@ -19,8 +19,8 @@
  * The file's one object is the subscriber, and its one prefix redlock__sub_. The set of channels
  * the subscribers follow is a second object with another owner (the io keeps one for all of a
  * client's subscribers), so it has its own file and prefix (chanset.h). */
-#ifndef REDLOCK_NOTIFY_H
-#define REDLOCK_NOTIFY_H
+#ifndef REDLOCK_SUBSCRIBER_H
+#define REDLOCK_SUBSCRIBER_H
 
 #include <stdbool.h>
 #include <stddef.h>

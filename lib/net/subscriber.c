@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* notify.c - the subscriber connections that wake waiters (notify.h): one object, redlock__sub,
- * one prefix; the channels they follow are chanset.c's. */
-#include "notify.h"
+/* subscriber.c - the subscriber connections that wake waiters (subscriber.h): one object,
+ * redlock__sub, one prefix; the channels they follow are chanset.c's. */
+#include "subscriber.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,7 +140,7 @@ static bool on_reply(redlock__sub *s, const redisReply *r)
     }
     if (s->info_pending) {
         /* A refused INFO leaves the server unknown: its messages still wake waiters, but no
-         * grant heard here counts (notify.h). */
+         * grant heard here counts (subscriber.h). */
         s->info_pending = false;
         if (r->type == REDIS_REPLY_STRING)
             redlock__handshake_run_id(r->str, r->len, s->run_id);

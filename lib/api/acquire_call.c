@@ -154,6 +154,10 @@ int redlock_acquire_multi(redlock_client *c, const void *const *resources, const
         redlock__lock_unref(lock);
         return rc;
     }
+    if (opts->auto_extend != NULL && (rc = redlock__auto_reserve(lock)) != 0) {
+        redlock__lock_unref(lock); /* started once won, it then has its memory */
+        return rc;
+    }
     lock->ttl_ms = ttl_ms;
     lock->fencing.wanted = opts->fencing;
     lock->fencing.commit = opts->fence_commit;

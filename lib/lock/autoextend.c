@@ -39,7 +39,19 @@ int redlock__auto_opts_in(redlock_auto_opts *dst, const redlock_auto_opts *src, 
 
 unsigned redlock_lock_extensions(const redlock_lock *lock)
 {
-    return lock != NULL ? lock->autox.extensions : 0;
+    return lock != NULL && lock->autox != NULL ? lock->autox->extensions : 0;
+}
+
+int redlock__auto_reserve(redlock_lock *lock)
+{
+    if (lock->autox != NULL)
+        return 0;
+    redlock_client *c = lock->client;
+    lock->autox = redlock__calloc(&c->alloc, 1, sizeof(*lock->autox));
+    if (lock->autox == NULL)
+        return redlock__client_error(c, REDLOCK_ENOMEM, "out of memory for the auto-extension");
+    lock->autox->lock = lock;
+    return 0;
 }
 
 static uint64_t margin_us(const redlock_auto_opts *opts, uint64_t ttl_ms)
@@ -52,26 +64,26 @@ static uint64_t margin_us(const redlock_auto_opts *opts, uint64_t ttl_ms)
  * the close. */
 static void unfollow(redlock_lock *lock)
 {
-    lock->autox.active = false;
+    lock->autox->active = false;
     lock->on_moved = NULL;
     lock->on_ended = NULL;
-    redlock__closer_unlink(&lock->autox.closer);
-    redlock__client_timer_stop(lock->client, &lock->autox.extend_timer);
-    redlock__client_timer_stop(lock->client, &lock->autox.guard_timer);
+    redlock__closer_unlink(&lock->autox->closer);
+    redlock__client_timer_stop(lock->client, &lock->autox->extend_timer);
+    redlock__client_timer_stop(lock->client, &lock->autox->guard_timer);
 }
 
 /* Stop without a callback (the hold ended for the caller: the lock's on_ended). */
 static void auto_stop(redlock_lock *lock)
 {
-    if (lock->autox.active)
+    if (redlock__auto_is_active(lock->autox))
         unfollow(lock);
 }
 
 /* The hold ended badly: tell the caller, exactly once. */
 static void fire_lost(redlock_lock *lock, int reason)
 {
-    redlock__auto *a = &lock->autox;
-    if (!a->active)
+    redlock__auto *a = lock->autox;
+    if (!redlock__auto_is_active(a))
         return;
     unfollow(lock);
     lock->lost = true; /* not held any more, whatever an extension in flight still does */
@@ -86,7 +98,7 @@ static void on_guard_timer(redlock__timer *t);
  * the lock is lost to its holder, who hears it before the close callback. */
 static void on_close(redlock__closer *closer)
 {
-    fire_lost(REDLOCK__CONTAINER_OF(closer, redlock_lock, autox.closer), REDLOCK_ECANCELED);
+    fire_lost(REDLOCK__CONTAINER_OF(closer, redlock__auto, closer)->lock, REDLOCK_ECANCELED);
 }
 
 static bool at_cap(const redlock__auto *a)
@@ -96,14 +108,14 @@ static bool at_cap(const redlock__auto *a)
 
 static uint64_t guard_due(const redlock_lock *lock)
 {
-    uint64_t margin = lock->autox.margin_us;
+    uint64_t margin = lock->autox->margin_us;
     return lock->deadline_us > margin ? lock->deadline_us - margin : 0;
 }
 
 /* Plan the next extension after a won round. */
 static void schedule(redlock_lock *lock)
 {
-    redlock__auto *a = &lock->autox;
+    redlock__auto *a = lock->autox;
     redlock_client *c = lock->client;
     redlock__client_timer_start(c, &a->guard_timer, guard_due(lock), on_guard_timer);
     if (at_cap(a)) {
@@ -121,8 +133,8 @@ static void schedule(redlock_lock *lock)
 
 bool redlock__auto_recheck(redlock_lock *lock)
 {
-    redlock__auto *a = &lock->autox;
-    if (!a->active || at_cap(a))
+    redlock__auto *a = lock->autox;
+    if (!redlock__auto_is_active(a) || at_cap(a))
         return false;
     if (!a->extending)
         redlock__client_timer_start(lock->client, &a->extend_timer,
@@ -138,7 +150,7 @@ void redlock__auto_lost(redlock_lock *lock, int reason)
 /* The lock's deadline moved (an extend won: the lock's on_moved): plan from the new one. */
 static void on_moved(redlock_lock *lock)
 {
-    redlock__auto *a = &lock->autox;
+    redlock__auto *a = lock->autox;
     if (a->extending) {
         /* The auto-extension's own round (on_extended plans the rest), or the caller's while
          * ours is in flight: only the guard follows the deadline now. */
@@ -152,7 +164,7 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
 {
     (void)result;
     (void)data;
-    redlock__auto *a = &lock->autox;
+    redlock__auto *a = lock->autox;
     a->extending = false;
     if (a->active && a->opts.extended_cb != NULL)
         a->opts.extended_cb(lock, status, result, a->opts.extended_data);
@@ -187,8 +199,8 @@ static void on_extended(redlock_lock *lock, int status, const redlock_result *re
 
 static void on_extend_timer(redlock__timer *t)
 {
-    redlock_lock *lock = REDLOCK__CONTAINER_OF(t, redlock_lock, autox.extend_timer);
-    redlock__auto *a = &lock->autox;
+    redlock__auto *a = REDLOCK__CONTAINER_OF(t, redlock__auto, extend_timer);
+    redlock_lock *lock = a->lock;
     if (!a->active || a->extending)
         return;
     a->extending = true;
@@ -203,8 +215,8 @@ static void on_extend_timer(redlock__timer *t)
 
 static void on_guard_timer(redlock__timer *t)
 {
-    redlock_lock *lock = REDLOCK__CONTAINER_OF(t, redlock_lock, autox.guard_timer);
-    redlock__auto *a = &lock->autox;
+    redlock__auto *a = REDLOCK__CONTAINER_OF(t, redlock__auto, guard_timer);
+    redlock_lock *lock = a->lock;
     int reason;
     if (at_cap(a))
         reason = REDLOCK_ELIMIT;
@@ -252,7 +264,7 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
         return redlock__client_error(c, REDLOCK_ECLOSING, "client is closing");
     if (lock->released)
         return redlock__client_error(c, REDLOCK_ERELEASED, "lock was already released");
-    if (lock->autox.active)
+    if (redlock__auto_is_active(lock->autox))
         return redlock__client_error(c, REDLOCK_EINVAL, "lock is already auto-extended");
     if (lock->attached)
         return redlock__client_error(c, REDLOCK_EINVAL,
@@ -273,8 +285,12 @@ int redlock_auto_extend(redlock_lock *lock, const redlock_auto_opts *caller_opts
     if (now >= lock->deadline_us)
         return redlock__client_error(c, REDLOCK_EEXPIRED, "lock validity already ran out");
 
-    redlock__auto *a = &lock->autox;
+    rc = redlock__auto_reserve(lock);
+    if (rc != 0)
+        return rc;
+    redlock__auto *a = lock->autox;
     memset(a, 0, sizeof(*a));
+    a->lock = lock;
     a->active = true;
     a->opts = *opts;
     a->margin_us = margin_us(opts, lock->ttl_ms);

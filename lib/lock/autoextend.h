@@ -11,6 +11,7 @@
 
 /* Auto-extension state of one lock (autoextend.c): lock->autox. */
 typedef struct redlock__auto {
+    redlock_lock *lock; /* whose it is */
     bool active;
     bool extending;      /* an extend round is in flight */
     uint64_t started_us; /* ... and when it began */
@@ -24,6 +25,16 @@ typedef struct redlock__auto {
     unsigned extensions;
     int last_failure; /* status of the last failed extension, 0 if none */
 } redlock__auto;
+
+/* Whether a (a lock's autox, NULL until its first auto-extension) runs. */
+static inline bool redlock__auto_is_active(const redlock__auto *a)
+{
+    return a != NULL && a->active;
+}
+
+/* Make lock's auto-extension state (kept until the lock is freed), so that starting one later
+ * cannot run out of memory: 0, or REDLOCK_ENOMEM with the client's last error set. */
+int redlock__auto_reserve(redlock_lock *lock);
 
 /* Check auto-extension options for a lock of ttl_ms; sets the client's last error. */
 int redlock__auto_check(redlock_client *c, const redlock_auto_opts *opts, uint64_t ttl_ms,

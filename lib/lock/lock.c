@@ -124,6 +124,7 @@ static void lock_destroy(redlock_lock *lock)
     redlock__closer_unlink(&lock->closer);
     redlock__free(&c->alloc, lock->more);
     redlock__free(&c->alloc, lock->place); /* one allocation (waiter.h) */
+    redlock__free(&c->alloc, lock->autox); /* stopped: nothing follows a freed lock */
     if (lock->fencing.key != lock->key)
         redlock__free(&c->alloc, (char *)lock->fencing.key);
     redlock__free(&c->alloc, lock->key);

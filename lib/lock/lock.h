@@ -45,7 +45,7 @@ struct redlock_lock {
     uint64_t won_start_us;     /* start of the last won round (acquire or extend) */
     redlock__lock_check check; /* recheck.h */
     redlock__kept cont;        /* the nodes that vouch for the hold's continuity (kept.c) */
-    redlock__auto autox;
+    redlock__auto *autox; /* autoextend.h: NULL until its first auto-extension; freed with it */
     /* What follows the hold hears of it here: an auto-extension sets both when it starts and
      * clears them when it stops (autoextend.c); NULL: nothing follows it. on_moved: an extend
      * won, the deadline moved (hold.c); on_ended: the hold ended for the caller (released,

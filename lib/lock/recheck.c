@@ -149,8 +149,8 @@ static unsigned count_free(const redlock_lock *lock, const redlock_result *resul
 static void found_lost(redlock_lock *lock, unsigned free_nodes, unsigned n_nodes)
 {
     redlock_client *c = lock->client;
-    lock->lapsed = true;      /* the hold had a gap: a retake would hide it */
-    if (lock->autox.active) { /* at its cap: the lost callback says it */
+    lock->lapsed = true;                        /* the hold had a gap: a retake would hide it */
+    if (redlock__auto_is_active(lock->autox)) { /* at its cap: the lost callback says it */
         redlock__auto_lost(lock, REDLOCK_ELOST);
         return;
     }

@@ -195,7 +195,7 @@ static void count_locks(const redlock_client *c, redlock_stats *s)
             continue;
         s->locks++;
         s->locks_held += redlock_lock_is_held(lock, now);
-        s->locks_auto += lock->autox.active;
+        s->locks_auto += redlock__auto_is_active(lock->autox);
     }
 }
 

@@ -184,7 +184,7 @@ void kit_trace(redlock_sim *sim, const char *fmt, ...)
 void kit_history_free(redlock_sim *sim);
 
 /* The nodes' record (record.c): node's keys are recorded from now; its keys are all gone now (a
- * restart without data, before sim_db_clear); its clock jumped; it went down (down) or came back
+ * restart without data, before sim_db_clear); its clock jumped or changed its rate; it went down (down) or came back
  * up. */
 void kit_record_watch(redlock_sim *sim, unsigned node);
 void kit_record_cleared(redlock_sim *sim, unsigned node);

@@ -2,7 +2,7 @@
 /* test_simkit_pubsub.c - the kit's publish/subscribe, hostile node and drifting clocks, through
  * the public headers: a waiter is woken by the release far sooner than its retry period, the
  * same seed gives the same trace with subscribers on, and a hostile node (forged replies and
- * messages) costs no exclusion over many seeds. */
+ * messages) costs no exclusion over many seeds, and keys expire on a node's drifting clock. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,12 +168,52 @@ static void a_hostile_node_costs_no_exclusion(void **state)
     assert_true(served > 150);
 }
 
+static void got(redlock_lock *lock, int status, const redlock_result *result, void *data)
+{
+    (void)lock, (void)result;
+    *(int *)data = status;
+}
+
+/* A takes "d" (ttl 1 s); nodes 0..2 drift drift_ppm; B tries once at 800 ms: its status. */
+static int second_acquire_with_drift(int32_t drift_ppm)
+{
+    redlock_sim *sim = NULL;
+    assert_int_equal(redlock_sim_new(NULL, &sim), 0);
+    redlock_client *a, *b;
+    assert_int_equal(redlock_sim_client_new(sim, NULL, &a, NULL), 0);
+    assert_int_equal(redlock_sim_client_new(sim, NULL, &b, NULL), 0);
+    for (unsigned i = 0; i < 3; i++)
+        assert_int_equal(redlock_sim_clock_drift(sim, i, drift_ppm), 0);
+    int sa = 1, sb = 1;
+    assert_int_equal(redlock_acquire(a, "d", 1, TTL_MS, NULL, got, &sa), 0);
+    redlock_sim_run_for(sim, 800000);
+    assert_int_equal(sa, 0);
+    assert_int_equal(redlock_acquire(b, "d", 1, TTL_MS, NULL, got, &sb), 0);
+    redlock_sim_run_for(sim, 100000);
+    redlock_sim_free(sim);
+    return sb;
+}
+
+static void keys_expire_on_a_drifting_clock(void **state)
+{
+    (void)state;
+    assert_int_not_equal(second_acquire_with_drift(0), 0); /* still held */
+    assert_int_not_equal(second_acquire_with_drift(-300000), 0);
+    assert_int_equal(second_acquire_with_drift(300000), 0); /* expired at about 770 ms */
+    redlock_sim *sim = NULL;
+    assert_int_equal(redlock_sim_new(NULL, &sim), 0);
+    assert_int_equal(redlock_sim_clock_drift(sim, 0, 500000), REDLOCK_EINVAL);
+    assert_int_equal(redlock_sim_node_hostile(sim, 5, 0, 0), REDLOCK_EINVAL);
+    redlock_sim_free(sim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_waiter_is_woken_by_the_release),
         cmocka_unit_test(same_seed_same_trace_with_subscribers),
         cmocka_unit_test(a_hostile_node_costs_no_exclusion),
+        cmocka_unit_test(keys_expire_on_a_drifting_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

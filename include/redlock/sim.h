@@ -9,6 +9,11 @@
  * decided by the seed. The same seed and the same calls give the same run, and the same trace
  * byte for byte.
  *
+ * A client's subscriber connections work as against real servers: SUBSCRIBE and UNSUBSCRIBE
+ * travel to the nodes, a release's PUBLISH reaches the waiters after a network delay, so a
+ * waiter (wait_ms, the queue) is woken and granted the lock as in production; a node's kill
+ * drops them (they reconnect), a link fault cuts them too.
+ *
  * Everything here is single-threaded: a fleet and its clients belong to the thread that made the
  * fleet. A client made on a fleet takes no cancel tokens (no other thread can wake it) and has no
  * loop (redlock_client_loop returns NULL). */
@@ -131,13 +136,33 @@ REDLOCK_EXTERN int redlock_sim_node_restart(redlock_sim *sim, unsigned node, boo
  * much early in true time. */
 REDLOCK_EXTERN int redlock_sim_clock_jump(redlock_sim *sim, unsigned node, uint64_t jump_us);
 
+/* Node node's clock runs drift_ppm parts per million fast (> 0) or slow (< 0) from now on, against
+ * true time (0: true again): its keys expire on it, that much early or late in true time, as
+ * with a clock that drifts or a slewing NTP. The library allows for a drift of drift_factor
+ * (redlock_options); a larger one may cost exclusion, which the verdict then shows. Returns
+ * REDLOCK_EINVAL also for |drift_ppm| of 500,000 or more. */
+REDLOCK_EXTERN int redlock_sim_clock_drift(redlock_sim *sim, unsigned node, int32_t drift_ppm);
+
+/* Node node turns hostile (a compromised or broken server): it still runs every command, then
+ * replaces each reply, with chance lie_ppm in a million, by a forgery drawn from the seed (an
+ * error, nil, any integer, status or bulk string, a token it holds, an array of them), and, if
+ * forge_every_us > 0, publishes a forged message every forge_every_us on average on a channel
+ * its subscribers carry (grants naming other nodes with any fence counter, wake-ups, queue and
+ * key messages). It never forges a yes: the client then gets its honest answer (one node that
+ * says yes to everyone breaks every quorum: two majorities may share just it). A hostile node
+ * costs its own vote, never another's: the verdict stays 0. lie_ppm 0 and forge_every_us 0 end
+ * it. Returns REDLOCK_EINVAL also for lie_ppm above a million. */
+REDLOCK_EXTERN int redlock_sim_node_hostile(redlock_sim *sim, unsigned node, uint32_t lie_ppm,
+                                            uint64_t forge_every_us);
+
 /* The directions of a link fault. */
 #define REDLOCK_SIM_TO_NODE 1u   /* requests */
 #define REDLOCK_SIM_TO_CLIENT 2u /* replies */
 
 /* For duration_us, the messages between client and node in the directions given
  * (REDLOCK_SIM_TO_NODE, REDLOCK_SIM_TO_CLIENT, or both: a partition) are lost (extra_delay_us
- * 0) or arrive extra_delay_us late, still in order. */
+ * 0) or arrive extra_delay_us late, still in order; on the client's subscriber connection to
+ * node too (its SUBSCRIBEs, the messages published to it). */
 REDLOCK_EXTERN int redlock_sim_link_fault(redlock_sim *sim, unsigned client, unsigned node,
                                           unsigned directions, uint64_t duration_us,
                                           uint64_t extra_delay_us);

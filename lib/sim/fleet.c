@@ -43,19 +43,15 @@ void redlock_sim_options_init_sized(redlock_sim_options *opts, size_t size)
 /* ---- events ----------------------------------------------------------------------------------
  */
 
-static void msg_free(kit_msg *m);
-
 static void event_free(const sim_event *ev)
 {
     if (ev->kind == KIT_TIMER)
         free(ev->msg);
     else
-        msg_free(ev->msg);
+        kit_msg_free(ev->msg);
 }
 
-/* Queue an event of kind at at (now at the earliest); msg (a kit_msg, or a KIT_TIMER's kit_timer)
- * is the event's from here, freed without memory. */
-static bool push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned client, unsigned node,
+bool kit_push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned client, unsigned node,
                  uint64_t arg, void *msg)
 {
     sim_event ev = {REDLOCK__MAX(at, sim->now), 0, (int)kind, client, node, arg, msg, false};
@@ -66,7 +62,7 @@ static bool push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned clien
     return false;
 }
 
-static void msg_free(kit_msg *m)
+void kit_msg_free(kit_msg *m)
 {
     if (m != NULL)
         free(m->wire);
@@ -76,9 +72,14 @@ static void msg_free(kit_msg *m)
 /* ---- the network -------------------------------------------------------------------------------
  */
 
-static uint64_t net_delay(redlock_sim *sim)
+uint64_t kit_net_delay(redlock_sim *sim)
 {
     return sim_rng_range(&sim->rng, sim->opts.delay_min_us, sim->opts.delay_max_us);
+}
+
+bool kit_net_drops(redlock_sim *sim)
+{
+    return sim->opts.drop_ppm > 0 && sim_rng_range(&sim->rng, 0, 999999) < sim->opts.drop_ppm;
 }
 
 /* When a message sent now in direction dir (SIM_LINK_TO_NODE, SIM_LINK_TO_CLIENT) on c lands, or
@@ -87,9 +88,9 @@ static uint64_t net_arrival(redlock_sim *sim, sim_link *c, int dir)
 {
     if (sim_link_cut(c, dir, sim->now))
         return UINT64_MAX;
-    if (sim->opts.drop_ppm > 0 && sim_rng_range(&sim->rng, 0, 999999) < sim->opts.drop_ppm)
+    if (kit_net_drops(sim))
         return UINT64_MAX;
-    return sim_link_land(c, dir, sim->now, sim->now, net_delay(sim));
+    return sim_link_land(c, dir, sim->now, sim->now, kit_net_delay(sim));
 }
 
 /* ---- completions -------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     sim->kit->buf_free(&buf, &k->alloc);
     if (rc != 0) {
         free(q);
-        msg_free(m);
+        kit_msg_free(m);
         sim->oom = true;
         complete(k, req, REDLOCK_VOTE_ERROR, "out of memory", NULL);
         return;
@@ -169,14 +170,14 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     kit_trace(sim, "c%u -> n%u #%llu %s %.*s ttl=%llu", k->index, node, (unsigned long long)q->id,
               sim->kit->cmd_name(cmd->kind), (int)cmd->key_len, cmd->key,
               (unsigned long long)cmd->ttl_ms);
-    push(sim, req->deadline_us - KIT_CLIENT_EPOCH_US, KIT_REQ_TIMEOUT, k->index, node, q->id, NULL);
+    kit_push(sim, req->deadline_us - KIT_CLIENT_EPOCH_US, KIT_REQ_TIMEOUT, k->index, node, q->id, NULL);
     uint64_t at = net_arrival(sim, c, SIM_LINK_TO_NODE);
     if (at == UINT64_MAX) {
         kit_trace(sim, "c%u -> n%u #%llu lost", k->index, node, (unsigned long long)q->id);
-        msg_free(m);
+        kit_msg_free(m);
         return;
     }
-    push(sim, at, KIT_NODE_RECV, k->index, node, 0, m);
+    kit_push(sim, at, KIT_NODE_RECV, k->index, node, 0, m);
 }
 
 static uint64_t io_now_us(redlock__io *io)
@@ -191,7 +192,7 @@ static void io_wake_at(redlock__io *io, uint64_t due_us)
     if (due_us == UINT64_MAX || k->io.closed)
         return;
     uint64_t at = due_us > KIT_CLIENT_EPOCH_US ? due_us - KIT_CLIENT_EPOCH_US : 0;
-    push(k->sim, at, KIT_WAKE, k->index, 0, k->wake_gen, NULL);
+    kit_push(k->sim, at, KIT_WAKE, k->index, 0, k->wake_gen, NULL);
 }
 
 static int io_random(redlock__io *io, void *buf, size_t len)
@@ -207,8 +208,9 @@ static void io_close(redlock__io *io)
     k->wake_gen++;
     for (unsigned i = 0; i < k->sim->opts.n_nodes; i++)
         fail_pending(k, &k->conns[i], "canceled: client closing");
+    kit_sub_close(k);
     /* on_closed comes later, as libuv's close callbacks do. */
-    push(k->sim, k->sim->now, KIT_IO_CLOSED, k->index, 0, 0, NULL);
+    kit_push(k->sim, k->sim->now, KIT_IO_CLOSED, k->index, 0, 0, NULL);
 }
 
 static uint64_t io_wall_us(redlock__io *io)
@@ -216,9 +218,15 @@ static uint64_t io_wall_us(redlock__io *io)
     return KIT_NODE_EPOCH_US + client_of(io)->sim->now;
 }
 
-/* No watch (a client on the kit is told of releases by nobody: a waiter retries), no node
- * state, no other thread's signal, the configured timeouts. */
+static int io_watch(redlock__io *io, const char *key, size_t len, bool on)
+{
+    return kit_sub_watch(client_of(io), key, len, on);
+}
+
+/* Subscribers (pubsub.c); no node state, no other thread's signal, the configured
+ * timeouts. */
 static const redlock__io_ops kit_io_ops = {
+    .watch = io_watch,
     .send = io_send,
     .now_us = io_now_us,
     .wake_at = io_wake_at,
@@ -243,7 +251,7 @@ static int io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
         k->timeout_us[i] = cfgs[i].timeout_us > 0 ? cfgs[i].timeout_us : DEFAULT_TIMEOUT_US;
         sim_link_init(&k->conns[i], up, sim->nodes[i].run_id);
         if (!up)
-            push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, k->index, i, 0,
+            kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, k->index, i, 0,
                  NULL);
     }
     k->has_io = true;
@@ -275,6 +283,7 @@ int redlock_sim_new(const redlock_sim_options *opts, redlock_sim **out)
     for (unsigned i = 0; i < o.n_nodes; i++) {
         sim->nodes[i].up = true;
         sim->nodes[i].run_id = ++sim->next_run_id;
+        sim->nodes[i].rate_ppm = 1000000;
         sim_db_init(&sim->nodes[i].db);
         kit_record_watch(sim, i);
     }
@@ -354,8 +363,10 @@ void redlock_sim_free(redlock_sim *sim)
     for (unsigned i = 0; i < sim->n_clients; i++) {
         for (unsigned j = 0; j < sim->opts.n_nodes; j++)
             sim_link_free(&sim->clients[i]->conns[j]);
+        kit_sub_free(sim->clients[i]);
         free(sim->clients[i]);
     }
+    sim_subs_free(&sim->subs);
     for (unsigned i = 0; i < sim->opts.n_nodes; i++)
         sim_db_free(&sim->nodes[i].db);
     kit_history_free(sim);
@@ -367,17 +378,25 @@ void redlock_sim_free(redlock_sim *sim)
 /* ---- events ------------------------------------------------------------------------------------
  */
 
-static long long no_subscribers(void *ctx, const char *channel, size_t len)
+/* The node a script runs on: its pub/sub (pubsub.c). */
+typedef struct exec_ctx {
+    redlock_sim *sim;
+    unsigned node;
+} exec_ctx;
+
+static long long hook_numsub(void *ctx, const char *channel, size_t len)
 {
-    (void)ctx, (void)channel, (void)len;
-    return 0;
+    exec_ctx *x = ctx;
+    return kit_sub_numsub(x->sim, x->node, channel, len);
 }
 
-static long long publish_to_nobody(void *ctx, const char *channel, size_t len, const char *msg,
-                                   size_t msg_len)
+static long long hook_publish(void *ctx, const char *channel, size_t len, const char *msg,
+                              size_t msg_len)
 {
-    (void)ctx, (void)channel, (void)len, (void)msg, (void)msg_len;
-    return 0;
+    exec_ctx *x = ctx;
+    kit_trace(x->sim, "n%u publishes on %.*s: %.*s", x->node, (int)len, channel,
+              (int)REDLOCK__MIN(msg_len, 60), msg);
+    return kit_sub_publish(x->sim, x->node, channel, len, msg, msg_len);
 }
 
 static void describe_reply(const sim_reply *r, char *out, size_t cap)
@@ -407,7 +426,7 @@ static void on_node_recv(redlock_sim *sim, const sim_event *ev)
     if (!n->up || m->epoch <= c->crash_epoch) {
         kit_trace(sim, "n%u drops #%llu (connection gone)", ev->node,
                   (unsigned long long)m->req_id);
-        msg_free(m);
+        kit_msg_free(m);
         return;
     }
     const char *argv[64];
@@ -419,13 +438,15 @@ static void on_node_recv(redlock_sim *sim, const sim_event *ev)
         m->reply.v.len = (size_t)snprintf(m->reply.v.str, sizeof(m->reply.v.str),
                                           "ERR the simulated node cannot read the request");
     } else {
-        sim_server_hooks hooks = {no_subscribers, publish_to_nobody, NULL,
-                                  NULL,           sim->kit->scripts, sim->kit->n_scripts};
-        sim_server_exec(&n->db, KIT_NODE_EPOCH_US + sim->now + n->offset_us, &hooks, 0, argc, argv,
-                        lens, &m->reply);
+        exec_ctx x = {sim, ev->node};
+        sim_server_hooks hooks = {hook_numsub, hook_publish,      NULL,
+                                  &x,          sim->kit->scripts, sim->kit->n_scripts};
+        sim_server_exec(&n->db, kit_node_clock(n, sim->now), &hooks, 0, argc, argv, lens,
+                        &m->reply);
         if (n->db.oom)
             sim->oom = true;
     }
+    kit_hostile_reply(sim, ev->node, m);
     char what[80];
     describe_reply(&m->reply, what, sizeof(what));
     kit_trace(sim, "n%u ran #%llu from c%u: %s", ev->node, (unsigned long long)m->req_id, ev->proc,
@@ -434,10 +455,10 @@ static void on_node_recv(redlock_sim *sim, const sim_event *ev)
     if (at == UINT64_MAX) {
         kit_trace(sim, "n%u -> c%u #%llu reply lost", ev->node, ev->proc,
                   (unsigned long long)m->req_id);
-        msg_free(m);
+        kit_msg_free(m);
         return;
     }
-    push(sim, at, KIT_CLIENT_RECV, ev->proc, ev->node, 0, m);
+    kit_push(sim, at, KIT_CLIENT_RECV, ev->proc, ev->node, 0, m);
 }
 
 static void time_out(kit_client *k, sim_pending *q, unsigned node)
@@ -459,13 +480,13 @@ static void on_client_recv(redlock_sim *sim, const sim_event *ev)
     if (q == NULL) {
         kit_trace(sim, "c%u drops late reply #%llu from n%u", ev->proc,
                   (unsigned long long)m->req_id, ev->node);
-        msg_free(m);
+        kit_msg_free(m);
         return;
     }
     if (q->req->deadline_us <= client_now(k)) {
         /* After a pause, libuv runs the due timers before it reads the sockets. */
         time_out(k, q, ev->node);
-        msg_free(m);
+        kit_msg_free(m);
         return;
     }
     redlock__req *req = q->req;
@@ -476,12 +497,18 @@ static void on_client_recv(redlock_sim *sim, const sim_event *ev)
     redlock__reply_kind kind;
     redlock__reply_data data;
     redlock_vote vote = sim->kit->vote(req->cmd, &reply, err, sizeof(err), &kind, &data);
+    if (m->forged && vote == REDLOCK_VOTE_YES) {
+        /* A hostile node never gives a yes it did not give (hostile.c says why): its forgery
+         * stands only where it reads as no yes, else the node's honest answer does. */
+        sim_reply_to_redis(&m->honest, &reply, elems, ptrs);
+        vote = sim->kit->vote(req->cmd, &reply, err, sizeof(err), &kind, &data);
+    }
     kit_trace(sim, "c%u <- n%u #%llu: %s", ev->proc, ev->node, (unsigned long long)m->req_id,
               redlock_vote_name(vote));
     /* data points into the reply: valid during the callback only (io.h) */
     complete(k, req, vote, vote == REDLOCK_VOTE_ERROR ? err : NULL,
              redlock__cmd_has_data(req->cmd) ? &data : NULL);
-    msg_free(m);
+    kit_msg_free(m);
 }
 
 static void on_timeout(redlock_sim *sim, const sim_event *ev)
@@ -500,7 +527,7 @@ static void on_conn_lost(redlock_sim *sim, const sim_event *ev)
     if (k->io.closing || !sim_link_noticed(c))
         return;
     kit_trace(sim, "c%u: connection to n%u lost", ev->proc, ev->node);
-    push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
+    kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
     fail_pending(k, c, "connection lost");
 }
 
@@ -511,7 +538,7 @@ static void on_conn_retry(redlock_sim *sim, const sim_event *ev)
     if (k->io.closing)
         return;
     if (!sim->nodes[ev->node].up) {
-        push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0,
+        kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0,
              NULL);
         return;
     }
@@ -519,13 +546,14 @@ static void on_conn_retry(redlock_sim *sim, const sim_event *ev)
     if (sim_link_reconnect(c, sim->now,
                            sim->nodes[ev->node].run_id)) /* told once the connection is up, as the
                                                             real node does after its handshake */
-        push(sim, sim->now, KIT_NODE_CHANGED, ev->proc, ev->node, 0, NULL);
+        kit_push(sim, sim->now, KIT_NODE_CHANGED, ev->proc, ev->node, 0, NULL);
 }
 
 static void handle(redlock_sim *sim, sim_event *ev)
 {
-    uint64_t until = ev->kind == KIT_NODE_RECV ? sim->nodes[ev->node].paused_until
-                                               : sim->clients[ev->proc]->paused_until;
+    bool at_node = ev->kind == KIT_NODE_RECV || ev->kind == KIT_SUB_CMD || ev->kind == KIT_FORGE;
+    uint64_t until = at_node ? sim->nodes[ev->node].paused_until
+                             : sim->clients[ev->proc]->paused_until;
     if (until > sim->now) { /* held back until the pause ends, in order */
         if (!sim_queue_defer(&sim->queue, *ev, until)) {
             sim->oom = true;
@@ -565,6 +593,14 @@ static void handle(redlock_sim *sim, sim_event *ev)
         k->client = NULL;
         if (k->io.base.on_closed != NULL)
             k->io.base.on_closed(&k->io.base); /* frees the client */
+        break;
+    case KIT_SUB_CONNECT:
+    case KIT_SUB_CMD:
+    case KIT_SUB_RECV:
+        kit_sub_event(sim, ev);
+        break;
+    case KIT_FORGE:
+        kit_hostile_event(sim, ev);
         break;
     case KIT_TIMER: {
         kit_timer t = *(kit_timer *)ev->msg;
@@ -612,7 +648,7 @@ int redlock_sim_timer(redlock_sim *sim, unsigned client, uint64_t delay_us, redl
     if (t == NULL)
         return REDLOCK_ENOMEM;
     *t = (kit_timer){fn, data};
-    return push(sim, sim->now + delay_us, KIT_TIMER, client, 0, 0, t) ? 0 : REDLOCK_ENOMEM;
+    return kit_push(sim, sim->now + delay_us, KIT_TIMER, client, 0, 0, t) ? 0 : REDLOCK_ENOMEM;
 }
 
 /* ---- faults ------------------------------------------------------------------------------------
@@ -638,12 +674,13 @@ int redlock_sim_node_kill(redlock_sim *sim, unsigned node)
     n->up = false;
     kit_record_down(sim, node, true);
     kit_trace(sim, "n%u killed", node);
+    kit_sub_server_gone(sim, node);
     for (unsigned i = 0; i < sim->n_clients; i++) {
         kit_client *k = sim->clients[i];
         /* everything in flight dies with the node */
         if (!k->has_io || k->io.closed || !sim_link_crash(&k->conns[node]))
             continue;
-        push(sim, sim->now + net_delay(sim), KIT_CONN_LOST, i, node, 0, NULL);
+        kit_push(sim, sim->now + kit_net_delay(sim), KIT_CONN_LOST, i, node, 0, NULL);
     }
     return 0;
 }
@@ -662,6 +699,53 @@ int redlock_sim_node_restart(redlock_sim *sim, unsigned node, bool keep_data)
         sim_db_clear(&n->db);
     }
     kit_trace(sim, "n%u restarted %s", node, keep_data ? "with its data" : "empty");
+    return 0;
+}
+
+uint64_t kit_node_clock(const kit_node *n, uint64_t t)
+{
+    uint64_t since = t > n->base_true ? t - n->base_true : 0;
+    /* since * rate stays below 2^64 for some 140 simulated days */
+    return KIT_NODE_EPOCH_US + n->offset_us + n->base_local + since * n->rate_ppm / 1000000u;
+}
+
+uint64_t kit_node_true(const kit_node *n, uint64_t local)
+{
+    uint64_t base = KIT_NODE_EPOCH_US + n->offset_us + n->base_local;
+    if (local <= base)
+        return n->base_true;
+    /* the first t with (t - base_true) * rate / 10^6 >= local - base */
+    if (local - base > UINT64_MAX / 2000000u)
+        return UINT64_MAX;
+    return n->base_true + ((local - base) * 1000000u + n->rate_ppm - 1) / n->rate_ppm;
+}
+
+int redlock_sim_clock_drift(redlock_sim *sim, unsigned node, int32_t drift_ppm)
+{
+    if (node >= sim->opts.n_nodes || drift_ppm <= -500000 || drift_ppm >= 500000)
+        return REDLOCK_EINVAL;
+    kit_node *n = &sim->nodes[node];
+    n->base_local = kit_node_clock(n, sim->now) - KIT_NODE_EPOCH_US - n->offset_us;
+    n->base_true = sim->now;
+    n->rate_ppm = (uint64_t)(1000000 + (int64_t)drift_ppm);
+    kit_record_rate_changed(sim, node);
+    kit_trace(sim, "n%u clock drifts %+d ppm", node, (int)drift_ppm);
+    return 0;
+}
+
+int redlock_sim_node_hostile(redlock_sim *sim, unsigned node, uint32_t lie_ppm,
+                             uint64_t forge_every_us)
+{
+    if (node >= sim->opts.n_nodes || lie_ppm > 1000000)
+        return REDLOCK_EINVAL;
+    kit_node *n = &sim->nodes[node];
+    bool forging = n->forge_every_us > 0;
+    n->lie_ppm = lie_ppm;
+    n->forge_every_us = forge_every_us;
+    kit_trace(sim, "n%u hostile: forges %u ppm of its replies, a message every %llu us", node,
+              (unsigned)lie_ppm, (unsigned long long)forge_every_us);
+    if (!forging && forge_every_us > 0)
+        kit_hostile_schedule(sim, node);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* record.c - the nodes' record of a fleet (sim_nodelog.h, sim_check.h's sim_record): every
- * interval of true time over which a node held a string key with a value, and every interval it
- * was down, for the check that no hold is used while a quorum of nodes is up without its token
+ * interval of true time over which a node held a string key with a value (until its expiry on
+ * the node's clock, which may jump or drift), and every interval it was down, for the check that no hold is used while a quorum of nodes is up without its token
  * (history.c). */
 
 #include "fleet.h"
@@ -11,8 +11,7 @@ static uint64_t expiry_true(const redlock_sim *sim, const kit_node *n, uint64_t 
 {
     if (expire_us == SIM_DB_PERSIST)
         return SIM_NEVER;
-    uint64_t base = KIT_NODE_EPOCH_US + n->offset_us;
-    return expire_us + 1 > base ? REDLOCK__MAX(expire_us + 1 - base, sim->now) : sim->now;
+    return REDLOCK__MAX(kit_node_true(n, expire_us + 1), sim->now);
 }
 
 /* The observer of a node's keys (sim_db.h): a string key set (again) or deleted. A key or value
@@ -48,6 +47,20 @@ void kit_record_jumped(redlock_sim *sim, unsigned node)
     kit_node *n = &sim->nodes[node];
     for (size_t i = 0; i < n->db.n; i++)
         sim_nodelog_cut(&sim->log, n->db.keys[i], expiry_true(sim, n, n->db.keys[i]->expire_us));
+}
+
+void kit_record_rate_changed(redlock_sim *sim, unsigned node)
+{
+    kit_node *n = &sim->nodes[node];
+    for (size_t i = 0; i < n->db.n; i++) {
+        sim_db_key *k = n->db.keys[i];
+        if (sim_nodelog_find(&sim->log, k) == NULL)
+            continue;
+        /* its expiry moves either way: one presence up to now, the next from now */
+        sim_nodelog_close(&sim->log, k, sim->now);
+        if (sim_nodelog_open(&sim->log, node, k, sim->now, expiry_true(sim, n, k->expire_us)) < 0)
+            sim->oom = true;
+    }
 }
 
 void kit_record_down(redlock_sim *sim, unsigned node, bool down)

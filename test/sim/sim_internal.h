@@ -22,6 +22,7 @@
 #include "sim_queue.h"
 #include "sim_rng.h"
 #include "sim_scripts.h"
+#include "sim_subs.h"
 
 #define SIM_PPM 1000000u
 
@@ -108,17 +109,6 @@ typedef struct sim_conn {
     unsigned skip;
 } sim_conn;
 
-/* One process's subscriber connection to one node (sim_pubsub.c), as the process sees it. */
-typedef struct sim_sub {
-    bool connecting, up;
-    uint64_t epoch;
-    uint64_t last_to_server, last_to_client; /* FIFO */
-    /* The server it is connected to: a node, a cluster's shard (-1: none), its run_id. */
-    unsigned server_node;
-    int server_shard;
-    uint64_t server_gen;
-} sim_sub;
-
 typedef struct sim_io {
     redlock__io base;
     sim_proc *proc;
@@ -199,25 +189,13 @@ struct sim_proc {
      * when an attempt first queued there, and when its keys were last taken there for it. */
     uint64_t place_us;
     uint64_t first_queued_at[SIM_MAX_NODES], took_at[SIM_MAX_NODES];
-    /* Subscribers: the channels its io watches, and a connection per node. */
+    /* Subscribers: the channels its io watches, and a connection per node (lib/sim/sim_subs.h). */
     redlock__chanset chans;
     sim_sub subs[SIM_MAX_NODES];
     int64_t wall_offset_us; /* its wall clock (places) against true time */
     /* Its view of each cluster node's slots: the shard it sends each resource's keys to. */
     unsigned char view[SIM_MAX_NODES][SIM_MAX_RESOURCES];
 };
-
-/* A server's subscription (sim_pubsub.c): the subscriber connection of process proc to node
- * sub_node (epoch), subscribed to channel on the server (server_node, server_shard, gen). */
-typedef struct sim_subscription {
-    unsigned proc, sub_node;
-    uint64_t epoch;
-    unsigned server_node;
-    int server_shard;
-    uint64_t server_gen;
-    size_t channel_len;
-    char channel[96];
-} sim_subscription;
 
 struct sim_world {
     sim_config cfg;
@@ -235,8 +213,7 @@ struct sim_world {
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
     struct sim_fence_world *fence;   /* sim_fence.c: grants, writes and the store */
-    sim_subscription *subscriptions; /* every server's (sim_pubsub.c) */
-    size_t n_subscriptions, cap_subscriptions;
+    sim_subs subs; /* every server's subscriptions (lib/sim/sim_subs.h; sim_pubsub.c) */
     redlock__alloc alloc; /* the encodings of the commands */
     /* A release is being run on a node (sim_node.c): the keys it sets are grants; and whether
      * the last command run granted any. */

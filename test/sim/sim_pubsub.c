@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sim_pubsub.c - the subscriber connections that wake waiters (lib/net/subscriber.c's, simulated),
- * and the servers' subscriptions.
+/* sim_pubsub.c - the subscriber connections that wake waiters (lib/net/subscriber.c's,
+ * simulated), and the servers' subscriptions (their table is the kit's: lib/sim/sim_subs.h).
  *
  * A process whose io watches a channel keeps one subscriber connection per node, opened when the
  * first channel is wanted; its SUBSCRIBE and UNSUBSCRIBE travel to the server like any message
@@ -47,66 +47,22 @@ static uint64_t sub_delay(sim_world *w)
     return d;
 }
 
-/* ---- the servers' subscriptions ------------------------------------------------------------- */
-
-static bool same_channel(const sim_subscription *s, const char *ch, size_t len)
-{
-    return s->channel_len == len && memcmp(s->channel, ch, len) == 0;
-}
+/* ---- the servers' subscriptions (lib/sim/sim_subs.h) ------------------------------------- */
 
 static void subscription_add(sim_world *w, const sim_proc *p, unsigned node, const sim_sub *sub,
                              const char *ch, size_t len)
 {
-    for (size_t i = 0; i < w->n_subscriptions; i++) {
-        const sim_subscription *s = &w->subscriptions[i];
-        if (s->proc == p->id && s->sub_node == node && s->epoch == sub->epoch &&
-            same_channel(s, ch, len))
-            return;
-    }
-    if (len > sizeof(w->subscriptions[0].channel)) {
+    int rc = sim_subs_add(&w->subs, p->id, node, sub, ch, len);
+    if (rc == -2)
         sim_contract(w, "a channel too long for the simulation");
-        return;
-    }
-    if (w->n_subscriptions == w->cap_subscriptions) {
-        size_t cap = w->cap_subscriptions != 0 ? w->cap_subscriptions * 2 : 32;
-        sim_subscription *v = realloc(w->subscriptions, cap * sizeof(*v));
-        if (v == NULL) {
-            w->oom = true;
-            return;
-        }
-        w->subscriptions = v;
-        w->cap_subscriptions = cap;
-    }
-    sim_subscription *s = &w->subscriptions[w->n_subscriptions++];
-    *s = (sim_subscription){p->id,           node, sub->epoch, sub->server_node, sub->server_shard,
-                            sub->server_gen, len,  {0}};
-    memcpy(s->channel, ch, len);
-}
-
-/* Forget the subscriptions that match: of process proc's subscriber of node (node < 0: any),
- * channel ch (NULL: any). */
-static void subscriptions_remove(sim_world *w, unsigned proc, int node, const char *ch, size_t len)
-{
-    for (size_t i = 0; i < w->n_subscriptions;) {
-        sim_subscription *s = &w->subscriptions[i];
-        if (s->proc == proc && (node < 0 || s->sub_node == (unsigned)node) &&
-            (ch == NULL || same_channel(s, ch, len)))
-            *s = w->subscriptions[--w->n_subscriptions];
-        else
-            i++;
-    }
+    else if (rc == -1)
+        w->oom = true;
 }
 
 long long sim_pubsub_numsub(sim_world *w, unsigned node, int shard, uint64_t gen, const char *ch,
                             size_t len)
 {
-    long long n = 0;
-    for (size_t i = 0; i < w->n_subscriptions; i++) {
-        const sim_subscription *s = &w->subscriptions[i];
-        n += s->server_node == node && s->server_shard == shard && s->server_gen == gen &&
-             same_channel(s, ch, len);
-    }
-    return n;
+    return sim_subs_numsub(&w->subs, node, shard, gen, ch, len);
 }
 
 /* A message for subscription s is on its way (or lost: a vanished process, a cut link). */
@@ -151,9 +107,9 @@ long long sim_pubsub_publish(sim_world *w, unsigned node, const char *ch, size_t
                              const char *msg, size_t msg_len)
 {
     long long n = 0;
-    for (size_t i = 0; i < w->n_subscriptions; i++) {
-        const sim_subscription *s = &w->subscriptions[i];
-        if (s->server_node != node || !same_channel(s, ch, len))
+    for (size_t i = 0; i < w->subs.n; i++) {
+        const sim_subscription *s = &w->subs.v[i];
+        if (s->server_node != node || !sim_subs_same_channel(s, ch, len))
             continue;
         n++;
         deliver(w, s, ch, len, msg, msg_len);
@@ -204,7 +160,7 @@ void sim_pubsub_changed(sim_proc *p, const char *ch, size_t len, bool on)
 static void sub_drop(sim_world *w, sim_proc *p, unsigned node)
 {
     sim_sub *sub = &p->subs[node];
-    subscriptions_remove(w, p->id, (int)node, NULL, 0);
+    sim_subs_remove(&w->subs, p->id, (int)node, NULL, 0);
     sub->up = false;
     sub->epoch++;
     if (!p->io.closing && !p->vanished && !sub->connecting)
@@ -245,7 +201,7 @@ static void on_cmd(sim_world *w, const sim_event *ev)
         if (ev->arg)
             subscription_add(w, p, ev->node, sub, m->wire, m->channel_len);
         else
-            subscriptions_remove(w, p->id, (int)ev->node, m->wire, m->channel_len);
+            sim_subs_remove(&w->subs, p->id, (int)ev->node, m->wire, m->channel_len);
     }
     sim_msg_free(m);
 }
@@ -292,13 +248,7 @@ static void on_recv(sim_world *w, const sim_event *ev)
 
 void sim_pubsub_server_gone(sim_world *w, unsigned node, int shard)
 {
-    for (size_t i = 0; i < w->n_subscriptions;) {
-        sim_subscription *s = &w->subscriptions[i];
-        if (s->server_node == node && (shard < 0 || s->server_shard == shard))
-            *s = w->subscriptions[--w->n_subscriptions];
-        else
-            i++;
-    }
+    sim_subs_server_gone(&w->subs, node, shard);
     for (unsigned i = 0; i < w->cfg.n_procs; i++) {
         sim_proc *p = &w->procs[i];
         for (unsigned j = 0; j < w->cfg.n_nodes; j++) {
@@ -311,7 +261,7 @@ void sim_pubsub_server_gone(sim_world *w, unsigned node, int shard)
 
 void sim_pubsub_close(sim_proc *p)
 {
-    subscriptions_remove(p->w, p->id, -1, NULL, 0);
+    sim_subs_remove(&p->w->subs, p->id, -1, NULL, 0);
     for (unsigned i = 0; i < p->w->cfg.n_nodes; i++) {
         p->subs[i].up = false;
         p->subs[i].epoch++;
@@ -355,7 +305,5 @@ void sim_pubsub_event(sim_world *w, const sim_event *ev)
 
 void sim_pubsub_free(sim_world *w)
 {
-    free(w->subscriptions);
-    w->subscriptions = NULL;
-    w->n_subscriptions = w->cap_subscriptions = 0;
+    sim_subs_free(&w->subs);
 }

@@ -524,7 +524,7 @@ static void driver_finds_the_planted_seed_and_replays_it(void **state)
 }
 
 /* A waits nothing and holds res for 300 ms; B waits for it in the queue (wait_ms, fenced): it
- * gets it after A's release (by its retries: the fleet publishes nothing), with a larger fence. */
+ * gets it after A's release, with a larger fence. */
 typedef struct waiting {
     redlock_sim *sim;
     redlock_lock *a;

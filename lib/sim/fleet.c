@@ -43,44 +43,8 @@ void redlock_sim_options_init_sized(redlock_sim_options *opts, size_t size)
 /* ---- events ----------------------------------------------------------------------------------
  */
 
-static void event_free(const sim_event *ev)
-{
-    if (ev->kind == KIT_TIMER)
-        free(ev->msg);
-    else
-        kit_msg_free(ev->msg);
-}
-
-bool kit_push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned client, unsigned node,
-                 uint64_t arg, void *msg)
-{
-    sim_event ev = {REDLOCK__MAX(at, sim->now), 0, (int)kind, client, node, arg, msg, false};
-    if (sim_queue_push(&sim->queue, ev))
-        return true;
-    sim->oom = true;
-    event_free(&ev);
-    return false;
-}
-
-void kit_msg_free(kit_msg *m)
-{
-    if (m != NULL)
-        free(m->wire);
-    free(m);
-}
-
 /* ---- the network -------------------------------------------------------------------------------
  */
-
-uint64_t kit_net_delay(redlock_sim *sim)
-{
-    return sim_rng_range(&sim->rng, sim->opts.delay_min_us, sim->opts.delay_max_us);
-}
-
-bool kit_net_drops(redlock_sim *sim)
-{
-    return sim->opts.drop_ppm > 0 && sim_rng_range(&sim->rng, 0, 999999) < sim->opts.drop_ppm;
-}
 
 /* When a message sent now in direction dir (SIM_LINK_TO_NODE, SIM_LINK_TO_CLIENT) on c lands, or
  * UINT64_MAX when it is lost. */
@@ -170,7 +134,8 @@ static void io_send(redlock__io *io, unsigned node, redlock__req *req)
     kit_trace(sim, "c%u -> n%u #%llu %s %.*s ttl=%llu", k->index, node, (unsigned long long)q->id,
               sim->kit->cmd_name(cmd->kind), (int)cmd->key_len, cmd->key,
               (unsigned long long)cmd->ttl_ms);
-    kit_push(sim, req->deadline_us - KIT_CLIENT_EPOCH_US, KIT_REQ_TIMEOUT, k->index, node, q->id, NULL);
+    kit_push(sim, req->deadline_us - KIT_CLIENT_EPOCH_US, KIT_REQ_TIMEOUT, k->index, node, q->id,
+             NULL);
     uint64_t at = net_arrival(sim, c, SIM_LINK_TO_NODE);
     if (at == UINT64_MAX) {
         kit_trace(sim, "c%u -> n%u #%llu lost", k->index, node, (unsigned long long)q->id);
@@ -252,7 +217,7 @@ static int io_factory(void *ctx, const redlock__node_config *cfgs, unsigned n,
         sim_link_init(&k->conns[i], up, sim->nodes[i].run_id);
         if (!up)
             kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, k->index, i, 0,
-                 NULL);
+                     NULL);
     }
     k->has_io = true;
     *out = &k->io.base;
@@ -358,7 +323,7 @@ void redlock_sim_free(redlock_sim *sim)
             open = open || sim->clients[i]->client != NULL;
     }
     for (size_t i = 0; i < sim->queue.len; i++)
-        event_free(&sim->queue.heap[i]);
+        kit_event_free(&sim->queue.heap[i]);
     sim_queue_free(&sim->queue);
     for (unsigned i = 0; i < sim->n_clients; i++) {
         for (unsigned j = 0; j < sim->opts.n_nodes; j++)
@@ -527,7 +492,8 @@ static void on_conn_lost(redlock_sim *sim, const sim_event *ev)
     if (k->io.closing || !sim_link_noticed(c))
         return;
     kit_trace(sim, "c%u: connection to n%u lost", ev->proc, ev->node);
-    kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0, NULL);
+    kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0,
+             NULL);
     fail_pending(k, c, "connection lost");
 }
 
@@ -538,8 +504,8 @@ static void on_conn_retry(redlock_sim *sim, const sim_event *ev)
     if (k->io.closing)
         return;
     if (!sim->nodes[ev->node].up) {
-        kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node, 0,
-             NULL);
+        kit_push(sim, sim->now + sim_link_retry_us(&sim->rng), KIT_CONN_RETRY, ev->proc, ev->node,
+                 0, NULL);
         return;
     }
     kit_trace(sim, "c%u: connected to n%u", ev->proc, ev->node);
@@ -552,12 +518,12 @@ static void on_conn_retry(redlock_sim *sim, const sim_event *ev)
 static void handle(redlock_sim *sim, sim_event *ev)
 {
     bool at_node = ev->kind == KIT_NODE_RECV || ev->kind == KIT_SUB_CMD || ev->kind == KIT_FORGE;
-    uint64_t until = at_node ? sim->nodes[ev->node].paused_until
-                             : sim->clients[ev->proc]->paused_until;
+    uint64_t until =
+        at_node ? sim->nodes[ev->node].paused_until : sim->clients[ev->proc]->paused_until;
     if (until > sim->now) { /* held back until the pause ends, in order */
         if (!sim_queue_defer(&sim->queue, *ev, until)) {
             sim->oom = true;
-            event_free(ev);
+            kit_event_free(ev);
         }
         return;
     }
@@ -700,24 +666,6 @@ int redlock_sim_node_restart(redlock_sim *sim, unsigned node, bool keep_data)
     }
     kit_trace(sim, "n%u restarted %s", node, keep_data ? "with its data" : "empty");
     return 0;
-}
-
-uint64_t kit_node_clock(const kit_node *n, uint64_t t)
-{
-    uint64_t since = t > n->base_true ? t - n->base_true : 0;
-    /* since * rate stays below 2^64 for some 140 simulated days */
-    return KIT_NODE_EPOCH_US + n->offset_us + n->base_local + since * n->rate_ppm / 1000000u;
-}
-
-uint64_t kit_node_true(const kit_node *n, uint64_t local)
-{
-    uint64_t base = KIT_NODE_EPOCH_US + n->offset_us + n->base_local;
-    if (local <= base)
-        return n->base_true;
-    /* the first t with (t - base_true) * rate / 10^6 >= local - base */
-    if (local - base > UINT64_MAX / 2000000u)
-        return UINT64_MAX;
-    return n->base_true + ((local - base) * 1000000u + n->rate_ppm - 1) / n->rate_ppm;
 }
 
 int redlock_sim_clock_drift(redlock_sim *sim, unsigned node, int32_t drift_ppm)

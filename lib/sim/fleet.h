@@ -140,8 +140,10 @@ struct redlock_sim {
  * read it with TIME). */
 #define KIT_NODE_EPOCH_US 1700000000000000ull
 
+/* events.c: an event or a message freed (a timer's data, a message and its bytes). */
+void kit_event_free(const sim_event *ev);
 /* Queue an event of kind at at (now at the earliest); msg (a kit_msg, or a KIT_TIMER's kit_timer)
- * is the event's from here, freed without memory (fleet.c). */
+ * is the event's from here, freed without memory (events.c). */
 bool kit_push(redlock_sim *sim, uint64_t at, kit_ev_kind kind, unsigned client, unsigned node,
               uint64_t arg, void *msg);
 void kit_msg_free(kit_msg *m);
@@ -184,8 +186,8 @@ void kit_trace(redlock_sim *sim, const char *fmt, ...)
 void kit_history_free(redlock_sim *sim);
 
 /* The nodes' record (record.c): node's keys are recorded from now; its keys are all gone now (a
- * restart without data, before sim_db_clear); its clock jumped or changed its rate; it went down (down) or came back
- * up. */
+ * restart without data, before sim_db_clear); its clock jumped or changed its rate; it went down
+ * (down) or came back up. */
 void kit_record_watch(redlock_sim *sim, unsigned node);
 void kit_record_cleared(redlock_sim *sim, unsigned node);
 void kit_record_jumped(redlock_sim *sim, unsigned node);

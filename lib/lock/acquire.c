@@ -2,8 +2,8 @@
 /* acquire.c - an acquire's attempts (op.h): a fresh token for each, a won round handed to won.c
  * (the grant, the fencing commit), and a lost attempt released everywhere (or kept, for a
  * waiter's grants) and retried per policy; the acquire kind's table. The waiting (queue,
- * notifications, grants) is waiter.c's. Calls down only: won.c, waiter.c, rounds and operations, the
- * client core, lock handles, the counters, the quorum core. */
+ * notifications, grants) is waiter.c's. Calls down only: won.c, waiter.c, rounds and operations,
+ * the client core, lock handles, the counters, the quorum core. */
 #include "busy.h"
 #include "op.h"
 #include "waiter.h"

@@ -46,8 +46,7 @@ static uint64_t land(redlock_sim *sim, kit_client *k, unsigned node, int dir, ui
     return at;
 }
 
-static kit_msg *msg_new(redlock_sim *sim, const char *a, size_t a_len, const char *b,
-                        size_t b_len)
+static kit_msg *msg_new(redlock_sim *sim, const char *a, size_t a_len, const char *b, size_t b_len)
 {
     kit_msg *m = calloc(1, sizeof(*m));
     if (m != NULL && (m->wire = malloc(a_len + b_len + 1)) != NULL) {
@@ -80,8 +79,7 @@ static void deliver(redlock_sim *sim, const sim_subscription *s, const char *ch,
         return;
     uint64_t at = land(sim, k, s->sub_node, SIM_LINK_TO_CLIENT, &sub->last_to_client);
     if (at == UINT64_MAX) {
-        kit_trace(sim, "n%u -> c%u's subscriber: %.*s lost", s->server_node, s->proc, (int)len,
-                  ch);
+        kit_trace(sim, "n%u -> c%u's subscriber: %.*s lost", s->server_node, s->proc, (int)len, ch);
         return;
     }
     kit_msg *m = msg_new(sim, ch, len, msg, msg_len);
@@ -276,8 +274,8 @@ static void on_recv(redlock_sim *sim, const sim_event *ev)
     const sim_link *c = &k->conns[ev->node];
     unsigned from = c->client_up && c->run_id == sub->server_gen ? ev->node : REDLOCK__IO_NO_NODE;
     kit_trace(sim, "c%u <- n%u's subscriber%s: %.*s %.*s", ev->proc, ev->node,
-              from == REDLOCK__IO_NO_NODE ? " (another server: a hint)" : "",
-              (int)m->channel_len, ch, (int)REDLOCK__MIN(msg_len, 60), msg);
+              from == REDLOCK__IO_NO_NODE ? " (another server: a hint)" : "", (int)m->channel_len,
+              ch, (int)REDLOCK__MIN(msg_len, 60), msg);
     if (k->io.base.on_notify != NULL)
         k->io.base.on_notify(&k->io.base, from, ch, m->channel_len, msg, msg_len);
     kit_msg_free(m);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* record.c - the nodes' record of a fleet (sim_nodelog.h, sim_check.h's sim_record): every
  * interval of true time over which a node held a string key with a value (until its expiry on
- * the node's clock, which may jump or drift), and every interval it was down, for the check that no hold is used while a quorum of nodes is up without its token
- * (history.c). */
+ * the node's clock, which may jump or drift), and every interval it was down, for the check that no
+ * hold is used while a quorum of nodes is up without its token (history.c). */
 
 #include "fleet.h"
 

@@ -68,9 +68,9 @@ static size_t forge_grant(sim_rng *rng, unsigned node, unsigned n_nodes, const f
     unsigned full = sim_rng_chance(rng, 0.8) ? 1 : 0;
     const char *counter = r->fenced ? fenced_counters[sim_rng_range(rng, 0, 3)]
                                     : plain_counters[sim_rng_range(rng, 0, 3)];
-    int n = snprintf(msg, SIM_FORGE_MSG_MAX, "g:%.*s:%u:%.*s:%u:%s:%.*s", (int)r->stamp_len,
-                     r->stamp, tag, (int)r->j_len, r->j, full, counter, (int)r->token_len,
-                     r->token);
+    int n =
+        snprintf(msg, SIM_FORGE_MSG_MAX, "g:%.*s:%u:%.*s:%u:%s:%.*s", (int)r->stamp_len, r->stamp,
+                 tag, (int)r->j_len, r->j, full, counter, (int)r->token_len, r->token);
     return n > 0 && n < SIM_FORGE_MSG_MAX && r->ch_len <= SIM_CHANNEL_MAX ? (size_t)n : 0;
 }
 
@@ -113,8 +113,7 @@ sim_forge_kind sim_forge(sim_rng *rng, const sim_db *db, const sim_subs *subs, u
         *msg_len = text(msg, "w:x", 3);
         return SIM_FORGE_WAKE;
     case 2: {
-        int len = r != NULL ? snprintf(msg, SIM_FORGE_MSG_MAX, "%.*s:x", (int)r->id_len, r->id)
-                            : 0;
+        int len = r != NULL ? snprintf(msg, SIM_FORGE_MSG_MAX, "%.*s:x", (int)r->id_len, r->id) : 0;
         if (len <= 0 || len >= SIM_FORGE_MSG_MAX)
             len = snprintf(msg, SIM_FORGE_MSG_MAX, "0:x");
         *msg_len = (size_t)len;

@@ -30,8 +30,8 @@ int sim_subs_add(sim_subs *t, unsigned proc, unsigned node, const sim_sub *sub, 
         t->cap = cap;
     }
     sim_subscription *s = &t->v[t->n++];
-    *s = (sim_subscription){proc, node, sub->epoch, sub->server_node, sub->server_shard,
-                            sub->server_gen, len, {0}};
+    *s = (sim_subscription){
+        proc, node, sub->epoch, sub->server_node, sub->server_shard, sub->server_gen, len, {0}};
     memcpy(s->channel, ch, len);
     return 0;
 }
@@ -48,8 +48,8 @@ void sim_subs_remove(sim_subs *t, unsigned proc, int node, const char *ch, size_
     }
 }
 
-long long sim_subs_numsub(const sim_subs *t, unsigned node, int shard, uint64_t gen,
-                          const char *ch, size_t len)
+long long sim_subs_numsub(const sim_subs *t, unsigned node, int shard, uint64_t gen, const char *ch,
+                          size_t len)
 {
     long long n = 0;
     for (size_t i = 0; i < t->n; i++) {

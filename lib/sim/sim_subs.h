@@ -57,8 +57,8 @@ int sim_subs_add(sim_subs *t, unsigned proc, unsigned node, const sim_sub *sub, 
 void sim_subs_remove(sim_subs *t, unsigned proc, int node, const char *ch, size_t len);
 
 /* PUBSUB NUMSUB ch on a server (node, shard or -1, run_id gen): the connections it holds. */
-long long sim_subs_numsub(const sim_subs *t, unsigned node, int shard, uint64_t gen,
-                          const char *ch, size_t len);
+long long sim_subs_numsub(const sim_subs *t, unsigned node, int shard, uint64_t gen, const char *ch,
+                          size_t len);
 
 /* A server died: forget its subscriptions (shard -1: every one of node's). */
 void sim_subs_server_gone(sim_subs *t, unsigned node, int shard);

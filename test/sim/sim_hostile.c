@@ -32,8 +32,8 @@ void sim_hostile_event(sim_world *w, const sim_event *ev)
         return;
     char ch[SIM_CHANNEL_MAX], msg[SIM_FORGE_MSG_MAX];
     size_t ch_len, msg_len;
-    switch (sim_forge(&w->rng, &n->db, &w->subs, node, w->cfg.n_nodes, ch, &ch_len, msg,
-                      &msg_len)) {
+    switch (
+        sim_forge(&w->rng, &n->db, &w->subs, node, w->cfg.n_nodes, ch, &ch_len, msg, &msg_len)) {
     case SIM_FORGE_NONE:
         return;
     case SIM_FORGE_GRANT:

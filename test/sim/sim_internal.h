@@ -212,8 +212,8 @@ struct sim_world {
     sim_nodelog log;  /* every key every node ever held, every time a node was down */
     bool ev_deferred; /* the event being handled was held back by a pause */
     bool oom;
-    struct sim_fence_world *fence;   /* sim_fence.c: grants, writes and the store */
-    sim_subs subs; /* every server's subscriptions (lib/sim/sim_subs.h; sim_pubsub.c) */
+    struct sim_fence_world *fence; /* sim_fence.c: grants, writes and the store */
+    sim_subs subs;        /* every server's subscriptions (lib/sim/sim_subs.h; sim_pubsub.c) */
     redlock__alloc alloc; /* the encodings of the commands */
     /* A release is being run on a node (sim_node.c): the keys it sets are grants; and whether
      * the last command run granted any. */

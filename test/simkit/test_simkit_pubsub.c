@@ -111,8 +111,7 @@ static void a_waiter_is_woken_by_the_release(void **state)
     assert_int_equal(t.b_status, 0);
     assert_true(t.b_at >= t.released_at);
     /* woken (granted) within network delays, not at its 2 s retry */
-    printf("# b served %llu us after the release\n",
-           (unsigned long long)(t.b_at - t.released_at));
+    printf("# b served %llu us after the release\n", (unsigned long long)(t.b_at - t.released_at));
     assert_true(t.b_at - t.released_at < 100000);
     size_t len;
     const char *trace = redlock_sim_trace(sim, &len);
